@@ -1,0 +1,55 @@
+"""Evaluator settings as dataclasses: defaults tuned for the H200, overridable per run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    warmup_ms: float = 20.0  # per implementation and regime, before sampling
+    min_samples: int = 15  # paired (reference, candidate) samples at least
+    max_samples: int = 200
+    cv_target: float = 0.0025  # stop sampling once both medians' CV is under this...
+    time_cap_s: float = 1.0  # ...or this much time per case and regime has passed
+    replay_target_us: float = 200.0  # graph regime: calls captured per graph so a replay lasts ~this long
+    wall_calls: int = 10  # wall regime: back-to-back calls between two device syncs
+    l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
+    regimes: tuple[str, ...] = ("graph", "wall")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    backend: str = "auto"  # "auto" | "triton-cuda" | "triton-interpret" | "maca"
+    device_index: int = 0
+    seeds_per_case: int = 3  # hidden seeds drawn per evaluation, never stored in the task
+    hidden_cases: int = 1  # extra cases with perturbed `dynamic` sizes (hard-coded shape check)
+    drift_calls: int = 6  # repeated calls with fresh values in the same buffers (caching / drift)
+    static_checks: bool = True
+    runtime_checks: bool = True
+    poison_allocator: bool = True
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    # Per-stage budgets: the worker is killed when a stage runs past its budget.
+    compile_timeout_s: float = 180.0
+    correctness_timeout_s: float = 300.0
+    timing_timeout_s: float = 300.0
+    # The interpreter runs kernels in numpy; cases with more elements than this are skipped there.
+    interpret_max_numel: int = 1 << 21
+    memory_limit_gb: float = 16.0  # host memory cap of a worker (RLIMIT_DATA), 0 = none
+    log_limit_chars: int = 20_000
+    output_limit_mb: int = 64  # a worker's stdout/stderr file may not grow past this (RLIMIT_FSIZE)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalConfig:
+        data = dict(data)
+        timing = data.pop("timing", {})
+        if isinstance(timing, dict):
+            timing = dict(timing)
+            if "regimes" in timing:
+                timing["regimes"] = tuple(timing["regimes"])
+            timing = TimingConfig(**timing)
+        return cls(timing=timing, **data)

@@ -1,0 +1,1 @@
+"""One module per CLI command; each exposes `run(...) -> int` taking typed arguments."""
