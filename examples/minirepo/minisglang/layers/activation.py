@@ -1,0 +1,16 @@
+"""Activation layers."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .custom_op import CustomOp
+
+
+class SiluAndMul(CustomOp):
+    """SwiGLU: the input holds [gate | up] along the last dim; the output is silu(gate) * up."""
+
+    def forward_native(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]

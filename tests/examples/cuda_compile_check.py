@@ -1,0 +1,104 @@
+"""Compile example candidates' Triton kernels for an sm_90 (H100/H200) GPU on a machine without one.
+
+Triton's interpreter accepts code the GPU compiler rejects (a non-constexpr global, an unsupported cast, a
+layout it cannot lower), so CPU-only CI would not notice a candidate that cannot run on the target. This
+script runs a candidate's host launcher on CPU tensors built by the task's make_inputs, with
+`JITFunction.run` replaced by a stand-in that compiles the launch (to a cubin, ptxas included) instead of
+executing it.
+
+Run without TRITON_INTERPRET. Reads a JSON list of {"task": dir, "candidate": file, "params": {...}} on stdin;
+prints one JSON line per compiled kernel; exits 1 at the first failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import JITFunction
+
+TARGET = GPUTarget("cuda", 90, 32)
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+POINTER_TYPES = {
+    torch.float32: "*fp32",
+    torch.float16: "*fp16",
+    torch.bfloat16: "*bf16",
+    torch.float64: "*fp64",
+    torch.int32: "*i32",
+    torch.int64: "*i64",
+    torch.int16: "*i16",
+    torch.int8: "*i8",
+    torch.uint8: "*u8",
+    torch.bool: "*i1",
+}
+_compiled: set[str] = set()
+
+
+def _scalar_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    raise TypeError(f"unsupported kernel argument {value!r}")
+
+
+def compile_instead_of_launch(self: JITFunction, *args, grid, warmup, **kwargs):
+    options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs}
+    bound = inspect.signature(self.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    signature, constexprs = {}, {}
+    for index, (param, (name, value)) in enumerate(zip(self.params, bound.arguments.items(), strict=True)):
+        if param.is_constexpr:
+            signature[name] = "constexpr"
+            constexprs[(index,)] = value
+        elif isinstance(value, torch.Tensor):
+            signature[name] = POINTER_TYPES[value.dtype]
+        else:
+            signature[name] = _scalar_type(value)
+    key = json.dumps([self.fn.__qualname__, signature, repr(sorted(constexprs.items())), options])
+    if key not in _compiled:
+        _compiled.add(key)
+        triton.compile(ASTSource(self, signature, constexprs), target=TARGET, options=options)
+        report = {"kernel": self.fn.__name__, "signature": signature, "options": options}
+        print(json.dumps(report), flush=True)
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET"):
+        print("unset TRITON_INTERPRET: the interpreter replaces the compiler", file=sys.stderr)
+        return 2
+    JITFunction.run = compile_instead_of_launch
+    for i, job in enumerate(json.load(sys.stdin)):
+        task_dir = Path(job["task"])
+        task_toml = (task_dir / "task.toml").read_text()
+        entry = next(line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry"))
+        make_inputs = _import(task_dir / "inputs.py", f"inputs_{i}").make_inputs
+        candidate = getattr(_import(Path(job["candidate"]), f"candidate_{i}"), entry)
+        args, kwargs = make_inputs(dict(job["params"]), 0, "cpu")
+        try:
+            candidate(*args, **kwargs)
+        except Exception as exc:
+            print(f"{job['candidate']} {job['params']}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
