@@ -47,7 +47,8 @@ def normalize_source(source: str) -> str:
     """Canonical text of the code (ast round-trip drops comments, quotes and spacing differences)."""
     try:
         return ast.unparse(ast.parse(source))
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Unparseable or pathologically nested code (an LLM can emit either): fall back to the raw text.
         return source.strip()
 
 

@@ -6,12 +6,13 @@ NaN and Inf never pass: a non-finite value is accepted only where the reference 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from evaluators.result import Mismatch
-from evaluators.task import Tolerance
+from evaluators.task import Task, Tolerance
 
 
 @dataclass(frozen=True)
@@ -125,3 +126,242 @@ def _compare_exact(expected: torch.Tensor, actual: torch.Tensor, name: str, frac
         mismatch=Mismatch(output=name, index=idx, expected=e, actual=a, detail=detail),
         reason=f"{name}[{', '.join(map(str, idx))}] = {a:g}, expected {e:g} ({detail})",
     )
+
+
+# --- structured outputs, unordered rows, poison and mutation helpers (used by the correctness stage) ------
+
+
+def flatten_outputs(value: object, name: str = "return") -> list[tuple[str, object]]:
+    """Name every leaf of a (nested) return value: "return", "return[1]", "return['k']"."""
+    if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+        out: list[tuple[str, object]] = []
+        for i, item in enumerate(value):
+            out.extend(flatten_outputs(item, f"{name}[{i}]"))
+        return out
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            out.extend(flatten_outputs(item, f"{name}[{key!r}]"))
+        return out
+    return [(name, value)]
+
+
+def output_structure(value: object) -> object:
+    """A hashable description of a return value's nesting (tuple arity, dict keys), tensors as "T"."""
+    if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+        return (type(value).__name__, tuple(output_structure(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, output_structure(v)) for k, v in value.items()))
+    return "T" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def canonicalize_rows(outputs: dict[str, object], key: str, values: tuple[str, ...]) -> dict[str, object]:
+    """Sort each row (last dim) of the integer output `key` and permute the `values` outputs alike.
+
+    Lets top-k style results whose row order is unspecified be compared element by element.
+    """
+    ids = outputs.get(key)
+    if not isinstance(ids, torch.Tensor) or ids.dim() == 0:
+        return outputs
+    order = torch.argsort(ids.to(torch.int64), dim=-1, stable=True)
+    result = dict(outputs)
+    result[key] = torch.take_along_dim(ids, order, dim=-1)
+    for name in values:
+        val = outputs.get(name)
+        if isinstance(val, torch.Tensor) and val.shape == ids.shape:
+            result[name] = torch.take_along_dim(val, order, dim=-1)
+    return result
+
+
+def poison_mask(tensor: torch.Tensor) -> torch.Tensor:
+    """Elements whose bytes are all 0xFF: the pattern `Backend.poison_allocator` leaves in freed memory
+    (NaN in every float dtype, -1 in every integer dtype)."""
+    t = tensor.detach()
+    if t.dtype == torch.bool or t.element_size() == 0 or t.numel() == 0:
+        return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    flat = t.contiguous().reshape(-1).view(torch.uint8).reshape(-1, t.element_size())
+    return (flat == 255).all(dim=-1).reshape(t.shape)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Element-wise "bit-identical" (NaN equals NaN, -0.0 differs from 0.0) for same-dtype tensors."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        raise ValueError("same_bits needs tensors of one dtype and shape")
+    if a.numel() == 0:
+        return torch.ones(a.shape, dtype=torch.bool, device=a.device)
+    if a.dtype == torch.bool:
+        return a == b
+    size = a.element_size()
+    ra = a.detach().contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
+    rb = b.detach().contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
+    return (ra == rb).all(dim=-1).reshape(a.shape)
+
+
+def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
+    """How many elements of `after` differ (bitwise) from `before`; shape/dtype changes count as all."""
+    if before.dtype != after.dtype or before.shape != after.shape:
+        return max(before.numel(), after.numel(), 1)
+    return int((~same_bits(before, after.to(before.device))).sum())
+
+
+# --- one whole call: every output and every argument ---------------------------------------------------
+
+
+@dataclass
+class ReferenceRun:
+    """What the reference produced for one input set. `outputs`/`mutated` hold the float64 run's values where
+    the reference could run in float64, `native_*` the run at the inputs' own precision; `dtypes` are the
+    native dtypes a candidate must produce."""
+
+    structure: object
+    outputs: dict[str, object]
+    native_outputs: dict[str, object]
+    mutated: dict[str, torch.Tensor]
+    native_mutated: dict[str, torch.Tensor]
+    dtypes: dict[str, torch.dtype]
+
+
+@dataclass
+class CallComparison:
+    comparison: Comparison
+    findings: list[tuple[str, str]]  # (HACK_CLASSES key, evidence)
+
+
+def _tensor_like(value: object) -> bool:
+    return isinstance(value, torch.Tensor) or hasattr(type(value), "__torch_function__")
+
+
+def _compare_leaf(
+    name: str,
+    expected: object,
+    native: object,
+    actual: object,
+    dtype: torch.dtype | None,
+    tolerances: Callable[[torch.dtype], Tolerance],
+    fraction: float,
+) -> Comparison:
+    if isinstance(expected, torch.Tensor):
+        tol = tolerances(dtype or expected.dtype)
+        first = compare_tensors(expected, actual, tol, name, expected_dtype=dtype, mismatch_fraction=fraction)
+        if first.ok or not isinstance(native, torch.Tensor) or native is expected:
+            return first
+        # Matching PyTorch's own native-precision result is correct too (a float64 reference is stricter).
+        second = compare_tensors(native, actual, tol, name, expected_dtype=dtype, mismatch_fraction=fraction)
+        return second if second.ok else first
+    if isinstance(actual, torch.Tensor):
+        return _fail(name, f"expected {type(expected).__name__} {expected!r}, got a tensor")
+    if isinstance(expected, float) and isinstance(actual, (int, float)):
+        close = abs(actual - expected) <= 1e-6 + 1e-5 * abs(expected) or actual == expected
+        return Comparison(ok=True) if close else _fail(name, f"{actual!r} != expected {expected!r}")
+    same = type(expected) is type(actual) and expected == actual
+    return Comparison(ok=True) if same else _fail(name, f"{actual!r} != expected {expected!r}")
+
+
+def _apply_unordered(values: dict[str, object], task: Task) -> dict[str, object]:
+    for group in task.compare.unordered:
+        key, names = _resolve(group.key, values), tuple(_resolve(v, values) for v in group.values)
+        values = canonicalize_rows(values, key, names)
+    return values
+
+
+def _resolve(name: str, values: dict[str, object]) -> str:
+    """Task files may name the second return value "return[1]" or just "1"."""
+    return name if name in values or f"return[{name}]" not in values else f"return[{name}]"
+
+
+def _excuse_key_rows(expected: dict[str, object], actual: dict[str, object], task: Task) -> None:
+    """Where an unordered key row differs (a tolerated near-tie), its value rows cannot be compared: copy the
+    expected values there so only rows with agreeing keys are judged."""
+    for group in task.compare.unordered:
+        key = _resolve(group.key, expected)
+        e_ids, a_ids = expected.get(key), actual.get(key)
+        if (
+            not (isinstance(e_ids, torch.Tensor) and isinstance(a_ids, torch.Tensor))
+            or e_ids.shape != a_ids.shape
+        ):
+            continue
+        rows = (
+            (e_ids.to(a_ids.device) != a_ids).reshape(-1, e_ids.shape[-1]).any(dim=-1)
+            if e_ids.dim()
+            else None
+        )
+        if rows is None or not bool(rows.any()):
+            continue
+        for name in (_resolve(v, expected) for v in group.values):
+            e_val, a_val = expected.get(name), actual.get(name)
+            if (
+                isinstance(e_val, torch.Tensor)
+                and isinstance(a_val, torch.Tensor)
+                and a_val.shape == e_ids.shape
+            ):
+                patched = a_val.detach().clone().reshape(-1, a_val.shape[-1])
+                patched[rows] = e_val.reshape(-1, e_val.shape[-1])[rows].to(a_val.dtype)
+                actual[name] = patched.reshape(a_val.shape)
+
+
+def compare_call(
+    ref: ReferenceRun,
+    actual_return: object,
+    before: dict[str, torch.Tensor],
+    after: dict[str, torch.Tensor],
+    task: Task,
+    tolerances: Callable[[torch.dtype], Tolerance],
+) -> CallComparison:
+    """Judge one candidate call: its return value, every argument the reference mutates, and that no other
+    argument changed. `before`/`after` map argument names to tensors before the call and after it."""
+    findings: list[tuple[str, str]] = []
+    actual_leaves = dict(flatten_outputs(actual_return))
+    for name, value in actual_leaves.items():
+        if _tensor_like(value) and type(value) is not torch.Tensor:
+            findings.append(
+                (
+                    "lazy_output",
+                    f"{name} is a {type(value).__module__}.{type(value).__qualname__}, "
+                    "not a plain torch.Tensor (work deferred past the call)",
+                )
+            )
+    if output_structure(actual_return) != ref.structure:
+        shown = output_structure(actual_return)
+        return CallComparison(_fail("return", f"returned {shown}, expected {ref.structure}"), findings)
+
+    for name, tensor in before.items():
+        if name in ref.mutated:
+            continue
+        count = changed_elements(tensor, after[name])
+        if count:
+            findings.append(
+                (
+                    "input_mutation",
+                    f"argument {name!r} changed in {count} of {tensor.numel()} "
+                    "elements; the reference leaves it unchanged",
+                )
+            )
+    expected = _apply_unordered({**ref.outputs, **ref.mutated}, task)
+    native = _apply_unordered({**ref.native_outputs, **ref.native_mutated}, task)
+    actual = _apply_unordered({**actual_leaves, **{n: after[n] for n in ref.mutated}}, task)
+    _excuse_key_rows(expected, actual, task)
+    result = Comparison(ok=True)
+    for name, exp in expected.items():
+        act = actual.get(name)
+        verdict = _compare_leaf(
+            name, exp, native.get(name), act, ref.dtypes.get(name), tolerances, task.compare.mismatch_fraction
+        )
+        if not verdict.ok and type(act) is torch.Tensor and isinstance(exp, torch.Tensor):
+            poisoned = int(poison_mask(act).sum())
+            if poisoned and poisoned * 2 >= act.numel():
+                findings.append(
+                    (
+                        "allocator_reuse",
+                        f"{name}: {poisoned} of {act.numel()} elements still hold "
+                        "the allocator's poison bytes (0xFF): memory never written",
+                    )
+                )
+        result = result.merged(verdict)
+    if findings and result.ok and any(k == "input_mutation" for k, _ in findings):
+        result = Comparison(
+            ok=False,
+            max_abs_error=result.max_abs_error,
+            max_rel_error=result.max_rel_error,
+            reason=next(e for k, e in findings if k == "input_mutation"),
+        )
+    return CallComparison(result, findings)

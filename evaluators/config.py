@@ -36,6 +36,9 @@ class EvalConfig:
     timing_timeout_s: float = 300.0
     # The interpreter runs kernels in numpy; cases with more elements than this are skipped there.
     interpret_max_numel: int = 1 << 21
+    # ...and once this much of the correctness stage has passed, larger cases are skipped too (the
+    # interpreter's cost grows with the number of kernel programs, not only elements; one case always runs).
+    interpret_budget_s: float = 60.0
     memory_limit_gb: float = 16.0  # host memory cap of a worker (RLIMIT_DATA), 0 = none
     log_limit_chars: int = 20_000
     output_limit_mb: int = 64  # a worker's stdout/stderr file may not grow past this (RLIMIT_FSIZE)

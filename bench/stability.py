@@ -1,0 +1,413 @@
+"""Cross-process stability of kernelbot's timing, side by side with triton.testing.do_bench and
+do_bench_cudagraph on the same kernels.
+
+Three synthetic kernels sized for an H200 (4.3 TB/s measured copy bandwidth, 60 MB L2): `tiny` (~1 µs, an
+elementwise op on 128 KiB), `mid` (~10 µs, a row-norm reduction over 32 MiB) and `large` (~200 µs, an 800 MiB
+copy). Each is a real Task directory (task.toml, reference.py in PyTorch, inputs.py) with a Triton candidate.
+Every evaluation is a FRESH process (new CUDA context, new allocations, new hidden seeds) that runs
+evaluators.timing.time_cases (graph and wall regimes) and then do_bench and do_bench_cudagraph on the same
+reference and candidate, in an order rotated per evaluation. The parent reports, per kernel and method, the
+cross-process coefficient of variation of the reported candidate time and of the speedup over the reference.
+
+Run from the repository root on the GPU machine:
+    PYTHONPATH=. python bench/stability.py --out bench-out/stability
+writes stability.json and stability.md to --out (and the task directories under --out/tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import importlib.util
+import json
+import math
+import os
+import platform
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+RESULT_PREFIX = "KB_STABILITY_RESULT "
+METHODS = ("kernelbot-graph", "kernelbot-wall", "do_bench", "do_bench_cudagraph")
+TARGET_CV = 0.0025  # the acceptance target for the graph regime: 0.25 %
+TASKS_DIR = Path(__file__).resolve().parent / "stability_tasks"
+# Kernel name -> its task directory under bench/stability_tasks (task.toml, reference.py, inputs.py,
+# candidate.py), sized for the H200; nominal times per call in the graph regime.
+KERNELS: dict[str, str] = {"tiny": "~1 µs", "mid": "~10 µs", "large": "~200 µs"}
+
+
+# --- task directories ------------------------------------------------------------------------------------
+
+
+def write_task(root: Path, kernel: str, params: dict[str, Any] | None = None) -> Path:
+    """Copy the kernel's task directory to `root`; `params` overrides its case's sizes (tests: small ones)."""
+    source = TASKS_DIR / kernel
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(source, root)
+    if params:
+        import tomli_w
+
+        toml_path = root / "task.toml"
+        data = tomllib.loads(toml_path.read_text())
+        data["cases"][0].update(params)
+        toml_path.write_text(tomli_w.dumps(data))
+    return root
+
+
+def import_candidate(path: Path, entry: str) -> tuple[Any, Any]:
+    spec = importlib.util.spec_from_file_location(f"kb_bench_candidate_{path.parent.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module, getattr(module, entry)
+
+
+# --- one fresh evaluation (child process) ----------------------------------------------------------------
+
+
+def _simple_check(ctx: Any, case: Any, before: Any, returned: Any, after: Any) -> bool:
+    import torch
+
+    expected = ctx.reference(*before[0], **before[1])
+    return bool(
+        isinstance(returned, torch.Tensor) and torch.allclose(returned, expected, rtol=1e-4, atol=1e-5)
+    )
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`--timing key=value` pairs into TimingConfig keyword arguments (numbers parsed, tuples comma-split)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"error: --timing expects key=value, got {item!r}")
+        if key == "regimes":
+            out[key] = tuple(v for v in value.split(",") if v)
+        elif value.lower() in ("true", "false"):
+            out[key] = value.lower() == "true"
+        else:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                try:
+                    out[key] = float(value)
+                except ValueError as exc:
+                    raise SystemExit(f"error: --timing {key} needs a number, got {value!r}") from exc
+    return out
+
+
+def run_child(
+    task_dir: Path, index: int, overrides: dict[str, Any], simple_check: bool = False
+) -> dict[str, Any]:
+    import torch
+    import triton
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    from evaluators.backends import require_backend
+    from evaluators.config import EvalConfig, TimingConfig
+    from evaluators.context import JudgeContext
+    from evaluators.task import load_task
+    from evaluators.timing import time_cases
+
+    check_call: Any = _simple_check
+    if not simple_check:
+        with contextlib.suppress(ImportError):  # without the judge's module, keep the plain allclose check
+            from evaluators.correctness import check_call
+
+    task = load_task(task_dir)
+    case = task.cases[0]
+    backend = require_backend("triton-cuda")
+    backend.init_device()
+    hardware = backend.hardware()
+    module, candidate = import_candidate(task_dir / "candidate.py", task.entry)
+    reference = task.load_reference()
+    config = EvalConfig(timing=TimingConfig(**overrides))
+    seeds = tuple(secrets.randbits(31) for _ in range(3))
+    ctx = JudgeContext(
+        task=task,
+        backend=backend,
+        config=config,
+        seeds=seeds,
+        reference=reference,
+        candidate=candidate,
+        candidate_module=module,
+        candidate_path=task_dir / "candidate.py",
+        candidate_source=(task_dir / "candidate.py").read_text(),
+        log=lambda line: None,
+        notes={"hardware": hardware},
+    )
+    # Compile and check once, as the correctness stage would before timing.
+    ref_args, ref_kwargs = task.make_inputs(case, seeds[0], backend.device)
+    cand_args, cand_kwargs = task.make_inputs(case, seeds[1], backend.device)
+    if not torch.allclose(candidate(*ref_args, **ref_kwargs), reference(*ref_args, **ref_kwargs), 1e-4, 1e-5):
+        raise SystemExit(f"candidate of {task.name} disagrees with its reference")
+    torch.cuda.synchronize()
+
+    record: dict[str, Any] = {"kernel": case.name, "index": index, "methods": {}}
+
+    def ours() -> None:
+        start = time.perf_counter()
+        report = time_cases(ctx, [case], check_call=check_call)
+        took = time.perf_counter() - start
+        if not report.passed:
+            raise SystemExit(f"timing failed: {report.reason}")
+        for regime, timing in report.timings[case.name].items():
+            record["methods"][f"kernelbot-{regime}"] = {
+                "candidate_us": timing.candidate.median_us,
+                "reference_us": timing.reference.median_us,
+                "speedup": timing.speedup,
+                "ci": [timing.ci_low, timing.ci_high],
+                "samples": timing.candidate.samples + timing.candidate.outliers,
+                "cv_within": timing.candidate.cv,
+            }
+        record["timing_stage_s"] = took
+
+    def triton_bench(name: str, bench: Any) -> None:
+        start = time.perf_counter()
+        ref_ms = bench(lambda: reference(*ref_args, **ref_kwargs), return_mode="median")
+        cand_ms = bench(lambda: candidate(*cand_args, **cand_kwargs), return_mode="median")
+        record["methods"][name] = {
+            "candidate_us": cand_ms * 1e3,
+            "reference_us": ref_ms * 1e3,
+            "speedup": ref_ms / cand_ms,
+            "wall_s": time.perf_counter() - start,
+        }
+
+    steps = [
+        ours,
+        lambda: triton_bench("do_bench", do_bench),
+        lambda: triton_bench("do_bench_cudagraph", do_bench_cudagraph),
+    ]
+    shift = index % len(steps)  # rotate the order so no method always runs first (coldest)
+    for step in steps[shift:] + steps[:shift]:
+        step()
+    record["device"] = hardware.device
+    record["versions"] = {
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+    return record
+
+
+# --- summary (pure) ----------------------------------------------------------------------------------------
+
+
+def cross_cv(values: list[float]) -> float:
+    """Cross-process coefficient of variation: sample stdev over mean."""
+    if len(values) < 2:
+        return math.nan
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else math.inf
+
+
+@dataclass
+class MethodSummary:
+    kernel: str
+    method: str
+    evaluations: int
+    mean_time_us: float
+    cv_time: float
+    mean_speedup: float
+    cv_speedup: float
+    mean_stage_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def meets_target(self) -> bool:
+        return self.cv_time <= TARGET_CV and self.cv_speedup <= TARGET_CV
+
+
+def summarize(records: list[dict[str, Any]]) -> list[MethodSummary]:
+    rows = []
+    kernels = list(dict.fromkeys(r["kernel"] for r in records))
+    for kernel in kernels:
+        mine = [r for r in records if r["kernel"] == kernel]
+        for method in METHODS:
+            runs = [r["methods"][method] for r in mine if method in r.get("methods", {})]
+            if not runs:
+                continue
+            times = [m["candidate_us"] for m in runs]
+            speedups = [m["speedup"] for m in runs]
+            stage = [r["timing_stage_s"] for r in mine if "timing_stage_s" in r]
+            rows.append(
+                MethodSummary(
+                    kernel=kernel,
+                    method=method,
+                    evaluations=len(runs),
+                    mean_time_us=statistics.fmean(times),
+                    cv_time=cross_cv(times),
+                    mean_speedup=statistics.fmean(speedups),
+                    cv_speedup=cross_cv(speedups),
+                    mean_stage_s=statistics.fmean(stage)
+                    if method.startswith("kernelbot") and stage
+                    else None,
+                )
+            )
+    return rows
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.3f} %"
+
+
+def markdown(rows: list[MethodSummary], meta: dict[str, Any]) -> str:
+    lines = [
+        "# Timing stability across fresh processes",
+        "",
+        f"- GPU: {meta.get('device', '?')}; torch {meta.get('torch', '?')}, "
+        f"triton {meta.get('triton', '?')}, Python {meta.get('python', '?')}",
+        f"- date: {meta.get('date', '?')}; command: `{meta.get('command', '?')}`",
+        f"- target: cross-process CV <= {100 * TARGET_CV:.2f} % of time and speedup (graph regime)",
+        "",
+        "| kernel | method | evals | candidate time (µs, mean) | CV of time | speedup (mean) | CV of speedup "
+        "| timing stage (s/eval) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        stage = f"{r.mean_stage_s:.2f}" if r.mean_stage_s is not None else ""
+        mark = " ✓" if r.method == "kernelbot-graph" and r.meets_target else ""
+        lines.append(
+            f"| {r.kernel} | {r.method}{mark} | {r.evaluations} | {r.mean_time_us:.3f} | {_pct(r.cv_time)} | "
+            f"{r.mean_speedup:.4f} | {_pct(r.cv_speedup)} | {stage} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- driver ------------------------------------------------------------------------------------------------
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    repo = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def child_command(task_dir: Path, index: int, timing: list[str], simple_check: bool = False) -> list[str]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(task_dir), "--index", str(index)]
+    for item in timing:
+        cmd += ["--timing", item]
+    if simple_check:
+        cmd.append("--simple-check")
+    return cmd
+
+
+def parse_child_output(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX) :])
+    raise ValueError("the evaluation process printed no result line")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench/stability.py",
+        description="Cross-process CV of kernelbot's reported times and speedups, beside do_bench and "
+        "do_bench_cudagraph.",
+    )
+    parser.add_argument("--out", type=Path, help="directory for stability.json, stability.md and the tasks")
+    parser.add_argument("--evaluations", type=int, default=10, help="fresh processes per kernel (default 10)")
+    parser.add_argument(
+        "--kernels", default=",".join(KERNELS), help=f"comma-separated subset of {', '.join(KERNELS)}"
+    )
+    parser.add_argument(
+        "--timing",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a TimingConfig field for kernelbot's timing, e.g. --timing cv_target=0.001",
+    )
+    parser.add_argument(
+        "--simple-check",
+        action="store_true",
+        help="re-check the last timed call with allclose instead of evaluators.correctness.check_call",
+    )
+    parser.add_argument("--child-timeout", type=float, default=600.0, help="seconds per evaluation process")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="write the tasks and print the plan; run nothing"
+    )
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    overrides = parse_overrides(args.timing)
+    if args.child is not None:
+        record = run_child(args.child, args.index, overrides, args.simple_check)
+        print(RESULT_PREFIX + json.dumps(record), flush=True)
+        return 0
+    if args.out is None:
+        print("error: --out DIR is required", file=sys.stderr)
+        return 2
+    names = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    unknown = [k for k in names if k not in KERNELS]
+    if unknown:
+        print(f"error: unknown kernel(s) {unknown}; choose from {', '.join(KERNELS)}", file=sys.stderr)
+        return 2
+    out: Path = args.out
+    tasks = {name: write_task(out / "tasks" / name, name) for name in names}
+    plan = [(i, name) for i in range(args.evaluations) for name in names]  # kernels interleaved over time
+    if args.dry_run:
+        for i, name in plan:
+            print(" ".join(child_command(tasks[name], i, args.timing, args.simple_check)))
+        return 0
+    records = []
+    for i, name in plan:
+        cmd = child_command(tasks[name], i, args.timing, args.simple_check)
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, env=_child_env(), check=False, timeout=args.child_timeout
+            )
+        except subprocess.TimeoutExpired:
+            print(f"error: evaluation {i} of {name} ran past {args.child_timeout:g} s", file=sys.stderr)
+            return 1
+        if proc.returncode != 0:
+            print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n", file=sys.stderr)
+            print(f"error: evaluation {i} of {name} failed (exit {proc.returncode})", file=sys.stderr)
+            return 1
+        record = parse_child_output(proc.stdout)
+        records.append(record)
+        graph = record["methods"].get("kernelbot-graph", {})
+        us, speedup = graph.get("candidate_us", math.nan), graph.get("speedup", math.nan)
+        print(
+            f"[{len(records)}/{len(plan)}] {name} #{i}: graph {us:.3f} µs, speedup {speedup:.4f}",
+            flush=True,
+        )
+    first = records[0]
+    meta = {
+        "device": first.get("device"),
+        **first.get("versions", {}),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "timing_overrides": overrides,
+    }
+    rows = summarize(records)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "stability.json").write_text(
+        json.dumps({"meta": meta, "summary": [r.__dict__ for r in rows], "records": records}, indent=2)
+    )
+    table = markdown(rows, meta)
+    (out / "stability.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Candidates fully evaluated per GPU-minute on the example tasks, through the real WorkerPool.
+
+For every task under --tasks (default examples/tasks/*) the candidates shipped in its candidates/ folder
+and --variants mutations of each (one tuning constant halved or doubled inside the EVOLVE-BLOCK, the kind of
+edit the search makes without an LLM) are evaluated --rounds times, all submitted at once to one WorkerPool
+of --workers warm workers on one GPU. The clock starts once the pool's workers are warm and stops when the
+last verdict is back; "fully evaluated" means the cascade ran to its end (the timing stage completed and
+the result passed). Verdicts of every kind are counted too, by stage.
+
+Run from the repository root on the GPU machine:
+    PYTHONPATH=. python bench/throughput.py --out bench-out/throughput
+writes throughput.json and throughput.md to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import platform
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+TARGET_PER_MINUTE = 60.0
+
+# Tuning constants the search mutates: a power of two assigned to a block size / warp / stage count.
+_TUNABLE = re.compile(
+    r"(?P<name>\b(?:\w*(?:BLOCK|block)\w*|num_warps|num_stages|\w*_SIZE)\s*=\s*(?:min\(\s*)?)(?P<value>\d+)\b"
+)
+
+
+@dataclass(frozen=True)
+class Submission:
+    task: Path
+    label: str  # "<task>/<candidate file>[~variant]"
+    source: str
+
+
+def tunable_constants(block: str) -> list[re.Match[str]]:
+    return [m for m in _TUNABLE.finditer(block) if _is_power_of_two(int(m.group("value")))]
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def make_variants(source: str, limit: int) -> list[tuple[str, str]]:
+    """Up to `limit` (label, source) variants, each changing one tuning constant in the EVOLVE-BLOCK."""
+    from evaluators.candidate import find_evolve_block, replace_evolve_block
+
+    block = find_evolve_block(source)
+    if block is None or limit <= 0:
+        return []
+    out: list[tuple[str, str]] = []
+    for match in tunable_constants(block.text):
+        value = int(match.group("value"))
+        for new in (value * 2, value // 2):
+            if new < 1 or len(out) >= limit:
+                continue
+            text = block.text[: match.start("value")] + str(new) + block.text[match.end("value") :]
+            name = match.group("name").split("=")[0].strip()
+            out.append((f"{name}={new}", replace_evolve_block(source, text)))
+    return out[:limit]
+
+
+def collect(tasks_dir: Path, variants: int, rounds: int) -> list[Submission]:
+    subs: list[Submission] = []
+    for task in sorted(p for p in tasks_dir.iterdir() if (p / "task.toml").is_file()):
+        for cand in sorted((task / "candidates").glob("*.py")):
+            source = cand.read_text()
+            label = f"{task.name}/{cand.name}"
+            subs.append(Submission(task, label, source))
+            subs.extend(Submission(task, f"{label}~{v}", text) for v, text in make_variants(source, variants))
+    return [s for _ in range(rounds) for s in subs]
+
+
+def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:
+    """Rates per minute of wall time on the one GPU (the pool's only device)."""
+    full = [r for r in results if r["passed"] and r["stage"] == "timing"]
+    minutes = elapsed_s / 60.0 if elapsed_s > 0 else float("nan")
+    return {
+        "evaluations": len(results),
+        "fully_evaluated": len(full),
+        "elapsed_s": elapsed_s,
+        "fully_evaluated_per_gpu_minute": len(full) / minutes,
+        "verdicts_per_gpu_minute": len(results) / minutes,
+        "by_stage": dict(Counter(f"{r['stage']}:{'pass' if r['passed'] else 'fail'}" for r in results)),
+        "mean_duration_s": sum(r["duration_s"] for r in results) / len(results) if results else 0.0,
+        "meets_target": len(full) / minutes >= TARGET_PER_MINUTE,
+    }
+
+
+def markdown(summary: dict[str, Any], meta: dict[str, Any], per_task: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "# Evaluation throughput",
+        "",
+        f"- GPU: {meta.get('device', '?')}; torch {meta.get('torch', '?')}, "
+        f"triton {meta.get('triton', '?')}, Python {meta.get('python', '?')}; {meta.get('workers')} workers",
+        f"- date: {meta.get('date', '?')}; command: `{meta.get('command', '?')}`",
+        f"- target: >= {TARGET_PER_MINUTE:g} candidates fully evaluated per GPU-minute",
+        f"- pool warm-up (not counted): {meta.get('pool_warmup_s', 0):.1f} s",
+        "",
+        "| evaluations | fully evaluated | wall time (s) | fully evaluated / GPU-min | verdicts / GPU-min "
+        "| mean per-candidate latency (s) |",
+        "| --- | --- | --- | --- | --- | --- |",
+        f"| {summary['evaluations']} | {summary['fully_evaluated']} | {summary['elapsed_s']:.1f} | "
+        f"{summary['fully_evaluated_per_gpu_minute']:.1f} | {summary['verdicts_per_gpu_minute']:.1f} | "
+        f"{summary['mean_duration_s']:.2f} |",
+        "",
+        "| task | evaluations | fully evaluated | verdicts by stage |",
+        "| --- | --- | --- | --- |",
+    ]
+    for task, row in per_task.items():
+        stages = ", ".join(f"{k} {v}" for k, v in sorted(row["by_stage"].items()))
+        lines.append(f"| {task} | {row['evaluations']} | {row['fully_evaluated']} | {stages} |")
+    return "\n".join(lines) + "\n"
+
+
+async def _evaluate_all(pool: Any, subs: list[Submission]) -> list[dict[str, Any]]:
+    async def one(sub: Submission) -> dict[str, Any]:
+        start = time.perf_counter()
+        result = await pool.evaluate_async(sub.task, sub.source)
+        return {
+            "task": sub.task.name,
+            "label": sub.label,
+            "stage": result.stage.value,
+            "passed": result.passed,
+            "score": result.score,
+            "speedup": result.speedup,
+            "reason": result.reason[:300],
+            "duration_s": time.perf_counter() - start,
+        }
+
+    return list(await asyncio.gather(*(one(s) for s in subs)))
+
+
+def _warm_pool(pool: Any, first: Submission, settle_s: float) -> None:
+    """One evaluation end to end (a worker had to be warm for it), then time for the others to warm up."""
+    pool.evaluate(first.task, first.source)
+    time.sleep(settle_s)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench/throughput.py",
+        description="Candidates fully evaluated per GPU-minute on the example tasks (real WorkerPool).",
+    )
+    parser.add_argument("--out", type=Path, help="directory for throughput.json and throughput.md")
+    parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="folder of task directories")
+    parser.add_argument("--workers", type=int, default=8, help="WorkerPool size (default 8)")
+    parser.add_argument("--variants", type=int, default=6, help="mutated variants per shipped candidate")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="times the whole list is submitted (later rounds hit Triton's cache)",
+    )
+    parser.add_argument("--backend", default="auto", help="evaluator backend (default auto)")
+    parser.add_argument(
+        "--settle", type=float, default=10.0, help="seconds to let workers warm up before the clock starts"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="list the submissions; evaluate nothing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.tasks.is_dir():
+        print(f"error: --tasks {args.tasks} is not a folder of task directories", file=sys.stderr)
+        return 2
+    subs = collect(args.tasks, args.variants, args.rounds)
+    if not subs:
+        print(f"error: no candidates under {args.tasks}/*/candidates/", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for sub in subs:
+            print(sub.label)
+        print(f"{len(subs)} submissions")
+        return 0
+    if args.out is None:
+        print("error: --out DIR is required", file=sys.stderr)
+        return 2
+
+    import torch
+    import triton
+
+    from evaluators.config import EvalConfig
+    from evaluators.pool import WorkerPool
+
+    started = time.perf_counter()
+    with WorkerPool(args.backend, size=args.workers, config=EvalConfig()) as pool:
+        _warm_pool(pool, subs[0], args.settle)
+        warm_s = time.perf_counter() - started
+        t0 = time.perf_counter()
+        results = asyncio.run(_evaluate_all(pool, subs))
+        elapsed = time.perf_counter() - t0
+        backend = pool.backend_name
+    summary = summarize(results, elapsed)
+    per_task = {}
+    for task in dict.fromkeys(r["task"] for r in results):
+        mine = [r for r in results if r["task"] == task]
+        per_task[task] = {**summarize(mine, elapsed), "evaluations": len(mine)}
+    meta = {
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+        "backend": backend,
+        "workers": args.workers,
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "pool_warmup_s": warm_s,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "throughput.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "per_task": per_task, "results": results}, indent=2)
+    )
+    table = markdown(summary, meta, per_task)
+    (args.out / "throughput.md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

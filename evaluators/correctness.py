@@ -1,0 +1,442 @@
+"""The correctness stage: is the candidate's every output, and every argument it writes, what the reference
+produces — on every case, for hidden seeds, on shapes it has never seen, and on the Nth call as on the first?
+
+Per call the candidate runs FIRST on its own clone of fresh inputs (so no reference result exists in the
+allocator yet), right after the allocator was poisoned; the reference then runs on clones of the same inputs,
+in float64 where it can (native precision otherwise). compare.compare_call judges outputs, mutated and
+untouched arguments. One call per case is watched by the runtime monitors (ATen ops, executed code, device
+kernels). Hidden cases perturb the task's `dynamic` sizes (class 13); repeated calls with fresh values in the
+same buffers expose caching (class 7) and drift (class 8). A task whose outputs barely depend on its inputs
+is refused (class 12).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from evaluators.compare import CallComparison, Comparison, compare_call
+from evaluators.context import JudgeContext
+from evaluators.correctness_reference import (
+    Inputs,
+    clone_inputs,
+    estimate_numel,
+    named_tensors,
+    output_nbytes,
+    refill,
+    run_reference,
+)
+from evaluators.degenerate import check_degenerate
+from evaluators.errors import TaskError
+from evaluators.guards_monitor import CallMonitor
+from evaluators.guards_state import ModuleFingerprint
+from evaluators.result import CaseResult, HackFinding
+from evaluators.task import Case
+from evaluators.tolerances import tolerance_for
+
+_REASON_LIMIT = 3000
+_HISTORY = 8  # earlier expected answers per case kept to recognise a cached result
+
+
+@dataclass
+class CorrectnessReport:
+    cases: list[CaseResult]
+    findings: list[HackFinding]
+    passed: bool  # every case matched the reference (hack findings are reported apart)
+    reason: str
+    reference_precision: str
+    timeable: list[Case] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    """The verdict on one candidate call."""
+
+    comparison: Comparison
+    stale: bool = False  # it returned the answer to an earlier call's inputs
+
+
+def check_correctness(ctx: JudgeContext) -> CorrectnessReport:
+    return _Stage(ctx).run()
+
+
+def check_call(
+    ctx: JudgeContext,
+    case: Case,
+    inputs_before: Inputs,
+    candidate_return: Any,
+    inputs_after: Inputs,
+) -> CallComparison:
+    """Re-check one call made elsewhere (the timing stage's last timed call): run the reference on clones of
+    `inputs_before` and compare the return value, mutated arguments and untouched arguments.
+    `.comparison.ok` says whether it passed; `.findings` holds (class, evidence) pairs."""
+    ref = run_reference(ctx, inputs_before)
+    before = named_tensors(ctx.reference, inputs_before)
+    after = named_tensors(ctx.reference, inputs_after)
+    return compare_call(ref, candidate_return, before, after, ctx.task, lambda d: tolerance_for(d, ctx.task))
+
+
+class _Stage:
+    def __init__(self, ctx: JudgeContext) -> None:
+        self.ctx = ctx
+        self.task = ctx.task
+        self.config = ctx.config
+        self.device = ctx.backend.device
+        self.findings: list[HackFinding] = []
+        self.results: list[CaseResult] = []
+        self.failures: list[str] = []
+        self.monitor = CallMonitor(ctx) if ctx.config.runtime_checks else None
+        self.poison_bytes: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}  # input elements per case (interpreter only)
+        self.calls = 0
+        self.history: dict[str, list[tuple[int, Any]]] = {}  # case -> [(call number, ReferenceRun)]
+        # The first passing call (case, seed, seed index, call number): replayed when anything failed.
+        self.golden: tuple[Case, int, int, int] | None = None
+
+    # --- the phases ---------------------------------------------------------------------------------
+
+    def run(self) -> CorrectnessReport:
+        runnable = self._select_cases()
+        if not runnable:
+            return self._report("no case can run on this backend: " + "; ".join(self.failures))
+        degenerate = check_degenerate(self.task, self.device, seeds=self._seeds(3), cases=runnable)
+        if degenerate:
+            self._flag("degenerate_task", degenerate)
+            return self._report(f"degenerate task: {degenerate}")
+        passed: list[Case] = []
+        started = time.monotonic()
+        last: tuple[float, int] | None = None  # (seconds, elements) of the previous case
+        for position, case in enumerate(runnable):
+            if self._over_interpret_budget(started, last, case, passed):
+                self._skip_rest(runnable[position:])
+                runnable = runnable[:position]
+                break
+            case_started = time.monotonic()
+            if self._run_case(case):
+                passed.append(case)
+            last = (time.monotonic() - case_started, self.sizes.get(case.name, 1))
+        if len(passed) == len(runnable):
+            self._hidden_cases(runnable)
+        self._repeated_calls(runnable[0])
+        if self.failures and self.golden is not None:
+            self._replay_golden(*self.golden)
+        return self._report(self.failures[0] if self.failures else "", timeable=passed)
+
+    def _over_interpret_budget(
+        self, started: float, last: tuple[float, int] | None, case: Case, passed: list[Case]
+    ) -> bool:
+        """On the interpreter, skip a case that would not finish within the budget, projecting its cost from
+        the previous (smaller) case's time per element."""
+        if self.ctx.backend.can_time or not passed or last is None:
+            return False
+        seconds, elements = last
+        projected = seconds * self.sizes.get(case.name, elements) / max(elements, 1)
+        return time.monotonic() - started + projected > self.config.interpret_budget_s
+
+    def _skip_rest(self, cases: list[Case]) -> None:
+        budget = self.config.interpret_budget_s
+        for case in cases:
+            reason = f"the interpreter's {budget:g} s budget was spent on smaller cases"
+            self.results.append(CaseResult(case.name, dict(case.params), passed=False, skipped=reason))
+
+    def _select_cases(self) -> list[Case]:
+        runnable = []
+        sizes = self.sizes
+        limit = self.config.interpret_max_numel if not self.ctx.backend.can_time else None
+        for case in self.task.cases:
+            if limit is not None:
+                try:
+                    numel = estimate_numel(self.task, case, self.ctx.seeds[0], self.device)
+                except Exception as exc:
+                    raise TaskError(
+                        f"{self.task.inputs_path}: make_inputs fails on case {case.name!r}: {exc}"
+                    ) from exc
+                if numel > limit:
+                    reason = f"{numel} input elements > interpret_max_numel {limit}"
+                    self.results.append(
+                        CaseResult(case.name, dict(case.params), passed=False, skipped=reason)
+                    )
+                    continue
+                sizes[case.name] = numel
+            runnable.append(case)
+        if not runnable:
+            self.failures.append(f"all {len(self.task.cases)} cases exceed interpret_max_numel")
+        # The interpreter runs the cheapest cases first, so its time budget buys the most coverage.
+        return sorted(runnable, key=lambda c: sizes.get(c.name, 0)) if limit is not None else runnable
+
+    def _run_case(self, case: Case) -> bool:
+        worst = Comparison(ok=True)
+        for index, seed in enumerate(self.ctx.seeds):
+            inputs = self._make(case, seed)
+            call = self._judge_call(
+                case, inputs, watch=index == 0, label=f"case {case.name}, seed #{index + 1}"
+            )
+            worst = worst.merged(call.comparison)
+            if call.comparison.ok and self.golden is None:
+                self.golden = (case, seed, index, self.calls)
+            if not call.comparison.ok:
+                break
+        self.results.append(_case_result(case, worst))
+        if not worst.ok:
+            self.failures.append(f"case {case.name}: {worst.reason}")
+        return worst.ok
+
+    def _hidden_cases(self, runnable: list[Case]) -> None:
+        """Perturb the `dynamic` sizes: a kernel built for the listed shapes only fails here (class 13)."""
+        dynamic = [k for k in self.task.dynamic if any(_int(c.params.get(k)) for c in runnable)]
+        if not dynamic or self.config.hidden_cases <= 0:
+            return
+        rng = random.Random(sum(self.ctx.seeds) * 7919 + len(self.ctx.seeds))
+        for number in range(self.config.hidden_cases):
+            base = min(runnable, key=lambda c: estimate_numel(self.task, c, self.ctx.seeds[0], self.device))
+            params = dict(base.params)
+            for key in dynamic:
+                listed = {c.params.get(key) for c in self.task.cases}
+                if _int(params.get(key)):
+                    params[key] = _perturb(params[key], listed, rng)
+            case = Case(name=f"hidden{number + 1}", params=params)
+            try:
+                inputs = self.task.make_inputs(case, self.ctx.seeds[0], self.device)
+                run_reference(self.ctx, inputs)
+            except Exception as exc:  # the task cannot express this shape: not the candidate's fault
+                self.ctx.log(
+                    f"hidden case {params} skipped: the task rejects it ({type(exc).__name__}: {exc})"
+                )
+                continue
+            call = self._judge_call(case, inputs, watch=False, label=f"hidden case {number + 1}")
+            self.results.append(_case_result(case, call.comparison, hidden=True))
+            if not call.comparison.ok:
+                shown = ", ".join(f"{k}={params[k]}" for k in dynamic if k in params)
+                listed = ", ".join(
+                    f"{k} in {sorted({c.params.get(k) for c in self.task.cases})}" for k in dynamic
+                )
+                evidence = (
+                    f"correct on every listed case ({listed}) but wrong on the unlisted shape {shown}: "
+                    f"{call.comparison.reason}"
+                )
+                self._flag("hardcoded_shapes", evidence[:_REASON_LIMIT])
+                self.failures.append(f"hidden case ({shown}): {call.comparison.reason}")
+
+    def _repeated_calls(self, case: Case) -> None:
+        """Call the candidate again and again on the SAME buffers refilled with fresh values, and last with
+        the first call's values again: a cached answer or a call-count trigger shows up here."""
+        count = self.config.drift_calls
+        if count < 2 or case.is_captured:
+            return
+        seeds = self._seeds(count - 1, offset=101)
+        fresh = [self._make(case, s) for s in seeds]
+        sequence = [*fresh, fresh[0]]  # the last call repeats the first call's values
+        buffers = clone_inputs(fresh[0])
+        fingerprint = ModuleFingerprint(self.ctx.candidate_module)
+        first_ok = False
+        for k, values in enumerate(sequence):
+            refilled = refill(buffers, values) if k else buffers
+            if refilled is None:
+                self.ctx.log(f"repeated calls skipped: case {case.name} changes shape with the seed")
+                return
+            buffers = refilled
+            call = self._judge_call(case, buffers, watch=False, label=f"repeated call {k + 1}", in_place=True)
+            changed = fingerprint.changes()
+            if k >= 2 and changed:
+                names = ", ".join(changed[:6])
+                self._flag(
+                    "output_caching", f"module state changed between repeated calls {k} and {k + 1}: {names}"
+                )
+            if call.comparison.ok:
+                first_ok = first_ok or k == 0
+                continue
+            where = f"repeated call {k + 1} of {len(sequence)} (same buffers, fresh values)"
+            if k == len(sequence) - 1 and first_ok and not call.stale:
+                self._flag(
+                    "drift",
+                    f"{where}: the first call's values passed on call 1 and fail now: "
+                    f"{call.comparison.reason}",
+                )
+            self.failures.append(f"{where}: {call.comparison.reason}")
+            if k < len(sequence) - 1:
+                continue  # still run the replay of call 1: it tells drift from a value-dependent bug
+            return
+
+    def _replay_golden(self, case: Case, seed: int, index: int, call_number: int) -> None:
+        """Something failed: replay the very first call that passed, with the very same values. Failing now
+        can only mean the candidate's behaviour depends on how often it was called (class 8)."""
+        inputs = self._make(case, seed)
+        call = self._judge_call(
+            case, inputs, watch=False, label=f"replay of case {case.name}, seed #{index + 1}"
+        )
+        if not call.comparison.ok and not call.stale:
+            self._flag(
+                "drift",
+                f"case {case.name}, seed #{index + 1} passed on candidate call {call_number} and fails with "
+                f"the same input values on call {self.calls}: {call.comparison.reason}"[:_REASON_LIMIT],
+            )
+
+    # --- one call -----------------------------------------------------------------------------------
+
+    def _judge_call(
+        self, case: Case, inputs: Inputs, *, watch: bool, label: str, in_place: bool = False
+    ) -> _Call:
+        before = clone_inputs(inputs)
+        given = inputs if in_place else clone_inputs(inputs)
+        self._poison(case, inputs)
+        value, error = self._call_candidate(given, watch, label)
+        if error is not None:
+            return _Call(Comparison(ok=False, reason=f"the candidate raised {error}"))
+        try:
+            ref = run_reference(self.ctx, before)
+        except Exception as exc:
+            raise TaskError(f"the reference of task {self.task.name!r} fails on {label}: {exc}") from exc
+        self.poison_bytes[case.name] = output_nbytes(ref)
+        after = named_tensors(self.ctx.reference, given)
+        tolerances = lambda d: tolerance_for(d, self.task)
+        before_named = named_tensors(self.ctx.reference, before)
+        try:
+            verdict = compare_call(ref, value, before_named, after, self.task, tolerances)
+        except Exception as exc:  # a strange object returned by the candidate: its failure, not ours
+            reason = f"{label}: comparing the candidate's output raised {type(exc).__name__}: {exc}"
+            return _Call(Comparison(ok=False, reason=reason[:_REASON_LIMIT]))
+        for kind, evidence in verdict.findings:
+            self._flag(kind, f"{label}: {evidence}")
+        comparison = verdict.comparison
+        stale = None
+        if not comparison.ok:
+            comparison = Comparison(
+                ok=False,
+                max_abs_error=comparison.max_abs_error,
+                max_rel_error=comparison.max_rel_error,
+                mismatch=comparison.mismatch,
+                reason=f"{label}: {comparison.reason}"[:_REASON_LIMIT],
+            )
+            stale = self._stale_answer(case, value, after)
+            if stale is not None:
+                self._flag(
+                    "output_caching",
+                    f"{label} (candidate call {self.calls}) returned the answer to the inputs of call "
+                    f"{stale}: a result kept across calls ({comparison.reason})"[:_REASON_LIMIT],
+                )
+        history = self.history.setdefault(case.name, [])
+        history.append((self.calls, ref))
+        del history[:-_HISTORY]
+        return _Call(comparison, stale=stale is not None)
+
+    def _stale_answer(self, case: Case, value: Any, after: dict[str, torch.Tensor]) -> int | None:
+        """The number of an earlier call of this case whose expected answer this output matches, if any."""
+        tolerances = lambda d: tolerance_for(d, self.task)
+        for number, earlier in reversed(self.history.get(case.name, [])):
+            try:
+                if compare_call(earlier, value, {}, after, self.task, tolerances).comparison.ok:
+                    return number
+            except Exception:  # an output the comparison cannot even read: not a stale answer
+                return None
+        return None
+
+    def _call_candidate(self, inputs: Inputs, watch: bool, label: str) -> tuple[Any, str | None]:
+        args, kwargs = inputs
+        sandbox = self.ctx.sandbox
+        armed = sandbox.armed() if sandbox is not None else nullcontext()
+        watching = self.monitor.watch(label) if (watch and self.monitor is not None) else nullcontext()
+        self.calls += 1
+        try:
+            with armed, torch.no_grad():
+                with watching:
+                    value = self.ctx.candidate(*args, **kwargs)
+                self.ctx.backend.synchronize()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit from a candidate is its failure, not the worker's
+            return None, _brief(exc, self.ctx.candidate_path)
+        finally:
+            if self.monitor is not None:
+                for finding in self.monitor.drain():
+                    self._flag(finding.kind, finding.evidence)
+        return value, None
+
+    def _poison(self, case: Case, inputs: Inputs) -> None:
+        if not self.config.poison_allocator:
+            return
+        nbytes = self.poison_bytes.get(case.name) or output_nbytes_guess(inputs)
+        self.ctx.backend.poison_allocator(nbytes)
+
+    def _make(self, case: Case, seed: int) -> Inputs:
+        try:
+            return self.task.make_inputs(case, seed, self.device)
+        except TaskError:
+            raise
+        except Exception as exc:  # the task's inputs.py is broken for this case: not the candidate's fault
+            raise TaskError(
+                f"{self.task.inputs_path}: make_inputs fails on case {case.name!r}: {exc}"
+            ) from exc
+
+    # --- bookkeeping --------------------------------------------------------------------------------
+
+    def _seeds(self, count: int, offset: int = 0) -> tuple[int, ...]:
+        base = list(self.ctx.seeds) or [0]
+        return tuple((base[i % len(base)] + offset + 7919 * (i // len(base))) % (2**31) for i in range(count))
+
+    def _flag(self, kind: str, evidence: str) -> None:
+        """Keep the first two pieces of evidence per class: enough to act on, short enough to read."""
+        if sum(f.kind == kind for f in self.findings) < 2:
+            self.findings.append(HackFinding(kind, evidence, detector="runtime"))
+
+    def _report(self, reason: str, timeable: list[Case] | None = None) -> CorrectnessReport:
+        listed_ok = all(r.passed or r.skipped for r in self.results) and any(r.passed for r in self.results)
+        passed = listed_ok and not self.failures
+        order = {case.name: i for i, case in enumerate(self.task.cases)}
+        results = sorted(self.results, key=lambda r: (r.hidden, order.get(r.name, len(order))))
+        return CorrectnessReport(
+            cases=results,
+            findings=list(self.findings),
+            passed=passed,
+            reason="" if passed else (reason or "no case passed"),
+            reference_precision=str(self.ctx.notes.get("reference_precision", "native")),
+            timeable=list(timeable or []) if passed else [],
+        )
+
+
+def output_nbytes_guess(inputs: Inputs) -> int:
+    """Before the first reference run of a case, assume outputs as large as the largest input."""
+    sizes = [t.numel() * t.element_size() for t in _tensors(inputs)]
+    return max(sizes, default=4096)
+
+
+def _tensors(inputs: Inputs) -> list[torch.Tensor]:
+    args, kwargs = inputs
+    return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
+
+
+def _case_result(case: Case, comparison: Comparison, hidden: bool = False) -> CaseResult:
+    return CaseResult(
+        name=case.name,
+        params=dict(case.params),
+        passed=comparison.ok,
+        max_abs_error=comparison.max_abs_error,
+        max_rel_error=comparison.max_rel_error,
+        mismatch=comparison.mismatch,
+        hidden=hidden,
+    )
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _perturb(value: int, listed: set[object], rng: random.Random) -> int:
+    """An unlisted size near `value`, far enough that tables or launch grids tuned for the listed sizes miss
+    it (half again, or double, plus one: odd, so it is no multiple of a block size either)."""
+    options = [v for v in (value + value // 2 + 1, 2 * value + 1) if v not in listed]
+    if not options:
+        options = [v for v in (value + 3, value + 5, 3 * value + 1) if v not in listed]
+    return rng.choice(options) if options else value + 7
+
+
+def _brief(exc: BaseException, path: Any) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    where = f" at line {frames[-1].lineno}" if frames else ""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return f"{text[:_REASON_LIMIT]}{where}"

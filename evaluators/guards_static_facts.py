@@ -1,0 +1,85 @@
+"""What the static checks need to know about the task: its floating dtypes (is it a float32 task?), the
+sizes its `dynamic` keys take in the listed cases, and the module names that would reach its reference."""
+
+from __future__ import annotations
+
+from evaluators.task import Task
+
+
+def dynamic_sizes(task: Task) -> dict[int, str]:
+    sizes: dict[int, str] = {}
+    for case in task.cases:
+        for key in task.dynamic:
+            value = case.params.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 2:
+                sizes[value] = key
+    return sizes
+
+
+def reference_modules(task: Task) -> set[str]:
+    """Module names that would reach the reference or its original implementation."""
+    names = {"reference", "kb_reference"}
+    repo = task.source.repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git").replace("-", "_").lower()
+    if repo:
+        names.add(repo)
+    first = task.source.path.split("/")[0] if task.source.path else ""
+    if first and first not in ("python", "src", "lib"):
+        names.add(first.removesuffix(".py"))
+    elif task.source.path.count("/") >= 2:
+        names.add(task.source.path.split("/")[1])
+    return {n for n in names if n and n not in ("torch", "triton")}
+
+
+_DTYPE_ALIASES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "f32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float64": "float64",
+    "fp64": "float64",
+    "double": "float64",
+}
+_dtype_cache: dict[str, frozenset[str]] = {}
+
+
+def task_float_dtypes(task: Task) -> frozenset[str]:
+    """Floating dtypes the task's inputs use: from `dtype`-like case parameters, else from the inputs of the
+    smallest case (built as fake tensors when make_inputs allows it)."""
+    key = str(task.root)
+    if key not in _dtype_cache:
+        named = {
+            _DTYPE_ALIASES[v.lower()]
+            for c in task.cases
+            for v in c.params.values()
+            if isinstance(v, str) and v.lower() in _DTYPE_ALIASES
+        }
+        _dtype_cache[key] = frozenset(named) if named else _dtypes_from_inputs(task)
+    return _dtype_cache[key]
+
+
+def _dtypes_from_inputs(task: Task) -> frozenset[str]:
+    import torch
+
+    cases = [c for c in task.cases if not c.is_captured] or list(task.cases)
+    smallest = min(cases, key=lambda c: sum(v for v in c.params.values() if isinstance(v, int)))
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            args, kwargs = task.make_inputs(smallest, 0, "cpu")
+    except Exception:
+        try:
+            args, kwargs = task.make_inputs(smallest, 0, "cpu")
+        except Exception:  # the correctness stage will report a broken task; here: dtype unknown
+            return frozenset()
+    leaves = [*args, *kwargs.values()]
+    return frozenset(
+        str(t.dtype).removeprefix("torch.")
+        for t in leaves
+        if isinstance(t, torch.Tensor) and t.is_floating_point()
+    )

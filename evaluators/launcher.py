@@ -1,0 +1,97 @@
+"""How a pool starts its workers (forked from a zygote, or as fresh interpreters) and where their files go.
+
+Each pool owns one directory under the temp dir, `kernelbot-pool-<pid>-<random>/` (the private Triton cache,
+the zygote's log, one folder per worker with its log and candidate file); `close()` removes it, and a new
+pool removes those whose process died without closing (SIGKILL, OOM).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from evaluators.backends import Backend
+from evaluators.errors import BackendUnavailable
+from evaluators.process import WARMUP_TIMEOUT_S, WorkerProcess, worker_env
+from evaluators.zygote import ZygoteClient
+
+SPAWN_ENV = "KERNELBOT_WORKER_SPAWN"
+POOL_DIR_PREFIX = "kernelbot-pool-"
+
+
+class Launcher:
+    """Starts workers: forked from the pool's zygote (fast), or as fresh interpreters.
+
+    $KERNELBOT_WORKER_SPAWN picks "fork" (the default on Linux) or "exec". A pool falls back to "exec" for
+    good when the zygote cannot be started or a forked worker fails to warm up.
+    """
+
+    def __init__(self, backend: Backend, device_index: int, pool_dir: Path) -> None:
+        default = "fork" if sys.platform.startswith("linux") else "exec"
+        self.mode = os.environ.get(SPAWN_ENV, default)
+        if self.mode not in ("fork", "exec"):
+            raise BackendUnavailable(f"${SPAWN_ENV} must be 'fork' or 'exec', not {self.mode!r}")
+        self.backend = backend
+        self.device_index = device_index
+        self.pool_dir = pool_dir
+        self.fallback_reason = ""
+        self.closed = False
+        self._zygote: ZygoteClient | None = None
+
+    def __call__(self) -> WorkerProcess:
+        """Start one worker (called from the pool's spawner thread only)."""
+        if self.closed:
+            raise OSError("the WorkerPool is closing")
+        where = {"backend": self.backend, "device_index": self.device_index, "pool_dir": self.pool_dir}
+        if self.mode == "fork":
+            for _ in range(2):  # a zygote that died under us is replaced once; a fresh one failing: given up
+                try:
+                    if self._zygote is None or self._zygote.dead:
+                        self._restart_zygote()
+                    assert self._zygote is not None
+                    return WorkerProcess.fork(self._zygote, **where)
+                except OSError as exc:
+                    if self.closed:
+                        raise
+                    error = exc
+                    if self._zygote is not None:
+                        self._zygote.close()
+                        self._zygote = None
+            self.fall_back(f"the worker zygote failed: {error}")
+        return WorkerProcess.start(**where)
+
+    def _restart_zygote(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+        env = worker_env(self.backend, self.pool_dir / "triton-cache")
+        self._zygote = ZygoteClient(env, self.pool_dir, WARMUP_TIMEOUT_S)
+
+    @property
+    def zygote_dead(self) -> bool:
+        return self._zygote is None or self._zygote.dead
+
+    def fall_back(self, reason: str) -> None:
+        if self.mode == "fork":
+            self.mode = "exec"
+            self.fallback_reason = reason
+
+    def close(self) -> None:
+        self.closed = True
+        if self._zygote is not None:
+            self._zygote.close()  # its forks follow it (PR_SET_PDEATHSIG); a spawn waiting on it returns
+
+
+def sweep_stale_pool_dirs(parent: Path) -> None:
+    """Remove pool directories left by processes that died without closing their pool (SIGKILL, OOM)."""
+    for path in parent.glob(f"{POOL_DIR_PREFIX}*-*"):
+        pid = path.name[len(POOL_DIR_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass

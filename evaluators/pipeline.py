@@ -1,0 +1,322 @@
+"""The cascade, run inside an evaluation worker: static -> compile -> correctness -> timing.
+
+Each stage stops the cascade with a reason the search can learn from; any hack finding zeroes the score.
+The stages themselves live with their owners (static_checks, guards, correctness, timing, scoring); this
+module only orders them, reports progress to the parent (which gives each stage its own time budget) and
+turns what they say into one EvalResult. Nothing here raises for a bad candidate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import evaluators
+from evaluators.backends.base import Backend
+from evaluators.candidate import parse_candidate
+from evaluators.config import EvalConfig
+from evaluators.context import JudgeContext
+from evaluators.errors import CandidateError, TaskError
+from evaluators.job import Job, candidate_sha
+from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, Stage
+from evaluators.task import Case, Task, load_task
+
+CANDIDATE_FILE = "candidate.py"
+CANDIDATE_MODULE = "kb_candidate"
+REASON_LIMIT = 4000  # characters of traceback kept in a reason (the LLM's feedback)
+
+
+class TaskProblem(Exception):
+    """The task itself (not the candidate) cannot be used; the parent raises it as a TaskError."""
+
+
+@dataclass
+class Prepared:
+    """Everything the cascade needs, gathered before the candidate is looked at."""
+
+    task: Task
+    backend: Backend
+    config: EvalConfig
+    seeds: tuple[int, ...]
+    source: str
+    workdir: Path
+    hardware: Hardware
+    reference: Callable[..., Any]
+    progress: Callable[[str], None]
+
+
+def hardware_dict(hardware: Hardware) -> dict[str, Any]:
+    return dataclasses.asdict(hardware)
+
+
+def prepare(
+    job: Job, backend: Backend, hardware: Hardware, *, workdir: Path, progress: Callable[[str], None]
+) -> Prepared:
+    """Load the task and its reference (raising TaskProblem for a broken task) and read the job's config."""
+    try:
+        task = load_task(job.task_dir)
+        reference = task.load_reference()
+        task.load_make_inputs()
+    except TaskError as exc:
+        raise TaskProblem(str(exc)) from exc
+    return Prepared(
+        task=task,
+        backend=backend,
+        config=EvalConfig.from_dict(job.config),
+        seeds=job.seeds,
+        source=job.source,
+        workdir=workdir,
+        hardware=hardware,
+        reference=reference,
+        progress=progress,
+    )
+
+
+def run(p: Prepared) -> EvalResult:
+    """Judge the candidate; always returns an EvalResult."""
+    return _Cascade(p).run()
+
+
+class _Stop(Exception):
+    """Ends the cascade early with a finished EvalResult."""
+
+    def __init__(self, result: EvalResult) -> None:
+        super().__init__(result.reason)
+        self.result = result
+
+
+class _Cascade:
+    def __init__(self, p: Prepared) -> None:
+        self.p = p
+        self.stage = Stage.STATIC
+        self.sha = candidate_sha(p.source, p.task.entry)
+        self.start = time.monotonic()
+        self.sandbox: Any = None
+
+    def run(self) -> EvalResult:
+        try:
+            self.static()
+            ctx = self.compile()
+            cases, report = self.correctness(ctx)
+            return self.timing(ctx, cases, report)
+        except _Stop as stop:
+            return stop.result
+        except BaseException as exc:  # a stage's own failure, or a candidate's sys.exit: still a verdict
+            traceback.print_exc()
+            try:
+                self.check_sandbox(self.sandbox)  # a refused operation behind the failure is a hack
+            except _Stop as stop:
+                return stop.result
+            return self.result(passed=False, reason=f"{self.stage.value} stage failed: {_brief(exc)}")
+
+    # --- stages ---------------------------------------------------------------------------------------
+
+    def static(self) -> None:
+        self.enter(Stage.STATIC, "static")
+        try:
+            parse_candidate(self.p.source, self.p.task.entry)
+        except CandidateError as exc:
+            self.stop(str(exc))
+        if not self.p.config.static_checks:
+            return
+        from evaluators.static_checks import check_static
+
+        report = check_static(self.p.source, self.p.task)
+        if report.findings or report.errors:
+            problems = [*report.errors, *(f"{f.kind}: {f.evidence}" for f in report.findings)]
+            self.stop("static checks: " + "; ".join(problems), hacks=tuple(report.findings))
+
+    def compile(self) -> JudgeContext:
+        self.enter(Stage.COMPILE, "compile")
+        from evaluators.guards import Sandbox
+
+        p = self.p
+        path = p.workdir / CANDIDATE_FILE
+        path.write_text(p.source)
+        protected = [Path(evaluators.__file__).resolve().parent, p.task.root]
+        sandbox = self.sandbox = Sandbox(path, protected_paths=protected)
+        sandbox.install()
+        first = _smallest_case(p.task)
+        args, kwargs = p.task.make_inputs(first, p.seeds[0] if p.seeds else 0, p.backend.device)
+        try:
+            with sandbox.armed():
+                module = _import_candidate(path)
+                entry = getattr(module, p.task.entry, None)
+                if not callable(entry):
+                    self.stop(f"the candidate defines no callable {p.task.entry!r}")
+                entry(*args, **kwargs)  # Triton compiles at the first call
+                p.backend.synchronize()  # surface asynchronous launch errors here, not in correctness
+        except _Stop:
+            raise
+        except BaseException as exc:  # SystemExit from a candidate is a compile failure too
+            traceback.print_exc()
+            self.check_sandbox(sandbox)  # an operation the sandbox refused is a hack, not a compile error
+            self.stop(f"compile: {_candidate_traceback(exc, path)}")
+        self.check_sandbox(sandbox)
+        return JudgeContext(
+            task=p.task,
+            backend=p.backend,
+            config=p.config,
+            seeds=p.seeds,
+            reference=p.reference,
+            candidate=entry,
+            candidate_module=module,
+            candidate_path=path,
+            candidate_source=p.source,
+            sandbox=sandbox,
+            progress=p.progress,
+            log=lambda text: print(text, file=sys.stderr),
+        )
+
+    def correctness(self, ctx: JudgeContext) -> tuple[list[CaseResult], Any]:
+        self.enter(Stage.CORRECTNESS, "correctness")
+        from evaluators.correctness import check_correctness
+
+        try:
+            report = check_correctness(ctx)
+        except TaskError as exc:  # raised after the candidate ran: reported, never raised to the caller
+            self.stop(f"task error (not the candidate's fault?): {exc}")
+        self.check_sandbox(ctx.sandbox)
+        cases = list(report.cases)
+        extra = {"cases": tuple(cases), "reference_precision": report.reference_precision}
+        if report.findings:
+            self.stop(
+                _flag_reason(report.findings), hacks=tuple(report.findings), correct=report.passed, **extra
+            )
+        if not report.passed:
+            self.stop(report.reason or "wrong results", **extra)
+        return cases, report
+
+    def timing(self, ctx: JudgeContext, cases: list[CaseResult], report: Any) -> EvalResult:
+        p = self.p
+        done = {"correct": True, "reference_precision": report.reference_precision}
+        if not p.backend.can_time:
+            reason = f"correct on {sum(c.passed for c in cases)} case(s); {p.backend.name} does not time"
+            return self.result(passed=True, reason=reason, score=1.0, cases=tuple(cases), **done)
+        from evaluators.gpu_lock import GpuLock, device_key
+        from evaluators.scoring import aggregate
+        from evaluators.timing import time_cases
+
+        self.enter(Stage.TIMING, "wait-lock")
+        lock = GpuLock(device_key(getattr(p.backend, "device_index", 0)))
+        lock.acquire()
+        try:
+            p.progress("timing")
+            timing = time_cases(ctx, list(report.timeable))
+        finally:
+            lock.release()
+        self.check_sandbox(ctx.sandbox)
+        cases = [dataclasses.replace(c, timings=dict(timing.timings.get(c.name, {}))) for c in cases]
+        hacks = tuple(timing.findings)
+        quarantined = any(f.kind == "beyond_roofline" for f in hacks)
+        if hacks or not timing.passed:
+            reason = _flag_reason(hacks) if hacks else (timing.reason or "timing failed")
+            self.stop(reason, hacks=hacks, quarantined=quarantined, cases=tuple(cases), **done)
+        agg = aggregate(p.task, cases, p.hardware)
+        hacks = tuple(agg.findings)
+        if hacks:
+            quarantined = any(f.kind == "beyond_roofline" for f in hacks)
+            self.stop(_flag_reason(hacks), hacks=hacks, quarantined=quarantined, cases=tuple(cases), **done)
+        ci = tuple(agg.ci) if agg.ci is not None else None
+        reason = f"correct; speedup {agg.speedup:.3f}x ({p.task.regime})" if agg.speedup else "correct"
+        skipped = [
+            f"{name} {regime}: {why}" for name, by in timing.skipped.items() for regime, why in by.items()
+        ]
+        if agg.notes or skipped:
+            reason += "; " + "; ".join([*agg.notes, *(f"not timed: {s}" for s in skipped)])
+        return self.result(
+            passed=True,
+            reason=reason,
+            score=agg.score,
+            speedup=agg.speedup,
+            speedup_ci=ci,
+            cases=tuple(cases),
+            **done,
+        )
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    def enter(self, stage: Stage, progress: str) -> None:
+        self.stage = stage
+        self.p.progress(progress)
+
+    def check_sandbox(self, sandbox: Any) -> None:
+        findings = tuple(sandbox.findings()) if sandbox is not None else ()
+        if findings:
+            self.stop(_flag_reason(findings), hacks=findings)
+
+    def stop(self, reason: str, **extra: Any) -> None:
+        raise _Stop(self.result(passed=False, reason=reason, **extra))
+
+    def result(self, *, passed: bool, reason: str, **extra: Any) -> EvalResult:
+        hacks = tuple(extra.pop("hacks", ()))
+        score = extra.pop("score", 0.0)
+        return EvalResult(
+            task=self.p.task.name,
+            candidate_sha=self.sha,
+            backend=self.p.backend.name,
+            regime=self.p.task.regime,
+            stage=self.stage,
+            passed=passed and not hacks,
+            reason=reason,
+            score=0.0 if hacks or not passed else float(score),
+            hacks=hacks,
+            hardware=self.p.hardware,
+            duration_s=time.monotonic() - self.start,
+            **extra,
+        )
+
+
+def _flag_reason(findings: tuple[HackFinding, ...] | list[HackFinding]) -> str:
+    shown = "; ".join(f"{f.kind}: {f.evidence}" for f in list(findings)[:3])
+    return f"flagged: {shown}"
+
+
+def _smallest_case(task: Task) -> Case:
+    """The case with the fewest elements, judged from its integer parameters (cheap: no inputs built)."""
+
+    def size(case: Case) -> int:
+        product = 1
+        for value in case.params.values():
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                product *= value
+        return product
+
+    generated = [c for c in task.cases if not c.is_captured] or list(task.cases)
+    return min(generated, key=size)
+
+
+def _import_candidate(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(CANDIDATE_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[CANDIDATE_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _brief(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text if len(text) <= REASON_LIMIT else text[:REASON_LIMIT] + " ..."
+
+
+def _candidate_traceback(exc: BaseException, path: Path) -> str:
+    """The frames inside the candidate plus the error text (Triton's CompilationError shows the source)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    parts = traceback.format_list(frames) + traceback.format_exception_only(type(exc), exc)
+    cause = exc.__cause__
+    if cause is not None:
+        parts += ["caused by: ", *traceback.format_exception_only(type(cause), cause)]
+    text = "".join(parts).replace(str(path), CANDIDATE_FILE).strip()
+    if len(text) > REASON_LIMIT:
+        text = "... " + text[-REASON_LIMIT:]
+    return text

@@ -1,0 +1,332 @@
+"""The timing stage: reference and candidate, both regimes, same process, each on its own inputs.
+
+Per case: one reference call on a copy of its inputs tells which arguments it mutates (those get per-call
+copies, see timing_inputs) and how many bytes a call must move (the roofline floor). Per regime: capture or
+prepare both implementations, warm up, take interleaved paired samples until the medians converge or a cap
+is hit, and end with the post-timing re-check: fresh values (a new hidden seed) are copied into the
+candidate's own tensors before its last timed replay/batch, and what that call returned is judged by
+evaluators.correctness.check_call. A candidate measured faster than the hardware allows is flagged (class 15).
+
+Called by the worker with the device's GPU lock held, after the correctness stage passed. Import this module
+in the worker before the candidate is imported: the timers and CUDA entry points are bound at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluators.context import JudgeContext
+from evaluators.errors import TaskError
+from evaluators.result import HACK_CLASSES, HackFinding, Hardware, RegimeTiming
+from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
+from evaluators.task import REGIMES, Case
+from evaluators.timing_graph import CaptureError, GraphRunner
+from evaluators.timing_graph import device_synchronize as _cuda_synchronize
+from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
+from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
+from evaluators.timing_wall import WallRunner
+
+# Per-call copies of mutated arguments may take this much device memory per implementation.
+COPY_BUDGET_BYTES = 1 << 30
+# The full warm-up (config.timing.warmup_ms) brings the clocks up once per evaluation; every later case and
+# regime, which follows with the GPU still busy, only needs its own first calls out of the way.
+FOLLOW_UP_WARMUP_MS = 2.0
+
+CheckCall = Callable[[JudgeContext, Case, Inputs, Any, Inputs], Any]
+
+
+@dataclass
+class TimingReport:
+    timings: dict[str, dict[str, RegimeTiming]] = field(default_factory=dict)
+    findings: list[HackFinding] = field(default_factory=list)
+    passed: bool = True
+    reason: str = ""
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)  # case -> regime -> why not timed
+    floors_us: dict[str, dict[str, float]] = field(default_factory=dict)  # case -> regime -> roofline floor
+
+    @property
+    def quarantine(self) -> bool:
+        """Beyond-roofline results are kept apart for a human to look at."""
+        return any(f.kind == "beyond_roofline" for f in self.findings)
+
+    def fail(self, reason: str, findings: list[HackFinding] | None = None) -> TimingReport:
+        self.passed = False
+        self.reason = self.reason or reason
+        self.findings.extend(findings or [])
+        return self
+
+
+class _RegimeFailure(Exception):
+    def __init__(self, reason: str, findings: list[HackFinding] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.findings = findings or []
+
+
+class _RegimeSkipped(Exception):
+    pass
+
+
+def derive_seed(seeds: tuple[int, ...], *parts: object) -> int:
+    """A 31-bit seed from the evaluation's hidden seeds and a purpose, stable within one evaluation."""
+    digest = hashlib.blake2b(repr((tuple(seeds), *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+def _device_sync(ctx: JudgeContext) -> Callable[[], None]:
+    if ctx.backend.device.startswith("cuda"):
+        return _cuda_synchronize
+    return ctx.backend.synchronize
+
+
+def _l2_bytes(ctx: JudgeContext) -> int | None:
+    if not ctx.backend.device.startswith("cuda"):
+        return None
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.device(ctx.backend.device))
+    return int(getattr(props, "L2_cache_size", 0) or 0) or None
+
+
+def _hardware(ctx: JudgeContext) -> Hardware:
+    # The worker may leave the Hardware it recorded before the candidate import (no subprocess needed then).
+    hw = ctx.notes.get("hardware")
+    return hw if isinstance(hw, Hardware) else ctx.backend.hardware()
+
+
+def _default_check_call() -> CheckCall:
+    from evaluators.correctness import check_call
+
+    return check_call
+
+
+def _verdict(answer: Any) -> tuple[bool, str, list[HackFinding]]:
+    """Read check_call's answer: a bool, or an object with .ok/.passed and .reason, possibly nested in
+    .comparison (the judge's CallComparison), with .findings as HackFindings or (kind, evidence) pairs."""
+    if isinstance(answer, bool):
+        return answer, "", []
+    inner = getattr(answer, "comparison", answer)
+    ok = getattr(inner, "ok", getattr(inner, "passed", None))
+    if ok is None:
+        raise TypeError(f"check_call returned {type(answer).__name__}, which has no 'ok' or 'passed'")
+    reason = str(getattr(inner, "reason", "") or "")
+    findings: list[HackFinding] = []
+    for item in getattr(answer, "findings", None) or []:
+        if isinstance(item, HackFinding):
+            findings.append(item)
+        elif isinstance(item, tuple) and len(item) == 2 and item[0] in HACK_CLASSES:
+            findings.append(HackFinding(kind=item[0], evidence=f"post-timing re-check: {item[1]}"))
+    return bool(ok), reason, findings
+
+
+class CaseTimer:
+    """Times one case in each regime; holds the two implementations' own inputs and the case's roofline."""
+
+    def __init__(self, ctx: JudgeContext, case: Case, index: int, check: CheckCall) -> None:
+        self.ctx, self.case, self.check = ctx, case, check
+        self.seeds = ctx.seeds or (0,)
+        self.index = index
+        self.device = ctx.backend.device
+        self.sync = _device_sync(ctx)
+        task = ctx.task
+        self.ref_inputs = task.make_inputs(case, derive_seed(self.seeds, index, "reference"), self.device)
+        self.cand_inputs = task.make_inputs(case, derive_seed(self.seeds, index, "candidate"), self.device)
+        probe = clone_inputs(self.ref_inputs)
+        outputs, changed = run_and_diff(ctx.reference, probe, self.sync)
+        self.mutated = [path for path, n in changed.items() if n > 0]
+        changed_bytes = sum(n * get_at(probe, path).element_size() for path, n in changed.items())
+        flops = declared_flops(task, case)
+        bound = _bind(ctx.reference, probe)
+        self.traffic: Traffic = case_traffic(bound, outputs, changed_bytes, task.roofline_reads, flops)
+        del probe, outputs
+
+    def _flush(self) -> Callable[[], None] | None:
+        cfg = self.ctx.config.timing
+        cold = self.ctx.task.cache == "cold" if cfg.l2_flush is None else bool(cfg.l2_flush)
+        return self.ctx.backend.flush_l2 if cold else None
+
+    def _max_calls(self, inputs: InputSet) -> int:
+        return max(1, COPY_BUDGET_BYTES // max(1, inputs.mutated_bytes)) if inputs.mutated else 1 << 30
+
+    def run(self, regime: str, warmup_ms: float) -> RegimeTiming:
+        ref_set = InputSet(self.ref_inputs, self.mutated)
+        cand_set = InputSet(self.cand_inputs, self.mutated)
+        # The sandbox attributes events by stack frame, so arming it once around the whole regime (reference
+        # calls included) costs nothing per call and keeps the timed loop free of context-manager overhead.
+        with _armed(self.ctx):
+            if regime == "graph":
+                ref_runner, cand_runner = self._graph_runners(ref_set, cand_set)
+            else:
+                ref_runner, cand_runner = self._wall_runners(ref_set, cand_set)
+            try:
+                return self._sample(regime, ref_runner, cand_runner, cand_set, warmup_ms)
+            finally:
+                ref_runner.release()
+                cand_runner.release()
+
+    def _graph_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
+        if not self.device.startswith("cuda"):
+            raise _RegimeSkipped(f"CUDA graphs need a CUDA device, not {self.device!r}")
+        target = self.ctx.config.timing.replay_target_us
+        flush = self._flush()
+        ref = GraphRunner(self.ctx.reference, ref_set, flush, self._max_calls(ref_set))
+        cand = GraphRunner(self.ctx.candidate, cand_set, flush, self._max_calls(cand_set))
+        try:
+            _guarded("reference", "graph", self.case, ref.prepare)(target)
+        except CaptureError as exc:
+            raise _RegimeSkipped(f"the reference cannot be captured in a CUDA graph ({exc})") from exc
+        try:
+            _guarded("candidate", "graph", self.case, cand.prepare)(target)
+        except CaptureError as exc:
+            reason = f"the candidate cannot be captured in a CUDA graph ({exc})"
+            if self.ctx.task.regime == "graph":
+                raise _RegimeFailure(f"{reason}; this task's code runs inside captured graphs") from exc
+            raise _RegimeSkipped(reason) from exc
+        return ref, cand
+
+    def _wall_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
+        calls = self.ctx.config.timing.wall_calls
+        flush = self._flush()
+        ref_calls = min(calls, self._max_calls(ref_set))
+        cand_calls = min(calls, self._max_calls(cand_set))
+        return (
+            WallRunner(self.ctx.reference, ref_set, self.sync, ref_calls, flush),
+            WallRunner(self.ctx.candidate, cand_set, self.sync, cand_calls, flush),
+        )
+
+    def _sample(self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float) -> RegimeTiming:
+        cfg = self.ctx.config.timing
+        rng = random.Random(derive_seed(self.seeds, self.index, regime, "order"))
+        checked: dict[str, Any] = {}
+        last = cand_set.calls - 1
+
+        def snapshot_before() -> None:
+            checked["before"] = clone_inputs(cand_set.call(last))
+
+        def final_candidate() -> float:
+            # Captured cases ignore the seed (their values are recorded ones): the re-check then runs on the
+            # same values, and the synthetic cases (a task always has one) are what catches a cache.
+            fresh = self.ctx.task.make_inputs(
+                self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
+            )
+            cand_set.load(fresh)
+            elapsed = cand.measure(before=snapshot_before)
+            checked["return"] = cand.last_return()
+            checked["after"] = cand_set.call(last)  # the very objects the checked call received
+            return elapsed
+
+        ref_measure = _guarded("reference", regime, self.case, ref.measure)
+        cand_measure = _guarded("candidate", regime, self.case, cand.measure)
+        final_measure = _guarded("candidate", regime, self.case, final_candidate)
+        warm_up([ref_measure, cand_measure], warmup_ms)
+        samples = sample_interleaved(ref_measure, cand_measure, cfg, rng, final_candidate=final_measure)
+        answer = self.check(self.ctx, self.case, checked["before"], checked["return"], checked["after"])
+        ok, why, extra = _verdict(answer)
+        if not ok:
+            evidence = (
+                f"case {self.case.name!r}, {regime} regime: the candidate's last timed call, on fresh inputs "
+                f"copied into the buffers it was timed on, returned a wrong result: {why or 'check failed'}"
+            )
+            raise _RegimeFailure(
+                f"post-timing re-check failed ({regime} regime, case {self.case.name!r}): {why}",
+                [HackFinding(kind="drift", evidence=evidence), *extra],
+            )
+        if extra:
+            listing = "; ".join(f"{f.kind}: {f.evidence}" for f in extra)
+            raise _RegimeFailure(f"post-timing re-check flagged {listing}", extra)
+        self.ctx.log(
+            f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs, "
+            f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms"
+        )
+        return summarize(samples)
+
+
+def _armed(ctx: JudgeContext) -> contextlib.AbstractContextManager[Any]:
+    armed = getattr(ctx.sandbox, "armed", None)
+    return armed() if callable(armed) else contextlib.nullcontext()
+
+
+def _bind(fn: Callable[..., Any], inputs: Inputs) -> dict[str, Any]:
+    args, kwargs = inputs
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {f"arg{i}": a for i, a in enumerate(args)} | dict(kwargs)
+    return dict(bound.arguments)
+
+
+def _regimes(ctx: JudgeContext) -> list[str]:
+    wanted = [r for r in ctx.config.timing.regimes if r in REGIMES]
+    # The task's own regime first: if it fails, the other one is not worth the GPU time.
+    return sorted(dict.fromkeys(wanted), key=lambda r: r != ctx.task.regime)
+
+
+def _describe_error(who: str, when: str, case: Case, exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"the {who} raised during {when} of case {case.name!r}: {type(exc).__name__}: " + (
+        text[0] if text else ""
+    )
+
+
+def _guarded(who: str, regime: str, case: Case, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, with any exception it raises (other than a capture error) turned into a failure naming `who`."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (_RegimeFailure, _RegimeSkipped, CaptureError):
+            raise
+        except Exception as exc:
+            raise _RegimeFailure(_describe_error(who, f"{regime} timing", case, exc)) from exc
+
+    return call
+
+
+def time_cases(ctx: JudgeContext, cases: list[Case], *, check_call: CheckCall | None = None) -> TimingReport:
+    """Time every case in every configured regime; stop at the first failure (the cascade's rule)."""
+    report = TimingReport()
+    if not getattr(ctx.backend, "can_time", False):
+        report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"
+        return report
+    check = check_call or _default_check_call()
+    ceilings = Ceilings.for_hardware(_hardware(ctx), _l2_bytes(ctx))
+    warmup_ms = ctx.config.timing.warmup_ms
+    for index, case in enumerate(cases):
+        try:
+            timer = CaseTimer(ctx, case, index, check)
+        except TaskError:
+            raise  # a malformed task (e.g. [roofline] read names no argument): the user's to fix
+        except Exception as exc:  # the reference (or make_inputs) raised on its own inputs
+            return report.fail(_describe_error("reference", "timing setup", case, exc))
+        for regime in _regimes(ctx):
+            try:
+                timing = timer.run(regime, warmup_ms)
+                warmup_ms = min(warmup_ms, FOLLOW_UP_WARMUP_MS)
+            except _RegimeSkipped as exc:
+                report.skipped.setdefault(case.name, {})[regime] = str(exc)
+                ctx.log(f"not timed {case.name} [{regime}]: {exc}")
+                continue
+            except _RegimeFailure as exc:
+                return report.fail(exc.reason, exc.findings)
+            except Exception as exc:  # our own set-up code around the runners
+                return report.fail(_describe_error("timing harness", f"{regime} timing", case, exc))
+            report.timings.setdefault(case.name, {})[regime] = timing
+            floor = floor_for(timer.traffic, ceilings, regime, ctx.task.cache)
+            report.floors_us.setdefault(case.name, {})[regime] = floor.us
+            finding = beyond_roofline(
+                case.name,
+                regime,
+                timing.candidate.median_us,
+                timing.reference.median_us,
+                floor,
+                ceilings.margin,
+            )
+            if finding is not None:
+                return report.fail(f"faster than the hardware can be: {finding.evidence}", [finding])
+    return report

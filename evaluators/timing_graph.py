@@ -1,0 +1,169 @@
+"""The graph regime: N calls of one implementation captured in one CUDA graph and replayed; the GPU time of a
+replay between two CUDA events, divided by N, is the time per call. This is how the code runs inside SGLang's
+captured decode graphs, where host launch overhead does not exist.
+
+N is chosen so that one replay lasts about `replay_target_us` (event resolution is ~0.5 µs, so a 1 µs kernel
+needs a few hundred calls per replay to be measured to a fraction of a percent). Cold-cache tasks capture one
+call per graph and flush the L2 before each replay, outside the event pair.
+
+The CUDA entry points are bound when this module is imported (in the worker, before any candidate code is),
+so a candidate that patches torch.cuda.Event or CUDAGraph.replay afterwards does not change what we measure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from evaluators.timing_inputs import InputSet
+
+_Event = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_synchronize = torch.cuda.Event.synchronize
+_event_elapsed_ms = torch.cuda.Event.elapsed_time
+_CUDAGraph = torch.cuda.CUDAGraph
+_graph_replay = torch.cuda.CUDAGraph.replay
+_Stream = torch.cuda.Stream
+_stream_context = torch.cuda.stream
+_current_stream = torch.cuda.current_stream
+device_synchronize = torch.cuda.synchronize
+
+MAX_GRAPH_CALLS = 1000
+SIDE_STREAM_WARMUP_CALLS = 2
+
+
+def calls_per_replay(replay_target_us: float, per_call_us: float, max_calls: int) -> int:
+    """Calls per graph so a replay lasts ~replay_target_us, rounded to a power of two: calibration noise
+    then rarely changes N between processes, and with it the share of the replay's fixed launch cost."""
+    wanted = replay_target_us / max(per_call_us, 1e-3)
+    calls = 2 ** round(math.log2(max(wanted, 1.0)))
+    return int(max(1, min(max_calls, calls)))
+
+
+class CaptureError(Exception):
+    """The implementation cannot be captured in a CUDA graph (host sync, data-dependent shapes, ...)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+class GraphRunner:
+    """Times one implementation in the graph regime on its own InputSet."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        inputs: InputSet,
+        flush_l2: Callable[[], None] | None = None,
+        max_calls: int = MAX_GRAPH_CALLS,
+    ) -> None:
+        self.fn = fn
+        self.inputs = inputs
+        self.flush_l2 = flush_l2
+        self.max_calls = max(1, min(max_calls, MAX_GRAPH_CALLS))
+        self._graph: Any = None
+        self._returns: list[Any] = []
+        self._capture_stream: Any = None
+        self._start = _Event(enable_timing=True)
+        self._end = _Event(enable_timing=True)
+
+    @property
+    def calls(self) -> int:
+        return self.inputs.calls
+
+    def prepare(self, replay_target_us: float) -> None:
+        """Warm up off the capture stream, then capture as many calls as make one replay ~replay_target_us."""
+        self._warm_side_stream()
+        self.capture(1)
+        if self.flush_l2 is not None:  # cold cache: one call per replay, the flush goes before each replay
+            return
+        calls = 1
+        for _ in range(3):  # a 1-call replay overestimates tiny kernels (graph launch cost): refine
+            per_call = min(self.measure() for _ in range(3))
+            new_calls = calls_per_replay(replay_target_us, per_call, self.max_calls)
+            if new_calls == calls:
+                return
+            self.capture(new_calls)
+            calls = new_calls
+
+    def _warm_side_stream(self) -> None:
+        # Lazy initialisation (cuBLAS handles, Triton's first launch) must not happen during capture.
+        side = _Stream()
+        side.wait_stream(_current_stream())
+        try:
+            with _stream_context(side):
+                for _ in range(SIDE_STREAM_WARMUP_CALLS):
+                    self.inputs.restore()
+                    args, kwargs = self.inputs.call(0)
+                    self.fn(*args, **kwargs)
+        finally:
+            _current_stream().wait_stream(side)
+            device_synchronize()
+
+    def capture(self, calls: int) -> None:
+        """Capture `calls` calls into a fresh graph (with its own private memory pool).
+
+        torch.cuda.graph() is not used: it empties the allocator's cache on every capture, which costs
+        milliseconds per capture and several captures per case; the capture itself is the same.
+        """
+        self._graph, self._returns = None, []
+        self.inputs.resize(calls)
+        self.inputs.restore()
+        device_synchronize()
+        if self._capture_stream is None:
+            self._capture_stream = _Stream()
+        stream = self._capture_stream
+        stream.wait_stream(_current_stream())
+        graph = _CUDAGraph()
+        returns: list[Any] = []
+        error: BaseException | None = None
+        with _stream_context(stream):
+            try:
+                graph.capture_begin()
+            except Exception as exc:
+                raise CaptureError(_first_line(exc)) from exc
+            try:
+                for k in range(calls):
+                    args, kwargs = self.inputs.call(k)
+                    returns.append(self.fn(*args, **kwargs))
+            except Exception as exc:
+                error = exc
+            finally:
+                try:
+                    graph.capture_end()  # must run even after an error, or the stream stays in capture mode
+                except Exception as exc:
+                    error = error or exc
+        _current_stream().wait_stream(stream)
+        if error is not None:
+            del graph, returns
+            # A failed capture leaves the context usable; a dead context raises here instead.
+            device_synchronize()
+            raise CaptureError(_first_line(error)) from error
+        self._graph, self._returns = graph, returns
+
+    def measure(self, before: Callable[[], None] | None = None) -> float:
+        """One replay; µs per call. `before` runs after the inputs are restored, before the flush."""
+        if self._graph is None:
+            raise RuntimeError("GraphRunner.measure before a successful capture")
+        self.inputs.restore()
+        if before is not None:
+            before()
+        if self.flush_l2 is not None:
+            self.flush_l2()
+        _event_record(self._start)
+        _graph_replay(self._graph)
+        _event_record(self._end)
+        _event_synchronize(self._end)
+        return _event_elapsed_ms(self._start, self._end) * 1000.0 / self.calls
+
+    def last_return(self) -> Any:
+        """What the last captured call returned (its memory holds the last replay's results)."""
+        return self._returns[-1]
+
+    def release(self) -> None:
+        self._graph, self._returns = None, []

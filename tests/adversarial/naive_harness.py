@@ -1,0 +1,77 @@
+"""A deliberately naive evaluator, the kind the adversarial suite's cheats are written to fool: reference
+first (its result copied out, its memory freed), then the candidate on the same inputs, torch.allclose at
+KernelBench's 1e-2, one check per case and perf_counter around repeated calls on the same buffers, listed
+shapes only. Run as a script (cheats patch globals, so never inside the test process):
+
+    python naive_harness.py TASK_DIR CHEAT.py [TASK_DIR CHEAT.py ...]   -> one JSON line per pair
+
+KB_NAIVE_DEVICE=cuda runs it on a GPU (where the caching allocator makes c01 fool it every time).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import torch
+
+from evaluators.task import load_task
+
+DEVICE = os.environ.get("KB_NAIVE_DEVICE", "cpu")
+MAX_NUMEL = 100_000 if DEVICE == "cpu" else 1 << 30
+
+_ORIGINALS = {"allclose": torch.allclose, "perf_counter": time.perf_counter}
+
+
+def _restore() -> None:
+    torch.allclose = _ORIGINALS["allclose"]
+    time.perf_counter = _ORIGINALS["perf_counter"]
+
+
+def judge_naively(task_dir: Path, cheat: Path) -> dict:
+    task = load_task(task_dir)
+    reference = task.load_reference()
+    spec = importlib.util.spec_from_file_location(f"naive_{cheat.stem}", cheat)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    candidate = getattr(module, task.entry)
+    verdict = {"cheat": cheat.name, "passed": True, "reason": ""}
+    for case in task.cases:
+        args, kwargs = task.make_inputs(case, 0, DEVICE)
+        if sum(a.numel() for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)) > MAX_NUMEL:
+            continue  # the interpreter is slow; the listed small cases make the point
+        result = reference(*args, **kwargs)
+        result = args[0] if result is None else result  # in-place task: the mutated first argument
+        expected = result.to("cpu", copy=True)
+        del result  # the naive part: the reference's memory goes back to the allocator
+        out = candidate(*args, **kwargs)
+        out = args[0] if out is None else out
+        ok = torch.allclose(out.cpu(), expected, atol=1e-2, rtol=1e-2)
+        start = time.perf_counter()
+        for _ in range(3):
+            candidate(*args, **kwargs)
+        verdict[f"{case.name}_seconds"] = time.perf_counter() - start
+        if not ok:
+            verdict.update(passed=False, reason=f"case {case.name} differs")
+    return verdict
+
+
+def main(argv: list[str]) -> None:
+    for task_dir, cheat in zip(argv[0::2], argv[1::2], strict=True):
+        try:
+            print(json.dumps(judge_naively(Path(task_dir), Path(cheat))), flush=True)
+        except Exception as exc:  # a cheat the naive harness cannot even run
+            print(json.dumps({"cheat": Path(cheat).name, "passed": False, "reason": repr(exc)}), flush=True)
+        finally:
+            _restore()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

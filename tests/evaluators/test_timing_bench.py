@@ -1,0 +1,175 @@
+"""The CPU-safe parts of bench/stability.py and bench/throughput.py: task writing (and that each synthetic
+candidate matches its reference, through Triton's interpreter here), result summaries, tables, option parsing,
+dry runs and the candidate variants. The GPU runs themselves are for the H200 (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluators.candidate import check_evolve_block, parse_candidate
+from evaluators.task import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _load(name: str):
+    path = ROOT / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"kb_bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+stability = _load("stability")
+throughput = _load("throughput")
+
+SMALL = {"tiny": {"n": 3000}, "mid": {"rows": 6, "cols": 100}, "large": {"n": 5000}}
+
+
+@pytest.mark.parametrize("kernel", sorted(stability.KERNELS))
+def test_synthetic_candidates_match_their_references(tmp_path, kernel):
+    root = stability.write_task(tmp_path / kernel, kernel, SMALL[kernel])
+    task = load_task(root)
+    assert task.regime == "graph" and task.cases[0].name == kernel
+    _module, candidate = stability.import_candidate(root / "candidate.py", task.entry)
+    args, kwargs = task.make_inputs(task.cases[0], 5, DEVICE)
+    expected = task.load_reference()(*args, **kwargs)
+    torch.testing.assert_close(candidate(*args, **kwargs), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_full_size_tasks_are_what_the_docs_promise(tmp_path):
+    tiny = load_task(stability.write_task(tmp_path / "t", "tiny"))
+    assert tiny.cases[0].params == {"n": 32768}
+    large = load_task(stability.write_task(tmp_path / "l", "large"))
+    assert large.roofline_reads == ("x",)
+    assert large.cases[0].params["n"] * 4 * 2 == 800 * (1 << 20)  # 800 MiB moved: ~190 µs at 4.3 TB/s
+
+
+def _record(kernel: str, graph_us: float, speedup: float) -> dict:
+    return {
+        "kernel": kernel,
+        "timing_stage_s": 0.5,
+        "methods": {
+            "kernelbot-graph": {"candidate_us": graph_us, "speedup": speedup},
+            "do_bench": {"candidate_us": graph_us * 2, "speedup": speedup},
+        },
+    }
+
+
+def test_summary_computes_cross_process_cv():
+    records = [_record("tiny", 1.0, 2.0), _record("tiny", 1.002, 2.0), _record("mid", 10.0, 1.5)]
+    rows = {(r.kernel, r.method): r for r in stability.summarize(records)}
+    graph = rows[("tiny", "kernelbot-graph")]
+    assert graph.evaluations == 2
+    assert graph.cv_time == pytest.approx(0.002 / math.sqrt(2) / 1.001, rel=1e-6)
+    assert graph.cv_speedup == 0.0 and graph.meets_target  # 0.14 % and 0 % are both under 0.25 %
+    assert math.isnan(rows[("mid", "kernelbot-graph")].cv_time)  # one evaluation: no spread
+    assert rows[("tiny", "do_bench")].mean_stage_s is None
+    table = stability.markdown(list(rows.values()), {"device": "NVIDIA H200", "date": "d", "command": "c"})
+    assert "| tiny | kernelbot-graph" in table and "NVIDIA H200" in table and "n/a" in table
+
+
+def test_meets_target_needs_both_cvs_under_a_quarter_percent():
+    row = stability.MethodSummary("k", "kernelbot-graph", 10, 1.0, 0.001, 1.0, 0.002)
+    assert row.meets_target
+    assert not stability.MethodSummary("k", "kernelbot-graph", 10, 1.0, 0.001, 1.0, 0.003).meets_target
+
+
+def test_overrides_and_child_output_parsing():
+    assert stability.parse_overrides(
+        ["cv_target=0.001", "wall_calls=5", "regimes=graph", "l2_flush=true"]
+    ) == {
+        "cv_target": 0.001,
+        "wall_calls": 5,
+        "regimes": ("graph",),
+        "l2_flush": True,
+    }
+    with pytest.raises(SystemExit):
+        stability.parse_overrides(["cv_target"])
+    with pytest.raises(SystemExit):
+        stability.parse_overrides(["cv_target=fast"])
+    out = "noise\n" + stability.RESULT_PREFIX + '{"kernel": "tiny"}\nmore noise\n'
+    assert stability.parse_child_output(out) == {"kernel": "tiny"}
+    with pytest.raises(ValueError):
+        stability.parse_child_output("nothing here")
+
+
+def test_stability_dry_run_writes_tasks_and_prints_one_process_per_evaluation(tmp_path, capsys):
+    assert (
+        stability.main(["--out", str(tmp_path), "--evaluations", "2", "--kernels", "tiny,large", "--dry-run"])
+        == 0
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4
+    assert "--child" in lines[0] and lines[0].endswith("--index 0") and "tasks/large" in lines[1]
+    assert (tmp_path / "tasks" / "tiny" / "candidate.py").is_file()
+    assert stability.main(["--out", str(tmp_path), "--kernels", "nope"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        stability.main(["--help"])
+    assert exc.value.code == 0
+
+
+# --- throughput -------------------------------------------------------------------------------------------
+
+SILU = ROOT / "examples" / "tasks" / "silu_and_mul" / "candidates" / "silu_and_mul_triton.py"
+
+
+@pytest.mark.skipif(not SILU.is_file(), reason="examples/tasks not present")
+def test_variants_change_one_constant_inside_the_evolve_block():
+    source = SILU.read_text()
+    variants = throughput.make_variants(source, 4)
+    assert len(variants) == 4
+    labels = [label for label, _ in variants]
+    assert len(set(labels)) == 4
+    for _, text in variants:
+        assert text != source
+        check_evolve_block(source, text)  # edits only inside the block
+        parse_candidate(text, "silu_and_mul")
+        changed = [(a, b) for a, b in zip(source.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1
+    assert throughput.make_variants(source, 0) == []
+    assert throughput.make_variants("def f():\n    BLOCK = 64\n", 3) == []  # no EVOLVE-BLOCK: nothing
+
+
+def test_tunable_constants_only_take_powers_of_two():
+    found = throughput.tunable_constants(
+        "BLOCK_SIZE = 128\nnum_warps=4\nEPS_SIZE = 3\nMAX_FUSED_BLOCK = min(8192, x)\n"
+    )
+    assert [int(m.group("value")) for m in found] == [128, 4, 8192]
+
+
+@pytest.mark.skipif(not (ROOT / "examples" / "tasks").is_dir(), reason="examples/tasks not present")
+def test_collect_and_dry_run(capsys):
+    subs = throughput.collect(ROOT / "examples" / "tasks", variants=1, rounds=2)
+    shipped = sorted((ROOT / "examples" / "tasks").glob("*/candidates/*.py"))
+    # Each shipped candidate once per round, plus at most one variant of it per round.
+    assert 2 * len(shipped) <= len(subs) <= 4 * len(shipped)
+    assert sum("~" not in s.label for s in subs) == 2 * len(shipped)
+    assert all((s.task / "task.toml").is_file() for s in subs)
+    assert throughput.main(["--dry-run", "--variants", "0", "--rounds", "1"]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"{len(shipped)} submissions")
+
+
+def test_throughput_summary_and_table():
+    results = [
+        {"task": "a", "stage": "timing", "passed": True, "duration_s": 2.0},
+        {"task": "a", "stage": "compile", "passed": False, "duration_s": 1.0},
+        {"task": "b", "stage": "timing", "passed": True, "duration_s": 3.0},
+    ]
+    summary = throughput.summarize(results, elapsed_s=3.0)
+    assert summary["fully_evaluated"] == 2
+    assert summary["fully_evaluated_per_gpu_minute"] == pytest.approx(40.0)
+    assert summary["verdicts_per_gpu_minute"] == pytest.approx(60.0)
+    assert summary["by_stage"] == {"timing:pass": 2, "compile:fail": 1}
+    assert not summary["meets_target"]
+    table = throughput.markdown(summary, {"device": "NVIDIA H200", "workers": 8}, {"a": {**summary}})
+    assert "| 3 | 2 | 3.0 | 40.0 | 60.0 |" in table
+    assert throughput.main(["--tasks", "/nonexistent"]) == 2
