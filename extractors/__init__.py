@@ -1,0 +1,29 @@
+"""From a function in a real repository to a self-contained Task (see docs/extraction.md).
+
+extract(ExtractOptions(repo, "pkg.module:Qualname", spec=...))   -> ExtractionSummary (writes the task)
+capture(CaptureOptions(repo, function, ["python", "bench.py"]))  -> (summary, recorded calls)
+rank_static(repo) / profile_command(repo, "python bench.py")      -> scan rankings
+"""
+
+from extractors.capture import CaptureOptions, capture
+from extractors.errors import AmbiguousTarget, ExtractionError, SpecError, TargetNotFound, UnsupportedCode
+from extractors.extract import ExtractionSummary, ExtractOptions, extract
+from extractors.release_sources import fetch_release
+from extractors.scan_profile import profile_command
+from extractors.scan_static import rank_static
+
+__all__ = [
+    "AmbiguousTarget",
+    "CaptureOptions",
+    "ExtractOptions",
+    "ExtractionError",
+    "ExtractionSummary",
+    "SpecError",
+    "TargetNotFound",
+    "UnsupportedCode",
+    "capture",
+    "extract",
+    "fetch_release",
+    "profile_command",
+    "rank_static",
+]

@@ -1,0 +1,153 @@
+"""Draft inputs: when neither captured calls nor a spec exist, guess an input spec from the entry's type
+hints and parameter names (x / hidden_states -> [tokens, hidden] float, *_ids / indices -> int tensors,
+seq_lens -> positive int32, eps -> 1e-6 ...). The result is marked `# DRAFT: review these shapes`.
+
+Parameters with a default are left out (the default is used). Guesses are deliberately plain; the point is a
+task that runs, for a human (or the optional LLM pass) to correct.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from extractors.input_spec import InputSpec
+from extractors.signature import Param
+
+DRAFT_MARK = "# DRAFT: review these shapes"
+
+DEFAULT_SIZES: dict[str, list[Any]] = {
+    "tokens": [1, 33],
+    "hidden": [256],
+    "batch": [1, 8],
+    "vocab": [1024],
+    "num_experts": [16],
+    "topk": [4],
+    "groups": [4],
+    "topk_group": [2],
+    "heads": [4],
+    "head_dim": [64],
+    "max_len": [64],
+    "page_size": [16],
+}
+
+# (parameter-name pattern, spec) — first match wins. Sizes refer to DEFAULT_SIZES.
+_TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
+    (
+        r"(req_to_token|_table)$",
+        {
+            "shape": ["batch", "max_len"],
+            "dtype": "int32",
+            "init": "randint",
+            "low": 0,
+            "high": "batch * max_len",
+        },
+    ),
+    (
+        r"^positions?$",
+        {"shape": ["tokens"], "dtype": "int64", "init": "randint", "low": 0, "high": "max_len"},
+    ),
+    (
+        r"(seq_?lens?|lengths?|_lens)$",
+        {"shape": ["batch"], "dtype": "int32", "init": "randint", "low": 1, "high": "max_len"},
+    ),
+    (
+        r"(^|_)(ids|indices|idx|index|loc|locs)$",
+        {"shape": ["batch"], "dtype": "int64", "init": "randint", "low": 0, "high": "batch"},
+    ),
+    (r"(gating_output|router_logits|gate_logits)$", {"shape": ["tokens", "num_experts"], "dtype": "float32"}),
+    (r"(correction_bias|e_score_correction_bias)$", {"shape": ["num_experts"], "dtype": "float32"}),
+    (r"^probs$", {"shape": ["batch", "vocab"], "dtype": "float32", "init": "probs"}),
+    (r"logits$", {"shape": ["batch", "vocab"], "dtype": "float32"}),
+    (r"^(cos|sin)(_cache)?$", {"shape": ["tokens", "head_dim // 2"], "dtype": "float32"}),
+    (r"^(query|key|q|k|qk)$", {"shape": ["tokens", "heads", "head_dim"], "dtype": "float32"}),
+    (r"(weight|gamma)$", {"shape": ["hidden"], "dtype": "float32", "init": "randn", "mean": 1.0, "std": 0.1}),
+    (r"(bias|beta)$", {"shape": ["hidden"], "dtype": "float32"}),
+    (r"mask$", {"shape": ["tokens"], "dtype": "bool", "init": "randint", "low": 0, "high": 2}),
+]
+_INT_RULES: list[tuple[str, Any]] = [
+    (r"^(bs|batch|batch_size|num_seqs|num_reqs)$", "batch"),
+    (r"^(num_tokens|n_tokens)$", "tokens"),
+    (r"^(topk|top_k)$", "topk"),
+    (r"^(num_expert_group|n_group|num_groups)$", "groups"),
+    (r"^topk_group$", "topk_group"),
+    (r"^(hidden_size|hidden_dim|dim|d_model)$", "hidden"),
+    (r"^(num_heads|n_heads|num_attention_heads)$", "heads"),
+    (r"^(head_dim|head_size|rotary_dim)$", "head_dim"),
+    (r"^page_size$", "page_size"),
+    (r"^(num_experts|n_experts|num_local_experts)$", "num_experts"),
+    (r"^(vocab_size)$", "vocab"),
+]
+_FLOAT_RULES: list[tuple[str, float]] = [(r"(eps|epsilon)$", 1e-6), (r"scal(e|ing)", 1.0)]
+
+
+def draft_spec(
+    signature: list[Param], hints: dict[str, list[str]] | None = None
+) -> tuple[InputSpec, list[str]]:
+    """A guessed InputSpec for the required parameters, with one note per guess."""
+    hints = hints or {}
+    args: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for param in signature:
+        if not param.required:
+            continue
+        spec, why = _guess(param, hints.get(param.name, []))
+        args[param.name] = spec
+        notes.append(f"{param.name}: {why}")
+    used = _sizes_used(args)
+    sizes = {k: v for k, v in DEFAULT_SIZES.items() if k in used}
+    return InputSpec(sizes=sizes, args=args, source="draft"), notes
+
+
+def _guess(param: Param, hints: list[str]) -> tuple[dict[str, Any], str]:
+    name, hint = param.name, param.annotation.replace(" ", "")
+    base = re.sub(r"_(cpu|gpu|cuda|device|host)$", "", name.removeprefix("self_"))
+    if hint in ("bool",) or re.match(r"^(is_|use_|has_|enable)", base):
+        return {"value": False}, "bool (guessed False)"
+    if hint == "int" or (not hint and base in {"topk", "top_k", "page_size", "hidden_size"}):
+        for pattern, size in _INT_RULES:
+            if re.search(pattern, base):
+                return {"value": size}, f"int = size {size!r}"
+        return {"value": 4}, "int (guessed 4)"
+    if hint == "float":
+        for pattern, value in _FLOAT_RULES:
+            if re.search(pattern, base):
+                return {"value": value}, f"float = {value}"
+        return {"value": 1.0}, "float (guessed 1.0)"
+    for pattern, value in _FLOAT_RULES:
+        if re.search(pattern, base) and not hint:
+            return {"value": value}, f"float = {value} (from the name)"
+    from_init = _from_init(hints)
+    if from_init is not None:
+        return from_init, f"tensor from __init__: {hints[0]}"
+    for pattern, spec in _TENSOR_RULES:
+        if re.search(pattern, base):
+            return dict(spec), f"tensor {spec['shape']} {spec.get('dtype', 'float32')} (from the name)"
+    return {"shape": ["tokens", "hidden"], "dtype": "float32", "init": "randn"}, (
+        "tensor [tokens, hidden] float32 (nothing to go on: guessed)"
+    )
+
+
+def _from_init(hints: list[str]) -> dict[str, Any] | None:
+    """`nn.Parameter(torch.ones(hidden_size))` -> a [hidden] tensor of ones."""
+    for text in hints:
+        match = re.search(r"torch\.(ones|zeros|empty|randn|rand)\(([^()]*)\)", text)
+        if not match:
+            continue
+        dims = []
+        for part in (p.strip() for p in match.group(2).split(",")):
+            if not part or "=" in part:
+                continue
+            size = next((s for pat, s in _INT_RULES if re.search(pat, part)), None)
+            dims.append(int(part) if part.isdigit() else (size or "hidden"))
+        init = {"ones": "randn", "zeros": "randn", "empty": "randn"}.get(match.group(1), match.group(1))
+        spec: dict[str, Any] = {"shape": dims, "dtype": "float32", "init": init}
+        if match.group(1) == "ones":
+            spec.update(mean=1.0, std=0.1)  # around the initial value, but not constant
+        return spec
+    return None
+
+
+def _sizes_used(args: dict[str, dict[str, Any]]) -> set[str]:
+    text = repr(args)
+    return {k for k in DEFAULT_SIZES if re.search(rf"\b{k}\b", text)}

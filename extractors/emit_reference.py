@@ -1,0 +1,77 @@
+"""Writes the closed-over units as one self-contained, formatted reference.py with a provenance header."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from extractors.bindings import ThirdParty
+from extractors.closure import STUB_HELPER, ClosureBuilder
+from extractors.replace_nodes import FillEmptyBlocksTransformer, ReplaceNodesTransformer
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    repo: str
+    path: str
+    qualname: str
+    commit: str
+
+
+def render_reference(builder: ClosureBuilder, provenance: Provenance, notes: list[str]) -> str:
+    header = [
+        f"# Extracted by `kernelbot extract` from {provenance.repo}",
+        f"#   {provenance.path}:{provenance.qualname} @ {provenance.commit}",
+        "# Self-contained: closed-over helpers follow in dependency order; it needs torch only.",
+        *(f"# {line}" for line in notes),
+    ]
+    parts = ["\n".join(header), "from __future__ import annotations"]
+    if builder.imports:
+        parts.append("\n".join(_sorted_imports(builder.imports)))
+    if builder.stubs:
+        stub_lines = [(TEMPLATES / "unavailable.py.tmpl").read_text().rstrip()]
+        for name, reason in builder.stubs.items():
+            stub_lines.append(f"{name} = {STUB_HELPER}({name!r}, {reason!r})")
+        parts.append("\n\n".join(stub_lines[:1]) + "\n\n\n" + "\n".join(stub_lines[1:]))
+    for unit in builder.units:
+        node = unit.node.visit(ReplaceNodesTransformer(unit.replacements))
+        if isinstance(node, cst.RemovalSentinel):
+            continue
+        node = node.visit(FillEmptyBlocksTransformer())
+        code = cst.Module(body=[node]).code.strip("\n")  # type: ignore[list-item]
+        parts.append(code)
+    return format_source("\n\n\n".join(parts) + "\n")
+
+
+def _sorted_imports(imports: dict[str, ThirdParty]) -> list[str]:
+    def group(item: tuple[str, ThirdParty]) -> tuple[int, str]:
+        line, binding = item
+        return (0 if binding.package in sys.stdlib_module_names else 1, line)
+
+    return [line for line, _ in sorted(imports.items(), key=group)]
+
+
+def format_source(source: str) -> str:
+    """ruff format when it is installed (line length 110), else LibCST's faithful code generation."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        return source
+    try:
+        done = subprocess.run(
+            [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "reference.py", "-"],
+            input=source,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return source
+    return done.stdout if done.returncode == 0 and done.stdout else source

@@ -1,0 +1,241 @@
+"""From `--repo R --function F` to a Task directory: locate, close over, emit reference.py, build inputs
+(captured calls, a spec, or a draft), write task.toml, then run the reference once to confirm its in-place
+writes and refuse degenerate tasks."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluators.errors import DegenerateTaskError
+from evaluators.task import REGIMES
+from extractors.closure import DEPENDENCY_BUDGET, NeedsFullParse
+from extractors.closure_estimate import ClosureEstimate
+from extractors.draft_inputs import DRAFT_MARK, draft_spec
+from extractors.emit_reference import Provenance
+from extractors.errors import ExtractionError
+from extractors.gather_inplace_writes import inplace_writes
+from extractors.input_spec import InputSpec, check_against_signature, load_spec, render_inputs
+from extractors.probe import ProbeResult, probe_task
+from extractors.reference_builder import BuiltReference, build_reference
+from extractors.release_sources import fetch_release
+from extractors.repo_index import RepoIndex
+from extractors.signature import Param, entry_signature
+from extractors.source_info import source_info
+from extractors.target import Located, TargetSpec, find_target, locate_in
+from extractors.toml_writer import dumps
+
+
+@dataclass
+class ExtractOptions:
+    repo: Path
+    function: str
+    out: Path | None = None
+    spec: Path | None = None
+    regime: str = "graph"
+    name: str | None = None
+    probe: bool = True
+    force: bool = False
+    device: str = "cpu"
+
+
+@dataclass
+class ExtractionSummary:
+    task_dir: Path
+    name: str
+    entry: str
+    target: str
+    commit: str
+    built: BuiltReference
+    inputs_source: str
+    input_notes: list[str] = field(default_factory=list)
+    inplace: dict[str, list[str]] = field(default_factory=dict)
+    probe: ProbeResult | None = None
+
+
+@dataclass
+class PreparedInputs:
+    """inputs.py source, the named cases, and optional captured/*.pt files to copy in."""
+
+    source: str
+    cases: list[dict[str, Any]]
+    origin: str  # "spec" | "draft" | "capture"
+    notes: list[str] = field(default_factory=list)
+    dynamic: list[str] = field(default_factory=list)
+    captured_files: list[Path] = field(default_factory=list)
+    extra_files: dict[str, str] = field(default_factory=dict)
+
+
+def build(repo: Path, function: str) -> tuple[RepoIndex, Located, BuiltReference, str]:
+    """Locate and close over the target; returns the built reference and the source commit/release.
+
+    Modules are parsed slimmed to what a fast stdlib-`ast` estimate says the closure may touch; when the
+    estimate missed something, that module is parsed whole and the closure is built again."""
+    index = RepoIndex(resolve_repo(repo))
+    ref, qualname = find_target(index, TargetSpec.parse(function))
+    index.plan(ClosureEstimate(index).needed(ref, qualname.split(".")[0], DEPENDENCY_BUDGET))
+    info = source_info(index.root)
+    commit = info.commit + (" (uncommitted changes)" if info.dirty else "")
+    for _ in range(12):
+        located = locate_in(index, ref, qualname)
+        provenance = Provenance(info.repo, index.relpath(ref.path), qualname, commit)
+        try:
+            return index, located, build_reference(index, located, provenance), info.commit
+        except NeedsFullParse as exc:
+            index.reparse_full(exc.path)  # type: ignore[arg-type]
+    raise ExtractionError(f"could not settle which modules {function} needs (kernelbot bug?)")
+
+
+def resolve_repo(repo: Path | str) -> Path:
+    """A directory, or `pypi:name==version`: a release downloaded and unpacked into the source cache."""
+    text = str(repo)
+    if text.startswith("pypi:"):
+        return fetch_release(text.removeprefix("pypi:"))
+    return Path(repo)
+
+
+def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> ExtractionSummary:
+    if options.regime not in REGIMES:
+        raise ExtractionError(f"--regime must be one of {', '.join(REGIMES)}, got {options.regime!r}")
+    index, located, built, commit = build(options.repo, options.function)
+    name = options.name or _task_name(built.entry)
+    out = (options.out or Path("tasks") / name).resolve()
+    if (out / "task.toml").exists() and not options.force:
+        raise ExtractionError(f"{out} already holds a task; pass --force to overwrite it or choose --out")
+    signature = entry_signature(built.source, built.entry)
+    if inputs is None:
+        inputs = prepare_inputs(options.spec, signature, built, name)
+    summary = ExtractionSummary(
+        task_dir=out,
+        name=name,
+        entry=built.entry,
+        target=f"{located.ref.name}:{located.definition.qualname}",
+        commit=commit,
+        built=built,
+        inputs_source=inputs.origin,
+        input_notes=inputs.notes,
+        inplace=inplace_writes(built.source, built.entry),
+    )
+    source = {
+        "repo": built_repo(index),
+        "path": index.relpath(located.ref.path),
+        "qualname": located.definition.qualname,
+        "commit": commit,
+    }
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent if out.parent.exists() else None))
+    try:
+        _write_task(staging, summary, inputs, options.regime, source)
+        if options.probe:
+            summary.probe = probe_task(staging, signature, options.device)
+            (staging / "task.toml").write_text(_task_toml(summary, inputs, options.regime, source))
+        if summary.probe is not None and summary.probe.degenerate:
+            hint = ""
+            if inputs.origin == "capture":
+                hint = (
+                    " (captured integer and boolean tensors are replayed as recorded, since their values "
+                    "carry invariants; when a function takes nothing else, describe its inputs with "
+                    "`kernelbot extract --spec`)"
+                )
+            raise DegenerateTaskError(f"refused {summary.target}: {summary.probe.degenerate}{hint}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.move(str(staging), str(out))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    probe = summary.probe
+    if probe is not None and not probe.ran and inputs.origin != "draft":
+        raise ExtractionError(
+            f"wrote {out}, but its reference fails on the {inputs.origin} inputs of case {probe.case!r}: "
+            f"{probe.error}"
+        )
+    return summary
+
+
+def built_repo(index: RepoIndex) -> str:
+    return source_info(index.root).repo
+
+
+def prepare_inputs(
+    spec_path: Path | None, signature: list[Param], built: BuiltReference, name: str
+) -> PreparedInputs:
+    if spec_path is not None:
+        spec = load_spec(spec_path)
+        check_against_signature(spec, signature, f"--spec {spec_path}")
+        return _from_spec(spec, signature, name, [], "spec")
+    spec, notes = draft_spec(signature, built.init_hints)
+    header = f"{DRAFT_MARK}\n# Generated from type hints and parameter names; edit them, or pass --spec.\n"
+    prepared = _from_spec(spec, signature, name, notes, "draft", header)
+    prepared.extra_files["draft_spec.toml"] = (
+        f"{DRAFT_MARK}\n# Edit, then: kernelbot extract ... --spec draft_spec.toml\n"
+        + dumps(spec.to_toml_dict())
+    )
+    return prepared
+
+
+def _from_spec(
+    spec: InputSpec, signature: list[Param], name: str, notes: list[str], origin: str, header: str = ""
+) -> PreparedInputs:
+    cases = [{"name": case_name, **params} for case_name, params in spec.expand_cases()]
+    source = render_inputs(spec, signature, name, header)
+    return PreparedInputs(source, cases, origin, notes, spec.dynamic_sizes())
+
+
+def _write_task(
+    root: Path, summary: ExtractionSummary, inputs: PreparedInputs, regime: str, source: dict[str, str]
+) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "reference.py").write_text(summary.built.source)
+    (root / "inputs.py").write_text(inputs.source)
+    for filename, text in inputs.extra_files.items():
+        (root / filename).write_text(text)
+    if inputs.captured_files:
+        captured = root / "captured"
+        captured.mkdir(exist_ok=True)
+        for path in inputs.captured_files:
+            shutil.copy2(path, captured / path.name)
+    (root / "task.toml").write_text(_task_toml(summary, inputs, regime, source))
+
+
+def _task_toml(
+    summary: ExtractionSummary, inputs: PreparedInputs, regime: str, source: dict[str, str]
+) -> str:
+    built = summary.built
+    report = built.report
+    data: dict[str, Any] = {
+        "name": summary.name,
+        "entry": summary.entry,
+        "regime": regime,
+        "description": f"Extracted by kernelbot from {summary.target} ({inputs.origin} inputs).",
+        "dynamic": inputs.dynamic,
+        "source": source,
+        "extraction": {
+            "inputs": inputs.origin,
+            "outputs": built.outputs,
+            "attribute_params": built.attribute_params,
+            "bound_callables": built.bound_callables,
+            "closed_over": report.closed_over,
+            "kept_imports": report.imports,
+            "stubs": report.stubs,
+            "decorators": report.decorators,
+            "mutated_args_static": sorted(summary.inplace),
+            "inplace_evidence": {k: v for k, v in sorted(summary.inplace.items())},
+        },
+        "cases": inputs.cases,
+    }
+    if summary.probe is not None:
+        data["extraction"]["mutated_args_observed"] = summary.probe.mutated
+        data["extraction"]["probe"] = "ok" if summary.probe.ran else f"failed: {summary.probe.error}"
+    comments = {
+        "extraction": "Written by `kernelbot extract` for people and tools; the evaluator does not read it.",
+        "cases": "Named cases: make_inputs(case, seed, device) receives these keys.",
+    }
+    return dumps(data, comments)
+
+
+def _task_name(entry: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", entry).strip("_") or "task"

@@ -1,0 +1,117 @@
+"""`kernelbot scan --profile-cmd`, dynamic half: run the command under torch.profiler (through a
+`sitecustomize` bootstrap, in a subprocess) and rank the repository's functions by the time of the operators
+they launch: GPU time where CUDA exists, else CPU time; operator and kernel counts; host (launch) time."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from extractors.errors import ExtractionError
+from extractors.repo_index import RepoIndex
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class ProfiledFunction:
+    target: str  # module:Qualname
+    path: str
+    time_us: float  # device time on CUDA, host time otherwise
+    host_us: float
+    device_us: float
+    ops: int
+    kernels: int
+    share: float = 0.0  # of all attributed time
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def profile_command(
+    repo: Path, command: str, top: int | None = None, timeout: float = 1800.0
+) -> tuple[list[ProfiledFunction], bool]:
+    index = RepoIndex(repo)
+    with tempfile.TemporaryDirectory(prefix="kernelbot-profile-") as scratch:
+        bootstrap = Path(scratch) / "bootstrap"
+        bootstrap.mkdir()
+        (bootstrap / "sitecustomize.py").write_text((TEMPLATES / "profile_sitecustomize.py").read_text())
+        out = Path(scratch) / "profile.json"
+        config = Path(scratch) / "config.json"
+        config.write_text(json.dumps({"repo": str(index.root), "out": str(out)}))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
+        env["KERNELBOT_PROFILE_CONFIG"] = str(config)
+        argv = [sys.executable if a == "python" else a for a in shlex.split(command)]
+        try:
+            done = subprocess.run(
+                argv, cwd=index.root, env=env, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except FileNotFoundError as exc:
+            raise ExtractionError(f"--profile-cmd {command!r} cannot run: {exc}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise ExtractionError(f"--profile-cmd {command!r} ran past {timeout:g}s") from exc
+        if not out.is_file():
+            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            raise ExtractionError(
+                f"--profile-cmd {command!r} produced no profile (exit code {done.returncode}; does it use "
+                f"torch and run Python?): {tail}"
+            )
+        data = json.loads(out.read_text())
+    rows = _attribute(index, data["rows"], bool(data["cuda"]))
+    if not rows:
+        raise ExtractionError(
+            f"--profile-cmd {command!r} ran no PyTorch operator from code inside {index.root} "
+            f"(exit code {done.returncode}); point it at a test or benchmark that exercises the repository"
+        )
+    return (rows[:top] if top else rows), bool(data["cuda"])
+
+
+def _attribute(index: RepoIndex, raw: list[dict], cuda: bool) -> list[ProfiledFunction]:
+    merged: dict[str, ProfiledFunction] = {}
+    for row in raw:
+        path = Path(row["path"])
+        target = _qualname_at(index, path, row["lines"], row["function"])
+        entry = merged.setdefault(target, ProfiledFunction(target, index.relpath(path), 0.0, 0.0, 0.0, 0, 0))
+        entry.host_us += row["host_us"]
+        entry.device_us += row["device_us"]
+        entry.ops += row["ops"]
+        entry.kernels += row["kernels"]
+    total = 0.0
+    for entry in merged.values():
+        entry.time_us = entry.device_us if cuda else entry.host_us
+        total += entry.time_us
+    for entry in merged.values():
+        entry.share = round(entry.time_us / total, 4) if total else 0.0
+    return sorted(merged.values(), key=lambda e: (-e.time_us, e.target))
+
+
+def _qualname_at(index: RepoIndex, path: Path, lines: list[int], name: str) -> str:
+    module = index.module_for_path(path).name if path.is_file() else path.stem
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return f"{module}:{name}"
+    line = lines[0] if lines else 0
+    best: tuple[int, str] | None = None
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        nonlocal best
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qual = prefix + stmt.name
+                if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                    if isinstance(stmt, ast.ClassDef):
+                        walk(stmt.body, qual + ".")
+                    elif best is None or stmt.lineno > best[0]:
+                        best = (stmt.lineno, qual)
+
+    walk(tree.body, "")
+    return f"{module}:{best[1] if best else name}"

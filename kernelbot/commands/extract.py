@@ -1,0 +1,79 @@
+"""`kernelbot extract --repo R --function F`: write a Task for one function and say what was done to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+
+from kernelbot.console import console, warn
+
+
+def run(
+    repo: Path,
+    function: str,
+    *,
+    out: Path | None = None,
+    spec: Path | None = None,
+    regime: str = "graph",
+    name: str | None = None,
+    force: bool = False,
+    probe: bool = True,
+) -> int:
+    from extractors.extract import ExtractOptions, extract
+
+    options = ExtractOptions(
+        repo=repo, function=function, out=out, spec=spec, regime=regime, name=name, force=force, probe=probe
+    )
+    summary = extract(options)
+    print_summary(summary)
+    return 0
+
+
+def print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+    built = summary.built
+    report = built.report
+    console.print(
+        f"[bold]wrote[/] {escape(str(summary.task_dir))}  (entry {summary.entry}, from {summary.target} "
+        f"@ {summary.commit})"
+    )
+    _section("closed over", report.closed_over)
+    _section("kept imports", report.imports)
+    _section("decorators", report.decorators)
+    _section("notes", report.notes)
+    if built.attribute_params:
+        pairs = [f"self.{a} -> {p}" for a, p in built.attribute_params.items()]
+        _section("self attributes became parameters", pairs)
+    if built.outputs and built.outputs != ["return"]:
+        _section("outputs (in return order)", built.outputs)
+    for stub in report.stubs:
+        warn(escape(f"not closed over (a stub raises if reached): {stub}"))
+    if summary.inplace:
+        _section("writes in place (static)", [f"{k}: {'; '.join(v)}" for k, v in summary.inplace.items()])
+    probe = summary.probe
+    if probe is not None and probe.ran:
+        observed = ", ".join(probe.mutated) or "none"
+        console.print(f"  ran the reference on case {probe.case!r}: writes observed: {observed}")
+        missed = sorted(set(probe.mutated) - set(summary.inplace))
+        if missed:
+            warn(escape(f"writes seen at run time but not found statically: {', '.join(missed)}"))
+        _section("outputs", probe.outputs)
+    elif probe is not None:
+        warn(escape(f"the reference does not run on the {summary.inputs_source} inputs: {probe.error}"))
+    console.print(f"  inputs: {summary.inputs_source}")
+    if summary.inputs_source == "capture":
+        _section("recorded calls", summary.input_notes)
+    if summary.inputs_source == "draft":
+        warn(
+            "inputs.py is a DRAFT guessed from names and hints; review it (or edit draft_spec.toml and "
+            "re-run with --spec):"
+        )
+        _section("guesses", summary.input_notes)
+
+
+def _section(title: str, items: list[str]) -> None:
+    if not items:
+        return
+    console.print(f"  {title}:")
+    for item in items:
+        console.print(f"    - {item}", markup=False)

@@ -1,0 +1,102 @@
+"""Input specs, drafts and the release-source cache (offline parts)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from extractors.draft_inputs import draft_spec
+from extractors.errors import ExtractionError, SpecError
+from extractors.input_spec import check_against_signature, parse_spec, render_inputs
+from extractors.release_sources import fetch_release
+from extractors.signature import entry_signature
+
+SOURCE = "def f(x, idx, n: int, eps=1e-6, *, weight):\n    return x\n"
+
+
+def test_spec_expands_cases_and_renders_runnable_inputs(tmp_path: Path) -> None:
+    spec = parse_spec(
+        {
+            "sizes": {"tokens": [1, 4], "hidden": 8},
+            "args": {
+                "x": {"shape": ["tokens", "hidden"], "dtype": "bfloat16"},
+                "idx": {"shape": ["tokens"], "dtype": "int64", "init": "perm", "high": "tokens * 2"},
+                "n": {"value": "hidden // 2"},
+                "weight": {"shape": ["hidden"], "init": "ones"},
+            },
+        },
+        "spec.toml",
+    )
+    assert [name for name, _ in spec.expand_cases()] == ["tokens1", "tokens4"]
+    assert spec.dynamic_sizes() == ["tokens"]
+    signature = entry_signature(SOURCE, "f")
+    check_against_signature(spec, signature, "spec.toml")
+    namespace: dict = {}
+    exec(render_inputs(spec, signature, "t"), namespace)
+    args, kwargs = namespace["make_inputs"]({"tokens": 4, "hidden": 8}, 3, "cpu")
+    assert args[0].shape == (4, 8) and args[0].dtype == torch.bfloat16
+    assert sorted(args[1].tolist()) == sorted(set(args[1].tolist())) and int(args[1].max()) < 8
+    assert args[2] == 4 and set(kwargs) == {"weight"}
+    again, _ = namespace["make_inputs"]({"tokens": 4, "hidden": 8}, 3, "cpu")
+    assert torch.equal(again[0], args[0])  # a seed gives the same values
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"args": {"x": {"shape": ["t"], "dtype": "float33"}}}, "args.x.dtype 'float33'"),
+        ({"args": {"x": {"shape": ["t"], "value": 1}}}, "needs exactly one of"),
+        ({"sizes": {"t": []}, "args": {"x": {"value": 1}}}, "sizes.t must be"),
+        ({"args": {}}, r"needs an \[args.<parameter>\]"),
+        ({"cases": [{"t": 1}], "args": {"x": {"value": 1}}}, "unique non-empty name"),
+    ],
+)
+def test_bad_specs_name_the_field(raw: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_spec(raw, "spec.toml")
+
+
+def test_spec_must_cover_required_parameters() -> None:
+    spec = parse_spec({"args": {"x": {"shape": [2]}, "bogus": {"value": 1}}}, "s.toml")
+    with pytest.raises(SpecError, match=r"args \['bogus'\] are not parameters"):
+        check_against_signature(spec, entry_signature(SOURCE, "f"), "s.toml")
+
+
+def test_draft_guesses_from_names_hints_and_init() -> None:
+    source = (
+        "def g(hidden_states, gating_output, topk: int, seq_lens, req_pool_indices, eps: float,"
+        " renormalize: bool, *, weight):\n    return 0\n"
+    )
+    spec, notes = draft_spec(
+        entry_signature(source, "g"), {"weight": ["nn.Parameter(torch.ones(hidden_size))"]}
+    )
+    args = spec.args
+    assert args["hidden_states"]["shape"] == ["tokens", "hidden"]
+    assert args["gating_output"]["shape"] == ["tokens", "num_experts"]
+    assert args["topk"] == {"value": "topk"} and args["eps"] == {"value": 1e-6}
+    assert args["seq_lens"]["dtype"] == "int32" and args["req_pool_indices"]["dtype"] == "int64"
+    assert args["weight"]["shape"] == ["hidden"] and args["weight"]["mean"] == 1.0
+    assert args["renormalize"] == {"value": False}
+    assert len(notes) == 8 and {"tokens", "hidden", "num_experts", "topk"} <= set(spec.sizes)
+
+
+def test_release_sources_unpack_from_the_cache_without_network(tmp_path: Path) -> None:
+    downloads = tmp_path / "sources" / "downloads"
+    downloads.mkdir(parents=True)
+    wheel = downloads / "demo_pkg-1.2.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo_pkg/__init__.py", "")
+        zf.writestr("demo_pkg/ops.py", "def f(x):\n    return x\n")
+        zf.writestr("demo_pkg/_C.so", b"\x7fELF")
+        zf.writestr("demo_pkg-1.2.0.dist-info/METADATA", "Name: demo-pkg\nVersion: 1.2.0\n")
+    root = fetch_release("demo-pkg==1.2.0", cache=tmp_path / "sources")
+    assert (root / "demo_pkg" / "ops.py").is_file() and not (root / "demo_pkg" / "_C.so").exists()
+    assert fetch_release("demo-pkg==1.2.0", cache=tmp_path / "sources") == root  # reused
+    from extractors.source_info import source_info
+
+    assert source_info(root).commit == "demo-pkg==1.2.0"
+    with pytest.raises(ExtractionError, match="pin a release as name==version"):
+        fetch_release("demo-pkg>=1", cache=tmp_path / "sources")
