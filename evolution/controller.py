@@ -1,0 +1,381 @@
+"""The search loop: seed, then keep several mutations in flight and feed their children to the executor.
+
+Everything that happens is committed to the run store before the next step depends on it: a child is stored
+`pending` before dispatch, an evaluation with its placements in one transaction. A resumed run therefore
+re-dispatches pending children, never re-evaluates a judged one, and rebuilds the archive from the log.
+Mutations run in this process's event loop; evaluations run in the executor's workers (separate pools).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from evaluators.candidate import check_evolve_block, parse_candidate
+from evaluators.errors import CandidateError
+from evaluators.result import Hardware
+from evaluators.task import Task
+from evolution.config import SearchConfig
+from evolution.dedup import SeenShas, candidate_sha
+from evolution.errors import SearchError
+from evolution.executors import Executor
+from evolution.islands import Archive
+from evolution.migration import due_epoch, migrate, plan_ring
+from evolution.operators import OperatorSet
+from evolution.progress import NullProgress, ProgressSink, Snapshot
+from evolution.replay import rebuild_archive
+from evolution.sampling import ParentSampler
+from evolution.stopping import StopRules
+from evolution.store import MutationRecord, PlacementRow, RunStore, new_program_id
+from evolution.types import MutationOutcome, MutationRequest, Mutator, Program, TokenUsage
+
+SEED_FILE_OPERATOR = "seed:file"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    stop_reason: str
+    iterations: int
+    evaluations: int
+    best: Program | None
+    elapsed_s: float
+    tokens: TokenUsage
+
+
+class Controller:
+    def __init__(
+        self,
+        task: Task,
+        config: SearchConfig,
+        store: RunStore,
+        executor: Executor,
+        operators: OperatorSet,
+        *,
+        seed_files: tuple[Path, ...] = (),
+        progress: ProgressSink | None = None,
+    ) -> None:
+        self.task = task
+        self.config = config
+        self.store = store
+        self.executor = executor
+        self.operators = operators
+        self.seed_files = seed_files
+        self.progress = progress or NullProgress()
+        self.archive: Archive = rebuild_archive(store, config.archive)
+        self.seen = SeenShas(store.known_shas())
+        self.iterations = store.mutation_count("evolve")
+        self.tokens = store.token_usage()
+        self.rng = random.Random(f"{config.seed}:{self.iterations}:{store.evaluation_count()}")
+        self.sampler = ParentSampler(config.sampling, self.rng)
+        self.stop = StopRules(config.stop, store, started_iterations=self.iterations)
+        self._eval_slots = asyncio.Semaphore(1)  # resized in run() once the executor knows its capacity
+        self._hardware = _latest_hardware(store, executor.backend_name)
+        # Breeding jobs in flight and their phase ("mutating" | "evaluating"): a time stop drops the former.
+        self._jobs: dict[asyncio.Task[None], str] = {}
+
+    # --- the loop -------------------------------------------------------------------------------------------
+
+    async def run(self) -> RunSummary:
+        self._eval_slots = asyncio.Semaphore(max(1, self.executor.capacity))
+        self.store.ensure_islands(len(self.archive.islands))
+        self.progress.started(self.snapshot("resuming" if self.store.evaluation_count() else "seeding"))
+        pending = [self._evaluate(p) for p in self.store.programs(status="pending")]
+        if pending:
+            await asyncio.gather(*pending)
+        if not self.store.state("seeded", False):
+            await self._seed()
+            self.store.set_state(seeded=True)
+        reason = await self._evolve()
+        self.store.set_state(finished=reason, finished_at=time.time())
+        snapshot = self.snapshot(f"stopped: {reason}")
+        self.progress.finished(snapshot)
+        return RunSummary(
+            reason,
+            self.iterations,
+            self.store.evaluation_count(),
+            self.archive.best,
+            self.stop.elapsed(),
+            self.tokens,
+        )
+
+    async def _evolve(self) -> str:
+        limit = self.config.mutation.in_flight or self.executor.capacity + 1
+        running = self._jobs
+        try:
+            while True:
+                reason = self.stop.reason(self.iterations, self.tokens)
+                if reason:
+                    break
+                if len(running) >= limit or (self.archive.is_empty() and running):
+                    await self._wait(running)
+                    continue
+                if self.archive.is_empty():
+                    raise SearchError(
+                        f"no program to mutate: no seed for task {self.task.name!r} produced a result "
+                        "(add candidates/ to the task, pass --seed FILE or configure an --llm endpoint)"
+                    )
+                job = asyncio.create_task(self._breed(self.iterations))
+                running[job] = "mutating"
+                self.iterations += 1
+            await self._drain(running, reason)
+        except BaseException:
+            # A failed job (or Ctrl-C) ends the run: stop the others; what they committed stays committed
+            # and their pending children are judged on resume.
+            for job in running:
+                job.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
+        return reason
+
+    async def _wait(self, running: dict[asyncio.Task[None], str]) -> None:
+        done, _ = await asyncio.wait(
+            running, timeout=self.stop.seconds_left(), return_when=asyncio.FIRST_COMPLETED
+        )
+        for job in done:
+            running.pop(job)
+            job.result()  # a bug or a KernelbotError in a job ends the run here
+
+    async def _drain(self, running: dict[asyncio.Task[None], str], reason: str) -> None:
+        """At a stop: finish evaluations under way; on a time stop, drop mutations still awaiting answers."""
+        if reason.startswith("time"):
+            for job, phase in list(running.items()):
+                if phase == "mutating":
+                    job.cancel()
+        if not running:
+            return
+        done, late = await asyncio.wait(running, timeout=self.config.stop.drain_timeout_s)
+        for job in late:  # their children stay pending in the store: a resume evaluates them
+            job.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        for job in done:
+            if not job.cancelled():
+                job.result()
+
+    # --- seeding --------------------------------------------------------------------------------------------
+
+    async def _seed(self) -> None:
+        jobs = []
+        for i, (path, source) in enumerate(self._seed_sources()):
+            sha = candidate_sha(source, self.task.entry)
+            if sha in self.seen:
+                continue
+            program = self._new_program(source, sha, None, SEED_FILE_OPERATOR, i, -1)
+            self.store.add_pending(program)
+            self.seen.add(sha)
+            self.progress.note(f"seed {path.name}")
+            jobs.append(self._evaluate(program))
+        n = len(self.archive.islands)
+        for k, seeder in enumerate(self.operators.seeders):
+            for attempt in range(self.config.mutation.seed_attempts):
+                request = MutationRequest(self.task, None, (), self._hardware, (k + attempt) % n, -1)
+                jobs.append(self._mutate_and_evaluate(seeder, request, "seed", ""))
+        await asyncio.gather(*jobs)
+
+    def _seed_sources(self) -> list[tuple[Path, str]]:
+        found: list[tuple[Path, str]] = []
+        for path in sorted((self.task.root / "candidates").glob("*.py")):
+            try:  # a task's own candidates may include deliberately broken examples: skip, do not fail
+                found.append((path, parse_candidate(path.read_text(), self.task.entry, path).source))
+            except (CandidateError, OSError, UnicodeDecodeError) as exc:
+                self.progress.note(f"skipping seed {path.name}: {exc}")
+        for path in self.seed_files:  # given by the user: a bad one is an error
+            try:
+                source = path.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CandidateError(f"cannot read seed file {path}: {exc}") from exc
+            found.append((path, parse_candidate(source, self.task.entry, path).source))
+        return found
+
+    # --- one iteration --------------------------------------------------------------------------------------
+
+    async def _breed(self, iteration: int) -> None:
+        islands = self.archive.islands
+        index = iteration % len(islands)
+        # An island may still be empty early on (its seeds failed): borrow the next non-empty one.
+        for step in range(len(islands)):
+            if len(islands[(index + step) % len(islands)]):
+                index = (index + step) % len(islands)
+                break
+        choice = self.sampler.choose(islands[index])
+        operator = self.operators.pick(self.rng)
+        request = MutationRequest(
+            self.task, choice.parent, choice.inspirations, self._hardware, index, iteration
+        )
+        await self._mutate_and_evaluate(operator, request, "evolve", choice.mode)
+
+    async def _mutate_and_evaluate(
+        self, operator: Mutator, request: MutationRequest, phase: str, mode: str
+    ) -> None:
+        started = time.monotonic()
+        try:
+            outcome = await operator.mutate(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an operator's failure costs one iteration, never the run
+            outcome = MutationOutcome(operator.name, None, error=f"{type(exc).__name__}: {exc}")
+        child, verdict, error = self._judge_outcome(request, outcome)
+        self.tokens = self.tokens + outcome.usage
+        self.store.record_mutation(
+            MutationRecord(
+                phase=phase,
+                iteration=request.iteration,
+                operator=outcome.operator or operator.name,
+                outcome=verdict,
+                parent_id=request.parent.id if request.parent else None,
+                island=request.island,
+                mode=mode,
+                inspiration_ids=tuple(p.id for p in request.inspirations),
+                prompt=outcome.prompt,
+                response=outcome.response,
+                error=error,
+                usage=outcome.usage,
+                duration_s=time.monotonic() - started,
+                child=child,
+            )
+        )
+        self.stop.attempted(produced=child is not None)
+        if child is None:
+            self.progress.note(f"{outcome.operator or operator.name}: {verdict} ({error[:120]})")
+            return
+        await self._evaluate(child)
+
+    def _judge_outcome(
+        self, request: MutationRequest, outcome: MutationOutcome
+    ) -> tuple[Program | None, str, str]:
+        """(child, verdict, error): a usable new child, or why there is none."""
+        source = outcome.child_source
+        if not source:
+            return (
+                None,
+                ("malformed" if outcome.response else "error"),
+                outcome.error or "no candidate produced",
+            )
+        parent = request.parent
+        if parent is not None:
+            try:
+                check_evolve_block(parent.source, source)
+            except CandidateError as exc:
+                return None, "rejected", str(exc)
+        sha = candidate_sha(source, self.task.entry)
+        if sha in self.seen:
+            return None, "duplicate", f"same normalised code as an earlier candidate ({sha})"
+        self.seen.add(sha)
+        child = self._new_program(
+            source, sha, parent.id if parent else None, outcome.operator, request.island, request.iteration
+        )
+        return child, "child", outcome.error
+
+    def _new_program(
+        self, source: str, sha: str, parent_id: str | None, op: str, island: int, it: int
+    ) -> Program:
+        island %= len(self.archive.islands)
+        return Program(new_program_id(), source, sha, parent_id, op, island, it, created_at=time.time())
+
+    # --- evaluation and placement ---------------------------------------------------------------------------
+
+    async def _evaluate(self, program: Program) -> None:
+        job = asyncio.current_task()
+        if job in self._jobs:
+            self._jobs[job] = "evaluating"
+        async with self._eval_slots:
+            evaluated = await self.executor.evaluate(self.task, program.source)
+        program = replace(program, result=evaluated.result)
+        self._hardware = evaluated.result.hardware
+        before = self.archive.best
+        rows = self._place(program)
+        improved = self.archive.best is not before and self.archive.best is not None
+        self.stop.evaluated(improved)
+        island = self.archive.island(program.island)
+        generation = None
+        if not is_seed(program):
+            island.generation += 1
+            generation = (island.index, island.generation)
+        best = self.archive.best
+        self.store.record_evaluation(
+            program.id,
+            evaluated.result,
+            worker=evaluated.worker,
+            attempts=evaluated.attempts,
+            placements=rows,
+            island_generation=generation,
+            state={"best_id": best.id if best else None, **self.stop.checkpoint()},
+        )
+        self._maybe_migrate()
+        self.progress.update(self.snapshot(_describe(program)))
+
+    def _place(self, program: Program) -> list[PlacementRow]:
+        """Seeds go to every island (each island starts from them); bred children to their home island."""
+        seed = is_seed(program)
+        targets = range(len(self.archive.islands)) if seed else [program.island]
+        rows = []
+        for island in targets:
+            features = self.archive.features_for(program.source, program.result, island)
+            report = self.archive.place(program, island, features)
+            kind = "seed" if seed else "bred"
+            rows.append(PlacementRow(program.id, island, kind, features, report.cell, report.placed))
+        return rows
+
+    def _maybe_migrate(self) -> None:
+        a = self.config.archive
+        bred = sum(i.generation for i in self.archive.islands)
+        epoch = due_epoch(bred, len(self.archive.islands), a.migration_interval)
+        if epoch <= self.archive.migration_epoch:
+            return
+        landed = migrate(self.archive, plan_ring(self.archive, a.migrants))
+        self.archive.migration_epoch = epoch
+        rows = [
+            PlacementRow(
+                x.migrant.program.id,
+                x.migrant.target,
+                "migration",
+                x.features,
+                x.report.cell,
+                x.report.placed,
+            )
+            for x in landed
+        ]
+        self.store.record_migration(epoch, rows)
+        if landed:
+            self.progress.note(f"migration epoch {epoch}: {len(landed)} program(s) moved along the ring")
+
+    # --- reporting ------------------------------------------------------------------------------------------
+
+    def snapshot(self, event: str = "") -> Snapshot:
+        best = self.archive.best
+        return Snapshot(
+            task=self.task.name,
+            iterations=self.iterations,
+            iteration_limit=self.config.stop.iterations,
+            evaluations=self.store.evaluation_count(),
+            best_id=best.id if best else None,
+            best_score=best.score if best and best.correct else 0.0,
+            outcomes=self.store.stage_counts(),
+            tokens=self.tokens.prompt_tokens + self.tokens.completion_tokens,
+            elapsed_s=self.stop.elapsed(),
+            evaluations_this_session=self.stop.evaluations_this_session,
+            islands=self.archive.summary(),
+            event=event,
+        )
+
+
+def is_seed(program: Program) -> bool:
+    """Seeds (files, seeding operators) carry iteration -1; they are placed on every island."""
+    return program.iteration < 0
+
+
+def _describe(program: Program) -> str:
+    r = program.result
+    if r is None:
+        return program.id
+    verdict = "passed" if r.passed and not r.hacks else f"failed at {r.stage.value}"
+    return f"{program.operator} {program.id}: {verdict}, score {r.score:.3f}"
+
+
+def _latest_hardware(store: RunStore, backend: str) -> Hardware:
+    for program in reversed(store.programs(status="evaluated")):
+        if program.result is not None and program.result.hardware.backend:
+            return program.result.hardware
+    return Hardware(backend=backend)

@@ -1,0 +1,233 @@
+"""Where candidates are evaluated: worker pools on local GPUs, or Ray actors each hosting such a pool.
+
+Both executors share one dispatch path: an evaluation goes to the least-loaded slot (a local GPU's pool or a
+Ray actor); when the slot's infrastructure fails (the pool itself breaks, the actor dies) the same
+candidate is retried on another slot, so a dead worker loses no evaluation. A bad *candidate* never counts
+as such a failure: the pool turns it into an EvalResult. A KernelbotError (bad task, unavailable backend)
+is the user's to fix and ends the run at once.
+
+Mutation never happens here: executors only judge (the controller runs mutation operators in its own loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evaluators.candidate import Candidate
+from evaluators.config import EvalConfig
+from evaluators.errors import KernelbotError
+from evaluators.result import EvalResult
+from evaluators.task import Task
+from evolution.config import ExecutorConfig
+from evolution.errors import SearchError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    result: EvalResult
+    worker: str  # the slot that judged it ("cuda:0", "ray-actor-2")
+    attempts: int  # > 1 when earlier slots failed
+
+
+class Executor(Protocol):
+    @property
+    def capacity(self) -> int:
+        """How many evaluations can run at once."""
+        ...
+
+    @property
+    def backend_name(self) -> str: ...
+
+    async def start(self) -> None: ...
+
+    async def evaluate(self, task: Task, source: str) -> Evaluated: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class Slot:
+    name: str
+    capacity: int
+    handle: Any  # a WorkerPool, or a Ray actor handle
+    in_flight: int = 0
+    failures: int = 0
+    alive: bool = True
+
+    @property
+    def load(self) -> float:
+        return self.in_flight / max(self.capacity, 1)
+
+
+class DispatchingExecutor:
+    """Least-loaded dispatch with retry-elsewhere on infrastructure failure; subclasses say how to run one."""
+
+    def __init__(self, max_attempts: int) -> None:
+        self.max_attempts = max_attempts
+        self.slots: list[Slot] = []
+
+    @property
+    def capacity(self) -> int:
+        return sum(s.capacity for s in self.slots if s.alive)
+
+    def _pick(self, avoid: set[str]) -> Slot:
+        alive = [s for s in self.slots if s.alive]
+        if not alive:
+            raise SearchError("no evaluation worker is left alive (every pool or actor failed)")
+        fresh = [s for s in alive if s.name not in avoid] or alive
+        return min(fresh, key=lambda s: (s.load, s.failures, s.name))
+
+    async def evaluate(self, task: Task, source: str) -> Evaluated:
+        candidate = Candidate(source=source, entry=task.entry)
+        tried: set[str] = set()
+        last: BaseException | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            slot = self._pick(tried)
+            tried.add(slot.name)
+            slot.in_flight += 1
+            try:
+                result = await self._run(slot, task, candidate)
+                return Evaluated(result, slot.name, attempt)
+            except (KernelbotError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # the slot broke, not the candidate: retry elsewhere
+                last = exc
+                slot.failures += 1
+                log.warning(
+                    "evaluation of %s failed on %s (%s); retrying elsewhere", candidate.sha, slot.name, exc
+                )
+                await self._on_failure(slot, exc)
+            finally:
+                slot.in_flight -= 1
+        raise SearchError(
+            f"evaluation of candidate {candidate.sha} failed on {self.max_attempts} workers; "
+            f"last error: {last!r}"
+        )
+
+    async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
+        raise NotImplementedError
+
+    async def _on_failure(self, slot: Slot, exc: BaseException) -> None:
+        """Called after a slot failed; by default a slot that failed twice is retired."""
+        if slot.failures >= 2:
+            slot.alive = False
+
+
+PoolFactory = Callable[..., Any]
+
+
+def _default_pool_factory() -> PoolFactory:
+    from evaluators.pool import WorkerPool
+
+    return WorkerPool
+
+
+class LocalExecutor(DispatchingExecutor):
+    """One evaluators.pool.WorkerPool per local GPU (or one on a CPU machine), least-loaded first."""
+
+    def __init__(
+        self,
+        backend: str = "auto",
+        devices: Sequence[int] = (),
+        workers_per_device: int = 1,
+        config: EvalConfig | None = None,
+        *,
+        max_attempts: int = 3,
+        pool_factory: PoolFactory | None = None,
+    ) -> None:
+        super().__init__(max_attempts)
+        self._backend = backend
+        self._devices = tuple(devices)
+        self.workers_per_device = workers_per_device
+        self.config = config or EvalConfig()
+        self._factory = pool_factory
+
+    @property
+    def backend_name(self) -> str:
+        return self._backend
+
+    async def start(self) -> None:
+        if self.slots:
+            return
+        self._backend = resolve_backend(self._backend)
+        factory = self._factory or _default_pool_factory()
+        devices = self._devices or local_devices(self._backend)
+        if not self.workers_per_device:
+            self.workers_per_device = 1 if self._backend == "triton-interpret" else 2
+        for index in devices:
+            pool = factory(
+                self._backend, size=self.workers_per_device, device_index=index, config=self.config
+            )
+            _enter(pool)
+            name = "cpu" if self._backend == "triton-interpret" else f"gpu:{index}"
+            self.slots.append(
+                Slot(name if len(devices) == 1 else f"{name}#{index}", self.workers_per_device, pool)
+            )
+
+    async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
+        return await slot.handle.evaluate_async(task, candidate)
+
+    async def close(self) -> None:
+        for slot in self.slots:
+            _exit(slot.handle)
+        self.slots.clear()
+
+
+def resolve_backend(name: str) -> str:
+    if name != "auto":
+        return name
+    from evaluators.backends import detect_backend
+
+    return detect_backend()
+
+
+def local_devices(backend: str) -> tuple[int, ...]:
+    """Every visible GPU for GPU backends; a single pool for the interpreter."""
+    if backend == "triton-interpret":
+        return (0,)
+    import torch
+
+    count = torch.cuda.device_count()
+    return tuple(range(count)) if count else (0,)
+
+
+def _enter(pool: Any) -> None:
+    if hasattr(pool, "__enter__"):
+        pool.__enter__()
+    elif hasattr(pool, "start"):
+        pool.start()
+
+
+def _exit(pool: Any) -> None:
+    if hasattr(pool, "close"):
+        pool.close()
+    elif hasattr(pool, "__exit__"):
+        pool.__exit__(None, None, None)
+
+
+def make_executor(config: ExecutorConfig, eval_config: EvalConfig) -> DispatchingExecutor:
+    """The executor `executor.workers` asks for ("local", "ray", "ray://host:port")."""
+    if config.workers == "local":
+        return LocalExecutor(
+            config.backend,
+            config.devices,
+            config.workers_per_device,
+            eval_config,
+            max_attempts=config.max_attempts,
+        )
+    from evolution.ray_executor import RayExecutor
+
+    return RayExecutor(
+        config.workers,
+        backend=config.backend,
+        config=eval_config,
+        workers_per_actor=config.workers_per_device,
+        actors=config.ray_actors,
+        max_attempts=config.max_attempts,
+    )

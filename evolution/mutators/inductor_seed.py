@@ -1,0 +1,125 @@
+"""The Inductor seed: a first candidate made from the Triton code torch.compile generates for the reference.
+
+torch.compile runs in a subprocess (evolution.mutators.inductor.capture): it takes seconds of CPU, changes
+global torch/Inductor/Triton state, and must not block the search's event loop. The subprocess hands back
+Inductor's output code; turning it into a standalone candidate (evolution.mutators.inductor.render) happens
+here. When Inductor falls back to an ATen op it cannot express in Triton (topk, sort...), the outcome's error
+says so and no candidate is written: a seed that computes with PyTorch would only be rejected as a cheat.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from evolution.mutators.base import failed
+from evolution.mutators.inductor.kernels import InductorConversionError
+from evolution.mutators.inductor.model import CaptureReport
+from evolution.mutators.inductor.render import render_candidate
+from evolution.types import MutationOutcome, MutationRequest
+
+OPERATOR = "seed:inductor"
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
+_STDERR_TAIL = 1500
+
+
+class InductorSeedMutator:
+    name = OPERATOR
+
+    def __init__(self, *, device: str = "cpu", timeout_s: float = 900.0, python: str | None = None) -> None:
+        self.device = device
+        self.timeout_s = timeout_s
+        self.python = python or sys.executable
+
+    def can_seed(self) -> bool:
+        return True
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        if request.parent is not None:
+            return failed(OPERATOR, "the Inductor seed only writes first candidates (it takes no parent)")
+        task = request.task
+        with tempfile.TemporaryDirectory(prefix="kb-inductor-") as workdir:
+            report, problem = await self._capture(str(task.root), Path(workdir))
+        if report is None:
+            return failed(OPERATOR, problem)
+        if report.error:
+            return failed(OPERATOR, f"Inductor seed: {report.error}")
+        try:
+            source = await asyncio.to_thread(render_candidate, report, task.name, task.entry)
+        except InductorConversionError as exc:
+            return failed(OPERATOR, f"Inductor seed: {exc}")
+        return MutationOutcome(operator=OPERATOR, child_source=await _formatted(source))
+
+    async def _capture(self, task_dir: str, workdir: Path) -> tuple[CaptureReport | None, str]:
+        """Run the capture subprocess; (report, "") or (None, why it failed)."""
+        out = workdir / "capture.json"
+        env = dict(os.environ)
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(workdir / "inductor-cache")
+        env.setdefault("TRITON_CACHE_DIR", str(workdir / "triton-cache"))
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # code generation only: no compile worker pool
+        # The subprocess runs in a scratch directory: make this checkout importable even when not installed.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+        cmd = [self.python, "-m", "evolution.mutators.inductor.capture", task_dir, "--device", self.device]
+        process = await asyncio.create_subprocess_exec(
+            *cmd,
+            "--out",
+            str(out),
+            cwd=workdir,
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            process.kill()
+            await process.wait()
+            return (
+                None,
+                f"Inductor seed: torch.compile took longer than {self.timeout_s:.0f} s and was stopped",
+            )
+        except asyncio.CancelledError:
+            process.kill()
+            await process.wait()
+            raise
+        if process.returncode != 0 or not out.is_file():
+            tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
+            return None, f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}"
+        return CaptureReport.from_json(out.read_text()), ""
+
+
+async def _formatted(source: str) -> str:
+    """`source` laid out by ruff (long launch lines wrapped) when ruff is installed; else unchanged."""
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if ruff is None:
+        return source
+    try:
+        process = await asyncio.create_subprocess_exec(
+            ruff,
+            "format",
+            "--isolated",  # the user's ruff config (whatever the cwd) plays no part
+            "--line-length",
+            "110",
+            "--stdin-filename",
+            "candidate.py",
+            "-",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(source.encode()), timeout=30)
+    except (OSError, asyncio.TimeoutError):
+        return source
+    text = out.decode()
+    if process.returncode != 0 or not text.strip():
+        return source
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return source
+    return text

@@ -1,0 +1,81 @@
+"""Choosing what to mutate: a parent from an island (explore / exploit / fitness-weighted), and the
+inspirations shown beside it (the island's best, its top-N, and elites of neighbouring cells).
+
+- explore: uniform over the island's occupied cells (spreads effort over the feature space);
+- exploit: uniform among the island's `exploit_top` fittest (refines what works);
+- weighted: roulette over all elites, weight = score (+ a small floor so failing programs keep a chance).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from evolution.config import SamplingConfig
+from evolution.grid import fitness
+from evolution.islands import Island
+from evolution.types import Program
+
+MODES = ("explore", "exploit", "weighted")
+WEIGHT_FLOOR = 0.05  # weight of a failing program relative to a correct score of 1.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    parent: Program
+    mode: str
+    inspirations: tuple[Program, ...]
+
+
+class ParentSampler:
+    def __init__(self, config: SamplingConfig, rng: random.Random) -> None:
+        self.config = config
+        self.rng = rng
+        self._ratios = (config.explore, config.exploit, config.weighted)
+
+    def mode(self) -> str:
+        return self.rng.choices(MODES, weights=self._ratios)[0]
+
+    def parent(self, island: Island, mode: str | None = None) -> tuple[Program, str]:
+        elites = island.elites()
+        if not elites:
+            raise ValueError(f"island {island.index} is empty")
+        mode = mode or self.mode()
+        if mode == "explore":
+            return self.rng.choice(elites), mode
+        if mode == "exploit":
+            return self.rng.choice(island.top(self.config.exploit_top)), mode
+        weights = [weight(p) for p in elites]
+        return self.rng.choices(elites, weights=weights)[0], mode
+
+    def inspirations(self, island: Island, parent: Program) -> tuple[Program, ...]:
+        chosen: dict[str, Program] = {}
+
+        def add(p: Program | None) -> None:
+            if p is not None and p.id != parent.id and p.id not in chosen:
+                chosen[p.id] = p
+
+        add(island.best)
+        for p in island.top(self.config.top_n + 2):
+            if len(chosen) >= 1 + self.config.top_n:
+                break
+            add(p)
+        if self.config.diverse and parent.features:
+            try:
+                cell = island.grid.cell_of(parent.features)
+            except KeyError:
+                cell = None
+            if cell is not None:
+                near = [p for p in island.grid.neighbours(cell, radius=2) if p.id not in chosen]
+                near.sort(key=lambda p: fitness(p), reverse=True)
+                for p in near[: self.config.diverse]:
+                    add(p)
+        return tuple(chosen.values())
+
+    def choose(self, island: Island) -> Choice:
+        parent, mode = self.parent(island)
+        return Choice(parent, mode, self.inspirations(island, parent))
+
+
+def weight(program: Program) -> float:
+    return max(program.score, 0.0) + WEIGHT_FLOOR if program.correct else WEIGHT_FLOOR

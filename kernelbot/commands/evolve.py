@@ -1,0 +1,179 @@
+"""`kernelbot evolve TASK`: search for fast correct Triton candidates; every step lands in RUN/run.sqlite.
+
+A fresh run refuses a directory that already holds one; `--resume` continues it (pending children are judged,
+nothing judged is judged again, the iteration limit counts the whole run). At the end the winner is written
+to RUN/best.py, the growth curve to RUN/growth.{csv,json} and a summary to RUN/summary.json (also printed
+with --json: best per-case speedups in both regimes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evaluators.backends import require_backend
+from evaluators.candidate import load_candidate
+from evaluators.task import Task, load_task
+from evolution.config import SearchConfig, load_config, override, parse_llm_flag
+from evolution.controller import Controller, RunSummary
+from evolution.executors import make_executor, resolve_backend
+from evolution.operators import build_operators
+from evolution.progress import make_progress
+from evolution.redact import Redactor
+from evolution.store import RunStore
+from evolution.summary import run_summary
+from kernelbot.console import console, err_console
+from kernelbot.errors import ConfigError, RunStateError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '30m', '2h' -> seconds."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise ConfigError(f"--time-limit {text!r}: expected a positive duration like 600, 90s, 30m or 2h")
+    return float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+
+
+def parse_devices(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        devices = tuple(int(d) for d in text.split(",") if d.strip())
+    except ValueError as exc:
+        raise ConfigError(f"--devices {text!r}: expected GPU indices like 0,1,2") from exc
+    if not devices or min(devices) < 0:
+        raise ConfigError(f"--devices {text!r}: expected GPU indices like 0,1,2")
+    return devices
+
+
+def build_config(
+    base: SearchConfig,
+    *,
+    iterations: int | None,
+    time_limit: str | None,
+    llm: list[str] | None,
+    api_key_env: str | None,
+    workers: str | None,
+    backend: str | None,
+    devices: str | None,
+    workers_per_device: int | None,
+    seed_files: list[Path] | None,
+    inductor_seed: bool | None,
+    seed: int | None,
+) -> SearchConfig:
+    changes: dict[str, Any] = {
+        "stop__iterations": iterations,
+        "stop__time_limit_s": parse_duration(time_limit) if time_limit else None,
+        "executor__workers": workers,
+        "executor__backend": backend,
+        "executor__devices": parse_devices(devices),
+        "executor__workers_per_device": workers_per_device,
+        "mutation__seed_files": tuple(str(p) for p in seed_files) if seed_files else None,
+        "mutation__inductor_seed": inductor_seed,
+        "seed": seed,
+    }
+    if llm:
+        key_env = api_key_env or "KERNELBOT_LLM_API_KEY"
+        changes["mutation__llm"] = tuple(parse_llm_flag(spec, key_env) for spec in llm)
+    return override(base, **changes)
+
+
+def run(
+    task_path: Path,
+    *,
+    out: Path | None,
+    resume: bool,
+    config_file: Path | None,
+    as_json: bool,
+    **flags: Any,
+) -> int:
+    task = load_task(task_path)
+    run_dir = out or Path("runs") / f"{task.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if resume:
+        store, config = _reopen(run_dir, task, config_file, flags)
+    else:
+        config = build_config(load_config(config_file), **flags)
+        _check_inputs(task, config)  # before the run directory is created: a typo costs nothing
+        store = RunStore.create(run_dir, task, config, Redactor.from_env(config))
+    try:
+        summary = asyncio.run(_search(task, config, store, quiet=as_json))
+        result = run_summary(
+            store, run_dir, stop_reason=summary.stop_reason, elapsed_s=round(summary.elapsed_s, 1)
+        )
+    finally:
+        store.close()
+    _report(result, as_json)
+    return 0
+
+
+def _reopen(
+    run_dir: Path, task: Task, config_file: Path | None, flags: dict[str, Any]
+) -> tuple[RunStore, SearchConfig]:
+    if not (run_dir / "run.sqlite").is_file():
+        raise RunStateError(f"--resume: {run_dir} holds no run to resume (start one without --resume)")
+    store = RunStore.open(run_dir)
+    try:
+        stored = store.config()
+        name = store.meta().get("task_name")
+        if name != task.name:
+            raise RunStateError(f"--resume: {run_dir} is a run of task {name!r}, not {task.name!r}")
+        if config_file is not None:
+            # The archive's shape must not change under a run; stop rules, workers and operators may.
+            fresh = load_config(config_file)
+            stored = replace(fresh, archive=stored.archive, sampling=stored.sampling, seed=stored.seed)
+        config = build_config(stored, **flags)
+        store.update_config(config)
+        store.use_redactor(Redactor.from_env(config))  # the secrets of this invocation's environment
+        return store, config
+    except BaseException:
+        store.close()
+        raise
+
+
+def _check_inputs(task: Task, config: SearchConfig) -> None:
+    for path in config.mutation.seed_files:
+        load_candidate(path, task.entry)  # CandidateError names the file and what is wrong
+    if config.executor.workers == "local":
+        require_backend(config.executor.backend)  # BackendUnavailable says why it cannot run here
+
+
+async def _search(task: Task, config: SearchConfig, store: RunStore, *, quiet: bool) -> RunSummary:
+    executor = make_executor(config.executor, config.eval)
+    # With --json, stdout carries only the summary: progress goes to stderr.
+    progress = make_progress(err_console if quiet else console)
+    await executor.start()
+    try:
+        backend = resolve_backend(executor.backend_name)
+        device = "cuda" if backend in ("triton-cuda", "maca") else "cpu"
+        operators = build_operators(config, device)
+        seed_files = tuple(Path(p) for p in config.mutation.seed_files)
+        controller = Controller(
+            task, config, store, executor, operators, seed_files=seed_files, progress=progress
+        )
+        return await controller.run()
+    finally:
+        await executor.close()
+
+
+def _report(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        console.print(json.dumps(summary, indent=2, default=str), markup=False, highlight=False)
+        return
+    best = summary.get("best")
+    console.print(f"stopped: {summary.get('stop_reason')}")
+    console.print(f"evaluations: {summary['evaluations']}  outcomes: {summary['outcomes']}")
+    if best is None:
+        console.print("no correct candidate was found")
+    else:
+        speedup = f", speedup {best['speedup']:.3f}x" if best.get("speedup") else ""
+        console.print(f"best: {best['program_id']} ({best['operator']}) score {best['score']:.3f}{speedup}")
+        console.print(f"winner written to {best['candidate_file']}")
+    console.print(f"growth curve: {summary['growth']['csv']}")

@@ -1,0 +1,33 @@
+"""`kernelbot export RUN --format sft|grpo`: a run's trajectories as JSONL training data (no secrets)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from evolution.export import FORMATS, Exporter
+from evolution.redact import Redactor
+from evolution.store import RunStore
+from kernelbot.console import err_console
+from kernelbot.errors import ConfigError
+
+
+def run(run_dir: Path, *, fmt: str, out: Path | None) -> int:
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    with RunStore.open(run_dir, readonly=True) as store:
+        exporter = Exporter(store, Redactor.from_env(store.config()))
+    if out is None:
+        count = exporter.write(fmt, sys.stdout)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        try:
+            with tmp.open("w") as fh:
+                count = exporter.write(fmt, fh)
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+    err_console.print(f"{count} {fmt} row(s)" + (f" written to {out}" if out else ""))
+    return 0

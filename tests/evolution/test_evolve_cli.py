@@ -1,0 +1,150 @@
+"""`kernelbot evolve / best / export` in-process, with the executor and operators replaced by fakes
+(the real evaluator and operators are exercised in test_evolve_e2e.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+import torch
+from search_fakes import BumpMutator, FakeExecutor, make_tiny_task, program_source
+
+from evolution.operators import OperatorSet
+from kernelbot import exit_codes
+from kernelbot.cli import main
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    made: dict[str, object] = {}
+
+    def executor(config, eval_config):
+        made["executor"] = FakeExecutor()
+        made["executor_config"] = config
+        return made["executor"]
+
+    def operators(config, device):
+        made["device"] = device
+        return OperatorSet.of([BumpMutator(tag_island=True)], config.mutation.weights)
+
+    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", executor)
+    monkeypatch.setattr("kernelbot.commands.evolve.build_operators", operators)
+    return made
+
+
+@pytest.fixture
+def task(tmp_path):
+    return make_tiny_task(tmp_path / "task", [program_source(1.0)])
+
+
+def evolve(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["evolve", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evolve_json_summary_best_and_growth(tmp_path, task, fakes, capsys) -> None:
+    run = tmp_path / "run"
+    code, out, _ = evolve(
+        capsys,
+        str(task),
+        "--out",
+        str(run),
+        "--iterations",
+        "4",
+        "--json",
+        "--backend",
+        "triton-interpret",
+        "--workers",
+        "local",
+    )
+    assert code == exit_codes.OK
+    summary = json.loads(out)
+    assert summary["iterations"] == 4 and summary["stop_reason"].startswith("iterations")
+    best = summary["best"]
+    assert best["score"] > 1.0
+    case = best["cases"][0]
+    assert set(case) >= {"name", "graph", "wall", "max_abs_error"}
+    assert case["wall"]["speedup"] == pytest.approx(best["score"])
+    assert (run / "best.py").read_text().startswith("import torch")
+    growth = json.loads((run / "growth.json").read_text())
+    assert [g["evaluation"] for g in growth] == list(range(1, summary["evaluations"] + 1))
+    assert all(b["best_score"] >= a["best_score"] for a, b in itertools.pairwise(growth))
+    assert (run / "growth.csv").read_text().splitlines()[0].startswith("evaluation,elapsed_s")
+    assert fakes["device"] == "cpu" and fakes["executor_config"].backend == "triton-interpret"
+
+
+def test_fresh_run_refuses_an_existing_run_and_resume_continues(tmp_path, task, fakes, capsys) -> None:
+    run = tmp_path / "run"
+    assert evolve(capsys, str(task), "--out", str(run), "--iterations", "2")[0] == exit_codes.OK
+    code, _, err = evolve(capsys, str(task), "--out", str(run), "--iterations", "2")
+    assert code == exit_codes.USER_ERROR and "already holds a run" in err and "--resume" in err
+    code, out, _ = evolve(capsys, str(task), "--out", str(run), "--iterations", "5", "--resume", "--json")
+    assert code == exit_codes.OK and json.loads(out)["iterations"] == 5
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--time-limit", "5 fortnights"], "--time-limit"),
+        (["--devices", "0,x"], "--devices"),
+        (["--llm", "no-url"], "--llm"),
+        (["--workers", "k8s://x"], "executor.workers"),
+        (["--resume"], "holds no run to resume"),
+        (["--seed", "/nonexistent/seed.py"], "does not exist"),
+        pytest.param(
+            ["--backend", "triton-cuda"],
+            "cannot run here",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the backend can run"),
+        ),
+        (["--backend", "tpu"], "unknown backend"),
+    ],
+)
+def test_bad_flags_give_one_clear_error(tmp_path, task, fakes, capsys, args, message) -> None:
+    code, _, err = evolve(capsys, str(task), "--out", str(tmp_path / "run"), *args)
+    assert code == exit_codes.USER_ERROR
+    assert message in err and "Traceback" not in err
+    if "--resume" not in args:
+        assert not (tmp_path / "run").exists()  # refused before anything was created
+
+
+def test_resume_of_another_tasks_run_is_refused(tmp_path, task, fakes, capsys) -> None:
+    run = tmp_path / "run"
+    evolve(capsys, str(task), "--out", str(run), "--iterations", "1")
+    other = make_tiny_task(tmp_path / "other", [program_source(1.0)])
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace('name = "tiny_scale"', 'name = "other_task"'))
+    code, _, err = evolve(capsys, str(other), "--out", str(run), "--resume")
+    assert code == exit_codes.USER_ERROR and "run of task 'tiny_scale'" in err
+
+
+def test_best_prints_writes_and_exports(tmp_path, task, fakes, capsys) -> None:
+    run = tmp_path / "run"
+    evolve(capsys, str(task), "--out", str(run), "--iterations", "3")
+    assert main(["best", str(run)]) == exit_codes.OK
+    out, err = capsys.readouterr()
+    assert out.startswith("import torch") and "SCORE = " in out
+    assert "best of run:" in err and "wall" in err
+    assert main(["best", str(run), "--out", str(tmp_path / "w.py")]) == exit_codes.OK
+    assert (tmp_path / "w.py").read_text() == (run / "best.py").read_text()
+    capsys.readouterr()
+    assert main(["best", str(run), "--json"]) == exit_codes.OK
+    assert json.loads(capsys.readouterr().out)["score"] > 1.0
+
+    for fmt in ("sft", "grpo"):
+        target = tmp_path / f"{fmt}.jsonl"
+        assert main(["export", str(run), "--format", fmt, "--out", str(target)]) == exit_codes.OK
+        rows = [json.loads(line) for line in target.read_text().splitlines()]
+        assert rows, fmt
+    assert main(["export", str(run), "--format", "dpo"]) == exit_codes.USER_ERROR
+    assert "--format 'dpo'" in capsys.readouterr().err
+    assert main(["best", str(tmp_path / "nothing")]) == exit_codes.USER_ERROR
+
+
+def test_best_without_a_correct_candidate_exits_4(tmp_path, fakes, capsys) -> None:
+    task = make_tiny_task(tmp_path / "task", [program_source(0, fail="compile")])
+    run = tmp_path / "run"
+    evolve(capsys, str(task), "--out", str(run), "--iterations", "1")
+    assert main(["best", str(run)]) == exit_codes.REJECTED
+    assert "no correct candidate" in capsys.readouterr().err

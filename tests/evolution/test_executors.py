@@ -1,0 +1,128 @@
+"""LocalExecutor dispatch and retry, with pools that follow WorkerPool's API but judge by marker."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar
+
+import pytest
+from search_fakes import fake_result, make_tiny_task, program_source
+
+from evaluators.config import EvalConfig
+from evaluators.errors import TaskError
+from evaluators.task import load_task
+from evolution.config import ExecutorConfig
+from evolution.errors import SearchError
+from evolution.executors import LocalExecutor, make_executor
+
+
+class MarkerPool:
+    """WorkerPool's surface: (backend, size=, device_index=, config=), evaluate_async, close."""
+
+    instances: ClassVar[list[MarkerPool]] = []
+
+    def __init__(self, backend, *, size, device_index, config):
+        self.backend, self.size, self.device_index = backend, size, device_index
+        self.calls = 0
+        self.broken = False
+        self.task_error = False
+        self.closed = False
+        self.delay = 0.02
+        MarkerPool.instances.append(self)
+
+    async def evaluate_async(self, task, candidate):
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        if self.task_error:
+            raise TaskError("inputs.py fails to import")
+        if self.broken:
+            raise BrokenPipeError("worker pool lost its spawner")
+        return fake_result(task.name, task.entry, candidate.source)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def task(tmp_path):
+    MarkerPool.instances = []
+    return load_task(make_tiny_task(tmp_path / "task"))
+
+
+def executor(devices=(0, 1), per_device=2) -> LocalExecutor:
+    return LocalExecutor("triton-cuda", devices, per_device, max_attempts=3, pool_factory=MarkerPool)
+
+
+def test_one_pool_per_device_and_least_loaded_dispatch(task) -> None:
+    ex = executor()
+
+    async def go():
+        await ex.start()
+        assert ex.capacity == 4
+        results = await asyncio.gather(*(ex.evaluate(task, program_source(1.0 + i / 10)) for i in range(8)))
+        await ex.close()
+        return results
+
+    results = asyncio.run(go())
+    assert [p.device_index for p in MarkerPool.instances] == [0, 1]
+    assert all(p.size == 2 and p.closed for p in MarkerPool.instances)
+    assert [p.calls for p in MarkerPool.instances] == [4, 4]  # spread evenly
+    assert {r.worker for r in results} == {"gpu:0#0", "gpu:1#1"}
+    assert [r.result.score for r in results] == [pytest.approx(1.0 + i / 10) for i in range(8)]
+
+
+def test_a_broken_pool_loses_no_evaluation(task) -> None:
+    ex = executor()
+
+    async def go():
+        await ex.start()
+        MarkerPool.instances[0].broken = True
+        results = await asyncio.gather(*(ex.evaluate(task, program_source(2.0 + i)) for i in range(4)))
+        await ex.close()
+        return results
+
+    results = asyncio.run(go())
+    assert all(r.result.passed and r.worker == "gpu:1#1" for r in results)
+    assert max(r.attempts for r in results) == 2
+    assert ex.slots == [] and not any(p.closed is False for p in MarkerPool.instances)
+
+
+def test_every_pool_broken_is_a_search_error(task) -> None:
+    ex = executor(devices=(0,))
+
+    async def go():
+        await ex.start()
+        MarkerPool.instances[0].broken = True
+        await ex.evaluate(task, program_source(1.0))
+
+    with pytest.raises(SearchError, match=r"failed on 3 workers|no evaluation worker"):
+        asyncio.run(go())
+
+
+def test_task_errors_are_not_retried(task) -> None:
+    ex = executor()
+
+    async def go():
+        await ex.start()
+        for p in MarkerPool.instances:
+            p.task_error = True
+        await ex.evaluate(task, program_source(1.0))
+
+    with pytest.raises(TaskError):
+        asyncio.run(go())
+    assert sum(p.calls for p in MarkerPool.instances) == 1
+
+
+def test_cpu_backend_uses_one_pool() -> None:
+    ex = LocalExecutor("triton-interpret", pool_factory=MarkerPool)
+    asyncio.run(ex.start())
+    assert [s.name for s in ex.slots] == ["cpu"]
+    asyncio.run(ex.close())
+
+
+def test_make_executor_picks_by_workers() -> None:
+    assert isinstance(make_executor(ExecutorConfig(), EvalConfig()), LocalExecutor)
+    from evolution.ray_executor import RayExecutor
+
+    ray_ex = make_executor(ExecutorConfig(workers="ray://127.0.0.1:1"), EvalConfig())
+    assert isinstance(ray_ex, RayExecutor) and ray_ex.address == "ray://127.0.0.1:1"

@@ -1,0 +1,92 @@
+"""Statistical checks of parent sampling, with fixed seeds and tolerant bounds."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from evaluators.result import EvalResult, Stage
+from evolution.config import ArchiveConfig, FeatureDim, SamplingConfig
+from evolution.islands import Archive
+from evolution.sampling import WEIGHT_FLOOR, ParentSampler
+from evolution.types import Program
+
+N = 6000
+DIMS = (FeatureDim("complexity", bins=10, low=0, high=10), FeatureDim("diversity", bins=1))
+
+
+def island_with(scores: dict[str, float], failing: tuple[str, ...] = ()):
+    archive = Archive(ArchiveConfig(islands=1, features=DIMS))
+    for i, (pid, score) in enumerate(scores.items()):
+        correct = pid not in failing
+        result = EvalResult("t", pid, "f", "wall", Stage.TIMING, correct, correct=correct, score=score)
+        archive.place(
+            Program(pid, "x", pid, None, "op", 0, 0, result, created_at=i),
+            0,
+            {"complexity": i + 0.5, "diversity": 0.0},
+        )
+    return archive.island(0)
+
+
+def test_mode_frequencies_follow_the_ratios() -> None:
+    sampler = ParentSampler(SamplingConfig(explore=0.2, exploit=0.5, weighted=0.3), random.Random(1))
+    counts = Counter(sampler.mode() for _ in range(N))
+    for mode, ratio in (("explore", 0.2), ("exploit", 0.5), ("weighted", 0.3)):
+        assert abs(counts[mode] / N - ratio) < 0.025, counts
+
+
+def test_ratios_need_not_sum_to_one_and_zero_disables_a_mode() -> None:
+    sampler = ParentSampler(SamplingConfig(explore=2, exploit=0, weighted=2), random.Random(2))
+    counts = Counter(sampler.mode() for _ in range(N))
+    assert counts["exploit"] == 0
+    assert abs(counts["explore"] / N - 0.5) < 0.03
+
+
+def test_explore_is_uniform_over_elites() -> None:
+    island = island_with({f"p{i}": float(i + 1) for i in range(5)})
+    sampler = ParentSampler(SamplingConfig(), random.Random(3))
+    counts = Counter(sampler.parent(island, "explore")[0].id for _ in range(N))
+    assert set(counts) == {f"p{i}" for i in range(5)}
+    for c in counts.values():
+        assert abs(c / N - 0.2) < 0.025
+
+
+def test_exploit_draws_only_from_the_top() -> None:
+    island = island_with({f"p{i}": float(i + 1) for i in range(6)})
+    sampler = ParentSampler(SamplingConfig(exploit_top=2), random.Random(4))
+    counts = Counter(sampler.parent(island, "exploit")[0].id for _ in range(2000))
+    assert set(counts) == {"p5", "p4"}
+    assert abs(counts["p5"] / 2000 - 0.5) < 0.05
+
+
+def test_weighted_is_proportional_to_fitness_with_a_floor_for_failures() -> None:
+    island = island_with({"a": 1.0, "b": 3.0, "bad": 0.0}, failing=("bad",))
+    sampler = ParentSampler(SamplingConfig(), random.Random(5))
+    counts = Counter(sampler.parent(island, "weighted")[0].id for _ in range(N))
+    wa, wb, wbad = 1.0 + WEIGHT_FLOOR, 3.0 + WEIGHT_FLOOR, WEIGHT_FLOOR
+    total = wa + wb + wbad
+    assert abs(counts["a"] / N - wa / total) < 0.025
+    assert abs(counts["b"] / N - wb / total) < 0.025
+    assert 0 < counts["bad"] < 0.04 * N
+
+
+def test_same_seed_same_choices() -> None:
+    island = island_with({f"p{i}": float(i + 1) for i in range(5)})
+    picks = [
+        [ParentSampler(SamplingConfig(), r).choose(island).parent.id for _ in range(50)]
+        for r in (random.Random(7), random.Random(7))
+    ]
+    assert picks[0] == picks[1]
+
+
+def test_inspirations_are_best_top_and_neighbours_never_the_parent() -> None:
+    island = island_with({f"p{i}": float(i + 1) for i in range(8)})
+    sampler = ParentSampler(SamplingConfig(top_n=2, diverse=2), random.Random(8))
+    parent = next(p for p in island.elites() if p.id == "p2")
+    ids = [p.id for p in sampler.inspirations(island, parent)]
+    assert ids[0] == "p7"  # the island's best comes first
+    assert ids[1:3] == ["p6", "p5"]  # then the top-N
+    assert set(ids[3:]) <= {"p0", "p1", "p3", "p4"} and len(ids[3:]) == 2  # cells within 2 of p2's
+    assert "p2" not in ids and len(ids) == len(set(ids))
+    best = next(p for p in island.elites() if p.id == "p7")
+    assert "p7" not in [p.id for p in sampler.inspirations(island, best)]
