@@ -95,6 +95,176 @@ def eval_command(
     )
 
 
+@command("evolve")
+def evolve_command(
+    task: Annotated[Path, typer.Argument(help="Task directory (task.toml, reference.py, inputs.py).")],
+    iterations: Annotated[
+        Optional[int], typer.Option(help="Mutation attempts for the whole run (default 50).")  # noqa: UP045
+    ] = None,
+    llm: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--llm",
+            help="MODEL@URL of an OpenAI-compatible endpoint (MODEL@URL#WEIGHT to weight it); repeatable.",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            help="Environment variable holding the --llm endpoints' key (default KERNELBOT_LLM_API_KEY)."
+        ),
+    ] = None,
+    workers: Annotated[
+        Optional[str], typer.Option(help="local | ray | ray://host:port (default local).")  # noqa: UP045
+    ] = None,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Run directory (default runs/<task>-<time>).")  # noqa: UP045
+    ] = None,
+    backend: Annotated[Optional[str], typer.Option(help=BACKEND_HELP)] = None,  # noqa: UP045
+    time_limit: Annotated[
+        Optional[str], typer.Option(help="Wall time of this invocation: 600, 90s, 30m, 2h.")  # noqa: UP045
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")] = False,
+    config: Annotated[
+        Optional[Path], typer.Option(help="Search config TOML (archive, sampling, stop, ...).")  # noqa: UP045
+    ] = None,
+    seed: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--seed", help="Extra seed candidate file; repeatable (the task's candidates/ are used too)."
+        ),
+    ] = None,
+    devices: Annotated[
+        Optional[str], typer.Option(help="Local GPUs to evaluate on, e.g. 0,1 (default: all).")  # noqa: UP045
+    ] = None,
+    workers_per_device: Annotated[
+        Optional[int], typer.Option(help="Warm evaluation workers per GPU.")  # noqa: UP045
+    ] = None,
+    inductor_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
+    ] = None,
+    rng_seed: Annotated[
+        Optional[int], typer.Option("--rng-seed", help="Seed of the search's random choices.")  # noqa: UP045
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary (best per-case speedups, growth) as JSON.")
+    ] = False,
+) -> int:
+    """Evolve fast, correct Triton candidates for TASK; progress and results go to the run directory."""
+    from kernelbot.commands import evolve as evolve_cmd
+
+    return evolve_cmd.run(
+        task,
+        out=out,
+        resume=resume,
+        config_file=config,
+        as_json=as_json,
+        iterations=iterations,
+        time_limit=time_limit,
+        llm=llm,
+        api_key_env=api_key_env,
+        workers=workers,
+        backend=backend,
+        devices=devices,
+        workers_per_device=workers_per_device,
+        seed_files=seed,
+        inductor_seed=inductor_seed,
+        seed=rng_seed,
+    )
+
+
+@command("best")
+def best_command(
+    run: Annotated[Path, typer.Argument(help="Run directory of `kernelbot evolve`.")],
+    out: Annotated[
+        Optional[Path], typer.Option(help="Write the winning candidate here instead of printing it.")  # noqa: UP045
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the winner's summary as JSON.")] = False,
+) -> int:
+    """Print (or write) the best candidate of RUN with its EvalResult summary. Exit 4 when none is correct."""
+    from kernelbot.commands import best as best_cmd
+
+    return best_cmd.run(run, out=out, as_json=as_json)
+
+
+@command("export")
+def export_command(
+    run: Annotated[Path, typer.Argument(help="Run directory of `kernelbot evolve`.")],
+    fmt: Annotated[str, typer.Option("--format", help="sft | grpo")] = "sft",
+    out: Annotated[Optional[Path], typer.Option(help="JSONL file (default: stdout).")] = None,  # noqa: UP045
+) -> int:
+    """Export RUN's trajectories as JSONL training data (Kernel-Smith recipe); secrets never appear."""
+    from kernelbot.commands import export as export_cmd
+
+    return export_cmd.run(run, fmt=fmt, out=out)
+
+
+@command("extract")
+def extract_command(
+    repo: Annotated[Path, typer.Option(help="Repository (a git checkout or an unpacked release).")],
+    function: Annotated[
+        str, typer.Option(help="package.module:Qualname, path/to/file.py:Qualname, or a unique Qualname.")
+    ],
+    out: Annotated[
+        Optional[Path], typer.Option(help="Task directory to write (default tasks/<name>).")  # noqa: UP045
+    ] = None,
+    spec: Annotated[Optional[Path], typer.Option(help="TOML input spec with symbolic sizes.")] = None,  # noqa: UP045
+    regime: Annotated[str, typer.Option(help="graph (CUDA graph) | wall (eager).")] = "graph",
+    name: Annotated[Optional[str], typer.Option(help="Task name (default: the entry name).")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the test run.")] = False,
+) -> int:
+    """Extract FUNCTION from REPO into a self-contained Task (reference.py, inputs.py, task.toml)."""
+    from kernelbot.commands import extract as extract_cmd
+
+    return extract_cmd.run(
+        repo, function, out=out, spec=spec, regime=regime, name=name, force=force, probe=not no_probe
+    )
+
+
+@command("capture")
+def capture_command(
+    repo: Annotated[Path, typer.Option(help="Repository holding the function.")],
+    function: Annotated[str, typer.Option(help="package.module:Qualname or path/to/file.py:Qualname.")],
+    cmd: Annotated[Optional[list[str]], typer.Argument(help="Command to run, after `--`.")] = None,  # noqa: UP045
+    max_calls: Annotated[int, typer.Option(help="Distinct call signatures to record.")] = 8,
+    out: Annotated[Optional[Path], typer.Option(help="Task directory to write.")] = None,  # noqa: UP045
+    regime: Annotated[str, typer.Option(help="graph | wall.")] = "graph",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds the command may run.")] = 1800.0,
+) -> int:
+    """Run CMD with FUNCTION wrapped, record its first distinct calls, and write a Task that replays them."""
+    from kernelbot.commands import capture as capture_cmd
+
+    return capture_cmd.run(
+        repo,
+        function,
+        list(cmd or []),
+        max_calls=max_calls,
+        out=out,
+        regime=regime,
+        force=force,
+        timeout=timeout,
+    )
+
+
+@command("scan")
+def scan_command(
+    repo: Annotated[Path, typer.Option(help="Repository to rank.")],
+    profile_cmd: Annotated[
+        Optional[str], typer.Option(help="Command to profile (run under torch.profiler in a subprocess).")  # noqa: UP045
+    ] = None,
+    top: Annotated[int, typer.Option(help="Rows to show.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rankings as JSON.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds the profiled command may run.")] = 1800.0,
+) -> int:
+    """Rank REPO's functions as kernel targets: static evidence, and GPU/CPU time with --profile-cmd."""
+    from kernelbot.commands import scan as scan_cmd
+
+    return scan_cmd.run(repo, profile_cmd=profile_cmd, top=top, as_json=as_json, timeout=timeout)
+
+
 def main(argv: Optional[list[str]] = None) -> int:  # noqa: UP045 - typer needs Optional on 3.10
     """Run the CLI and return its exit code (the console script exits with it)."""
     args = sys.argv[1:] if argv is None else argv
