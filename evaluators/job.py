@@ -157,6 +157,11 @@ _SIGNAL_MEANING = {
 }
 
 
+# A worker SIGKILLed by someone other than the pool: the OOM killer (the candidate's fault) or an operator /
+# a dying machine (not its fault). Executors that can retry elsewhere do so once when they see this.
+KILLED_FROM_OUTSIDE = "was killed by SIGKILL"
+
+
 def describe_exit(returncode: int | None, *, output_limit_mb: int = 0, killed_by_us: bool = False) -> str:
     """One sentence saying how a worker ended, e.g. 'crashed with SIGSEGV (segmentation fault)'."""
     if returncode is None:
@@ -173,7 +178,7 @@ def describe_exit(returncode: int | None, *, output_limit_mb: int = 0, killed_by
     if signum == signal.SIGKILL:
         if killed_by_us:
             return "was killed by the evaluator (SIGKILL)"
-        return "was killed by SIGKILL (most likely the kernel's OOM killer: host memory ran out)"
+        return f"{KILLED_FROM_OUTSIDE} (most likely the kernel's OOM killer: host memory ran out)"
     meaning = _SIGNAL_MEANING.get(signal.Signals(signum), "")
     if signum == signal.SIGXFSZ and output_limit_mb:
         meaning = f"its stdout/stderr passed {output_limit_mb} MB (output flood)"

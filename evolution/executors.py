@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
 from evaluators.errors import KernelbotError
+from evaluators.job import KILLED_FROM_OUTSIDE
 from evaluators.result import EvalResult
 from evaluators.task import Task
 from evolution.config import ExecutorConfig
@@ -93,6 +94,11 @@ class DispatchingExecutor:
             slot.in_flight += 1
             try:
                 result = await self._run(slot, task, candidate)
+                if _killed_from_outside(result) and attempt == 1 and self.max_attempts > 1:
+                    # An operator, a dying GPU host or the OOM killer: judge it once more elsewhere, and
+                    # accept the second verdict (a candidate that really exhausts memory dies again).
+                    log.warning("worker judging %s was SIGKILLed from outside; retrying", candidate.sha)
+                    continue
                 return Evaluated(result, slot.name, attempt)
             except (KernelbotError, asyncio.CancelledError):
                 raise
@@ -117,6 +123,10 @@ class DispatchingExecutor:
         """Called after a slot failed; by default a slot that failed twice is retired."""
         if slot.failures >= 2:
             slot.alive = False
+
+
+def _killed_from_outside(result: EvalResult) -> bool:
+    return not result.passed and KILLED_FROM_OUTSIDE in result.reason
 
 
 PoolFactory = Callable[..., Any]

@@ -126,3 +126,34 @@ def test_make_executor_picks_by_workers() -> None:
 
     ray_ex = make_executor(ExecutorConfig(workers="ray://127.0.0.1:1"), EvalConfig())
     assert isinstance(ray_ex, RayExecutor) and ray_ex.address == "ray://127.0.0.1:1"
+
+
+def test_a_worker_killed_from_outside_is_judged_again_elsewhere(task) -> None:
+    """A SIGKILL the pool did not send (operator, dying host, OOM killer) gets one more try on another pool;
+    a second such verdict stands, so a candidate that really exhausts memory is still rejected."""
+    from evaluators.job import describe_exit
+    from evaluators.result import EvalResult, Stage
+
+    killed = EvalResult(task.name, "sha", "fake", "wall", Stage.CORRECTNESS, False, reason=describe_exit(-9))
+
+    class KilledOnce(MarkerPool):
+        async def evaluate_async(self, task, candidate):
+            self.calls += 1
+            if self.device_index == 0:
+                return killed
+            return fake_result(task.name, task.entry, candidate.source)
+
+    ex = LocalExecutor("triton-cuda", (0, 1), 1, max_attempts=3, pool_factory=KilledOnce)
+
+    async def go():
+        await ex.start()
+        ex.slots[1].in_flight = 1  # make device 0 the first pick
+        first = await ex.evaluate(task, program_source(3.0))
+        ex.slots[1].alive = False  # only the killing pool is left: its second verdict stands
+        second = await ex.evaluate(task, program_source(4.0))
+        await ex.close()
+        return first, second
+
+    first, second = asyncio.run(go())
+    assert first.worker == "gpu:1#1" and first.attempts == 2 and first.result.score == pytest.approx(3.0)
+    assert second.attempts == 2 and not second.result.passed and "SIGKILL" in second.result.reason

@@ -1,0 +1,1 @@
+"""Benchmarks run on the GPU machine (see docs/benchmarks.md); importable so they can share helpers."""

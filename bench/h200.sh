@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The H200 measurements, one phase per call of the device tool; everything lands under $OUT.
+#   bench/h200.sh smoke       GPU tests + `kernelbot eval` of every example candidate + throughput (GPU 0)
+#   bench/h200.sh stability   cross-process CV, kernelbot vs do_bench vs do_bench_cudagraph (GPU 1, or 0)
+#   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
+#   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
+#   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
+# The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
+# docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
+set -u
+cd "$(dirname "$0")/.."
+# The device tool returns at most 8 files from $OUT: everything is written under $W, then packed.
+FINAL=${OUT:-/tmp/kb-out}
+W=/tmp/kb-work
+OUT=$W
+mkdir -p "$W" "$FINAL" /tmp/site
+[ -f .devsite/devsite.tar.xz ] && [ ! -d /tmp/site/libcst ] && tar -xJf .devsite/devsite.tar.xz -C /tmp/site
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KERNELBOT_HOME=/tmp/kbhome RAY_AUTH_MODE=disabled
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+kb() { python3 -m kernelbot.cli "$@"; }
+
+env_report() {
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/env.txt" 2>&1
+  python3 -c "import torch, triton, sys; print(sys.version); print(torch.__version__, triton.__version__,
+torch.cuda.device_count())" >>"$OUT/env.txt" 2>&1
+  nproc >>"$OUT/env.txt"
+}
+
+smoke() {  # GPU 0
+  export CUDA_VISIBLE_DEVICES=0
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu --timeout 120 \
+    tests/evaluators tests/adversarial tests/evolution/test_inductor_seed.py >"$OUT/pytest_gpu.log" 2>&1
+  echo "pytest gpu rc=$?" >>"$OUT/summary.txt"
+  for cand in examples/tasks/*/candidates/*.py; do
+    task=$(dirname "$(dirname "$cand")")
+    timeout 120 python3 -m kernelbot.cli eval "$task" "$cand" --backend triton-cuda --json \
+      >"$OUT/eval_$(basename "$cand" .py).json" 2>>"$OUT/eval_errors.log"
+    echo "eval $(basename "$cand") rc=$?" >>"$OUT/summary.txt"
+  done
+  timeout 200 python3 bench/throughput.py --out "$OUT/throughput" --workers 8 --variants 6 --rounds 1 \
+    >"$OUT/throughput.log" 2>&1
+  echo "throughput rc=$?" >>"$OUT/summary.txt"
+}
+
+stability() {
+  timeout 420 python3 bench/stability.py --out "$OUT/stability" >"$OUT/stability.log" 2>&1
+  echo "stability rc=$?" >>"$OUT/summary.txt"
+}
+
+search() {  # two tasks per GPU at a time, then the torch.compile comparison, one task per GPU
+  local minutes=${SEARCH_MINUTES:-4}
+  local i=0 pids=()
+  for task in examples/tasks/*/; do
+    name=$(basename "$task")
+    CUDA_VISIBLE_DEVICES=$((i % 2)) timeout $((minutes * 60 + 90)) python3 -m kernelbot.cli evolve "$task" \
+      --iterations 400 --time-limit "${minutes}m" --out "/tmp/runs/$name" --workers-per-device 6 --json \
+      >"$OUT/evolve_$name.json" 2>"$OUT/evolve_$name.log" &
+    pids+=($!); i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  echo "evolve done" >>"$OUT/summary.txt"
+  tar -czf "$OUT/runs.tgz" -C /tmp runs 2>/dev/null
+  pairs0=() pairs1=(); i=0
+  for task in examples/tasks/*/; do
+    name=$(basename "$task")
+    [ -f "/tmp/runs/$name/best.py" ] || continue
+    if [ $((i % 2)) -eq 0 ]; then pairs0+=("$task=/tmp/runs/$name/best.py"); else pairs1+=("$task=/tmp/runs/$name/best.py"); fi
+    i=$((i + 1))
+  done
+  CUDA_VISIBLE_DEVICES=0 timeout 300 python3 bench/vs_compile.py --out "$OUT/vs_compile0" "${pairs0[@]}" \
+    >"$OUT/vs_compile0.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 timeout 300 python3 bench/vs_compile.py --out "$OUT/vs_compile1" "${pairs1[@]}" \
+    >"$OUT/vs_compile1.log" 2>&1 &
+  wait
+  echo "vs_compile done" >>"$OUT/summary.txt"
+}
+
+scaling() {
+  timeout 560 python3 bench/scaling.py --out "$OUT/scaling" --gpus 1,2 --executors local,ray --kill \
+    --workers 8 >"$OUT/scaling.log" 2>&1
+  echo "scaling rc=$?" >>"$OUT/summary.txt"
+}
+
+env_report
+case "${1:-}" in
+  smoke) smoke ;;
+  stability) stability ;;
+  first) (smoke) & (CUDA_VISIBLE_DEVICES=1 stability) & wait ;;
+  search) search ;;
+  scaling) scaling ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
+esac
+tar -czf "$FINAL/results-${1:-none}.tgz" -C "$W" .
+cp "$W/summary.txt" "$FINAL/summary.txt" 2>/dev/null
+for md in "$W"/*/*.md; do [ -f "$md" ] && cp "$md" "$FINAL/"; done
+cat "$W/summary.txt" 2>/dev/null
+ls -la "$FINAL"
