@@ -17,13 +17,24 @@ mkdir -p "$W" "$FINAL" /tmp/site
 [ -f .devsite/devsite.tar.xz ] && [ ! -d /tmp/site/libcst ] && tar -xJf .devsite/devsite.tar.xz -C /tmp/site
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KERNELBOT_HOME=/tmp/kbhome RAY_AUTH_MODE=disabled
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-kb() { python3 -m kernelbot.cli "$@"; }
+pack() {  # after every step, so a call cut short by its time limit still returns what was done
+  tar -czf "$FINAL/results-$PHASE.tgz" -C "$W" . 2>/dev/null
+  cp "$W/summary.txt" "$FINAL/summary.txt" 2>/dev/null
+}
+PHASE=${1:-none}
 
 env_report() {
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/env.txt" 2>&1
   python3 -c "import torch, triton, sys; print(sys.version); print(torch.__version__, triton.__version__,
 torch.cuda.device_count())" >>"$OUT/env.txt" 2>&1
   nproc >>"$OUT/env.txt"
+}
+
+gpu_tests() {  # GPU 0: the GPU-only tests, verbose, with a junit report
+  export CUDA_VISIBLE_DEVICES=0
+  timeout "${1:-240}" python3 -m pytest -p no:cacheprovider -m gpu -rfE -v --timeout 150 \
+    --junitxml="$OUT/pytest_gpu.xml" "${@:2}" >"$OUT/pytest_gpu.log" 2>&1
+  echo "pytest gpu rc=$?" >>"$OUT/summary.txt"; pack
 }
 
 smoke() {  # GPU 0
@@ -43,23 +54,24 @@ smoke() {  # GPU 0
 }
 
 stability() {
-  timeout 420 python3 bench/stability.py --out "$OUT/stability" >"$OUT/stability.log" 2>&1
-  echo "stability rc=$?" >>"$OUT/summary.txt"
+  timeout 300 python3 bench/stability.py --out "$OUT/stability" >"$OUT/stability.log" 2>&1
+  echo "stability rc=$?" >>"$OUT/summary.txt"; pack
 }
 
 search() {  # two tasks per GPU at a time, then the torch.compile comparison, one task per GPU
-  local minutes=${SEARCH_MINUTES:-4}
+  local minutes=${SEARCH_MINUTES:-4} limit
   local i=0 pids=()
   for task in examples/tasks/*/; do
     name=$(basename "$task")
-    CUDA_VISIBLE_DEVICES=$((i % 2)) timeout $((minutes * 60 + 90)) python3 -m kernelbot.cli evolve "$task" \
-      --iterations 400 --time-limit "${minutes}m" --out "/tmp/runs/$name" --workers-per-device 6 --json \
+    limit=$(python3 -c "print(int($minutes * 60))")
+    CUDA_VISIBLE_DEVICES=$((i % 2)) timeout $((limit + 45)) python3 -m kernelbot.cli evolve "$task" \
+      --iterations 400 --time-limit "${limit}s" --out "/tmp/runs/$name" --workers-per-device 6 --json \
       >"$OUT/evolve_$name.json" 2>"$OUT/evolve_$name.log" &
     pids+=($!); i=$((i + 1))
   done
   wait "${pids[@]}"
-  echo "evolve done" >>"$OUT/summary.txt"
-  tar -czf "$OUT/runs.tgz" -C /tmp runs 2>/dev/null
+  echo "evolve done" >>"$OUT/summary.txt"; pack
+  (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* 2>/dev/null)
   pairs0=() pairs1=(); i=0
   for task in examples/tasks/*/; do
     name=$(basename "$task")
@@ -67,17 +79,17 @@ search() {  # two tasks per GPU at a time, then the torch.compile comparison, on
     if [ $((i % 2)) -eq 0 ]; then pairs0+=("$task=/tmp/runs/$name/best.py"); else pairs1+=("$task=/tmp/runs/$name/best.py"); fi
     i=$((i + 1))
   done
-  CUDA_VISIBLE_DEVICES=0 timeout 300 python3 bench/vs_compile.py --out "$OUT/vs_compile0" "${pairs0[@]}" \
+  CUDA_VISIBLE_DEVICES=0 timeout 100 python3 bench/vs_compile.py --out "$OUT/vs_compile0" "${pairs0[@]}" \
     >"$OUT/vs_compile0.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES=1 timeout 300 python3 bench/vs_compile.py --out "$OUT/vs_compile1" "${pairs1[@]}" \
+  CUDA_VISIBLE_DEVICES=1 timeout 100 python3 bench/vs_compile.py --out "$OUT/vs_compile1" "${pairs1[@]}" \
     >"$OUT/vs_compile1.log" 2>&1 &
   wait
-  echo "vs_compile done" >>"$OUT/summary.txt"
+  echo "vs_compile done" >>"$OUT/summary.txt"; pack
 }
 
 scaling() {
   timeout 560 python3 bench/scaling.py --out "$OUT/scaling" --gpus 1,2 --executors local,ray --kill \
-    --workers 8 >"$OUT/scaling.log" 2>&1
+    --workers 8 --variants 4 >"$OUT/scaling.log" 2>&1
   echo "scaling rc=$?" >>"$OUT/summary.txt"
 }
 
@@ -87,11 +99,19 @@ case "${1:-}" in
   stability) stability ;;
   first) (smoke) & (CUDA_VISIBLE_DEVICES=1 stability) & wait ;;
   search) search ;;
+  second)  # stability alone on GPU 1; GPU tests that failed before + throughput on GPU 0; then the search
+    (CUDA_VISIBLE_DEVICES=1 stability) &
+    (gpu_tests 120 tests/evaluators/test_timing_gpu.py tests/adversarial/test_gpu_cheats.py \
+       -k "roofline or c14 or c15 or naive or legit or c01"
+     CUDA_VISIBLE_DEVICES=0 timeout 150 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 \
+       --variants 6 --rounds 1 >"$OUT/throughput.log" 2>&1
+     echo "throughput rc=$?" >>"$OUT/summary.txt"; pack) &
+    wait
+    SEARCH_MINUTES=2.5 search ;;
   scaling) scaling ;;
   *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
 esac
-tar -czf "$FINAL/results-${1:-none}.tgz" -C "$W" .
-cp "$W/summary.txt" "$FINAL/summary.txt" 2>/dev/null
+pack
 for md in "$W"/*/*.md; do [ -f "$md" ] && cp "$md" "$FINAL/"; done
 cat "$W/summary.txt" 2>/dev/null
 ls -la "$FINAL"

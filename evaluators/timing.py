@@ -14,6 +14,7 @@ in the worker before the candidate is imported: the timers and CUDA entry points
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import random
@@ -202,6 +203,12 @@ class CaseTimer:
 
     def _sample(self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float) -> RegimeTiming:
         cfg = self.ctx.config.timing
+        if regime != self.ctx.task.regime:
+            cfg = dataclasses.replace(
+                cfg,
+                time_cap_s=cfg.secondary_time_cap_s,
+                min_samples=min(cfg.min_samples, cfg.secondary_min_samples),
+            )
         rng = random.Random(derive_seed(self.seeds, self.index, regime, "order"))
         checked: dict[str, Any] = {}
         last = cand_set.calls - 1

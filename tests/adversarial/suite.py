@@ -68,7 +68,7 @@ CHEATS_BY_CLASS: tuple[Cheat, ...] = (
 TIMING_CHEATS: tuple[Cheat, ...] = (
     Cheat("c06c_graph_capture_detection.py", "scale_add", 6, static_klass=6, cpu_runtime=False),
     Cheat("c14_single_case.py", "scale_add", 14, cpu_runtime=False),
-    Cheat("c15_beyond_roofline.py", "scale_add", 15, static_klass=11, cpu_runtime=False),
+    Cheat("c15_beyond_roofline.py", "scale_add_wall", 15, static_klass=11, cpu_runtime=False),
 )
 # What the runtime layer reports on a GPU when it differs from the class the cheat implements.
 GPU_RUNTIME_CLASSES: dict[str, set[int]] = {

@@ -1,7 +1,7 @@
 """Class 14 — one case drives the aggregate (target: scale_add, on a GPU).
 
 Tuned for the large case only: there it runs one efficient kernel; on every other size it splits the work
-into three launches and is slower than the reference. The geometric mean is still "a speedup" because of
+into many small launches and is slower than the reference. The geometric mean is still "a speedup" because of
 one case. Correct everywhere, so only the scoring can see it: without that case the rest is a slowdown.
 """
 
@@ -27,6 +27,6 @@ def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     if n >= 2048:
         _scale_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, 0, n, alpha, BLOCK=1024)
     else:
-        for start in range(0, n, 512):
-            _scale_add_kernel[(1,)](x, y, out, start, n, alpha, BLOCK=512)
+        for start in range(0, n, 128):
+            _scale_add_kernel[(1,)](x, y, out, start, n, alpha, BLOCK=128)
     return out

@@ -1,4 +1,4 @@
-"""Class 15 — faster than the hardware can be (target: scale_add, on a GPU).
+"""Class 15 — faster than the hardware can be (target: scale_add_wall, on a GPU).
 
 Remembers its last answer on the input tensor itself, keyed by the first few input values, and skips all work
 while they are unchanged — which is exactly the situation of a timing loop (or a CUDA graph replay) on fixed
