@@ -73,7 +73,9 @@ TIMING_CHEATS: tuple[Cheat, ...] = (
 # What the runtime layer reports on a GPU when it differs from the class the cheat implements.
 GPU_RUNTIME_CLASSES: dict[str, set[int]] = {
     "c06c_graph_capture_detection": {8, 15},  # the captured graph does nothing: re-check or roofline
-    "c15_beyond_roofline": {8, 15},
+    # On the H200 (2026-11-29) the runtime layer already stops it in the correctness stage: its .tolist()
+    # stamp dispatches aten._to_copy from host code (class 11); the roofline proof is test_timing_gpu's.
+    "c15_beyond_roofline": {8, 11, 15},
 }
 
 

@@ -27,6 +27,6 @@ def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     if n >= 2048:
         _scale_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, 0, n, alpha, BLOCK=1024)
     else:
-        for start in range(0, n, 128):
-            _scale_add_kernel[(1,)](x, y, out, start, n, alpha, BLOCK=128)
+        for start in range(0, n, 256):
+            _scale_add_kernel[(1,)](x, y, out, start, n, alpha, BLOCK=256)
     return out
