@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from evaluators.case_plan import plan_cases
 from evaluators.compare import CallComparison, Comparison, compare_call
 from evaluators.context import JudgeContext
 from evaluators.correctness_reference import (
@@ -93,7 +94,6 @@ class _Stage:
         self.failures: list[str] = []
         self.monitor = CallMonitor(ctx) if ctx.config.runtime_checks else None
         self.poison_bytes: dict[str, int] = {}
-        self.sizes: dict[str, int] = {}  # input elements per case (interpreter only)
         self.calls = 0
         self.history: dict[str, list[tuple[int, Any]]] = {}  # case -> [(call number, ReferenceRun)]
         # The first passing call (case, seed, seed index, call number): replayed when anything failed.
@@ -102,73 +102,33 @@ class _Stage:
     # --- the phases ---------------------------------------------------------------------------------
 
     def run(self) -> CorrectnessReport:
-        runnable = self._select_cases()
+        plan = plan_cases(self.task, self.ctx.backend, self.config, self.ctx.seeds[0])
+        self.results.extend(plan.skipped)
+        runnable = plan.runnable
         if not runnable:
-            return self._report("no case can run on this backend: " + "; ".join(self.failures))
+            return self._report(
+                f"no case can run on this backend: all {len(self.task.cases)} exceed interpret_max_numel"
+            )
         degenerate = check_degenerate(self.task, self.device, seeds=self._seeds(3), cases=runnable)
         if degenerate:
             self._flag("degenerate_task", degenerate)
             return self._report(f"degenerate task: {degenerate}")
         passed: list[Case] = []
-        started = time.monotonic()
-        last: tuple[float, int] | None = None  # (seconds, elements) of the previous case
         for position, case in enumerate(runnable):
-            if self._over_interpret_budget(started, last, case, passed):
-                self._skip_rest(runnable[position:])
+            if plan.should_skip(case, any_passed=bool(passed)):
+                self.results.extend(plan.skip_rest(runnable[position:]))
                 runnable = runnable[:position]
                 break
             case_started = time.monotonic()
             if self._run_case(case):
                 passed.append(case)
-            last = (time.monotonic() - case_started, self.sizes.get(case.name, 1))
+            plan.record(case, time.monotonic() - case_started)
         if len(passed) == len(runnable):
             self._hidden_cases(runnable)
         self._repeated_calls(runnable[0])
         if self.failures and self.golden is not None:
             self._replay_golden(*self.golden)
         return self._report(self.failures[0] if self.failures else "", timeable=passed)
-
-    def _over_interpret_budget(
-        self, started: float, last: tuple[float, int] | None, case: Case, passed: list[Case]
-    ) -> bool:
-        """On the interpreter, skip a case that would not finish within the budget, projecting its cost from
-        the previous (smaller) case's time per element."""
-        if self.ctx.backend.can_time or not passed or last is None:
-            return False
-        seconds, elements = last
-        projected = seconds * self.sizes.get(case.name, elements) / max(elements, 1)
-        return time.monotonic() - started + projected > self.config.interpret_budget_s
-
-    def _skip_rest(self, cases: list[Case]) -> None:
-        budget = self.config.interpret_budget_s
-        for case in cases:
-            reason = f"the interpreter's {budget:g} s budget was spent on smaller cases"
-            self.results.append(CaseResult(case.name, dict(case.params), passed=False, skipped=reason))
-
-    def _select_cases(self) -> list[Case]:
-        runnable = []
-        sizes = self.sizes
-        limit = self.config.interpret_max_numel if not self.ctx.backend.can_time else None
-        for case in self.task.cases:
-            if limit is not None:
-                try:
-                    numel = estimate_numel(self.task, case, self.ctx.seeds[0], self.device)
-                except Exception as exc:
-                    raise TaskError(
-                        f"{self.task.inputs_path}: make_inputs fails on case {case.name!r}: {exc}"
-                    ) from exc
-                if numel > limit:
-                    reason = f"{numel} input elements > interpret_max_numel {limit}"
-                    self.results.append(
-                        CaseResult(case.name, dict(case.params), passed=False, skipped=reason)
-                    )
-                    continue
-                sizes[case.name] = numel
-            runnable.append(case)
-        if not runnable:
-            self.failures.append(f"all {len(self.task.cases)} cases exceed interpret_max_numel")
-        # The interpreter runs the cheapest cases first, so its time budget buys the most coverage.
-        return sorted(runnable, key=lambda c: sizes.get(c.name, 0)) if limit is not None else runnable
 
     def _run_case(self, case: Case) -> bool:
         worst = Comparison(ok=True)

@@ -49,6 +49,8 @@ def _spin() -> None:
         clock_khz = getattr(torch.cuda.get_device_properties(device), "clock_rate", 0) or 2_000_000
         cycles = _spin_cycles[device] = int(clock_khz * 1e3 * SPIN_SECONDS)
     _spin_kernel(cycles)
+
+
 SIDE_STREAM_WARMUP_CALLS = 2
 
 
