@@ -93,7 +93,11 @@ async def _run(
             nonlocal killed
             await asyncio.sleep(kill_after_s)
             victim = len(executor.slots) - 1
+            while executor.slots[victim].in_flight == 0:  # make sure the kill hits evaluations in flight
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # ...and that they are past the warm-up, inside their stages
             killed = (_kill_pool_workers if kind == "local" else _kill_ray_actor)(executor, victim)
+            print(f"killed {killed} process(es) of {executor.slots[victim].name}", flush=True)
 
         t0 = time.perf_counter()
         kill_task = asyncio.create_task(killer()) if kill_after_s > 0 else None
@@ -101,6 +105,9 @@ async def _run(
         elapsed = time.perf_counter() - t0
         if kill_task is not None:
             kill_task.cancel()
+        # A pool re-runs a job itself when its worker died with the zygote (not the candidate's doing), so a
+        # local kill shows up here rather than as an executor retry.
+        crashed = sum(getattr(getattr(s.handle, "stats", None), "crashed", 0) for s in executor.slots)
     finally:
         await executor.close()
     verdicts = [_verdict(e, s) for e, s in zip(done, subs, strict=True)]
@@ -116,6 +123,7 @@ async def _run(
         "by_stage": dict(Counter(f"{v['stage']}:{'pass' if v['passed'] else 'fail'}" for v in verdicts)),
         "retried": sum(1 for v in verdicts if v["attempts"] > 1),
         "killed_processes": killed,
+        "pool_worker_crashes": crashed,
         "lost": sum(1 for v in verdicts if "SIGKILL" in v["reason"]),
         "verdicts": verdicts,
     }
