@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import os
-import platform
 import signal
 import sys
 import time
@@ -26,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.meta import run_meta
 from bench.throughput import DEFAULT_TASKS, Submission, collect
 
 BACKEND = "triton-cuda"  # --backend triton-interpret runs the plumbing on a CPU machine (nothing is timed)
@@ -171,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
     BACKEND = args.backend
 
     import torch
-    import triton
 
     from evaluators.task import load_task
 
@@ -203,16 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         ray_version = ray.__version__
     except ImportError:
         ray_version = "not installed"
-    meta = {
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "gpus_visible": visible,
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "ray": ray_version,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-    }
+    meta = run_meta(gpus_visible=visible, ray=ray_version)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scaling.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     table = markdown(rows, meta)

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
-import platform
 import re
 import sys
 import time
@@ -26,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.meta import run_meta
 
 DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 TARGET_PER_MINUTE = 60.0
@@ -188,9 +188,6 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --out DIR is required", file=sys.stderr)
         return 2
 
-    import torch
-    import triton
-
     from evaluators.config import EvalConfig
     from evaluators.pool import WorkerPool
 
@@ -207,17 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     for task in dict.fromkeys(r["task"] for r in results):
         mine = [r for r in results if r["task"] == task]
         per_task[task] = {**summarize(mine, elapsed), "evaluations": len(mine)}
-    meta = {
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "python": platform.python_version(),
-        "backend": backend,
-        "workers": args.workers,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "pool_warmup_s": warm_s,
-    }
+    meta = run_meta(backend=backend, workers=args.workers, pool_warmup_s=warm_s)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "throughput.json").write_text(
         json.dumps({"meta": meta, "summary": summary, "per_task": per_task, "results": results}, indent=2)

@@ -16,14 +16,14 @@ Every timed call is re-checked against the float64 eager reference. torch.compil
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib.util
 import json
-import platform
 import secrets
 import sys
 from pathlib import Path
 from typing import Any
+
+from bench.meta import run_meta
 
 
 def _load_candidate(path: Path, entry: str) -> tuple[Any, Any]:
@@ -155,9 +155,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         jobs.append((Path(task), Path(cand)))
 
-    import torch
-    import triton
-
     rows = []
     for task, cand in jobs:
         try:
@@ -165,14 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # one task's failure must not lose the others' numbers
             print(f"{task.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(f"done {task.name}", flush=True)
-    meta = {
-        "device": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-    }
+    meta = run_meta()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "vs_compile.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     table = markdown(rows, meta)
