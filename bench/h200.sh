@@ -71,7 +71,10 @@ search() {  # two tasks per GPU at a time, then the torch.compile comparison, on
   done
   wait "${pids[@]}"
   echo "evolve done" >>"$OUT/summary.txt"; pack
-  (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* 2>/dev/null)
+  # The stores too: every verdict with its reason (the 2026-11-29 run left them behind and lost why 29
+  # decode_metadata children failed).
+  (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
+    2>/dev/null)
   pairs0=() pairs1=(); i=0
   for task in examples/tasks/*/; do
     name=$(basename "$task")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,18 @@ def program_summary(program: Program) -> dict[str, Any]:
     }
 
 
+def failure_reasons(store: RunStore, top: int = 8) -> list[dict[str, Any]]:
+    """The most common reasons candidates failed, by stage (what a user fixes first, or a tuner avoids)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for p in store.programs(status="evaluated"):
+        r = p.result
+        if r is None or r.passed:
+            continue
+        first_line = (r.reason.strip().splitlines() or [""])[0]
+        counts[(r.stage.value, first_line[:200])] += 1
+    return [{"stage": stage, "reason": reason, "count": n} for (stage, reason), n in counts.most_common(top)]
+
+
 def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
     """The --json summary of `kernelbot evolve`; also writes best.py, growth.* and summary.json to run_dir."""
     meta = store.meta()
@@ -139,6 +152,7 @@ def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
         "evaluations": store.evaluation_count(),
         "iterations": store.mutation_count("evolve"),
         "outcomes": store.stage_counts(),
+        "failure_reasons": failure_reasons(store),
         "tokens": {
             "prompt": usage.prompt_tokens,
             "completion": usage.completion_tokens,

@@ -148,3 +148,12 @@ def test_best_without_a_correct_candidate_exits_4(tmp_path, fakes, capsys) -> No
     evolve(capsys, str(task), "--out", str(run), "--iterations", "1")
     assert main(["best", str(run)]) == exit_codes.REJECTED
     assert "no correct candidate" in capsys.readouterr().err
+
+
+def test_the_summary_lists_why_candidates_failed(tmp_path, fakes, capsys) -> None:
+    task = make_tiny_task(tmp_path / "task", [program_source(0, fail="compile"), program_source(2.0)])
+    run = tmp_path / "run"
+    evolve(capsys, str(task), "--out", str(run), "--iterations", "1")
+    summary = json.loads((run / "summary.json").read_text())
+    assert {"stage": "compile", "reason": "fake failure at compile", "count": 1} in summary["failure_reasons"]
+    assert [r["stage"] for r in summary["failure_reasons"]] == ["compile"]  # the passing seed is not listed
