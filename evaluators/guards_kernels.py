@@ -72,6 +72,13 @@ class KernelRecorder:
         self.report = analyse(self._profiler.events(), self.allowed)
 
 
+def warm_up_profiler(device: str) -> None:
+    """One throw-away profiling session: CUPTI's first initialisation costs a noticeable part of a second,
+    which a warm worker should pay before a candidate arrives, not inside its correctness stage."""
+    with KernelRecorder(set(), device):
+        torch.empty(16, device=device).fill_(1.0)
+
+
 def analyse(events: Any, allowed: set[str]) -> KernelReport:
     """Split the profiler's device events into the candidate's kernels, foreign kernels and other streams."""
     report = KernelReport()

@@ -114,6 +114,16 @@ _STAGE_MODULES = (
 )
 
 
+def warm_cuda_tools(device: str) -> None:
+    """The profiler (kernel and stream checks) and CUDA graphs (graph-regime timing) each have a one-time
+    set-up cost per process; a worker pays it while it waits in the warm pool."""
+    from evaluators.guards_kernels import warm_up_profiler
+    from evaluators.timing_graph import warm_up_capture
+
+    warm_up_profiler(device)
+    warm_up_capture()
+
+
 def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, workdir: Path) -> None:
     """Warm up, say ready, judge one job, report, exit. Never returns."""
     faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in the log tail
@@ -127,6 +137,11 @@ def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, wo
 
     backend = get_backend(backend_name, device_index)
     backend.init_device()
+    if backend.device.startswith("cuda"):
+        try:
+            warm_cuda_tools(backend.device)
+        except Exception as exc:  # an optimisation only: the stages set these tools up again themselves
+            print(f"kernelbot worker: CUDA warm-up skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     hardware = backend.hardware()
     channel.send("ready", hardware=pipeline.hardware_dict(hardware), pid=os.getpid())
 
