@@ -12,7 +12,6 @@ is refused (class 12).
 
 from __future__ import annotations
 
-import random
 import time
 import traceback
 from contextlib import nullcontext
@@ -27,7 +26,6 @@ from evaluators.context import JudgeContext
 from evaluators.correctness_reference import (
     Inputs,
     clone_inputs,
-    estimate_numel,
     named_tensors,
     output_nbytes,
     refill,
@@ -37,6 +35,7 @@ from evaluators.degenerate import check_degenerate
 from evaluators.errors import TaskError
 from evaluators.guards_monitor import CallMonitor
 from evaluators.guards_state import ModuleFingerprint
+from evaluators.hidden_cases import dynamic_keys, hardcoded_shapes_evidence, hidden_cases
 from evaluators.result import CaseResult, HackFinding
 from evaluators.task import Case
 from evaluators.tolerances import tolerance_for
@@ -149,18 +148,14 @@ class _Stage:
 
     def _hidden_cases(self, runnable: list[Case]) -> None:
         """Perturb the `dynamic` sizes: a kernel built for the listed shapes only fails here (class 13)."""
-        dynamic = [k for k in self.task.dynamic if any(_int(c.params.get(k)) for c in runnable)]
+        dynamic = dynamic_keys(self.task, runnable)
         if not dynamic or self.config.hidden_cases <= 0:
             return
-        rng = random.Random(sum(self.ctx.seeds) * 7919 + len(self.ctx.seeds))
-        for number in range(self.config.hidden_cases):
-            base = min(runnable, key=lambda c: estimate_numel(self.task, c, self.ctx.seeds[0], self.device))
-            params = dict(base.params)
-            for key in dynamic:
-                listed = {c.params.get(key) for c in self.task.cases}
-                if _int(params.get(key)):
-                    params[key] = _perturb(params[key], listed, rng)
-            case = Case(name=f"hidden{number + 1}", params=params)
+        cases = hidden_cases(
+            self.task, runnable, dynamic, self.ctx.seeds, self.device, self.config.hidden_cases
+        )
+        for number, case in enumerate(cases):
+            params = case.params
             try:
                 inputs = self.task.make_inputs(case, self.ctx.seeds[0], self.device)
                 run_reference(self.ctx, inputs)
@@ -172,14 +167,7 @@ class _Stage:
             call = self._judge_call(case, inputs, watch=False, label=f"hidden case {number + 1}")
             self.results.append(_case_result(case, call.comparison, hidden=True))
             if not call.comparison.ok:
-                shown = ", ".join(f"{k}={params[k]}" for k in dynamic if k in params)
-                listed = ", ".join(
-                    f"{k} in {sorted({c.params.get(k) for c in self.task.cases})}" for k in dynamic
-                )
-                evidence = (
-                    f"correct on every listed case ({listed}) but wrong on the unlisted shape {shown}: "
-                    f"{call.comparison.reason}"
-                )
+                shown, evidence = hardcoded_shapes_evidence(self.task, dynamic, case, call.comparison.reason)
                 self._flag("hardcoded_shapes", evidence[:_REASON_LIMIT])
                 self.failures.append(f"hidden case ({shown}): {call.comparison.reason}")
 
@@ -380,19 +368,6 @@ def _case_result(case: Case, comparison: Comparison, hidden: bool = False) -> Ca
         mismatch=comparison.mismatch,
         hidden=hidden,
     )
-
-
-def _int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _perturb(value: int, listed: set[object], rng: random.Random) -> int:
-    """An unlisted size near `value`, far enough that tables or launch grids tuned for the listed sizes miss
-    it (half again, or double, plus one: odd, so it is no multiple of a block size either)."""
-    options = [v for v in (value + value // 2 + 1, 2 * value + 1) if v not in listed]
-    if not options:
-        options = [v for v in (value + 3, value + 5, 3 * value + 1) if v not in listed]
-    return rng.choice(options) if options else value + 7
 
 
 def _brief(exc: BaseException, path: Any) -> str:

@@ -16,38 +16,27 @@ from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProv
 
 from evaluators.guards_static_facts import dynamic_sizes, reference_modules, task_float_dtypes
 from evaluators.guards_static_rules import (
-    ALLOWED_TORCH,
-    ALLOWED_TORCH_PREFIXES,
     BUILTIN_RULES,
     COMPUTE_METHODS,
     DOWNCAST_METHODS,
     L2_MARKERS,
     LOW_PRECISION_NAMES,
     MODULE_RULES,
-    NAME_RULES,
+)
+from evaluators.guards_static_syntax import (
+    MUTATING_METHODS,
+    allowed_torch,
+    decorator_callee,
+    is_dotted_name,
+    is_import_fallback,
+    is_mutable_container,
+    match_name_rule,
+    root_name,
 )
 from evaluators.result import HackFinding
 from evaluators.task import Task
 
 _KERNEL_DECORATORS = ("triton.jit", "triton.runtime.jit.jit", "triton.autotune", "triton.heuristics")
-_MUTATING_METHODS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "update",
-        "setdefault",
-        "pop",
-        "popitem",
-        "clear",
-        "add",
-        "remove",
-        "discard",
-        "__setitem__",
-        "appendleft",
-    }
-)
-_IMPORT_FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
 _MAX_FINDINGS = 40
 
 
@@ -132,7 +121,7 @@ class _Scanner(cst.CSTVisitor):
     # --- functions and kernels ----------------------------------------------------------------------
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        names = set().union(*(self.qualified(_decorator_callee(d.decorator)) for d in node.decorators))
+        names = set().union(*(self.qualified(decorator_callee(d.decorator)) for d in node.decorators))
         if any(n in _KERNEL_DECORATORS for n in names):
             self._kernel_depth += 1
             self.kernels.append(node.name.value)
@@ -141,7 +130,7 @@ class _Scanner(cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
         names = set().union(
-            *(self.qualified(_decorator_callee(d.decorator)) for d in original_node.decorators)
+            *(self.qualified(decorator_callee(d.decorator)) for d in original_node.decorators)
         )
         if any(n in _KERNEL_DECORATORS for n in names):
             self._kernel_depth -= 1
@@ -163,19 +152,19 @@ class _Scanner(cst.CSTVisitor):
                 if rule:
                     self.flag(node, rule[0], rule[1])
                 return False
-            rule = _match_rule(name)
+            rule = match_name_rule(name)
             if rule is not None:
                 self.flag(node, rule[0], f"{rule[1]} ({name})")
                 return False
             if name.split(".", 1)[0] in self.reference_modules:
                 self.flag(node, "pytorch_fallback", f"the reference / original implementation ({name})")
                 return False
-            if name.startswith("torch.") and not self.in_kernel and not _allowed_torch(name):
+            if name.startswith("torch.") and not self.in_kernel and not allowed_torch(name):
                 if name in LOW_PRECISION_NAMES:
                     continue  # a dtype: judged where it is used (casts), not here
                 self.flag(node, "pytorch_fallback", f"PyTorch computes in host code ({name})")
                 return False
-        return not (names and _dotted(node))
+        return not (names and is_dotted_name(node))
 
     # --- calls --------------------------------------------------------------------------------------
 
@@ -257,26 +246,20 @@ class _Scanner(cst.CSTVisitor):
         self.flag(node, "output_caching", "`global` rebinds module state from a call")
 
     def visit_Try(self, node: cst.Try) -> None:
-        imports_only = all(
-            isinstance(stmt, cst.SimpleStatementLine)
-            and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-            for stmt in node.body.body
-        )
-        caught = {cst.helpers.get_full_name_for_node(h.type) if h.type else "" for h in node.handlers}
-        if imports_only and caught and caught <= _IMPORT_FALLBACK_ERRORS:
+        if is_import_fallback(node):
             return  # a version-compatibility import, not a compute fallback
         self.flag(node.body, "pytorch_fallback", "try/except: a fallback path when the kernel fails")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._check_target(target.target)
-        if self._function_depth == 0 and _is_mutable_container(node.value):
+        if self._function_depth == 0 and is_mutable_container(node.value):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self._module_containers[target.target.value] = 1
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        root = _root_name(node.target)
+        root = root_name(node.target)
         module_state = root in self._module_containers or root in self._global_names
         if self._function_depth and module_state and isinstance(node.value, cst.Integer):
             self.flag(
@@ -304,7 +287,7 @@ class _Scanner(cst.CSTVisitor):
                     target, "harness_patch", "assigns an attribute of an imported module (monkey-patching)"
                 )
         if isinstance(target, cst.Subscript) and self._function_depth:
-            root = _root_name(target.value)
+            root = root_name(target.value)
             if root in self._module_containers:
                 self.flag(
                     target, "output_caching", f"stores into the module-level container {root!r} from a call"
@@ -313,8 +296,8 @@ class _Scanner(cst.CSTVisitor):
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
         if self._function_depth and isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
-            root = _root_name(call.func.value)
-            if root in self._module_containers and call.func.attr.value in _MUTATING_METHODS:
+            root = root_name(call.func.value)
+            if root in self._module_containers and call.func.attr.value in MUTATING_METHODS:
                 self.flag(node, "output_caching", f"mutates the module-level container {root!r} from a call")
 
     # --- literals: hard-coded dynamic sizes ---------------------------------------------------------
@@ -353,53 +336,3 @@ class _Scanner(cst.CSTVisitor):
                 key = self.dynamic_sizes.get(value)
                 if key is not None:
                     self.flag(node, "hardcoded_shapes", f"{verb} {value}, the {key!r} of a listed case")
-
-
-def _dotted(node: cst.BaseExpression) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name)
-
-
-def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:
-    return expr.func if isinstance(expr, cst.Call) else expr
-
-
-def _match_rule(name: str) -> tuple[str, str] | None:
-    for prefix, kind, what in NAME_RULES:
-        stem = prefix.rstrip(".")
-        if name == stem or name.startswith(stem + "."):
-            return kind, what
-    return None
-
-
-def _allowed_torch(name: str) -> bool:
-    if name in ALLOWED_TORCH or name.startswith(ALLOWED_TORCH_PREFIXES):
-        return True
-    import torch
-
-    leaf = name.rsplit(".", 1)[-1]
-    return name.count(".") == 1 and isinstance(getattr(torch, leaf, None), torch.dtype)
-
-
-def _is_mutable_container(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
-        return True
-    if isinstance(expr, cst.Call):
-        name = cst.helpers.get_full_name_for_node(expr.func) or ""
-        return name.rsplit(".", 1)[-1] in (
-            "dict",
-            "list",
-            "set",
-            "defaultdict",
-            "OrderedDict",
-            "deque",
-            "Counter",
-        )
-    return False
-
-
-def _root_name(expr: cst.BaseExpression) -> str:
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
-        expr = expr.value
-    return expr.value if isinstance(expr, cst.Name) else ""

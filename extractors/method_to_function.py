@@ -9,70 +9,22 @@ Attribute parameters of the entry get a default when `__init__` sets them from a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import libcst as cst
 
-from extractors.closure import ClosureBuilder, Statements, Unit, require_intact
+from extractors.class_hierarchy import (
+    ClassHierarchy,
+    MethodInfo,
+    is_binding_decorator,
+    method_kind,
+    own_returns,
+)
+from extractors.closure import ClosureBuilder, Statements, Unit
 from extractors.errors import UnsupportedCode
-from extractors.gather_init_attrs import GatherInitAttrs, InitAttr, has_default
-from extractors.gather_self_uses import GatherSelfUses, SelfUses
+from extractors.gather_init_attrs import has_default
+from extractors.gather_self_uses import GatherSelfUses
 from extractors.parsed_module import ParsedModule
 from extractors.replace_nodes import Replacement, constant
-
-_PROPERTY_DECORATORS = {"property", "functools.cached_property", "cached_property"}
-
-
-@dataclass
-class MethodInfo:
-    parsed: ParsedModule
-    owner: cst.ClassDef
-    node: cst.FunctionDef
-    kind: str  # "method" | "static" | "property" | "classmethod"
-    uses: SelfUses = field(default_factory=SelfUses)
-    reads: set[str] = field(default_factory=set)  # transitive, in attribute names
-    writes: list[str] = field(default_factory=list)  # transitive, first-seen order
-    callees: set[str] = field(default_factory=set)
-    function_name: str = ""
-
-    @property
-    def returns_value(self) -> bool:
-        return any(r.value is not None for r in _own_returns(self.node))
-
-
-class ClassHierarchy:
-    """A class and its base classes found in the repository, in (simplified, depth-first) MRO order."""
-
-    def __init__(self, builder: ClosureBuilder, parsed: ParsedModule, class_def: cst.ClassDef) -> None:
-        self.classes: list[tuple[ParsedModule, cst.ClassDef]] = []
-        self._collect(builder, parsed, class_def, depth=0)
-        self.init_attrs: dict[str, InitAttr] = {}
-        for owner_parsed, owner in reversed(self.classes):
-            self.init_attrs.update(GatherInitAttrs.of(owner_parsed.module, owner))
-
-    def _collect(
-        self, builder: ClosureBuilder, parsed: ParsedModule, class_def: cst.ClassDef, depth: int
-    ) -> None:
-        self.classes.append((parsed, class_def))
-        if depth > 8:
-            return
-        for base in class_def.bases:
-            if not isinstance(base.value, cst.Name) or base.keyword is not None:
-                continue
-            target = builder.resolve(parsed, base.value.value)
-            if not isinstance(target, Statements):
-                continue
-            require_intact(target)
-            for stmt in target.statements:
-                if isinstance(stmt, cst.ClassDef) and stmt.name.value == target.name:
-                    self._collect(builder, target.parsed, stmt, depth + 1)
-
-    def method(self, name: str) -> MethodInfo | None:
-        for parsed, class_def in self.classes:
-            for stmt in class_def.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-                    return MethodInfo(parsed, class_def, stmt, _kind(parsed, stmt))
-        return None
 
 
 class MethodToFunction:
@@ -89,7 +41,7 @@ class MethodToFunction:
         self.qualname = qualname
         self.entry_name = entry_name
         self.hierarchy = ClassHierarchy(builder, parsed, owner)
-        self.entry = MethodInfo(parsed, owner, method, _kind(parsed, method))
+        self.entry = MethodInfo(parsed, owner, method, method_kind(parsed, method))
         self.methods: dict[str, MethodInfo] = {}
         self.param_names: dict[str, str] = {}
         self.bound_callables: dict[str, str] = {}  # self attribute -> module-level function it holds
@@ -266,7 +218,7 @@ class MethodToFunction:
                 else:
                     out[id(call.func)] = constant(cst.Name(self.param_names[attr]))
         if info.writes:
-            for ret in _own_returns(info.node):
+            for ret in own_returns(info.node):
                 out[id(ret)] = self._return_with_writes(info)
         out[id(info.node)] = self._finish_signature(info)
         return out
@@ -331,7 +283,7 @@ class MethodToFunction:
             star = params.star_arg
             if kwonly and not isinstance(star, (cst.Param, cst.ParamStar)):
                 star = cst.ParamStar()
-            decorators = [d for d in updated.decorators if not _is_binding_decorator(d)]
+            decorators = [d for d in updated.decorators if not is_binding_decorator(d)]
             body = updated.body
             if info.writes and not _ends_in_exit(body):
                 tail = self._return_with_writes(info)(cst.Return(value=None))
@@ -348,41 +300,6 @@ class MethodToFunction:
     def outputs(self) -> list[str]:
         outs = ["return"] if self.entry.returns_value or not self.entry.writes else []
         return outs + [f"self.{w}" for w in self.entry.writes]
-
-
-def _kind(parsed: ParsedModule, node: cst.FunctionDef) -> str:
-    for decorator in node.decorators:
-        code = parsed.code(decorator.decorator)
-        if code == "staticmethod":
-            return "static"
-        if code == "classmethod":
-            return "classmethod"
-        if code in _PROPERTY_DECORATORS:
-            return "property"
-    return "method"
-
-
-def _is_binding_decorator(decorator: cst.Decorator) -> bool:
-    expr = decorator.decorator
-    code = cst.Module([]).code_for_node(expr)
-    return code in {"staticmethod", "classmethod", *_PROPERTY_DECORATORS} or code.endswith(".setter")
-
-
-def _own_returns(node: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
-
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node
-
-        def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Return(self, ret: cst.Return) -> None:
-            found.append(ret)
-
-    node.visit(_Returns())
-    return found
 
 
 def _ends_in_exit(body: cst.BaseSuite) -> bool:

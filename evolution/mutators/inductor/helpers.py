@@ -4,7 +4,8 @@ Inductor kernels call `triton_helpers.*` (torch._inductor.runtime) and `libdevic
 may import neither torch._inductor nor (on the interpreter, which only patches `tl` and `tl.math`) libdevice,
 so each helper a kernel uses is written out here as a small `@triton.jit` function with the same semantics
 (NaN-propagating min/max, floor division of integers, lowest-index arg-reductions, Welford merges...).
-`libdevice` functions that `tl` provides map to `tl` directly.
+`libdevice` functions that `tl` provides map to `tl` directly; the stand-ins for the others live in
+evolution.mutators.inductor.libdevice_helpers and are merged in here.
 
 Each entry is (source, dependencies); `helper_sources` returns the used ones and their dependencies in an
 order that defines every helper before its users.
@@ -14,29 +15,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# libdevice / tl_math functions with a direct `tl` equivalent.
-TL_EQUIVALENTS = frozenset(
-    {
-        "exp",
-        "exp2",
-        "log",
-        "log2",
-        "sqrt",
-        "rsqrt",
-        "sin",
-        "cos",
-        "erf",
-        "floor",
-        "ceil",
-        "abs",
-        "fma",
-        "sigmoid",
-    }
-)
+from evolution.mutators.inductor.libdevice_helpers import LIBDEVICE_SOURCES
+
 # Helper name in the candidate for each triton_helpers / libdevice function we re-implement.
 HELPER_PREFIX = "_"
 
-_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+
+# The max and min variants of the arg-reduction helpers differ only in the extremum they take: one template
+# each, so the pair cannot drift apart.
+def _combine_with_index(name: str, arg: str, beats: str) -> str:  # beats: ">" for the max
+    return f"""
+@triton.jit
+def _{name}_with_index(a_value, a_index, b_value, b_index):
+    # {arg} combine: NaN beats numbers, ties (NaN ties too) go to the lower index, as torch.{arg} does.
+    a_nan = a_value != a_value
+    b_nan = b_value != b_value
+    tie = (a_value == b_value) | (a_nan & b_nan)
+    take_a = (a_value {beats} b_value) | (a_nan & ~b_nan) | (tie & (a_index < b_index))
+    return tl.where(take_a, a_value, b_value), tl.where(take_a, a_index, b_index)
+"""
+
+
+def _reduce_with_index(m: str) -> str:  # m: "max" or "min"
+    return f"""
+@triton.jit
+def _{m}_with_index(value, index, dim):
+    # ({m}, index of its first occurrence) along dim; a NaN, if any, is the {m} (first NaN's index).
+    best = tl.{m}(value, dim)
+    is_best = value == tl.expand_dims(best, dim)
+    if value.dtype.is_floating():
+        is_nan = value != value
+        nan_seen = tl.max(is_nan.to(tl.int8), dim) != 0
+        is_best = tl.where(tl.expand_dims(nan_seen, dim), is_nan, is_best)
+        best = tl.where(nan_seen, float("nan"), best).to(value.dtype)
+    past_end = tl.expand_dims(tl.max(index, dim), dim) + 1
+    return best, tl.min(tl.where(is_best, index, past_end), dim)
+"""
+
+
+_TRITON_HELPER_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "promote_to_tensor": (
         """
 @triton.jit
@@ -136,66 +153,10 @@ def _min2(a, dim):
 """,
         (),
     ),
-    "maximum_with_index": (
-        """
-@triton.jit
-def _maximum_with_index(a_value, a_index, b_value, b_index):
-    # argmax combine: NaN beats numbers, ties (NaN ties too) go to the lower index, as torch.argmax does.
-    a_nan = a_value != a_value
-    b_nan = b_value != b_value
-    tie = (a_value == b_value) | (a_nan & b_nan)
-    take_a = (a_value > b_value) | (a_nan & ~b_nan) | (tie & (a_index < b_index))
-    return tl.where(take_a, a_value, b_value), tl.where(take_a, a_index, b_index)
-""",
-        (),
-    ),
-    "minimum_with_index": (
-        """
-@triton.jit
-def _minimum_with_index(a_value, a_index, b_value, b_index):
-    # argmin combine: NaN beats numbers, ties (NaN ties too) go to the lower index, as torch.argmin does.
-    a_nan = a_value != a_value
-    b_nan = b_value != b_value
-    tie = (a_value == b_value) | (a_nan & b_nan)
-    take_a = (a_value < b_value) | (a_nan & ~b_nan) | (tie & (a_index < b_index))
-    return tl.where(take_a, a_value, b_value), tl.where(take_a, a_index, b_index)
-""",
-        (),
-    ),
-    "max_with_index": (
-        """
-@triton.jit
-def _max_with_index(value, index, dim):
-    # (max, index of its first occurrence) along dim; a NaN, if any, is the max (first NaN's index).
-    best = tl.max(value, dim)
-    is_best = value == tl.expand_dims(best, dim)
-    if value.dtype.is_floating():
-        is_nan = value != value
-        nan_seen = tl.max(is_nan.to(tl.int8), dim) != 0
-        is_best = tl.where(tl.expand_dims(nan_seen, dim), is_nan, is_best)
-        best = tl.where(nan_seen, float("nan"), best).to(value.dtype)
-    past_end = tl.expand_dims(tl.max(index, dim), dim) + 1
-    return best, tl.min(tl.where(is_best, index, past_end), dim)
-""",
-        (),
-    ),
-    "min_with_index": (
-        """
-@triton.jit
-def _min_with_index(value, index, dim):
-    # (min, index of its first occurrence) along dim; a NaN, if any, is the min (first NaN's index).
-    best = tl.min(value, dim)
-    is_best = value == tl.expand_dims(best, dim)
-    if value.dtype.is_floating():
-        is_nan = value != value
-        nan_seen = tl.max(is_nan.to(tl.int8), dim) != 0
-        is_best = tl.where(tl.expand_dims(nan_seen, dim), is_nan, is_best)
-        best = tl.where(nan_seen, float("nan"), best).to(value.dtype)
-    past_end = tl.expand_dims(tl.max(index, dim), dim) + 1
-    return best, tl.min(tl.where(is_best, index, past_end), dim)
-""",
-        (),
-    ),
+    "maximum_with_index": (_combine_with_index("maximum", "argmax", ">"), ()),
+    "minimum_with_index": (_combine_with_index("minimum", "argmin", "<"), ()),
+    "max_with_index": (_reduce_with_index("max"), ()),
+    "min_with_index": (_reduce_with_index("min"), ()),
     "prod": (
         """
 @triton.jit
@@ -281,117 +242,8 @@ def _device_assert_then(cond, msg, value):
 """,
         (),
     ),
-    # --- libdevice functions without a tl equivalent --------------------------------------------------------
-    "tanh": (
-        """
-@triton.jit
-def _tanh(x):
-    # tanh(x) = sign(x) * (1 - e) / (1 + e) with e = exp(-2|x|): no overflow for large |x|.
-    xf = x.to(tl.float32)
-    e = tl.exp(-2.0 * tl.abs(xf))
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(xf < 0, -t, t).to(x.dtype)
-""",
-        (),
-    ),
-    "isnan": (
-        """
-@triton.jit
-def _isnan(x):
-    return x != x
-""",
-        (),
-    ),
-    "isinf": (
-        """
-@triton.jit
-def _isinf(x):
-    return tl.abs(x) == float("inf")
-""",
-        (),
-    ),
-    "trunc": (
-        """
-@triton.jit
-def _trunc(x):
-    return tl.where(x < 0, tl.ceil(x), tl.floor(x))
-""",
-        (),
-    ),
-    "nearbyint": (
-        """
-@triton.jit
-def _nearbyint(x):
-    # Round half to even, as torch.round does.
-    down = tl.floor(x)
-    frac = x - down
-    half_up = (frac > 0.5) | ((frac == 0.5) & ((down % 2) != 0))
-    return tl.where(half_up, down + 1.0, down)
-""",
-        (),
-    ),
-    "log1p": (
-        """
-@triton.jit
-def _log1p(x):
-    # log(1 + x) corrected for the rounding of 1 + x (accurate for tiny x).
-    u = 1.0 + x
-    return tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
-""",
-        (),
-    ),
-    "expm1": (
-        """
-@triton.jit
-def _expm1(x):
-    # exp(x) - 1 corrected for tiny x.
-    u = tl.exp(x)
-    return tl.where(u == 1.0, x, tl.where(u - 1.0 == -1.0, -1.0, (u - 1.0) * x / tl.log(u)))
-""",
-        (),
-    ),
-    "log10": (
-        """
-@triton.jit
-def _log10(x):
-    return tl.log2(x) * 0.30102999566398120
-""",
-        (),
-    ),
-    "pow": (
-        """
-@triton.jit
-def _pow(base, exponent):
-    # Float power; negative bases are defined for integral exponents only (as in C's pow).
-    magnitude = tl.exp2(exponent * tl.log2(tl.abs(base)))
-    integral = tl.floor(exponent) == exponent
-    odd = integral & ((tl.abs(exponent) % 2.0) == 1.0)
-    signed = tl.where((base < 0) & odd, -magnitude, magnitude)
-    result = tl.where((base < 0) & ~integral, float("nan"), signed)
-    at_zero = tl.where(exponent > 0, 0.0, float("inf"))
-    return tl.where(exponent == 0, 1.0, tl.where(base == 0, at_zero, result))
-""",
-        (),
-    ),
-    "signbit": (
-        """
-@triton.jit
-def _signbit(x):
-    return (x < 0) | ((x == 0) & ((1.0 / x) < 0))
-""",
-        (),
-    ),
-    "fmod": (
-        """
-@triton.jit
-def _fmod(a, b):
-    # C fmod: the remainder keeps the sign of a.
-    q = a / b
-    return a - tl.where(q < 0, tl.ceil(q), tl.floor(q)) * b
-""",
-        (),
-    ),
 }
+_SOURCES = {**_TRITON_HELPER_SOURCES, **LIBDEVICE_SOURCES}
 
 
 def known_helpers() -> frozenset[str]:

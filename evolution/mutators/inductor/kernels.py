@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from evolution.mutators.inductor.helpers import TL_EQUIVALENTS, helper_name, known_helpers
+from evolution.mutators.inductor.helpers import helper_name, known_helpers
+from evolution.mutators.inductor.libdevice_helpers import TL_EQUIVALENTS
 
 # Heuristic kinds whose launch we know how to write: grid = cdiv over the non-reduction numels.
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
