@@ -36,8 +36,6 @@ MINIREPO_DIR = EXAMPLES_DIR / "minirepo"
 TASK_NAMES = ("decode_metadata", "moe_grouped_topk", "rmsnorm_residual", "silu_and_mul")
 HAS_GPU = torch.cuda.is_available()
 DEVICE = "cuda" if HAS_GPU else "cpu"
-# The evaluator skips interpreter cases above this many input elements (EvalConfig.interpret_max_numel).
-INTERPRETER_MAX_NUMEL = 1 << 21
 # These tests keep to smaller task cases on the interpreter so the directory runs in about a minute.
 TEST_MAX_NUMEL = 200_000
 

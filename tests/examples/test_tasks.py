@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from evaluators.candidate import find_evolve_block, parse_candidate
+from evaluators.config import EvalConfig
 
 EXPECTED_REGIME = {
     "decode_metadata": "wall",
@@ -20,7 +21,7 @@ EXPECTED_REGIME = {
 # Host code of a candidate may only allocate.
 ALLOWED_TORCH_CALLS = {"empty", "empty_like", "empty_strided"}
 # The evaluator skips interpreter cases above this many input elements (EvalConfig.interpret_max_numel).
-INTERPRETER_MAX_NUMEL = 1 << 21
+INTERPRETER_MAX_NUMEL = EvalConfig().interpret_max_numel
 
 
 @pytest.fixture(scope="module")
