@@ -30,8 +30,8 @@ torch.cuda.device_count())" >>"$OUT/env.txt" 2>&1
   nproc >>"$OUT/env.txt"
 }
 
-gpu_tests() {  # GPU 0: the GPU-only tests, verbose, with a junit report
-  export CUDA_VISIBLE_DEVICES=0
+gpu_tests() {  # the GPU-only tests (GPU 0 unless CUDA_VISIBLE_DEVICES is set), verbose, junit report
+  export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
   timeout "${1:-240}" python3 -m pytest -p no:cacheprovider -m gpu -rfE -v --timeout 150 \
     --junitxml="$OUT/pytest_gpu.xml" "${@:2}" >"$OUT/pytest_gpu.log" 2>&1
   echo "pytest gpu rc=$?" >>"$OUT/summary.txt"; pack
@@ -112,6 +112,27 @@ case "${1:-}" in
     wait
     SEARCH_MINUTES=2.5 search ;;
   scaling) scaling ;;
+  third)  # throughput with a per-stage breakdown (GPU 0), then a short decode search that keeps its store;
+    # stability with the speedup criterion (GPU 1), then the GPU tests not yet run on the code on main
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 170 python3 bench/throughput.py --out "$OUT/throughput12" --workers 12 --variants 12 \
+       --rounds 1 >"$OUT/throughput12.log" 2>&1
+     echo "throughput12 rc=$?" >>"$OUT/summary.txt"; pack
+     timeout 170 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
+       --rounds 1 --set timing.secondary_time_cap_s=0.02 --set timing.secondary_min_samples=5 \
+       >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack
+     timeout 120 python3 -m kernelbot.cli evolve examples/tasks/decode_metadata --iterations 400 \
+       --time-limit 70s --out /tmp/runs/decode_metadata --workers-per-device 8 --json \
+       >"$OUT/evolve_decode_metadata.json" 2>"$OUT/evolve_decode_metadata.log"
+     echo "decode search rc=$?" >>"$OUT/summary.txt"
+     (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/*.sqlite 2>/dev/null)
+     pack) &
+    (export CUDA_VISIBLE_DEVICES=1
+     stability
+     gpu_tests 150 tests/adversarial/test_gpu_cheats.py tests/evaluators/test_timing_gpu.py \
+       tests/evolution/test_inductor_seed.py tests/evaluators/test_pool.py) &
+    wait ;;
   *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
 esac
 pack

@@ -81,6 +81,45 @@ def collect(tasks_dir: Path, variants: int, rounds: int) -> list[Submission]:
     return [s for _ in range(rounds) for s in subs]
 
 
+def stage_seconds(logs: str) -> dict[str, float]:
+    """The worker's per-stage seconds (the cascade prints them last: evaluators.pipeline)."""
+    from evaluators.pipeline import STAGE_SECONDS_TAG
+
+    for line in reversed(logs.splitlines()):
+        if line.startswith(STAGE_SECONDS_TAG):
+            try:
+                return {k: float(v) for k, v in json.loads(line[len(STAGE_SECONDS_TAG) :]).items()}
+            except (ValueError, AttributeError):
+                return {}
+    return {}
+
+
+def mean_stage_seconds(results: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean seconds per stage over the results that report them (GPU-lock-held time = "timing")."""
+    reported = [r["stage_seconds"] for r in results if r.get("stage_seconds")]
+    names = dict.fromkeys(k for seconds in reported for k in seconds)
+    return {k: sum(s.get(k, 0.0) for s in reported) / len(reported) for k in names} if reported else {}
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`--set timing.secondary_time_cap_s=0.02 --set drift_calls=4` -> EvalConfig.from_dict's nested dict."""
+    config: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. timing.time_cap_s=0.2")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        head, _, leaf = key.partition(".")
+        if leaf:
+            config.setdefault(head, {})[leaf] = value
+        else:
+            config[head] = value
+    return config
+
+
 def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:
     """Rates per minute of wall time on the one GPU (the pool's only device)."""
     full = [r for r in results if r["passed"] and r["stage"] == "timing"]
@@ -94,6 +133,7 @@ def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]
         "by_stage": dict(Counter(f"{r['stage']}:{'pass' if r['passed'] else 'fail'}" for r in results)),
         "mean_duration_s": sum(r["duration_s"] for r in results) / len(results) if results else 0.0,
         "meets_target": len(full) / minutes >= TARGET_PER_MINUTE,
+        "mean_stage_seconds": mean_stage_seconds(results),
     }
 
 
@@ -113,6 +153,9 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any], per_task: dict[str, 
         f"| {summary['evaluations']} | {summary['fully_evaluated']} | {summary['elapsed_s']:.1f} | "
         f"{summary['fully_evaluated_per_gpu_minute']:.1f} | {summary['verdicts_per_gpu_minute']:.1f} | "
         f"{summary['mean_duration_s']:.2f} |",
+        "",
+        "Mean seconds per stage in a worker (the GPU lock is held during `timing` only): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("mean_stage_seconds", {}).items()),
         "",
         "| task | evaluations | fully evaluated | verdicts by stage |",
         "| --- | --- | --- | --- |",
@@ -136,6 +179,7 @@ async def _evaluate_all(pool: Any, subs: list[Submission]) -> list[dict[str, Any
             "speedup": result.speedup,
             "reason": result.reason[:300],
             "duration_s": time.perf_counter() - start,
+            "stage_seconds": stage_seconds(result.logs),
         }
 
     return list(await asyncio.gather(*(one(s) for s in subs)))
@@ -166,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--settle", type=float, default=10.0, help="seconds to let workers warm up before the clock starts"
     )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an EvalConfig field, e.g. --set timing.secondary_time_cap_s=0.02 (repeatable)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the submissions; evaluate nothing")
     return parser
 
@@ -174,6 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.tasks.is_dir():
         print(f"error: --tasks {args.tasks} is not a folder of task directories", file=sys.stderr)
+        return 2
+    try:
+        overrides = parse_overrides(args.overrides)
+        from evaluators.config import EvalConfig
+
+        config = EvalConfig.from_dict(overrides)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     subs = collect(args.tasks, args.variants, args.rounds)
     if not subs:
@@ -188,11 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --out DIR is required", file=sys.stderr)
         return 2
 
-    from evaluators.config import EvalConfig
     from evaluators.pool import WorkerPool
 
     started = time.perf_counter()
-    with WorkerPool(args.backend, size=args.workers, config=EvalConfig()) as pool:
+    with WorkerPool(args.backend, size=args.workers, config=config) as pool:
         _warm_pool(pool, subs[0], args.settle)
         warm_s = time.perf_counter() - started
         t0 = time.perf_counter()
@@ -204,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     for task in dict.fromkeys(r["task"] for r in results):
         mine = [r for r in results if r["task"] == task]
         per_task[task] = {**summarize(mine, elapsed), "evaluations": len(mine)}
-    meta = run_meta(backend=backend, workers=args.workers, pool_warmup_s=warm_s)
+    meta = run_meta(backend=backend, workers=args.workers, pool_warmup_s=warm_s, overrides=overrides)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "throughput.json").write_text(
         json.dumps({"meta": meta, "summary": summary, "per_task": per_task, "results": results}, indent=2)

@@ -108,7 +108,9 @@ class _Stage:
             return self._report(
                 f"no case can run on this backend: all {len(self.task.cases)} exceed interpret_max_numel"
             )
+        started = time.monotonic()
         degenerate = check_degenerate(self.task, self.device, seeds=self._seeds(3), cases=runnable)
+        phases = {"degenerate": time.monotonic() - started}
         if degenerate:
             self._flag("degenerate_task", degenerate)
             return self._report(f"degenerate task: {degenerate}")
@@ -122,11 +124,17 @@ class _Stage:
             if self._run_case(case):
                 passed.append(case)
             plan.record(case, time.monotonic() - case_started)
+        phases["cases"] = time.monotonic() - started - phases["degenerate"]
+        mark = time.monotonic()
         if len(passed) == len(runnable):
             self._hidden_cases(runnable)
+        phases["hidden"] = time.monotonic() - mark
+        mark = time.monotonic()
         self._repeated_calls(runnable[0])
         if self.failures and self.golden is not None:
             self._replay_golden(*self.golden)
+        phases["repeated"] = time.monotonic() - mark
+        self.ctx.log("correctness seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))
         return self._report(self.failures[0] if self.failures else "", timeable=passed)
 
     def _run_case(self, case: Case) -> bool:

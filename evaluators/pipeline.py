@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import sys
 import time
 import traceback
@@ -31,6 +32,8 @@ from evaluators.task import Case, Task, load_task
 
 CANDIDATE_FILE = "candidate.py"
 CANDIDATE_MODULE = "kb_candidate"
+# Prefix of the log line with the seconds each stage took (bench/throughput.py reads it from EvalResult.logs).
+STAGE_SECONDS_TAG = "kernelbot-stage-seconds"
 REASON_LIMIT = 4000  # characters of traceback kept in a reason (the LLM's feedback)
 
 
@@ -100,6 +103,9 @@ class _Cascade:
         self.sha = candidate_sha(p.source, p.task.entry)
         self.start = time.monotonic()
         self.sandbox: Any = None
+        # Seconds per stage (and the wait for the GPU lock): where an evaluation's time goes, in the logs.
+        self.seconds: dict[str, float] = {}
+        self._mark: tuple[str, float] | None = None
 
     def run(self) -> EvalResult:
         try:
@@ -209,10 +215,12 @@ class _Cascade:
         lock = GpuLock(device_key(getattr(p.backend, "device_index", 0)))
         lock.acquire()
         try:
+            self._clock("timing")
             p.progress("timing")
             timing = time_cases(ctx, list(report.timeable))
         finally:
             lock.release()
+            self._clock(None)
         self.check_sandbox(ctx.sandbox)
         cases = [dataclasses.replace(c, timings=dict(timing.timings.get(c.name, {}))) for c in cases]
         hacks = tuple(timing.findings)
@@ -246,7 +254,16 @@ class _Cascade:
 
     def enter(self, stage: Stage, progress: str) -> None:
         self.stage = stage
+        self._clock(progress.replace("-", "_"))
         self.p.progress(progress)
+
+    def _clock(self, name: str | None) -> None:
+        """Close the running stage's clock and (with a name) start the next one."""
+        now = time.monotonic()
+        if self._mark is not None:
+            last, since = self._mark
+            self.seconds[last] = self.seconds.get(last, 0.0) + now - since
+        self._mark = (name, now) if name else None
 
     def check_sandbox(self, sandbox: Any) -> None:
         findings = tuple(sandbox.findings()) if sandbox is not None else ()
@@ -257,6 +274,9 @@ class _Cascade:
         raise _Stop(self.result(passed=False, reason=reason, **extra))
 
     def result(self, *, passed: bool, reason: str, **extra: Any) -> EvalResult:
+        self._clock(None)
+        seconds = {k: round(v, 4) for k, v in self.seconds.items()}
+        print(f"{STAGE_SECONDS_TAG} {json.dumps(seconds)}", file=sys.stderr, flush=True)
         hacks = tuple(extra.pop("hacks", ()))
         score = extra.pop("score", 0.0)
         return EvalResult(

@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import inspect
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +157,7 @@ class CaseTimer:
         return max(1, COPY_BUDGET_BYTES // max(1, inputs.mutated_bytes)) if inputs.mutated else 1 << 30
 
     def run(self, regime: str, warmup_ms: float) -> RegimeTiming:
+        self.started = time.monotonic()
         ref_set = InputSet(self.ref_inputs, self.mutated)
         cand_set = InputSet(self.cand_inputs, self.mutated)
         # The sandbox attributes events by stack frame, so arming it once around the whole regime (reference
@@ -249,7 +251,8 @@ class CaseTimer:
             raise _RegimeFailure(f"post-timing re-check flagged {listing}", extra)
         self.ctx.log(
             f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs, "
-            f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms"
+            f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms of sampling, "
+            f"{(time.monotonic() - self.started) * 1e3:.0f} ms with set-up and re-check"
         )
         return summarize(samples)
 

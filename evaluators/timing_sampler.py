@@ -1,6 +1,7 @@
 """The sampling loop shared by both regimes, free of any GPU code so its control flow is testable anywhere:
 warm up, then take (reference, candidate) samples in rounds, in random order within each round, until both
-medians are known to `cv_target` (relative standard error), or the time cap or the sample cap is reached;
+medians are known to `cv_target` and the median per-round speedup to `speedup_se_target` (relative standard
+errors), or the time cap or the sample cap is reached;
 then summarise: Tukey fences, medians, CVs, and the paired speedup with its confidence interval.
 """
 
@@ -46,6 +47,13 @@ def _converged(series: list[float], target: float) -> bool:
     return stats.median_rel_se(stats.tukey_filter(series, min_rel_iqr=MIN_REL_IQR)) <= target
 
 
+def _speedup_converged(samples: Samples, target: float) -> bool:
+    if target <= 0:
+        return True
+    ratios = [r / c for r, c in zip(samples.reference, samples.candidate, strict=True) if c > 0]
+    return len(ratios) >= 2 and _converged(ratios, target)
+
+
 def sample_interleaved(
     reference: Measure,
     candidate: Measure,
@@ -73,7 +81,11 @@ def sample_interleaved(
             break
         if n < min_samples:
             continue
-        if _converged(out.reference, config.cv_target) and _converged(out.candidate, config.cv_target):
+        if (
+            _converged(out.reference, config.cv_target)
+            and _converged(out.candidate, config.cv_target)
+            and _speedup_converged(out, config.speedup_se_target)
+        ):
             out.stopped = "cv"
             break
         if clock() - start >= config.time_cap_s:

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from evaluators import stats
 from evaluators.config import EvalConfig, TimingConfig
 from evaluators.context import JudgeContext
 from evaluators.result import Hardware
@@ -69,6 +70,26 @@ def test_sampler_respects_time_and_sample_caps():
         lambda: noisy.gauss(10, 1), lambda: noisy.gauss(10, 1), cfg, random.Random(0), clock=clock
     )
     assert s.stopped == "time cap" and len(s.reference) < 50
+
+
+def test_sampler_waits_for_the_speedup_to_converge_too():
+    # Both medians are sharp (most samples sit on one value) but the per-round ratio scatters: the
+    # speedup criterion keeps sampling where the medians alone would have stopped at min_samples.
+    noisy = random.Random(3)
+    ref = lambda: 10.0 if noisy.random() < 0.6 else noisy.choice([9.9, 10.1])
+    cand = lambda: 5.0 if noisy.random() < 0.6 else noisy.choice([4.95, 5.05])
+    medians_only = TimingConfig(
+        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.0, time_cap_s=1e9
+    )
+    s = sample_interleaved(ref, cand, medians_only, random.Random(0), clock=FakeClock())
+    assert s.stopped == "cv" and len(s.reference) == 15
+    both = TimingConfig(
+        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.001, time_cap_s=1e9
+    )
+    s = sample_interleaved(ref, cand, both, random.Random(0), clock=FakeClock())
+    ratios = [r / c for r, c in zip(s.reference, s.candidate, strict=True)]
+    assert s.stopped == "cv" and len(s.reference) > 15
+    assert stats.median_rel_se(stats.tukey_filter(ratios, min_rel_iqr=0.01)) <= 0.001
 
 
 def test_final_candidate_runs_once_as_the_last_candidate_sample():

@@ -173,3 +173,22 @@ def test_throughput_summary_and_table():
     table = throughput.markdown(summary, {"device": "NVIDIA H200", "workers": 8}, {"a": {**summary}})
     assert "| 3 | 2 | 3.0 | 40.0 | 60.0 |" in table
     assert throughput.main(["--tasks", "/nonexistent"]) == 2
+
+
+def test_throughput_reads_stage_seconds_and_overrides():
+    from evaluators.pipeline import STAGE_SECONDS_TAG
+
+    logs = f"timed a [graph]: 15 pairs\n{STAGE_SECONDS_TAG} " + '{"compile": 1.5, "timing": 0.5}\n'
+    assert throughput.stage_seconds(logs) == {"compile": 1.5, "timing": 0.5}
+    assert throughput.stage_seconds("no such line") == {}
+    results = [
+        {"stage_seconds": {"compile": 1.0, "timing": 0.4}},
+        {"stage_seconds": {"compile": 3.0, "timing": 0.6}},
+        {"stage_seconds": {}},
+    ]
+    assert throughput.mean_stage_seconds(results) == pytest.approx({"compile": 2.0, "timing": 0.5})
+    overrides = throughput.parse_overrides(["timing.secondary_time_cap_s=0.02", "drift_calls=4"])
+    assert overrides == {"timing": {"secondary_time_cap_s": 0.02}, "drift_calls": 4}
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        throughput.parse_overrides(["drift_calls"])
+    assert throughput.main(["--dry-run", "--set", "no_such_field=1"]) == 2
