@@ -90,6 +90,24 @@ search() {  # two tasks per GPU at a time, then the torch.compile comparison, on
   echo "vs_compile done" >>"$OUT/summary.txt"; pack
 }
 
+search_tasks() {  # the named tasks searched at once on GPU $GPU, then compared with torch.compile there
+  local pids=() pairs=() name
+  for name in "$@"; do
+    CUDA_VISIBLE_DEVICES=$GPU timeout $((SEARCH_SECONDS + 45)) python3 -m kernelbot.cli evolve \
+      "examples/tasks/$name" --iterations 1000 --time-limit "${SEARCH_SECONDS}s" --out "/tmp/runs/$name" \
+      --workers-per-device 6 --json >"$OUT/evolve_$name.json" 2>"$OUT/evolve_$name.log" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  echo "evolve $* done" >>"$OUT/summary.txt"; pack
+  for name in "$@"; do
+    [ -f "/tmp/runs/$name/best.py" ] && pairs+=("examples/tasks/$name=/tmp/runs/$name/best.py")
+  done
+  CUDA_VISIBLE_DEVICES=$GPU timeout 110 python3 bench/vs_compile.py --out "$OUT/vs_compile$GPU" "${pairs[@]}" \
+    >"$OUT/vs_compile$GPU.log" 2>&1
+  echo "vs_compile $* rc=$?" >>"$OUT/summary.txt"; pack
+}
+
 scaling() {
   timeout 560 python3 bench/scaling.py --out "$OUT/scaling" --gpus 1,2 --executors local,ray --kill \
     --workers 8 --variants 4 >"$OUT/scaling.log" 2>&1
@@ -133,6 +151,18 @@ case "${1:-}" in
      gpu_tests 150 tests/adversarial/test_gpu_cheats.py tests/evaluators/test_timing_gpu.py \
        tests/evolution/test_inductor_seed.py tests/evaluators/test_pool.py) &
     wait ;;
+  fourth)  # GPU 0: throughput, then silu + rmsnorm searches; GPU 1: stability, then moe + decode searches
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 170 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 --variants 12 \
+       --rounds 1 >"$OUT/throughput.log" 2>&1
+     echo "throughput rc=$?" >>"$OUT/summary.txt"; pack
+     GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
+    (export CUDA_VISIBLE_DEVICES=1
+     stability
+     GPU=1 SEARCH_SECONDS=90 search_tasks moe_grouped_topk decode_metadata) &
+    wait
+    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
+      2>/dev/null) ;;
   *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
 esac
 pack

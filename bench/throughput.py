@@ -180,6 +180,8 @@ async def _evaluate_all(pool: Any, subs: list[Submission]) -> list[dict[str, Any
             "reason": result.reason[:300],
             "duration_s": time.perf_counter() - start,
             "stage_seconds": stage_seconds(result.logs),
+            # One line per case and regime: pairs taken, why sampling stopped, time with set-up.
+            "timed": [line for line in result.logs.splitlines() if line.startswith("timed ")],
         }
 
     return list(await asyncio.gather(*(one(s) for s in subs)))

@@ -28,7 +28,7 @@ from evaluators.errors import TaskError
 from evaluators.result import HACK_CLASSES, HackFinding, Hardware, RegimeTiming
 from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
 from evaluators.task import REGIMES, Case
-from evaluators.timing_graph import CaptureError, GraphRunner
+from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
 from evaluators.timing_graph import device_synchronize as _cuda_synchronize
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
 from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
@@ -178,8 +178,8 @@ class CaseTimer:
             raise _RegimeSkipped(f"CUDA graphs need a CUDA device, not {self.device!r}")
         target = self.ctx.config.timing.replay_target_us
         flush = self._flush()
-        ref = GraphRunner(self.ctx.reference, ref_set, flush, self._max_calls(ref_set))
-        cand = GraphRunner(self.ctx.candidate, cand_set, flush, self._max_calls(cand_set))
+        ref = self._alternating(self.ctx.reference, ref_set, flush)
+        cand = self._alternating(self.ctx.candidate, cand_set, flush)
         try:
             _guarded("reference", "graph", self.case, ref.prepare)(target)
         except CaptureError as exc:
@@ -192,6 +192,18 @@ class CaseTimer:
                 raise _RegimeFailure(f"{reason}; this task's code runs inside captured graphs") from exc
             raise _RegimeSkipped(reason) from exc
         return ref, cand
+
+    def _alternating(
+        self, fn: Callable[..., Any], inputs: InputSet, flush: Callable[[], None] | None
+    ) -> AlternatingGraphs:
+        """The implementation's own inputs, plus copies at other addresses (see AlternatingGraphs)."""
+        sets = [inputs]
+        # Only where the speedup is scored: the other regime is reported with a small budget.
+        copies = self.ctx.config.timing.graph_input_sets if self.ctx.task.regime == "graph" else 1
+        for _ in range(max(1, copies) - 1):
+            sets.append(InputSet(clone_inputs(inputs.base), self.mutated))
+        max_calls = min(self._max_calls(s) for s in sets)
+        return AlternatingGraphs([GraphRunner(fn, s, flush, max_calls) for s in sets])
 
     def _wall_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
         calls = self.ctx.config.timing.wall_calls
@@ -213,6 +225,11 @@ class CaseTimer:
             )
         rng = random.Random(derive_seed(self.seeds, self.index, regime, "order"))
         checked: dict[str, Any] = {}
+        # The re-check runs on the primary runner and its input set when the candidate alternates buffers.
+        primary = getattr(cand, "primary", None)
+        if primary is not None:
+            cand_set = primary.inputs
+        measure_final = getattr(cand, "measure_primary", cand.measure)
         last = cand_set.calls - 1
 
         def snapshot_before() -> None:
@@ -225,7 +242,7 @@ class CaseTimer:
                 self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
             )
             cand_set.load(fresh)
-            elapsed = cand.measure(before=snapshot_before)
+            elapsed = measure_final(before=snapshot_before)
             checked["return"] = cand.last_return()
             checked["after"] = cand_set.call(last)  # the very objects the checked call received
             return elapsed

@@ -66,6 +66,9 @@ class Controller:
         self.progress = progress or NullProgress()
         self.archive: Archive = rebuild_archive(store, config.archive)
         self.seen = SeenShas(store.known_shas())
+        for mutator in operators.evolvers:  # operators that can skip known sources before proposing them
+            if hasattr(mutator, "seen"):
+                mutator.seen = self.seen.__contains__
         self.iterations = store.mutation_count("evolve")
         self.tokens = store.token_usage()
         self.rng = random.Random(f"{config.seed}:{self.iterations}:{store.evaluation_count()}")
@@ -199,8 +202,10 @@ class Controller:
             if len(islands[(index + step) % len(islands)]):
                 index = (index + step) % len(islands)
                 break
-        choice = self.sampler.choose(islands[index])
         operator = self.operators.pick(self.rng)
+        # Launch tuning keeps what a kernel computes, so a wrong parent only yields wrong children.
+        correct_only = bool(getattr(operator, "needs_correct_parent", False))
+        choice = self.sampler.choose(islands[index], correct_only=correct_only)
         request = MutationRequest(
             self.task, choice.parent, choice.inspirations, self._hardware, index, iteration
         )

@@ -36,15 +36,22 @@ class ParentSampler:
     def mode(self) -> str:
         return self.rng.choices(MODES, weights=self._ratios)[0]
 
-    def parent(self, island: Island, mode: str | None = None) -> tuple[Program, str]:
+    def parent(
+        self, island: Island, mode: str | None = None, *, correct_only: bool = False
+    ) -> tuple[Program, str]:
+        """`correct_only`: for operators that cannot repair a wrong kernel (launch tuning), choose among the
+        island's correct elites (all of them when it has none yet)."""
         elites = island.elites()
         if not elites:
             raise ValueError(f"island {island.index} is empty")
+        if correct_only and any(p.correct for p in elites):
+            elites = [p for p in elites if p.correct]
         mode = mode or self.mode()
         if mode == "explore":
             return self.rng.choice(elites), mode
         if mode == "exploit":
-            return self.rng.choice(island.top(self.config.exploit_top)), mode
+            ranked = sorted(elites, key=lambda p: (fitness(p), -p.created_at), reverse=True)
+            return self.rng.choice(ranked[: self.config.exploit_top]), mode
         weights = [weight(p) for p in elites]
         return self.rng.choices(elites, weights=weights)[0], mode
 
@@ -72,8 +79,8 @@ class ParentSampler:
                     add(p)
         return tuple(chosen.values())
 
-    def choose(self, island: Island) -> Choice:
-        parent, mode = self.parent(island)
+    def choose(self, island: Island, *, correct_only: bool = False) -> Choice:
+        parent, mode = self.parent(island, correct_only=correct_only)
         return Choice(parent, mode, self.inspirations(island, parent))
 
 

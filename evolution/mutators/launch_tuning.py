@@ -2,20 +2,28 @@
 
 Each mutation moves one or a few launch parameters of the parent (see evolution.mutators.tuning_sites): a
 block size doubles or halves (sometimes x4), warps double or halve, pipelining stages step by one. Block
-sizes of one kernel keep their product bounded. With some probability a knob instead takes the value an
-inspiration (a better relative with the same knob) uses: recombination of what already worked. Moves are
-deterministic given the mutator's seed and the request (parent, iteration, island), and only ever touch
-integer literals inside the EVOLVE-BLOCK, so the child parses and computes the same function.
+sizes of one kernel keep their product bounded.
+
+Order of moves, per parent: first every single-site neighbour (the value a better relative uses for that
+site, then each site one step down and up), so a few dozen evaluations see what each knob alone does; only
+then random moves of several sites at once. A source already proposed, or already known to the run (the
+parent, its inspirations, and `seen`, the run's duplicate check when the controller hands it over), is never
+proposed again: duplicates would only be rejected. Moves are deterministic given the mutator's seed and the
+sequence of requests, and only ever touch integer literals inside the EVOLVE-BLOCK, so the child parses and
+computes the same function.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
+from evolution.dedup import candidate_sha
 from evolution.mutators.base import failed
 from evolution.mutators.tuning_sites import (
     MAX_BLOCK,
@@ -29,6 +37,7 @@ from evolution.mutators.tuning_sites import (
 from evolution.types import MutationOutcome, MutationRequest
 
 OPERATOR = "tune:launch"
+RANDOM_ATTEMPTS = 48  # random multi-site draws tried per request before giving up on an unseen child
 
 
 @dataclass(frozen=True)
@@ -42,11 +51,23 @@ class Move:
 
 class LaunchTuningMutator:
     name = OPERATOR
+    needs_correct_parent = True  # a launch change never fixes a wrong kernel: tune correct parents only
 
-    def __init__(self, *, seed: int = 0, max_moves: int = 2, recombine: float = 0.25) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        max_moves: int = 2,
+        recombine: float = 0.25,
+        seen: Callable[[str], bool] | None = None,
+    ) -> None:
         self.seed = seed
         self.max_moves = max(1, max_moves)
         self.recombine = recombine
+        self.seen = seen  # the run's duplicate check on Candidate.sha, when the controller provides it
+        self._known: set[str] = set()  # shas proposed by this mutator or shown to it
+        self._neighbours: dict[str, list[dict[str, int]]] = {}  # parent sha -> single-site moves not yet made
+        self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
 
     def can_seed(self) -> bool:
         return False
@@ -71,15 +92,62 @@ class LaunchTuningMutator:
                 "no launch parameter to tune inside the EVOLVE-BLOCK (block sizes assigned as NAME = <int> "
                 "and passed to a launch, or num_warps=/num_stages= literals)",
             )
-        moves = self.choose_moves(sites, rng, _inspiration_values(request))
-        if not moves:
-            return failed(OPERATOR, "every launch parameter is already at its bounds")
-        child = parsed.with_changes({m.site.key: m.new_value for m in moves})
+        entry = request.task.entry
+        with self._lock:
+            parent_sha = candidate_sha(parent, entry)
+            self._known.add(parent_sha)
+            self._known.update(candidate_sha(p.source, entry) for p in request.inspirations)
+            inspired = _inspiration_values(request)
+            queue = self._neighbours.get(parent_sha)
+            if queue is None:
+                queue = self._neighbours[parent_sha] = self.single_site_moves(sites, inspired, parent_sha)
+            child = self._next_unseen(parsed, queue, entry)
+            if child is None:
+                draws = (self.choose_moves(sites, rng, inspired) for _ in range(RANDOM_ATTEMPTS))
+                changes = [{m.site.key: m.new_value for m in moves} for moves in draws if moves]
+                child = self._next_unseen(parsed, changes, entry)
+        if child is None:
+            at_bounds = not any(_neighbours(s) for s in sites)
+            return failed(
+                OPERATOR,
+                "every launch parameter is already at its bounds"
+                if at_bounds
+                else "every nearby launch configuration of this parent was already proposed",
+            )
         try:
             check_evolve_block(parent, child)
         except CandidateError as exc:  # cannot happen for in-block literals; keep the guarantee explicit
             return failed(OPERATOR, f"tuning produced an invalid child: {exc}")
         return MutationOutcome(operator=OPERATOR, child_source=child)
+
+    def _next_unseen(self, parsed: ParsedCandidate, queue: list[dict[str, int]], entry: str) -> str | None:
+        """Pop changes from the front of `queue` until one gives a source nobody has seen; that source."""
+        while queue:
+            child = parsed.with_changes(queue.pop(0))
+            sha = candidate_sha(child, entry)
+            if sha in self._known or (self.seen is not None and self.seen(sha)):
+                continue
+            self._known.add(sha)
+            return child
+        return None
+
+    def single_site_moves(
+        self, sites: list[Site], inspired: dict[str, int], key: str
+    ) -> list[dict[str, int]]:
+        """Every one-site change of the parent: a better relative's value first, then each site's neighbours
+        one step down and up, the sites in an order fixed by the seed and the parent."""
+        values = {s.key: s.value for s in sites}
+        order = random.Random(f"{self.seed}:{key}").sample(sites, len(sites))
+        moves: list[dict[str, int]] = []
+        for site in order:
+            value = inspired.get(site.key)
+            if value is not None and value != site.value and _tile_ok(site, value, sites, values):
+                moves.append({site.key: value})
+        for site in order:
+            for value in _neighbours(site):
+                if {site.key: value} not in moves and _tile_ok(site, value, sites, values):
+                    moves.append({site.key: value})
+        return moves
 
     def choose_moves(self, sites: list[Site], rng: random.Random, inspired: dict[str, int]) -> list[Move]:
         """One to `max_moves` moves on distinct sites, each keeping its kernel's tile within bounds."""
@@ -100,6 +168,18 @@ class LaunchTuningMutator:
         return moves
 
 
+def _neighbours(site: Site) -> list[int]:
+    """The site's values one step away: half and double a block or a warp count, one stage less or more."""
+    if site.kind == "stages":
+        return [v for v in (site.value - 1, site.value + 1) if v in STAGES]
+    if site.kind == "warps":
+        return [v for v in (site.value // 2, site.value * 2) if v in WARPS and v != site.value]
+    low = _lowest_block(site)
+    return [
+        v for v in (site.value // 2, site.value * 2) if low <= v <= MAX_BLOCK and v >= 1 and v != site.value
+    ]
+
+
 def _step(site: Site, rng: random.Random) -> int | None:
     """A neighbouring value of the site's kind, or None when no neighbour is valid."""
     if site.kind == "stages":
@@ -107,13 +187,19 @@ def _step(site: Site, rng: random.Random) -> int | None:
     elif site.kind == "warps":
         options = [v for v in (site.value // 2, site.value * 2) if v in WARPS and v != site.value]
     else:
-        low = min(16, site.value)  # a block of 16+ may feed tl.dot, which needs 16: never go below
+        low = _lowest_block(site)
         factors = [2, 2, 2, 4]
         factor = rng.choice(factors)
         options = [v for v in (site.value // factor, site.value * factor) if low <= v <= MAX_BLOCK and v >= 1]
         if not options:
             options = [v for v in (site.value // 2, site.value * 2) if low <= v <= MAX_BLOCK and v >= 1]
     return rng.choice(options) if options else None
+
+
+def _lowest_block(site: Site) -> int:
+    """A block of 16 or more may feed tl.dot, which needs 16: it never goes below. A smaller one (rows per
+    program, a vector width) may go down to 1."""
+    return 16 if site.value >= 16 else 1
 
 
 def _tile_ok(site: Site, value: int, sites: list[Site], values: dict[str, int]) -> bool:

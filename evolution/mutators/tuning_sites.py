@@ -8,6 +8,10 @@ A site is an integer literal whose value only picks *how* the work is split, nev
   read the name, changing the literal keeps them consistent. Names that look like data layout (KV / page /
   cache block sizes) are never touched, nor is a name also passed under a keyword that is no launch knob;
 - `NAME = min(<int>, <expr>)`: the cap of a block size derived from the shape (same launch rule as above);
+- per-bucket constants: an upper-case `NAME = <int>` whose name says what it is (`SMALL_BLOCK`, `LARGE_WARPS`,
+  `MANY_ROWS_PER_PROGRAM`, `CHUNK_STAGES`) and whose value reaches a launch keyword of that kind through host
+  code (`block = min(SMALL_BLOCK, next_power_of_2(d))`, `warps = SMALL_WARPS if n <= LIMIT else LARGE_WARPS`,
+  then `BLOCK_SIZE=block, num_warps=warps`). Thresholds (`SMALL_BATCH_ROWS`) name no knob and stay put;
 - `num_warps=<int>` / `num_stages=<int>` keyword literals of any call (launches, triton.Config), also
   both branches of `num_warps=8 if BLOCK >= 2048 else 4`.
 A `BLOCK=1024` keyword literal is not a site: the grid may repeat that literal elsewhere.
@@ -79,16 +83,21 @@ class _SiteCollector(cst.CSTVisitor):
         self.sites: list[Site] = []
         self._names_seen: dict[str, int] = {}
         self._launch_uses: dict[str, set[str]] = {}  # name -> the launch keywords it is passed under
+        self._launch_flows: list[tuple[str, set[str]]] = []  # (launch keyword, names its value reads)
+        self._flows: dict[str, set[str]] = {}  # assigned name -> names its values read (all assignments)
 
     def _inside(self, node: cst.CSTNode) -> int | None:
         line = self.get_metadata(PositionProvider, node).start.line
         return line if self.first_line <= line <= self.last_line else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Tuple):
+            self._unpack(node.targets[0].target, node.value)
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
         name = node.targets[0].target.value
         self._names_seen[name] = self._names_seen.get(name, 0) + 1
+        self._flows.setdefault(name, set()).update(_value_names(node.value))
         line = self._inside(node)
         if line is None or _LAYOUT_NAME.search(name):
             return
@@ -102,12 +111,25 @@ class _SiteCollector(cst.CSTVisitor):
                 Site(f"cap:{name}", name, knob_kind(name) or "", _int_literal(cap.value) or 0, line)
             )
 
+    def _unpack(self, target: cst.Tuple, value: cst.BaseExpression) -> None:
+        """`block, warps = SMALL_BLOCK, SMALL_WARPS`: each name reads its element (or all of a non-tuple)."""
+        pairs = isinstance(value, cst.Tuple) and len(value.elements) == len(target.elements)
+        for i, element in enumerate(target.elements):
+            if isinstance(element.value, cst.Name):
+                name = element.value.value
+                self._names_seen[name] = self._names_seen.get(name, 0) + 1
+                read = value.elements[i].value if pairs else value
+                self._flows.setdefault(name, set()).update(_value_names(read))
+
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Subscript):  # kernel[grid](...) is a launch
             return
         for arg in node.args:
-            if arg.keyword is not None and isinstance(arg.value, cst.Name):
+            if arg.keyword is None:
+                continue
+            if isinstance(arg.value, cst.Name):
                 self._launch_uses.setdefault(arg.value.value, set()).add(arg.keyword.value)
+            self._launch_flows.append((arg.keyword.value, _value_names(arg.value)))
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is None or node.keyword.value not in ("num_warps", "num_stages"):
@@ -126,9 +148,41 @@ class _SiteCollector(cst.CSTVisitor):
                 if value is not None and valid_value(kind, value):
                     self.sites.append(Site(f"{key}:{branch}", node.keyword.value, kind, value, line))
 
+    def _reached_keywords(self) -> dict[str, set[str]]:
+        """name -> the launch keywords whose value it feeds, through any chain of host assignments."""
+        reached: dict[str, set[str]] = {}
+        for keyword, names in self._launch_flows:
+            stack, seen = list(names), set()
+            while stack:
+                name = stack.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                reached.setdefault(name, set()).add(keyword)
+                stack.extend(self._flows.get(name, ()))
+        return reached
+
+    def _bucket_constant(self, site: Site, reached: set[str]) -> Site | None:
+        """A constant that reaches a launch only through host code: its own name must say which knob it is,
+        and it must reach a keyword of that kind (or a constexpr keyword that names no knob: ROWS=)."""
+        kind = knob_kind(site.name)
+        if kind is None or not site.name.isupper() or self._names_seen[site.name] != 1:
+            return None
+        if not any(knob_kind(kw) == kind or (kw.isupper() and knob_kind(kw) is None) for kw in reached):
+            return None
+        return (
+            Site(site.key, site.name, kind, site.value, site.line) if valid_value(kind, site.value) else None
+        )
+
     def result(self) -> list[Site]:
         kept = []
+        reached = self._reached_keywords()
         for site in self.sites:
+            if site.key.startswith("name:") and site.name not in self._launch_uses:
+                constant = self._bucket_constant(site, reached.get(site.name, set()))
+                if constant is not None:
+                    kept.append(constant)
+                continue
             if site.key.startswith(("name:", "cap:")):
                 # A name assigned twice (two functions, a re-binding) is ambiguous; one never launched with is
                 # no launch parameter; one also passed under another keyword may mean something else there.
@@ -223,6 +277,23 @@ def _min_cap(node: cst.BaseExpression) -> cst.Arg | None:
         return None
     literals = [a for a in node.args if _int_literal(a.value) is not None]
     return literals[0] if len(literals) == 1 else None
+
+
+def _value_names(node: cst.BaseExpression) -> set[str]:
+    """Names whose values can become the value of `node` (a condition's names only choose, so not them)."""
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, cst.IfExp):
+        return _value_names(node.body) | _value_names(node.orelse)
+    if isinstance(node, cst.Call):
+        return set().union(*(_value_names(a.value) for a in node.args))
+    if isinstance(node, cst.BinaryOperation):
+        return _value_names(node.left) | _value_names(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _value_names(node.expression)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return set().union(*(_value_names(e.value) for e in node.elements))
+    return set()
 
 
 def _int_literal(node: cst.BaseExpression) -> int | None:

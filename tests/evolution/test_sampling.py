@@ -90,3 +90,14 @@ def test_inspirations_are_best_top_and_neighbours_never_the_parent() -> None:
     assert "p2" not in ids and len(ids) == len(set(ids))
     best = next(p for p in island.elites() if p.id == "p7")
     assert "p7" not in [p.id for p in sampler.inspirations(island, best)]
+
+
+def test_correct_only_never_hands_a_wrong_parent_to_an_operator_that_cannot_repair_it() -> None:
+    island = island_with({"a": 1.0, "bad1": 0.0, "bad2": 0.0}, failing=("bad1", "bad2"))
+    sampler = ParentSampler(SamplingConfig(explore=1, exploit=1, weighted=1), random.Random(6))
+    picked = Counter(sampler.parent(island, correct_only=True)[0].id for _ in range(600))
+    assert picked == Counter({"a": 600})
+    anyone = Counter(sampler.parent(island, "explore")[0].id for _ in range(600))
+    assert anyone["bad1"] > 100 and anyone["bad2"] > 100  # repairing operators still see failures
+    only_wrong = island_with({"bad": 0.0}, failing=("bad",))
+    assert sampler.parent(only_wrong, correct_only=True)[0].id == "bad"  # nothing correct yet: no choice

@@ -127,8 +127,8 @@ def test_apply_changes_rewrites_only_the_chosen_literals():
 
 
 def test_moves_are_valid_in_block_and_deterministic(task):
-    mutator = LaunchTuningMutator(seed=3)
-    children = set()
+    mutator, twin = LaunchTuningMutator(seed=3), LaunchTuningMutator(seed=3)
+    children = []
     before = {s.key: s.value for s in find_sites(CANDIDATE)}
     for iteration in range(6):
         outcome = mutator.mutate_source(request(task, CANDIDATE, iteration))
@@ -140,9 +140,10 @@ def test_moves_are_valid_in_block_and_deterministic(task):
         changed = [k for k in before if after[k].value != before[k]]
         assert 1 <= len(changed) <= 2
         assert all(valid_value(after[k].kind, after[k].value) for k in changed)
-        assert mutator.mutate_source(request(task, CANDIDATE, iteration)).child_source == child
-        children.add(child)
-    assert len(children) >= 4
+        # Same seed, same requests in the same order: the same children.
+        assert twin.mutate_source(request(task, CANDIDATE, iteration)).child_source == child
+        children.append(child)
+    assert len(set(children)) == 6  # never the same child twice
 
 
 def test_tuned_children_compute_the_same_function(task, tmp_path):
@@ -172,12 +173,16 @@ def test_block_moves_respect_the_per_kernel_tile_bound(task):
 
 
 def test_recombination_takes_a_knob_from_a_better_relative(task):
-    better = CANDIDATE.replace("SCALE_BLOCK = 64", "SCALE_BLOCK = 1024")
+    better = CANDIDATE.replace("SCALE_BLOCK = 64", "SCALE_BLOCK = 1024").replace(
+        "COL_BLOCK = 32", "COL_BLOCK = 8"
+    )
     result = EvalResult("sumsq", "x", "triton-cuda", "wall", Stage.TIMING, True, correct=True, score=2.0)
     inspiration = Program("i1", better, "sha2", None, "tune:launch", 0, 1, result=result)
     mutator = LaunchTuningMutator(seed=0, max_moves=4, recombine=1.0)
-    seen = [mutator.mutate_source(request(task, CANDIDATE, i, [inspiration])).child_source for i in range(5)]
-    assert any("SCALE_BLOCK = 1024" in child for child in seen)
+    first = [mutator.mutate_source(request(task, CANDIDATE, i, [inspiration])).child_source for i in range(2)]
+    # The relative's values come first, one site at a time (both at once would be the relative itself).
+    assert sum("SCALE_BLOCK = 1024" in child for child in first) == 1
+    assert sum("COL_BLOCK = 8\n" in child for child in first) == 1
 
 
 def test_nothing_to_tune_and_no_parent_are_errors(task):
@@ -234,3 +239,148 @@ def test_shape_derived_block_cap_and_conditional_warps_are_knobs(task, tmp_path)
     )
     x = torch.randn(700)
     torch.testing.assert_close(load(child, tmp_path / "shape_derived.py")(x), x * 2)
+
+
+# Per-bucket constants: a maintainer's launch table (thresholds are no sites; block/warps/stages/rows are).
+BUCKETED = """import torch
+import triton
+import triton.language as tl
+
+# EVOLVE-BLOCK-START
+SMALL_BATCH_ROWS = 4
+SMALL_BLOCK = 32
+SMALL_WARPS = 2
+LARGE_BLOCK = 64
+LARGE_WARPS = 4
+LARGE_ROWS_PER_PROGRAM = 2
+LOOP_STAGES = 2
+UNUSED_BLOCK = 128
+
+
+@triton.jit
+def _sumsq_kernel(x_ptr, out_ptr, n_rows, n_cols, ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    acc = tl.zeros((ROWS, BLOCK_COLS), tl.float32)
+    for start in range(0, n_cols, BLOCK_COLS):
+        cols = start + tl.arange(0, BLOCK_COLS)
+        mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+        acc += tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + rows, tl.sum(acc * acc, axis=1) * 0 + tl.sum(acc, axis=1) * 0, mask=rows < n_rows)
+
+
+def sumsq_scale(x):
+    n_rows, n_cols = x.shape
+    sums = torch.zeros((n_rows,), dtype=torch.float32, device=x.device)
+    if n_rows <= SMALL_BATCH_ROWS:
+        block, rows = min(SMALL_BLOCK, triton.next_power_of_2(n_cols)), 1
+        warps = SMALL_WARPS
+    else:
+        block = min(LARGE_BLOCK, triton.next_power_of_2(n_cols))
+        rows = LARGE_ROWS_PER_PROGRAM
+        warps = LARGE_WARPS if n_cols > SMALL_BATCH_ROWS else SMALL_WARPS
+    _sumsq_kernel[(triton.cdiv(n_rows, rows),)](
+        x, sums, n_rows, n_cols, ROWS=rows, BLOCK_COLS=block, num_warps=warps, num_stages=LOOP_STAGES
+    )
+    return x * sums[:, None]
+# EVOLVE-BLOCK-END
+"""
+
+
+def test_per_bucket_constants_reaching_a_launch_are_sites():
+    sites = {s.key: (s.kind, s.value) for s in find_sites(BUCKETED)}
+    assert sites == {
+        "name:SMALL_BLOCK": ("block", 32),
+        "name:SMALL_WARPS": ("warps", 2),
+        "name:LARGE_BLOCK": ("block", 64),
+        "name:LARGE_WARPS": ("warps", 4),
+        "name:LARGE_ROWS_PER_PROGRAM": ("block", 2),  # reaches ROWS=: a constexpr keyword naming no knob
+        "name:LOOP_STAGES": ("stages", 2),  # passed directly: the keyword says what it is
+    }  # neither the threshold nor a constant that no launch reads
+    source = BUCKETED.replace("SMALL_WARPS = 2\n", "SMALL_WARPS = 2\nSMALL_WARPS = 4\n")
+    assert "name:SMALL_WARPS" not in {s.key for s in find_sites(source)}  # bound twice: ambiguous
+
+
+def test_bucket_moves_keep_the_function(task, tmp_path):
+    expected = torch.zeros(6, 20)
+    for changes in ({"name:LARGE_BLOCK": 16, "name:LARGE_ROWS_PER_PROGRAM": 4}, {"name:SMALL_WARPS": 1}):
+        child = apply_changes(BUCKETED, changes)
+        assert {s.key: s.value for s in find_sites(child) if s.key in changes} == changes
+        for rows in (3, 6):  # both buckets
+            got = load(child, tmp_path / f"bucket{len(changes)}.py")(torch.ones(rows, 20))
+            torch.testing.assert_close(got, expected[:rows])
+
+
+def test_every_single_site_neighbour_comes_before_multi_site_moves(task):
+    sites = find_sites(BUCKETED)
+    neighbours = {
+        (s.key, v)
+        for s in sites
+        for v in {"block": (s.value // 2, s.value * 2), "warps": (s.value // 2, s.value * 2)}.get(
+            s.kind, (s.value - 1, s.value + 1)
+        )
+        if valid_value(s.kind, v) and (s.kind != "block" or v >= min(16, s.value) or s.value < 16)
+    }
+    assert len(neighbours) == 12
+    mutator = LaunchTuningMutator(seed=1)
+    proposals = []
+    for iteration in range(30):
+        child = mutator.mutate_source(request(task, BUCKETED, iteration)).child_source
+        after = {s.key: s.value for s in find_sites(child)}
+        proposals.append({(s.key, after[s.key]) for s in sites if after[s.key] != s.value})
+    assert {next(iter(p)) for p in proposals[: len(neighbours)]} == neighbours
+    assert all(len(p) == 1 for p in proposals[: len(neighbours)])
+    assert len({frozenset(p) for p in proposals}) == 30  # and never a repeat afterwards either
+
+
+def test_sources_the_run_has_seen_are_never_proposed(task):
+    from evolution.dedup import candidate_sha
+
+    first = LaunchTuningMutator(seed=2).mutate_source(request(task, BUCKETED)).child_source
+    seen = {candidate_sha(first, task.entry)}
+    mutator = LaunchTuningMutator(seed=2, seen=seen.__contains__)
+    children = [mutator.mutate_source(request(task, BUCKETED, i)).child_source for i in range(5)]
+    assert first not in children and len(set(children)) == 5
+
+
+def test_a_parent_with_every_nearby_configuration_proposed_says_so(task):
+    source = SHAPE_DERIVED.replace("num_warps=8 if block >= 256 else 4", "num_stages=1")
+    source = source.replace("min(256, triton.next_power_of_2(n))", "triton.next_power_of_2(n)")
+    assert [(s.kind, s.value) for s in find_sites(source)] == [("stages", 1)]  # one neighbour: 2 stages
+    mutator = LaunchTuningMutator(seed=0, max_moves=1)
+    assert "num_stages=2" in mutator.mutate_source(request(task, source, 0)).child_source
+    outcome = mutator.mutate_source(request(task, source, 1))
+    assert outcome.child_source is None and "already proposed" in outcome.error
+
+
+EXAMPLE_SITES = {
+    "silu_and_mul/candidates/silu_and_mul_triton.py": {
+        "SMALL_BLOCK": "block",
+        "SMALL_WARPS": "warps",
+        "LARGE_BLOCK": "block",
+        "LARGE_WARPS": "warps",
+    },
+    "silu_and_mul/candidates/silu_and_mul_flat_triton.py": {
+        **{f"{size}_BLOCK": "block" for size in ("SMALL", "MEDIUM", "LARGE")},
+        **{f"{size}_WARPS": "warps" for size in ("SMALL", "MEDIUM", "LARGE")},
+    },
+    "rmsnorm_residual/candidates/rmsnorm_residual_triton.py": {
+        "SMALL_BATCH_WARPS": "warps",
+        "LARGE_BATCH_ROWS_PER_PROGRAM": "block",
+        "LARGE_BATCH_WARPS": "warps",
+        "CHUNK_BLOCK": "block",
+        "CHUNK_WARPS": "warps",
+        "CHUNK_STAGES": "stages",
+    },
+    "moe_grouped_topk/candidates/moe_grouped_topk_triton.py": {
+        "DECODE_BLOCK_TOKENS": "block",
+        "DECODE_WARPS": "warps",
+        "PREFILL_BLOCK_TOKENS": "block",
+        "PREFILL_WARPS": "warps",
+    },
+}
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLE_SITES))
+def test_every_bucket_choice_of_the_example_candidates_is_a_site(path):
+    source = (Path(__file__).resolve().parents[2] / "examples" / "tasks" / path).read_text()
+    assert {s.name: s.kind for s in find_sites(source)} == EXAMPLE_SITES[path]

@@ -16,12 +16,16 @@ CHECKER = Path(__file__).with_name("cuda_compile_check.py")
 # One realistic shape per task, plus the launch branches that compile to different code.
 COMPILE_SHAPES = {
     "decode_metadata": [{"batch": 8, "context_len": 4096, "page_size": 16}],
-    "moe_grouped_topk": [{"tokens": 128}],
+    "moe_grouped_topk": [{"tokens": 128}, {"tokens": 4}],
     "rmsnorm_residual": [
         {"tokens": 8, "hidden": 4096, "dtype": "bfloat16"},
         {"tokens": 2, "hidden": 10000, "dtype": "float32"},
+        {"tokens": 256, "hidden": 4096, "dtype": "bfloat16"},  # several rows per program
     ],
-    "silu_and_mul": [{"tokens": 1, "d": 2048, "dtype": "bfloat16"}],
+    "silu_and_mul": [
+        {"tokens": 1, "d": 2048, "dtype": "bfloat16"},
+        {"tokens": 256, "d": 2048, "dtype": "bfloat16"},  # past the small-batch thresholds
+    ],
 }
 
 
@@ -46,5 +50,11 @@ def test_every_candidate_compiles_for_sm90(load_harness, candidate_files, tmp_pa
     assert proc.returncode == 0, proc.stderr[-4000:]
     compiled = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     kernels = {c["kernel"] for c in compiled}
-    assert {"_silu_and_mul_kernel", "_rmsnorm_residual_kernel", "_biased_grouped_topk_kernel"} <= kernels
+    assert {
+        "_silu_and_mul_kernel",
+        "_silu_and_mul_flat_kernel",
+        "_rmsnorm_residual_rows_kernel",
+        "_rmsnorm_residual_chunked_kernel",
+        "_biased_grouped_topk_kernel",
+    } <= kernels
     assert len(compiled) >= len(jobs) - 1  # one compile per job, less any exact duplicate

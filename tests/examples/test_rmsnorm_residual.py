@@ -13,6 +13,8 @@ BRANCH_SHAPES = [
     pytest.param({"tokens": 1, "hidden": 1023}, id="t1_h1023"),
     pytest.param({"tokens": 5, "hidden": 2048}, id="t5_h2048"),
     pytest.param({"tokens": 2, "hidden": 10000}, id="t2_h10000_chunked"),
+    # Past the candidate's small-batch threshold: several rows per program, an odd row count (masked tail).
+    pytest.param({"tokens": 67, "hidden": 320}, id="t67_h320_many_rows"),
 ]
 DTYPES = ["bfloat16", "float16", "float32"]
 

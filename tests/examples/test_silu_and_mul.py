@@ -12,6 +12,9 @@ BRANCH_SHAPES = [
     pytest.param({"tokens": 3, "d": 1000}, id="t3_d1000"),
     pytest.param({"tokens": 2, "d": 4500}, id="t2_d4500_three_blocks"),
     pytest.param({"tokens": 1, "d": 64}, id="t1_d64"),
+    # Past the candidates' small-batch thresholds (rows, output elements): the prefill-sized launches.
+    pytest.param({"tokens": 97, "d": 200}, id="t97_d200_many_rows"),
+    pytest.param({"tokens": 70, "d": 1000}, id="t70_d1000_medium_numel"),
 ]
 DTYPES = ["bfloat16", "float16", "float32"]
 

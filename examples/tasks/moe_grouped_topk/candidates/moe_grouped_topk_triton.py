@@ -16,6 +16,14 @@ import triton.language as tl
 
 # EVOLVE-BLOCK-START
 
+# Batches of at most DECODE_TOKENS tokens are decode-sized: one small program. Larger ones: blocks of
+# PREFILL_BLOCK_TOKENS tokens; about 2 tokens per warp keeps a block's [tokens, experts] tile in registers.
+DECODE_TOKENS = 16
+DECODE_BLOCK_TOKENS = 16
+DECODE_WARPS = 4
+PREFILL_BLOCK_TOKENS = 32
+PREFILL_WARPS = 16
+
 _EXCLUDED_KEY = tl.constexpr(-(2**63))  # below every packed key of a finite score
 
 
@@ -115,7 +123,12 @@ def biased_grouped_topk(
         return topk_weights, topk_ids
     # Several tokens per program: fewer, fuller programs for prefill-sized batches (T = 4096 -> 128 programs),
     # a single small program for decode.
-    block_tokens = min(32, triton.next_power_of_2(tokens))
+    if tokens <= DECODE_TOKENS:
+        block_tokens = min(DECODE_BLOCK_TOKENS, triton.next_power_of_2(tokens))
+        num_warps = DECODE_WARPS
+    else:
+        block_tokens = min(PREFILL_BLOCK_TOKENS, triton.next_power_of_2(tokens))
+        num_warps = PREFILL_WARPS
     block_groups = triton.next_power_of_2(num_expert_group)
     block_group_size = max(2, triton.next_power_of_2(group_size))
     _biased_grouped_topk_kernel[(triton.cdiv(tokens, block_tokens),)](
@@ -135,7 +148,7 @@ def biased_grouped_topk(
         BLOCK_TOPK=triton.next_power_of_2(topk),
         BLOCK_TOKENS=block_tokens,
         BLOCK_EXPERTS=block_groups * block_group_size,
-        num_warps=max(1, min(16, block_tokens // 2)),  # ~2 tokens per warp keeps the tile in registers
+        num_warps=num_warps,
     )
     return topk_weights, topk_ids
 
