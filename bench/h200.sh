@@ -163,6 +163,18 @@ case "${1:-}" in
     wait
     (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
       2>/dev/null) ;;
+  fifth)  # GPU 0: throughput, then silu + rmsnorm searches; GPU 1: stability, then GPU tests
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 170 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 --variants 12 \
+       --rounds 1 >"$OUT/throughput.log" 2>&1
+     echo "throughput rc=$?" >>"$OUT/summary.txt"; pack
+     GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
+    (export CUDA_VISIBLE_DEVICES=1
+     stability
+     gpu_tests 170 tests/evaluators/test_timing_gpu.py tests/adversarial/test_gpu_cheats.py tests/examples) &
+    wait
+    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
+      2>/dev/null) ;;
   *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
 esac
 pack

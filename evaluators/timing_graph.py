@@ -52,6 +52,7 @@ def _spin() -> None:
 
 
 SIDE_STREAM_WARMUP_CALLS = 2
+CALIBRATION_CALLS = 4  # calls in the first, calibrating capture of a hot-cache case
 
 
 def calls_per_replay(replay_target_us: float, per_call_us: float, max_calls: int) -> int:
@@ -115,11 +116,14 @@ class GraphRunner:
     def prepare(self, replay_target_us: float) -> None:
         """Warm up off the capture stream, then capture as many calls as make one replay ~replay_target_us."""
         self._warm_side_stream()
-        self.capture(1)
         if self.flush_l2 is not None:  # cold cache: one call per replay, the flush goes before each replay
+            self.capture(1)
             return
-        calls = 1
-        for _ in range(3):  # a 1-call replay overestimates tiny kernels (graph launch cost): refine
+        # A few calls per replay already spread the graph's launch cost, so the first estimate of N is
+        # usually final: one capture fewer per runner than starting from a single call.
+        calls = min(CALIBRATION_CALLS, self.max_calls)
+        self.capture(calls)
+        for _ in range(3):  # a short replay still overestimates tiny kernels (graph launch cost): refine
             per_call = min(self.measure() for _ in range(3))
             new_calls = calls_per_replay(replay_target_us, per_call, self.max_calls)
             if new_calls == calls:
@@ -211,22 +215,29 @@ class GraphRunner:
         self._graph, self._returns = None, []
 
 
+# Samples taken on one allocation before moving to the next. Switching every sample slowed a ~1 us kernel's
+# replays by 13 % on the H200 (four graphs in turn instead of two); in blocks, one discarded replay per
+# switch is all it costs.
+ALTERNATE_EVERY = 8
+
+
 class AlternatingGraphs:
     """One implementation's GraphRunners on separate allocations of its inputs, replayed in turn.
 
     Where a buffer lands in physical memory moves a kernel's time by a few tenths of a percent (DRAM
     channels, which L2 slice holds which line), and it lands somewhere else in every process: on the H200
     that was the larger part of the cross-process scatter of a ~7 us kernel's speedup. Alternating between
-    allocations averages it out within the evaluation. Each replay already starts after the other
-    implementation's replay, so switching buffers between samples does not change the cache state it meets.
+    allocations (in blocks of samples) averages it out within the evaluation. Each replay already starts after
+    the other implementation's replay, so switching buffers does not change the cache state it meets.
     The first runner is the primary: the post-timing re-check measures and reads it.
     """
 
-    def __init__(self, runners: list[GraphRunner]) -> None:
+    def __init__(self, runners: list[GraphRunner], block: int = ALTERNATE_EVERY) -> None:
         if not runners:
             raise ValueError("AlternatingGraphs needs at least one runner")
         self.runners = runners
-        self._next = 0
+        self.block = max(1, block)
+        self._measured = 0
 
     @property
     def primary(self) -> GraphRunner:
@@ -242,8 +253,11 @@ class AlternatingGraphs:
             runner.prepare_like(self.primary.calls)
 
     def measure(self, before: Callable[[], None] | None = None) -> float:
-        runner = self.runners[self._next]
-        self._next = (self._next + 1) % len(self.runners)
+        turn, within = divmod(self._measured, self.block)
+        runner = self.runners[turn % len(self.runners)]
+        if within == 0 and self._measured and len(self.runners) > 1:
+            runner.measure()  # not kept: the first replay after a switch ran slower for a ~1 us kernel
+        self._measured += 1
         return runner.measure(before)
 
     def measure_primary(self, before: Callable[[], None] | None = None) -> float:

@@ -509,3 +509,27 @@ def test_a_roofline_read_that_names_no_argument_is_a_task_error(tmp_path):
     ctx = make_ctx(root, lambda x: x * 2.0 + 1.0)
     with pytest.raises(TaskError, match="not an argument of the reference"):
         time_cases(ctx, list(ctx.task.cases), check_call=RecordingCheck())
+
+
+def test_alternating_graphs_switch_allocations_in_blocks_and_recheck_on_the_primary():
+    from evaluators.timing_graph import AlternatingGraphs
+
+    class FakeRunner:
+        def __init__(self, name: str) -> None:
+            self.name, self.replays, self.calls = name, [], 4
+
+        def measure(self, before=None) -> float:
+            self.replays.append(before is not None)
+            return 1.0
+
+        def last_return(self) -> str:
+            return self.name
+
+    a, b = FakeRunner("a"), FakeRunner("b")
+    graphs = AlternatingGraphs([a, b], block=3)
+    for _ in range(9):
+        graphs.measure()
+    # a: samples 1-3 and 7-9 plus one discarded replay on switching back; b: 4-6 plus one discarded replay
+    assert len(a.replays) == 7 and len(b.replays) == 4
+    graphs.measure_primary(before=lambda: None)
+    assert a.replays[-1] is True and graphs.last_return() == "a" and graphs.calls == 4

@@ -13,6 +13,7 @@ import triton.language as tl
 
 # EVOLVE-BLOCK-START
 
+MAX_GRID_ROWS = 65535  # CUDA's limit on grid axis 1
 # Batches of at most this many rows count as decode-sized.
 SMALL_BATCH_ROWS = 64
 # Decode-sized: 512 columns over 2 warps is 8 elements (16 bytes of bf16) per thread and 28 programs for
@@ -28,20 +29,24 @@ LARGE_WARPS = 4
 def _silu_and_mul_kernel(
     x_ptr,
     out_ptr,
+    n_rows,
     d,
     x_row_stride,
     out_row_stride,
     BLOCK_SIZE: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # Column blocks of one row are neighbours in launch order (grid axis 0), so consecutive programs
+    # stream adjacent memory; rows go on axis 1, which holds at most 65535: a program may take several.
+    cols = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < d
-    x_row = x_ptr + row * x_row_stride
-    gate = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(x_row + d + cols, mask=mask, other=0.0).to(tl.float32)
-    # For gate -> -inf, sigmoid goes to 0 and the product to -0, as it should.
-    silu = gate * tl.sigmoid(gate)
-    tl.store(out_ptr + row * out_row_stride + cols, (silu * up).to(out_ptr.dtype.element_ty), mask=mask)
+    for row in range(tl.program_id(1), n_rows, tl.num_programs(1)):
+        x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
+        gate = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        up = tl.load(x_row + d + cols, mask=mask, other=0.0).to(tl.float32)
+        # For gate -> -inf, sigmoid goes to 0 and the product to -0, as it should.
+        silu = gate * tl.sigmoid(gate)
+        out_row = out_ptr + tl.cast(row, tl.int64) * out_row_stride
+        tl.store(out_row + cols, (silu * up).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -60,10 +65,11 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     else:
         block_size = min(LARGE_BLOCK, triton.next_power_of_2(d))
         num_warps = LARGE_WARPS
-    grid = (n_rows, triton.cdiv(d, block_size))
+    grid = (triton.cdiv(d, block_size), min(n_rows, MAX_GRID_ROWS))
     _silu_and_mul_kernel[grid](
         x2,
         out2,
+        n_rows,
         d,
         x2.stride(0),
         out2.stride(0),
