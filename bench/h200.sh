@@ -95,7 +95,7 @@ search_tasks() {  # the named tasks searched at once on GPU $GPU, then compared 
   for name in "$@"; do
     CUDA_VISIBLE_DEVICES=$GPU timeout $((SEARCH_SECONDS + 45)) python3 -m kernelbot.cli evolve \
       "examples/tasks/$name" --iterations 1000 --time-limit "${SEARCH_SECONDS}s" --out "/tmp/runs/$name" \
-      --workers-per-device 6 --json >"$OUT/evolve_$name.json" 2>"$OUT/evolve_$name.log" &
+      --workers-per-device "${WORKERS:-6}" --json >"$OUT/evolve_$name.json" 2>"$OUT/evolve_$name.log" &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -103,7 +103,7 @@ search_tasks() {  # the named tasks searched at once on GPU $GPU, then compared 
   for name in "$@"; do
     [ -f "/tmp/runs/$name/best.py" ] && pairs+=("examples/tasks/$name=/tmp/runs/$name/best.py")
   done
-  CUDA_VISIBLE_DEVICES=$GPU timeout 110 python3 bench/vs_compile.py --out "$OUT/vs_compile$GPU" "${pairs[@]}" \
+  CUDA_VISIBLE_DEVICES=$GPU timeout 90 python3 bench/vs_compile.py --out "$OUT/vs_compile$GPU" "${pairs[@]}" \
     >"$OUT/vs_compile$GPU.log" 2>&1
   echo "vs_compile $* rc=$?" >>"$OUT/summary.txt"; pack
 }
@@ -172,6 +172,12 @@ case "${1:-}" in
     (export CUDA_VISIBLE_DEVICES=1
      stability
      gpu_tests 170 tests/evaluators/test_timing_gpu.py tests/adversarial/test_gpu_cheats.py tests/examples) &
+    wait
+    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
+      2>/dev/null) ;;
+  sixth)  # one search per GPU, each alone on its GPU
+    (WORKERS=12 GPU=0 SEARCH_SECONDS=160 search_tasks silu_and_mul) &
+    (WORKERS=12 GPU=1 SEARCH_SECONDS=160 search_tasks rmsnorm_residual) &
     wait
     (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
       2>/dev/null) ;;

@@ -371,6 +371,11 @@ EXAMPLE_SITES = {
         "CHUNK_WARPS": "warps",
         "CHUNK_STAGES": "stages",
     },
+    "rmsnorm_residual/candidates/rmsnorm_residual_rowwise_triton.py": {
+        "CHUNK_BLOCK": "block",
+        "NARROW_ROW_WARPS": "warps",
+        "WIDE_ROW_WARPS": "warps",
+    },
     "moe_grouped_topk/candidates/moe_grouped_topk_triton.py": {
         "DECODE_BLOCK_TOKENS": "block",
         "DECODE_WARPS": "warps",

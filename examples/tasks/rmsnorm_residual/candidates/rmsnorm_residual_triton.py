@@ -51,23 +51,15 @@ def _rmsnorm_residual_rows_kernel(
     col_ok = cols < n_cols
     mask = (rows < n_rows)[:, None] & col_ok[None, :]
     rows2, cols2 = rows[:, None], cols[None, :]
-    # x and residual are read once: let them leave L2 first; the weight row is read by every program.
-    h = tl.load(x_ptr + rows2 * x_row_stride + cols2, mask=mask, other=0.0, eviction_policy="evict_first").to(
-        tl.float32
-    )
-    h += tl.load(
-        residual_ptr + rows2 * residual_row_stride + cols2,
-        mask=mask,
-        other=0.0,
-        eviction_policy="evict_first",
-    ).to(tl.float32)
+    h = tl.load(x_ptr + rows2 * x_row_stride + cols2, mask=mask, other=0.0).to(tl.float32)
+    h += tl.load(residual_ptr + rows2 * residual_row_stride + cols2, mask=mask, other=0.0).to(tl.float32)
     tl.store(
         residual_out_ptr + rows2 * residual_out_row_stride + cols2,
         h.to(residual_out_ptr.dtype.element_ty),
         mask=mask,
     )
     inv_rms = tl.rsqrt(tl.sum(h * h, axis=1) / n_cols + eps)
-    w = tl.load(weight_ptr + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    w = tl.load(weight_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
     out = h * inv_rms[:, None] * w[None, :]
     tl.store(out_ptr + rows2 * out_row_stride + cols2, out.to(out_ptr.dtype.element_ty), mask=mask)
 
