@@ -50,6 +50,10 @@ class EvalConfig:
     # ...and once this much of the correctness stage has passed, larger cases are skipped too (the
     # interpreter's cost grows with the number of kernel programs, not only elements; one case always runs).
     interpret_budget_s: float = 60.0
+    # Share of the GPU's memory one evaluation may hold (torch's per-process memory fraction); 0: the pool
+    # gives each of its N workers 0.9 / N. Without it, 12 workers judging the 4096-token cases of a task at
+    # once exhausted an H200 and the out-of-memory errors were charged to whichever candidate hit them.
+    device_memory_share: float = 0.0
     memory_limit_gb: float = 16.0  # host memory cap of a worker (RLIMIT_DATA), 0 = none
     log_limit_chars: int = 20_000
     output_limit_mb: int = 64  # a worker's stdout/stderr file may not grow past this (RLIMIT_FSIZE)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from evaluators.backends import require_backend
 from evaluators.candidate import Candidate
@@ -39,6 +40,9 @@ from evaluators.result import EvalResult, Hardware, failure
 from evaluators.task import Task, load_task
 
 START_ATTEMPTS = 3  # consecutive workers that die while warming up before the pool gives up
+# Fraction of a GPU's memory the pool's workers may hold together (each gets an equal share of it); the
+# rest is left to the CUDA contexts themselves and to other processes.
+DEVICE_MEMORY_IN_USE = 0.9
 
 
 @dataclass
@@ -48,6 +52,14 @@ class PoolStats:
     crashed: int = 0  # workers that died on their own (signal or exit) before reporting a result
     timed_out: int = 0  # workers killed because a stage ran past its budget
     killed: int = 0  # workers the pool SIGKILLed mid-job (timeouts, tampering, cancellation, close)
+
+
+def config_for_job(config: EvalConfig, pool_size: int) -> dict[str, Any]:
+    """The job's copy of `config`, with each worker's share of device memory filled in if left to the pool."""
+    data = config.to_dict()
+    if not config.device_memory_share and pool_size > 1:
+        data["device_memory_share"] = DEVICE_MEMORY_IN_USE / pool_size
+    return data
 
 
 class _Ticket:
@@ -252,10 +264,11 @@ class WorkerPool:
         config = config or self.config
         sha = candidate_sha(source, task.entry)
         count = max(1, config.seeds_per_case, task.seeds or 0)
+        job_config = config_for_job(config, self.size)
         job = Job(
             task_dir=str(task.root),
             source=source,
-            config=config.to_dict(),
+            config=job_config,
             seeds=tuple(secrets.randbits(31) for _ in range(count)),
             nonce=secrets.token_hex(16),
         )

@@ -274,6 +274,16 @@ class CaseTimer:
         return summarize(samples)
 
 
+def _release_cached_memory(ctx: JudgeContext) -> None:
+    """Hand the allocator's cached blocks back before a case is captured: during a capture it cannot free
+    them, so under a worker's memory share (EvalConfig.device_memory_share) a capture would fail on memory
+    that the previous case (or the correctness stage) only keeps cached."""
+    if ctx.backend.device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def _armed(ctx: JudgeContext) -> contextlib.AbstractContextManager[Any]:
     armed = getattr(ctx.sandbox, "armed", None)
     return armed() if callable(armed) else contextlib.nullcontext()
@@ -325,6 +335,7 @@ def time_cases(ctx: JudgeContext, cases: list[Case], *, check_call: CheckCall | 
     ceilings = Ceilings.for_hardware(_hardware(ctx), _l2_bytes(ctx))
     warmup_ms = ctx.config.timing.warmup_ms
     for index, case in enumerate(cases):
+        _release_cached_memory(ctx)
         try:
             timer = CaseTimer(ctx, case, index, check)
         except TaskError:

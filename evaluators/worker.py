@@ -23,6 +23,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from evaluators.job import Job, LineReader, Message, write_all
 
@@ -72,6 +73,17 @@ def apply_limits(config: dict, backend_name: str) -> None:
         _, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard == resource.RLIM_INFINITY or limit < hard:
             resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def limit_device_memory(config: dict, backend: Any) -> None:
+    """Cap this worker's share of the GPU (see EvalConfig.device_memory_share), so that workers judging large
+    cases at the same time cannot starve each other; one that needs more fails on its own account."""
+    share = float(config.get("device_memory_share", 0) or 0)
+    if share <= 0 or not str(getattr(backend, "device", "")).startswith("cuda"):
+        return
+    import torch
+
+    torch.cuda.set_per_process_memory_fraction(min(1.0, share), torch.device(backend.device))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -152,6 +164,7 @@ def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, wo
     job = Job.decode(line)
     channel.nonce = job.nonce
     apply_limits(job.config, backend.name)
+    limit_device_memory(job.config, backend)
 
     try:
         prepared = pipeline.prepare(job, backend, hardware, workdir=workdir, progress=channel.progress)

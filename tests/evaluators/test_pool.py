@@ -229,3 +229,23 @@ def test_pool_directories_of_dead_processes_are_swept(tmp_path: Path) -> None:
         path.mkdir(parents=True)
     sweep_stale_pool_dirs(tmp_path)
     assert not stale.exists() and live.exists()
+
+
+def test_each_worker_gets_an_equal_share_of_device_memory(monkeypatch):
+    from types import SimpleNamespace
+
+    import torch
+
+    from evaluators.config import EvalConfig
+    from evaluators.pool import DEVICE_MEMORY_IN_USE, config_for_job
+    from evaluators.worker import limit_device_memory
+
+    assert config_for_job(EvalConfig(), 12)["device_memory_share"] == pytest.approx(DEVICE_MEMORY_IN_USE / 12)
+    assert config_for_job(EvalConfig(), 1)["device_memory_share"] == 0.0  # alone on the device: no cap
+    assert config_for_job(EvalConfig(device_memory_share=0.5), 12)["device_memory_share"] == 0.5
+    calls = []
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: calls.append((f, str(d))))
+    limit_device_memory({"device_memory_share": 0.075}, SimpleNamespace(device="cuda:1"))
+    limit_device_memory({"device_memory_share": 0.075}, SimpleNamespace(device="cpu"))
+    limit_device_memory({"device_memory_share": 0.0}, SimpleNamespace(device="cuda:0"))
+    assert calls == [(0.075, "cuda:1")]
