@@ -5,6 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
+#   bench/h200.sh second..sixth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -108,6 +109,17 @@ search_tasks() {  # the named tasks searched at once on GPU $GPU, then compared 
   echo "vs_compile $* rc=$?" >>"$OUT/summary.txt"; pack
 }
 
+throughput_gpu0() {  # the example candidates + 12 tuning variants each, 12 workers on GPU 0
+  CUDA_VISIBLE_DEVICES=0 timeout 170 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 \
+    --variants 12 --rounds 1 >"$OUT/throughput.log" 2>&1
+  echo "throughput rc=$?" >>"$OUT/summary.txt"; pack
+}
+
+keep_runs() {  # the search stores: every verdict with its reason
+  (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
+    2>/dev/null)
+}
+
 scaling() {
   timeout 560 python3 bench/scaling.py --out "$OUT/scaling" --gpus 1,2 --executors local,ray --kill \
     --workers 8 --variants 4 >"$OUT/scaling.log" 2>&1
@@ -152,36 +164,26 @@ case "${1:-}" in
        tests/evolution/test_inductor_seed.py tests/evaluators/test_pool.py) &
     wait ;;
   fourth)  # GPU 0: throughput, then silu + rmsnorm searches; GPU 1: stability, then moe + decode searches
-    (export CUDA_VISIBLE_DEVICES=0
-     timeout 170 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 --variants 12 \
-       --rounds 1 >"$OUT/throughput.log" 2>&1
-     echo "throughput rc=$?" >>"$OUT/summary.txt"; pack
-     GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
+    (throughput_gpu0; GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
     (export CUDA_VISIBLE_DEVICES=1
      stability
      GPU=1 SEARCH_SECONDS=90 search_tasks moe_grouped_topk decode_metadata) &
     wait
-    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
-      2>/dev/null) ;;
+    keep_runs ;;
   fifth)  # GPU 0: throughput, then silu + rmsnorm searches; GPU 1: stability, then GPU tests
-    (export CUDA_VISIBLE_DEVICES=0
-     timeout 170 python3 bench/throughput.py --out "$OUT/throughput" --workers 12 --variants 12 \
-       --rounds 1 >"$OUT/throughput.log" 2>&1
-     echo "throughput rc=$?" >>"$OUT/summary.txt"; pack
-     GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
+    (throughput_gpu0; GPU=0 SEARCH_SECONDS=150 search_tasks silu_and_mul rmsnorm_residual) &
     (export CUDA_VISIBLE_DEVICES=1
      stability
      gpu_tests 170 tests/evaluators/test_timing_gpu.py tests/adversarial/test_gpu_cheats.py tests/examples) &
     wait
-    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
-      2>/dev/null) ;;
+    keep_runs ;;
   sixth)  # one search per GPU, each alone on its GPU
     (WORKERS=12 GPU=0 SEARCH_SECONDS=160 search_tasks silu_and_mul) &
     (WORKERS=12 GPU=1 SEARCH_SECONDS=160 search_tasks rmsnorm_residual) &
     wait
-    (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
-      2>/dev/null) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|search|scaling" >&2; exit 2 ;;
+    keep_runs ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|search|scaling" >&2
+     exit 2 ;;
 esac
 pack
 for md in "$W"/*/*.md; do [ -f "$md" ] && cp "$md" "$FINAL/"; done
