@@ -95,7 +95,8 @@ def stage_seconds(logs: str) -> dict[str, float]:
 
 
 def mean_stage_seconds(results: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean seconds per stage over the results that report them (GPU-lock-held time = "timing")."""
+    """Mean seconds per stage over the results that report them. `timing` is the whole stage; within it the
+    GPU lock is waited for (`wait_lock`) and held (`locked`) once per case and regime."""
     reported = [r["stage_seconds"] for r in results if r.get("stage_seconds")]
     names = dict.fromkeys(k for seconds in reported for k in seconds)
     return {k: sum(s.get(k, 0.0) for s in reported) / len(reported) for k in names} if reported else {}
@@ -124,6 +125,7 @@ def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]
     """Rates per minute of wall time on the one GPU (the pool's only device)."""
     full = [r for r in results if r["passed"] and r["stage"] == "timing"]
     minutes = elapsed_s / 60.0 if elapsed_s > 0 else float("nan")
+    locked = sum(r.get("stage_seconds", {}).get("locked", 0.0) for r in results)
     return {
         "evaluations": len(results),
         "fully_evaluated": len(full),
@@ -134,6 +136,8 @@ def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]
         "mean_duration_s": sum(r["duration_s"] for r in results) / len(results) if results else 0.0,
         "meets_target": len(full) / minutes >= TARGET_PER_MINUTE,
         "mean_stage_seconds": mean_stage_seconds(results),
+        # Share of the run with the GPU lock held: near 1, more workers cannot help
+        "lock_busy": locked / elapsed_s if elapsed_s > 0 else float("nan"),
     }
 
 
@@ -154,8 +158,10 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any], per_task: dict[str, 
         f"{summary['fully_evaluated_per_gpu_minute']:.1f} | {summary['verdicts_per_gpu_minute']:.1f} | "
         f"{summary['mean_duration_s']:.2f} |",
         "",
-        "Mean seconds per stage in a worker (the GPU lock is held during `timing` only): "
-        + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("mean_stage_seconds", {}).items()),
+        "Mean seconds per stage in a worker (`timing` includes `wait_lock`, the waits for the GPU lock, and "
+        "`locked`, the sampling done holding it): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("mean_stage_seconds", {}).items())
+        + f"; GPU lock held {summary.get('lock_busy', float('nan')):.0%} of the run",
         "",
         "| task | evaluations | fully evaluated | verdicts by stage |",
         "| --- | --- | --- | --- |",

@@ -17,6 +17,9 @@ class TimingConfig:
     # the medians alone converged after 15 rounds with a 0.29 % cross-process CV of the speedup.
     speedup_se_target: float = 0.0015
     time_cap_s: float = 0.1  # ...or this much time per case in the task's own regime has passed
+    # ...but not before this much sampling in the task's own regime: a ~1 us kernel's medians "converged" in
+    # 15 pairs (8 ms), and the two runs of ten whose speedup fell 0.5 % low were two of those (H200).
+    min_time_s: float = 0.03
     # The other regime is reported but not scored: a short look is enough (host-side wall timings scatter by
     # several percent per sample and would otherwise always run to the cap).
     secondary_time_cap_s: float = 0.02

@@ -4,7 +4,8 @@ It is an `fcntl.flock` on a file named after the device (its UUID when torch can
 processes with different CUDA_VISIBLE_DEVICES agree), under a lock directory shared by all users of the
 machine. The kernel drops a flock when the file descriptor closes, which includes the holder being killed,
 so a hung or crashed worker never leaves the GPU locked. Compile and correctness do not take it: they may
-run beside the one worker that is timing.
+run beside the one worker that is timing. The holder writes the time it lets go into the file, so the next
+one can tell whether the GPU was busy moments ago (its clocks up) or idle.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import contextlib
 import fcntl
 import os
 import re
+import struct
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_DIR_ENV = "KERNELBOT_LOCK_DIR"
+_STAMP = struct.Struct("<d")  # the last release's time.time(), at the start of the lock file
 
 
 def lock_dir() -> Path:
@@ -56,6 +59,7 @@ class GpuLock:
         self.path = (directory or lock_dir()) / f"{key}.lock"
         self._fd: int | None = None
         self.waited_s = 0.0
+        self.idle_s = float("inf")  # since the previous holder let go, as read on acquiring
 
     @property
     def held(self) -> bool:
@@ -80,6 +84,7 @@ class GpuLock:
             os.close(fd)
             raise
         self.waited_s = time.monotonic() - start
+        self.idle_s = _idle_since_stamp(fd)
         self._fd = fd
         return True
 
@@ -88,6 +93,8 @@ class GpuLock:
             return
         fd, self._fd = self._fd, None
         try:
+            with contextlib.suppress(OSError):  # read-only lock file (another user's): no stamp, still a lock
+                os.pwrite(fd, _STAMP.pack(time.time()), 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
@@ -106,6 +113,19 @@ class GpuLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _idle_since_stamp(fd: int) -> float:
+    """Seconds since the lock file's stamp; infinite without one (a fresh file) or with garbage in it."""
+    try:
+        data = os.pread(fd, _STAMP.size, 0)
+    except OSError:
+        return float("inf")
+    if len(data) != _STAMP.size:
+        return float("inf")
+    (stamp,) = _STAMP.unpack(data)
+    idle = time.time() - stamp
+    return idle if 0.0 <= idle < 1e9 else float("inf")
 
 
 def _flock_with_timeout(fd: int, mode: int, timeout: float) -> bool:

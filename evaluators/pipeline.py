@@ -8,13 +8,14 @@ turns what they say into one EvalResult. Nothing here raises for a bad candidate
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -34,6 +35,9 @@ CANDIDATE_FILE = "candidate.py"
 CANDIDATE_MODULE = "kb_candidate"
 # Prefix of the log line with the seconds each stage took (bench/throughput.py reads it from EvalResult.logs).
 STAGE_SECONDS_TAG = "kernelbot-stage-seconds"
+# A GPU whose lock was let go less than this long ago was busy timing: its clocks are up, so a case needs
+# only the short warm-up (evaluators.timing.FOLLOW_UP_WARMUP_MS), not the full one.
+WARM_GPU_S = 0.25
 REASON_LIMIT = 4000  # characters of traceback kept in a reason (the LLM's feedback)
 
 
@@ -211,16 +215,26 @@ class _Cascade:
         from evaluators.scoring import aggregate
         from evaluators.timing import time_cases
 
-        self.enter(Stage.TIMING, "wait-lock")
+        self.enter(Stage.TIMING, "timing")
         lock = GpuLock(device_key(getattr(p.backend, "device_index", 0)))
-        lock.acquire()
-        try:
-            self._clock("timing")
-            p.progress("timing")
-            timing = time_cases(ctx, list(report.timeable))
-        finally:
-            lock.release()
-            self._clock(None)
+
+        @contextlib.contextmanager
+        def hold() -> Iterator[bool]:
+            # Held per case and regime, for sampling only; the worker reports each wait so the pool applies
+            # the lock-wait budget to it (and the timing budget to the rest).
+            p.progress("wait-lock")
+            lock.acquire()
+            held_from = time.monotonic()
+            try:
+                p.progress("timing")
+                yield lock.idle_s < WARM_GPU_S
+            finally:
+                lock.release()
+                self.add_seconds("wait_lock", lock.waited_s)
+                self.add_seconds("locked", time.monotonic() - held_from)
+
+        timing = time_cases(ctx, list(report.timeable), gpu_lock=hold)
+        self._clock(None)
         self.check_sandbox(ctx.sandbox)
         cases = [dataclasses.replace(c, timings=dict(timing.timings.get(c.name, {}))) for c in cases]
         hacks = tuple(timing.findings)
@@ -256,6 +270,9 @@ class _Cascade:
         self.stage = stage
         self._clock(progress.replace("-", "_"))
         self.p.progress(progress)
+
+    def add_seconds(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def _clock(self, name: str | None) -> None:
         """Close the running stage's clock and (with a name) start the next one."""

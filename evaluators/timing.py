@@ -7,8 +7,10 @@ is hit, and end with the post-timing re-check: fresh values (a new hidden seed) 
 candidate's own tensors before its last timed replay/batch, and what that call returned is judged by
 evaluators.correctness.check_call. A candidate measured faster than the hardware allows is flagged (class 15).
 
-Called by the worker with the device's GPU lock held, after the correctness stage passed. Import this module
-in the worker before the candidate is imported: the timers and CUDA entry points are bound at import time.
+Called by the worker after the correctness stage passed. The device's GPU lock (`gpu_lock`) is held only while
+samples are taken (warm-up, sampling, the re-check's replay): inputs, captures and the verdict happen outside
+it, so other workers' timing goes on meanwhile. Import this module in the worker before the candidate is
+imported: the timers and CUDA entry points are bound at import time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import hashlib
 import inspect
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,7 @@ from evaluators.task import REGIMES, Case
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
 from evaluators.timing_graph import device_synchronize as _cuda_synchronize
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
-from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
+from evaluators.timing_sampler import Samples, sample_interleaved, summarize, warm_up
 from evaluators.timing_wall import WallRunner
 
 # Per-call copies of mutated arguments may take this much device memory per implementation.
@@ -41,6 +43,15 @@ COPY_BUDGET_BYTES = 1 << 30
 FOLLOW_UP_WARMUP_MS = 2.0
 
 CheckCall = Callable[[JudgeContext, Case, Inputs, Any, Inputs], Any]
+# Holds the device's GPU lock for one case and regime's sampling; yields True when the GPU was timing for
+# another worker moments before (its clocks are up: the short warm-up is enough).
+GpuHold = Callable[[], contextlib.AbstractContextManager[bool]]
+
+
+@contextlib.contextmanager
+def no_lock() -> Iterator[bool]:
+    """The GpuHold of a caller that serialises timing itself (bench scripts, tests)."""
+    yield False
 
 
 @dataclass
@@ -156,22 +167,28 @@ class CaseTimer:
     def _max_calls(self, inputs: InputSet) -> int:
         return max(1, COPY_BUDGET_BYTES // max(1, inputs.mutated_bytes)) if inputs.mutated else 1 << 30
 
-    def run(self, regime: str, warmup_ms: float) -> RegimeTiming:
+    def run(self, regime: str, warmup_ms: float, hold: GpuHold = no_lock) -> RegimeTiming:
         self.started = time.monotonic()
         ref_set = InputSet(self.ref_inputs, self.mutated)
         cand_set = InputSet(self.cand_inputs, self.mutated)
         # The sandbox attributes events by stack frame, so arming it once around the whole regime (reference
         # calls included) costs nothing per call and keeps the timed loop free of context-manager overhead.
         with _armed(self.ctx):
+            # Captures are host work (the calibration's few replays aside): they need no exclusive GPU.
             if regime == "graph":
                 ref_runner, cand_runner = self._graph_runners(ref_set, cand_set)
             else:
                 ref_runner, cand_runner = self._wall_runners(ref_set, cand_set)
             try:
-                return self._sample(regime, ref_runner, cand_runner, cand_set, warmup_ms)
+                with hold() as gpu_warm:
+                    self.locked_at = time.monotonic()
+                    warm = min(warmup_ms, FOLLOW_UP_WARMUP_MS) if gpu_warm else warmup_ms
+                    samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm)
+                    self.lock_held_s = time.monotonic() - self.locked_at
             finally:
                 ref_runner.release()
                 cand_runner.release()
+            return self._judge(regime, samples, checked)
 
     def _graph_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
         if not self.device.startswith("cuda"):
@@ -215,12 +232,15 @@ class CaseTimer:
             WallRunner(self.ctx.candidate, cand_set, self.sync, cand_calls, flush),
         )
 
-    def _sample(self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float) -> RegimeTiming:
+    def _sample(
+        self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float
+    ) -> tuple[Samples, dict[str, Any]]:
         cfg = self.ctx.config.timing
         if regime != self.ctx.task.regime:
             cfg = dataclasses.replace(
                 cfg,
                 time_cap_s=cfg.secondary_time_cap_s,
+                min_time_s=0.0,
                 min_samples=min(cfg.min_samples, cfg.secondary_min_samples),
             )
         rng = random.Random(derive_seed(self.seeds, self.index, regime, "order"))
@@ -252,6 +272,10 @@ class CaseTimer:
         final_measure = _guarded("candidate", regime, self.case, final_candidate)
         warm_up([ref_measure, cand_measure], warmup_ms)
         samples = sample_interleaved(ref_measure, cand_measure, cfg, rng, final_candidate=final_measure)
+        return samples, checked
+
+    def _judge(self, regime: str, samples: Samples, checked: dict[str, Any]) -> RegimeTiming:
+        """The re-check's verdict on the last timed call, then the summary (the GPU lock is free by now)."""
         answer = self.check(self.ctx, self.case, checked["before"], checked["return"], checked["after"])
         ok, why, extra = _verdict(answer)
         if not ok:
@@ -269,6 +293,7 @@ class CaseTimer:
         self.ctx.log(
             f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs, "
             f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms of sampling, "
+            f"{self.lock_held_s * 1e3:.0f} ms with the GPU lock held, "
             f"{(time.monotonic() - self.started) * 1e3:.0f} ms with set-up and re-check"
         )
         return summarize(samples)
@@ -325,8 +350,16 @@ def _guarded(who: str, regime: str, case: Case, fn: Callable[..., Any]) -> Calla
     return call
 
 
-def time_cases(ctx: JudgeContext, cases: list[Case], *, check_call: CheckCall | None = None) -> TimingReport:
-    """Time every case in every configured regime; stop at the first failure (the cascade's rule)."""
+def time_cases(
+    ctx: JudgeContext,
+    cases: list[Case],
+    *,
+    check_call: CheckCall | None = None,
+    gpu_lock: GpuHold = no_lock,
+) -> TimingReport:
+    """Time every case in every configured regime; stop at the first failure (the cascade's rule).
+
+    `gpu_lock` is entered around each case and regime's sampling (see the module docstring)."""
     report = TimingReport()
     if not getattr(ctx.backend, "can_time", False):
         report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"
@@ -344,7 +377,7 @@ def time_cases(ctx: JudgeContext, cases: list[Case], *, check_call: CheckCall | 
             return report.fail(_describe_error("reference", "timing setup", case, exc))
         for regime in _regimes(ctx):
             try:
-                timing = timer.run(regime, warmup_ms)
+                timing = timer.run(regime, warmup_ms, gpu_lock)
                 warmup_ms = min(warmup_ms, FOLLOW_UP_WARMUP_MS)
             except _RegimeSkipped as exc:
                 report.skipped.setdefault(case.name, {})[regime] = str(exc)

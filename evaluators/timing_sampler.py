@@ -1,7 +1,7 @@
 """The sampling loop shared by both regimes, free of any GPU code so its control flow is testable anywhere:
 warm up, then take (reference, candidate) samples in rounds, in random order within each round, until both
 medians are known to `cv_target` and the median per-round speedup to `speedup_se_target` (relative standard
-errors), or the time cap or the sample cap is reached;
+errors) after at least `min_time_s` of sampling, or the time cap or the sample cap is reached;
 then summarise: Tukey fences, medians, CVs, and the paired speedup with its confidence interval.
 """
 
@@ -82,7 +82,8 @@ def sample_interleaved(
         if n < min_samples:
             continue
         if (
-            _converged(out.reference, config.cv_target)
+            clock() - start >= config.min_time_s
+            and _converged(out.reference, config.cv_target)
             and _converged(out.candidate, config.cv_target)
             and _speedup_converged(out, config.speedup_se_target)
         ):

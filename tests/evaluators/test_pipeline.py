@@ -143,9 +143,16 @@ def _timing_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: Timin
     monkeypatch.setenv("KERNELBOT_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setattr("evaluators.gpu_lock.device_key", lambda index: f"fake{index}")
     held: list[bool] = []
+    warm: list[bool] = []
 
-    def time_cases(ctx: object, cases: list) -> TimingReport:
-        held.append(not GpuLock("fake0", tmp_path / "locks").acquire(timeout=0))  # busy: we hold it
+    def time_cases(ctx: object, cases: list, *, gpu_lock) -> TimingReport:
+        probe = GpuLock("fake0", tmp_path / "locks")
+        for _ in range(2):  # two cases or regimes: the lock is taken for each one's sampling only
+            with gpu_lock() as gpu_warm:
+                warm.append(gpu_warm)
+                held.append(not probe.acquire(timeout=0))  # busy: the cascade holds it
+            assert probe.acquire(timeout=0)  # free between the two
+            probe.release()
         return timing
 
     monkeypatch.setattr("evaluators.timing.time_cases", time_cases)
@@ -158,7 +165,9 @@ def _timing_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: Timin
         result = cascade.timing(SimpleNamespace(sandbox=None), cases, report)  # type: ignore[arg-type]
     except _Stop as stop:
         result = stop.result
-    assert held == [True] and progress == ["wait-lock", "timing"]
+    assert held == [True, True] and progress == ["timing", "wait-lock", "timing", "wait-lock", "timing"]
+    # The first hold finds a lock never let go (a cold GPU); the second one finds it let go just now.
+    assert warm == [False, True]
     assert GpuLock("fake0", tmp_path / "locks").acquire(timeout=0)  # released afterwards
     return result
 

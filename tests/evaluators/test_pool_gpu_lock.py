@@ -77,3 +77,23 @@ def test_lock_dir_can_be_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with lock:
         assert lock.path.parent == tmp_path / "locks"
     assert time.monotonic() - start < 5
+
+
+def test_the_next_holder_learns_how_long_the_gpu_has_been_idle(tmp_path: Path) -> None:
+    lock = GpuLock("gpu-idle", tmp_path)
+    with lock.hold():
+        assert lock.idle_s == float("inf")  # a fresh lock file: nobody timed on this GPU yet
+    time.sleep(0.2)
+    with lock.hold():
+        assert 0.2 <= lock.idle_s < 5.0  # the release stamp of the previous holder
+    with lock.hold():
+        assert lock.idle_s < 0.2
+    lock.path.write_bytes(b"\xff" * 8)  # garbage (a NaN stamp): treated as never released
+    with lock.hold():
+        assert lock.idle_s == float("inf")
+    holder = _hold_in_subprocess("gpu-idle", tmp_path, 60)
+    holder.kill()  # killed while holding: it never stamps, the previous release's stamp stays
+    holder.wait()
+    time.sleep(0.3)
+    with lock.hold():
+        assert lock.idle_s >= 0.3

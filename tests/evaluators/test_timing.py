@@ -46,7 +46,7 @@ class FakeClock:
 
 
 def test_sampler_stops_on_cv_and_pairs_rounds():
-    cfg = TimingConfig(min_samples=10, max_samples=200, cv_target=0.01, time_cap_s=100.0)
+    cfg = TimingConfig(min_samples=10, max_samples=200, cv_target=0.01, time_cap_s=100.0, min_time_s=0.0)
     order = []
     ref = lambda: order.append("r") or 10.0
     cand = lambda: order.append("c") or 5.0
@@ -79,17 +79,26 @@ def test_sampler_waits_for_the_speedup_to_converge_too():
     ref = lambda: 10.0 if noisy.random() < 0.6 else noisy.choice([9.9, 10.1])
     cand = lambda: 5.0 if noisy.random() < 0.6 else noisy.choice([4.95, 5.05])
     medians_only = TimingConfig(
-        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.0, time_cap_s=1e9
+        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.0, time_cap_s=1e9, min_time_s=0
     )
     s = sample_interleaved(ref, cand, medians_only, random.Random(0), clock=FakeClock())
     assert s.stopped == "cv" and len(s.reference) == 15
     both = TimingConfig(
-        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.001, time_cap_s=1e9
+        min_samples=15, max_samples=400, cv_target=0.01, speedup_se_target=0.001, time_cap_s=1e9, min_time_s=0
     )
     s = sample_interleaved(ref, cand, both, random.Random(0), clock=FakeClock())
     ratios = [r / c for r, c in zip(s.reference, s.candidate, strict=True)]
     assert s.stopped == "cv" and len(s.reference) > 15
     assert stats.median_rel_se(stats.tukey_filter(ratios, min_rel_iqr=0.01)) <= 0.001
+
+
+def test_sampler_takes_min_time_of_samples_before_stopping_on_convergence():
+    # Converged after min_samples, but a ~1 us kernel gets there within milliseconds: sampling goes on until
+    # min_time_s has passed (FakeClock advances 1 ms per reading), then stops on the convergence rule.
+    cfg = TimingConfig(min_samples=10, max_samples=400, cv_target=0.01, time_cap_s=1.0, min_time_s=0.05)
+    clock = FakeClock()
+    s = sample_interleaved(lambda: 10.0, lambda: 5.0, cfg, random.Random(0), clock=clock)
+    assert s.stopped == "cv" and len(s.reference) > 10 and s.elapsed_s >= 0.05
 
 
 def test_final_candidate_runs_once_as_the_last_candidate_sample():

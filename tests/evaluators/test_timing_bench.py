@@ -160,18 +160,19 @@ def test_collect_and_dry_run(capsys):
 
 def test_throughput_summary_and_table():
     results = [
-        {"task": "a", "stage": "timing", "passed": True, "duration_s": 2.0},
+        {"task": "a", "stage": "timing", "passed": True, "duration_s": 2.0, "stage_seconds": {"locked": 0.9}},
         {"task": "a", "stage": "compile", "passed": False, "duration_s": 1.0},
-        {"task": "b", "stage": "timing", "passed": True, "duration_s": 3.0},
+        {"task": "b", "stage": "timing", "passed": True, "duration_s": 3.0, "stage_seconds": {"locked": 1.5}},
     ]
     summary = throughput.summarize(results, elapsed_s=3.0)
+    assert summary["lock_busy"] == pytest.approx(0.8)
     assert summary["fully_evaluated"] == 2
     assert summary["fully_evaluated_per_gpu_minute"] == pytest.approx(40.0)
     assert summary["verdicts_per_gpu_minute"] == pytest.approx(60.0)
     assert summary["by_stage"] == {"timing:pass": 2, "compile:fail": 1}
     assert not summary["meets_target"]
     table = throughput.markdown(summary, {"device": "NVIDIA H200", "workers": 8}, {"a": {**summary}})
-    assert "| 3 | 2 | 3.0 | 40.0 | 60.0 |" in table
+    assert "| 3 | 2 | 3.0 | 40.0 | 60.0 |" in table and "GPU lock held 80% of the run" in table
     assert throughput.main(["--tasks", "/nonexistent"]) == 2
 
 
