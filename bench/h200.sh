@@ -182,7 +182,18 @@ case "${1:-}" in
     (WORKERS=12 GPU=1 SEARCH_SECONDS=160 search_tasks rmsnorm_residual) &
     wait
     keep_runs ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|search|scaling" >&2
+  seventh)  # third session, GPU lock per case and regime: GPU 0 throughput with 12 and 16 workers, then the
+    # GPU tests of the timing stage; GPU 1 stability (30 ms minimum sampling)
+    (throughput_gpu0
+     CUDA_VISIBLE_DEVICES=0 timeout 170 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 \
+       --variants 12 --rounds 1 >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack
+     gpu_tests 150 tests/evaluators/test_timing_gpu.py tests/evaluators/test_pipeline.py \
+       tests/evaluators/test_pool.py) &
+    (export CUDA_VISIBLE_DEVICES=1
+     stability) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|seventh|search|scaling" >&2
      exit 2 ;;
 esac
 pack
