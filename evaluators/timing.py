@@ -236,6 +236,8 @@ class CaseTimer:
         self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float
     ) -> tuple[Samples, dict[str, Any]]:
         cfg = self.ctx.config.timing
+        if regime == self.ctx.task.regime == "wall":
+            cfg = dataclasses.replace(cfg, time_cap_s=min(cfg.time_cap_s, cfg.wall_time_cap_s))
         if regime != self.ctx.task.regime:
             cfg = dataclasses.replace(
                 cfg,

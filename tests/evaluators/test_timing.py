@@ -4,9 +4,12 @@ tests/evaluators/test_timing_gpu.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import itertools
 import random
 import textwrap
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -542,3 +545,36 @@ def test_alternating_graphs_switch_allocations_in_blocks_and_recheck_on_the_prim
     assert len(a.replays) == 7 and len(b.replays) == 4
     graphs.measure_primary(before=lambda: None)
     assert a.replays[-1] is True and graphs.last_return() == "a" and graphs.calls == 4
+
+
+def test_gpu_lock_is_held_per_case_for_sampling_and_a_wall_task_stops_at_its_cap(tmp_path):
+    # Host noise keeps a wall task's medians from converging (cv_target unreachable here): its scored regime
+    # stops at wall_time_cap_s, not time_cap_s. The GPU lock is entered once per case and regime.
+    cfg = TimingConfig(
+        **{
+            **FAST.__dict__,
+            "cv_target": 1e-12,
+            "max_samples": 10**6,
+            "time_cap_s": 5.0,
+            "wall_time_cap_s": 0.05,
+        }
+    )
+    lines: list[str] = []
+    ctx = make_ctx(write_task(tmp_path, SCALE_REF, SCALE_INPUTS), lambda x: x * 2.0 + 1.0, config=cfg)
+    ctx = dataclasses.replace(ctx, log=lines.append)
+    holds: list[str] = []
+
+    @contextlib.contextmanager
+    def hold():
+        holds.append("enter")
+        yield True
+        holds.append("exit")
+
+    started = time.monotonic()
+    report = time_cases(ctx, list(ctx.task.cases), check_call=RecordingCheck(), gpu_lock=hold)
+    assert report.passed, report.reason
+    assert holds == ["enter", "exit"] * 2
+    assert time.monotonic() - started < 2.0
+    timed = [line for line in lines if line.startswith("timed")]
+    assert len(timed) == 2 and all("stopped on time cap" in line for line in timed)
+    assert all("with the GPU lock held" in line for line in timed)
