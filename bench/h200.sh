@@ -193,7 +193,29 @@ case "${1:-}" in
     (export CUDA_VISIBLE_DEVICES=1
      stability) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|seventh|search|scaling" >&2
+  eighth)  # GPU 0: rmsnorm variants vs torch.compile, then throughput (12 workers; the same 40 submissions
+    # as before, then 2 rounds of them for a steady state); GPU 1: silu variants, then stability again
+    (export CUDA_VISIBLE_DEVICES=0
+     R=examples/tasks/rmsnorm_residual; V=bench/variants/rmsnorm_residual
+     timeout 240 python3 bench/vs_compile.py --out "$OUT/variants_rms" --compile-only \
+       --cases t4096_h4096_bf16,t4096_h7168_bf16,t256_h4096_bf16,t8_h7168_fp32 \
+       "$R=$R/candidates/rmsnorm_residual_triton.py" "$R=$R/candidates/rmsnorm_residual_rowwise_triton.py" \
+       $(for v in "$V"/*.py; do printf '%s ' "$R=$v"; done) >"$OUT/variants_rms.log" 2>&1
+     echo "variants rms rc=$?" >>"$OUT/summary.txt"; pack
+     throughput_gpu0
+     timeout 200 python3 bench/throughput.py --out "$OUT/throughput_x2" --workers 12 --variants 12 \
+       --rounds 2 >"$OUT/throughput_x2.log" 2>&1
+     echo "throughput x2 rc=$?" >>"$OUT/summary.txt"; pack) &
+    (export CUDA_VISIBLE_DEVICES=1
+     S=examples/tasks/silu_and_mul; W=bench/variants/silu_and_mul
+     timeout 240 python3 bench/vs_compile.py --out "$OUT/variants_silu" --compile-only \
+       --cases t16_d1792_fp32,t1_d2048_bf16,t4096_d14336_bf16,t1024_d18432_bf16,t4096_d2048_bf16 \
+       "$S=$S/candidates/silu_and_mul_triton.py" "$S=$S/candidates/silu_and_mul_flat_triton.py" \
+       $(for v in "$W"/*.py; do printf '%s ' "$S=$v"; done) >"$OUT/variants_silu.log" 2>&1
+     echo "variants silu rc=$?" >>"$OUT/summary.txt"; pack
+     stability) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|seventh|eighth|search|scaling" >&2
      exit 2 ;;
 esac
 pack

@@ -11,6 +11,10 @@ Every timed call is re-checked against the float64 eager reference. torch.compil
 
     PYTHONPATH=. python bench/vs_compile.py --out bench-out/vs_compile \
         examples/tasks/silu_and_mul=runs/silu/best.py ...
+
+For a sweep of many variants: `--compile-only` times only "torch.compile vs candidate", and
+`--cases NAME[,NAME...]` keeps only the named cases (each task keeps those of its own; every name must
+belong to some task).
 """
 
 from __future__ import annotations
@@ -35,7 +39,13 @@ def _load_candidate(path: Path, entry: str) -> tuple[Any, Any]:
     return module, getattr(module, entry)
 
 
-def _time_pair(task: Any, backend: Any, baseline: Any, contender: Any, module: Any, path: Path) -> Any:
+PAIRINGS = ("best_vs_eager", "compile_vs_eager", "best_vs_compile")
+COMPILE_ONLY_PAIRINGS = ("best_vs_compile",)
+
+
+def _time_pair(
+    task: Any, cases: list[Any], backend: Any, baseline: Any, contender: Any, module: Any, path: Path
+) -> Any:
     from evaluators.config import EvalConfig
     from evaluators.context import JudgeContext
     from evaluators.correctness import check_call
@@ -58,13 +68,19 @@ def _time_pair(task: Any, backend: Any, baseline: Any, contender: Any, module: A
     check_ctx = JudgeContext(reference=eager, candidate=contender, **common)
     report = time_cases(
         ctx,
-        list(task.cases),
+        cases,
         check_call=lambda _c, case, before, ret, after: check_call(check_ctx, case, before, ret, after),
     )
     return report
 
 
-def measure(task_dir: Path, candidate_path: Path) -> dict[str, Any]:
+def measure(
+    task_dir: Path,
+    candidate_path: Path,
+    case_names: frozenset[str] | None = None,
+    pairings: tuple[str, ...] = PAIRINGS,
+) -> dict[str, Any]:
+    """Time `pairings` of one task on its cases (only those in `case_names` when given)."""
     import torch
     import torch._dynamo
 
@@ -83,9 +99,11 @@ def measure(task_dir: Path, candidate_path: Path) -> dict[str, Any]:
         "compile_vs_eager": (eager, compiled),
         "best_vs_compile": (compiled, best),
     }
+    cases = [c for c in task.cases if case_names is None or c.name in case_names]
     out: dict[str, Any] = {"task": task.name, "regime": task.regime, "candidate": str(candidate_path)}
-    for name, (baseline, contender) in pairs.items():
-        report = _time_pair(task, backend, baseline, contender, module, candidate_path)
+    for name in pairings:
+        baseline, contender = pairs[name]
+        report = _time_pair(task, cases, backend, baseline, contender, module, candidate_path)
         out[name] = {
             "passed": report.passed,
             "reason": report.reason,
@@ -115,53 +133,95 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"- date: {meta['date']}; command: `{meta['command']}`",
         "- speedup = baseline time / contender time (median of paired ratios, 95 % CI); task regime in bold",
         "",
-        "| task | case | regime | best vs eager | compile vs eager | **best vs compile** |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| task | candidate | case | regime | best vs eager | compile vs eager | **best vs compile** |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def cell(row: dict[str, Any], pair: str, case: str, regime: str) -> str:
+        if pair not in row:
+            return "-"
         t = row[pair]["cases"].get(case, {}).get(regime)
         if t is None:
             return "n/a"
         return f"{t['speedup']:.2f}x [{t['ci'][0]:.2f}, {t['ci'][1]:.2f}]"
 
     for row in rows:
-        cases = list(row["best_vs_eager"]["cases"]) or list(row["best_vs_compile"]["cases"])
+        timed = [row[pair] for pair in PAIRINGS if pair in row]
+        cases = next((list(p["cases"]) for p in timed if p["cases"]), [])
+        candidate = Path(row["candidate"]).stem
         for case in cases:
             for regime in ("graph", "wall"):
                 mark = "**" if regime == row["regime"] else ""
                 lines.append(
-                    f"| {row['task']} | {case} | {mark}{regime}{mark} "
+                    f"| {row['task']} | {candidate} | {case} | {mark}{regime}{mark} "
                     f"| {cell(row, 'best_vs_eager', case, regime)} "
                     f"| {cell(row, 'compile_vs_eager', case, regime)} "
                     f"| {cell(row, 'best_vs_compile', case, regime)} |"
                 )
-        for pair in ("best_vs_eager", "compile_vs_eager", "best_vs_compile"):
-            if not row[pair]["passed"]:
-                lines.append(f"| {row['task']} | - | - | {pair} failed: {row[pair]['reason'][:120]} | | |")
+        for pair in PAIRINGS:
+            if pair in row and not row[pair]["passed"]:
+                reason = row[pair]["reason"][:120]
+                lines.append(f"| {row['task']} | {candidate} | - | - | {pair} failed: {reason} | | |")
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/vs_compile.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--cases",
+        default="",
+        metavar="NAME[,NAME...]",
+        help="time only these cases (each task keeps the named cases it has); default: every case",
+    )
+    parser.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="time only torch.compile vs the candidate (skip eager vs best and eager vs compile)",
+    )
     parser.add_argument("pairs", nargs="+", help="TASK_DIR=CANDIDATE.py")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_jobs(pairs: list[str], cases: str) -> tuple[list[tuple[Path, Path]], frozenset[str] | None]:
+    """The (task dir, candidate) jobs and the case filter; ValueError names the first bad argument."""
+    from evaluators.task import load_task
+
     jobs = []
-    for pair in args.pairs:
+    for pair in pairs:
         task, _, cand = pair.partition("=")
         if not cand or not Path(task, "task.toml").is_file() or not Path(cand).is_file():
-            print(f"error: {pair!r} is not TASK_DIR=CANDIDATE.py with both present", file=sys.stderr)
-            return 2
+            raise ValueError(f"{pair!r} is not TASK_DIR=CANDIDATE.py with both present")
         jobs.append((Path(task), Path(cand)))
+    names = frozenset(n.strip() for n in cases.split(",") if n.strip())
+    if not names:
+        return jobs, None
+    known: dict[Path, set[str]] = {task: {c.name for c in load_task(task).cases} for task, _ in jobs}
+    unknown = sorted(names - set().union(*known.values()))
+    if unknown:
+        raise ValueError(f"--cases: {', '.join(unknown)} is not a case of any task given")
+    for task, case_set in known.items():
+        if not names & case_set:
+            raise ValueError(f"--cases names no case of {task} (its cases: {', '.join(sorted(case_set))})")
+    return jobs, names
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        jobs, case_names = parse_jobs(args.pairs, args.cases)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    pairings = COMPILE_ONLY_PAIRINGS if args.compile_only else PAIRINGS
 
     rows = []
     for task, cand in jobs:
         try:
-            rows.append(measure(task, cand))
+            rows.append(measure(task, cand, case_names, pairings))
         except Exception as exc:  # one task's failure must not lose the others' numbers
             print(f"{task.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(f"done {task.name}", flush=True)
+        print(f"done {task.name} {cand.name}", flush=True)
     meta = run_meta()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "vs_compile.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
