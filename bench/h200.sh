@@ -215,7 +215,16 @@ case "${1:-}" in
      echo "variants silu rc=$?" >>"$OUT/summary.txt"; pack
      stability) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|third|fourth|fifth|sixth|seventh|eighth|search|scaling" >&2
+  ninth)  # one search per GPU, each alone on its GPU (third seeds from the variant sweep, bucket crossover)
+    (WORKERS=12 GPU=0 SEARCH_SECONDS=240 search_tasks silu_and_mul) &
+    (WORKERS=12 GPU=1 SEARCH_SECONDS=240 search_tasks rmsnorm_residual) &
+    wait
+    keep_runs ;;
+  tenth)  # stability alone on GPU 1; GPU tests of the example candidates on GPU 0
+    (export CUDA_VISIBLE_DEVICES=1; stability) &
+    (gpu_tests 200 tests/examples tests/evaluators/test_timing_gpu.py) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|...|tenth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

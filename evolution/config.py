@@ -27,6 +27,10 @@ DEFAULT_API_KEY_ENV = "KERNELBOT_LLM_API_KEY"
 # Environment variables whose values are treated as secrets even when no endpoint names them.
 WELL_KNOWN_SECRET_ENVS = ("KERNELBOT_LLM_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "GITHUB_TOKEN")
 FEATURE_SCALES = ("linear", "log")
+# Operator families' default weights; a config's `mutation.weights` that leaves a family out gets its default
+# here (1.0 for a family not listed), so a config written before an operator existed does not hand it a
+# full share of the iterations.
+DEFAULT_WEIGHTS = {"llm": 0.8, "tune": 0.2, "cross": 0.1}
 
 
 @dataclass(frozen=True)
@@ -107,9 +111,10 @@ class LLMEndpoint:
 @dataclass(frozen=True)
 class MutationConfig:
     llm: tuple[LLMEndpoint, ...] = ()
-    # Relative weights of the evolving operators by family ("llm", "tune"); families without an operator
-    # are ignored, so the no-LLM default is launch tuning alone (after the Inductor seed).
-    weights: dict[str, float] = field(default_factory=lambda: {"llm": 0.8, "tune": 0.2})
+    # Relative weights of the evolving operators by family ("llm", "tune", "cross"); families without an
+    # operator are ignored, so the no-LLM default is launch tuning and bucket crossover (after the Inductor
+    # seed). A family left out weighs its DEFAULT_WEIGHTS entry; 0 turns it off.
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     in_flight: int = 0  # concurrent mutations; 0 = evaluation capacity + 1
     seed_files: tuple[str, ...] = ()  # extra seed candidates; the task's candidates/ dir is always used
     inductor_seed: bool = True

@@ -1,8 +1,10 @@
 """The mutation operators of a run, built from config: which seed the population and which evolve it.
 
-Without an LLM endpoint the set is the embedded default: the Inductor seed (seeding only) and launch-parameter
-tuning. With endpoints, LLM mutation joins, weighted against tuning by `mutation.weights` (by family: the part
-of an operator's name before ':'). The operator classes live in evolution/mutators/ (imported lazily here).
+Without an LLM endpoint the set is the embedded default: the Inductor seed (seeding only), launch-parameter
+tuning and bucket crossover (two correct candidates combined by input size). With endpoints, LLM mutation
+joins, weighted against them by `mutation.weights` (by family: the part of an operator's name before ':';
+a family the config leaves out gets evolution.config.DEFAULT_WEIGHTS). The operator classes live in
+evolution/mutators/ (imported lazily here).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evolution.config import SearchConfig
+from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.errors import SearchConfigError
 from evolution.types import Mutator
 
@@ -36,7 +38,7 @@ class OperatorSet:
         for m in mutators:
             if m.name.startswith(SEED_ONLY_PREFIX):
                 continue
-            w = family_weights.get(family(m), 1.0)
+            w = family_weights.get(family(m), DEFAULT_WEIGHTS.get(family(m), 1.0))
             if w > 0:
                 evolvers.append(m)
                 weights.append(w)
@@ -63,6 +65,9 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))
+        from evolution.mutators.bucket_crossover import BucketCrossoverMutator
+
+        mutators.append(BucketCrossoverMutator())
         if config.mutation.llm:
             from evolution.mutators.llm import LLMMutator
 

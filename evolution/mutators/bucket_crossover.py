@@ -1,0 +1,228 @@
+"""Bucket crossover: a mutation that needs no LLM and combines two correct candidates by input size.
+
+Different kernels win at different sizes (one launch layout wins decode batches, another the 4096-token
+prefills), yet a single candidate's aggregate score hides that. For the parent A and each correct, timed
+inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut
+between two neighbouring sizes, with B on the small side or on the large side, gives a routed geometric-mean
+speedup. The best (B, cut, side) wins if it beats A's own geometric mean over those cases by MIN_GAIN; the
+child is A's file with A's code, B's code (names suffixed) and a dispatcher routing on the same byte
+count (evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
+
+Input bytes come from the task's make_inputs run under torch's FakeTensorMode (shapes and dtypes, no memory);
+when an input builder does not work with fake tensors the real CPU inputs are built once. Either way each
+case is sized once per mutator (cached by task and case), never on a GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import itertools
+import math
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from evaluators.candidate import find_evolve_block
+from evaluators.errors import CandidateError
+from evaluators.result import EvalResult
+from evaluators.task import Case, Task, load_captured
+from evolution.mutators.base import child_problem, failed
+from evolution.mutators.crossover_source import CrossoverError, Route, build_child
+from evolution.types import MutationOutcome, MutationRequest, Program
+
+OPERATOR = "cross:bucket"
+MIN_GAIN = 0.01  # routed geometric mean must beat the parent's by 1 %: less is within timing noise
+
+
+@dataclass(frozen=True)
+class Split:
+    partner: Program
+    threshold: int  # bytes; cases of at most this size form the small side
+    b_small: bool  # the partner runs the small side (else the large side)
+    gain: float  # routed geometric mean / parent's geometric mean - 1
+    b_cases: tuple[str, ...]  # the cases routed to the partner
+
+
+def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
+    """Speedup over the reference per listed case timed in `regime` (hidden cases are never timed)."""
+    if result is None:
+        return {}
+    speedups: dict[str, float] = {}
+    for case in result.cases:
+        timing = case.timings.get(regime)
+        if not case.hidden and timing is not None and timing.speedup > 0 and math.isfinite(timing.speedup):
+            speedups[case.name] = timing.speedup
+    return speedups
+
+
+def geomean(values: Iterable[float]) -> float:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs))
+
+
+def best_split(
+    parent: dict[str, float], partner: Program, theirs: dict[str, float], sizes: dict[str, int]
+) -> Split | None:
+    """The cut and side with the largest routed gain over the parent, among the cases both were timed on and
+    that have a size; None when they share no two cases of different sizes."""
+    common = sorted((n for n in parent if n in theirs and n in sizes), key=lambda n: (sizes[n], n))
+    distinct = sorted({sizes[n] for n in common})
+    if len(distinct) < 2:
+        return None
+    base = geomean(parent[n] for n in common)
+    best: Split | None = None
+    for low, high in itertools.pairwise(distinct):
+        small = [n for n in common if sizes[n] <= low]
+        large = [n for n in common if sizes[n] > low]
+        for b_small, b_side in ((True, small), (False, large)):
+            routed = geomean(theirs[n] if n in b_side else parent[n] for n in common)
+            gain = routed / base - 1.0
+            if best is None or gain > best.gain + 1e-12:
+                best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
+    return best
+
+
+def _between(low: int, high: int) -> int:
+    """The geometric mean of two neighbouring sizes, strictly between them when integers allow it."""
+    middle = round(math.sqrt(low * high))
+    return min(max(middle, low + 1), high - 1) if high - low >= 2 else low
+
+
+def tensor_bytes(args: Iterable[Any]) -> int:
+    import torch
+
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
+class BucketCrossoverMutator:
+    name = OPERATOR
+    needs_correct_parent = True  # routing a wrong parent's calls keeps it wrong on its share of them
+
+    def __init__(self) -> None:
+        self._sizes: dict[tuple[str, str], int | None] = {}  # (task, case) -> input bytes (None: unsized)
+        self._builders: dict[str, Callable[..., tuple[tuple, dict]]] = {}  # task root -> make_inputs
+        self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
+
+    def can_seed(self) -> bool:
+        return False
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        if request.parent is None:
+            return failed(OPERATOR, "bucket crossover needs a parent candidate (it cannot write a first one)")
+        return await asyncio.to_thread(self.mutate_source, request)
+
+    def mutate_source(self, request: MutationRequest) -> MutationOutcome:
+        parent, task = request.parent, request.task
+        assert parent is not None
+        regime = task.regime
+        mine = case_speedups(parent.result, regime)
+        if not parent.correct or not mine:
+            return failed(
+                OPERATOR, f"the parent has no per-case speedups in the {regime!r} regime to split on"
+            )
+        partners = [
+            (p, case_speedups(p.result, regime)) for p in request.inspirations if _usable(p, parent, task)
+        ]
+        partners = [(p, s) for p, s in partners if s]
+        if not partners:
+            return failed(
+                OPERATOR,
+                f"no inspiration to cross with: none is correct, timed per case in the {regime!r} regime, "
+                f"different from the parent and defining {task.entry}() inside its EVOLVE-BLOCK",
+            )
+        names = {n for _, theirs in partners for n in theirs if n in mine}
+        sizes = {n: b for n in names if (b := self.case_bytes(task, n, parent.result)) is not None}
+        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
+        if not splits:
+            return failed(
+                OPERATOR, "the parent and its inspirations share no two cases of different input sizes"
+            )
+        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
+        top = splits[0][0]
+        if top.gain < MIN_GAIN:
+            return failed(
+                OPERATOR,
+                f"no size split beats the parent by {MIN_GAIN:.0%} (best: {top.gain:+.2%} with "
+                f"{top.partner.id} on the {'small' if top.b_small else 'large'} side)",
+            )
+        reasons: list[str] = []
+        child = None
+        for split, theirs in (st for st in splits if st[0].gain >= MIN_GAIN):
+            try:  # the best partner first; one whose code cannot be combined gives way to the next
+                route = _route(split, mine, theirs)
+                child = build_child(parent.source, split.partner.source, task.entry, route)
+                break
+            except CrossoverError as exc:
+                reasons.append(f"{split.partner.id}: {exc}")
+        if child is None:
+            return failed(
+                OPERATOR, "cannot combine the parent with an inspiration that gains: " + "; ".join(reasons)
+            )
+        problem = child_problem(parent.source, child, task.entry)
+        if problem is not None:  # a bug here, never the candidates' fault: say so rather than hide it
+            return failed(OPERATOR, f"the crossover child is not a valid candidate: {problem}")
+        return MutationOutcome(operator=OPERATOR, child_source=child)
+
+    def case_bytes(self, task: Task, name: str, result: EvalResult | None) -> int | None:
+        """Bytes of the tensor inputs of case `name` (a listed case, or one known from `result`)."""
+        key = (task.name, name)
+        with self._lock:
+            if key in self._sizes:
+                return self._sizes[key]
+        case = next((c for c in task.cases if c.name == name), None)
+        if case is None and result is not None:
+            case = next((Case(c.name, c.params) for c in result.cases if c.name == name), None)
+        size = self._measure(task, case) if case is not None else None
+        with self._lock:
+            self._sizes[key] = size
+        return size
+
+    def _measure(self, task: Task, case: Case) -> int | None:
+        def build() -> tuple[tuple, dict]:
+            if case.captured is not None:
+                return load_captured(case.captured, "cpu")
+            with self._lock:
+                make = self._builders.get(str(task.root))
+                if make is None:  # import inputs.py once per task, not once per case
+                    make = self._builders[str(task.root)] = task.load_make_inputs()
+            return make(dict(case.params), 0, "cpu")
+
+        try:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                args, kwargs = build()
+            return tensor_bytes([*args, *kwargs.values()])
+        except Exception:  # the builder needs real values (.item(), data-dependent shapes): build them once
+            pass
+        try:
+            args, kwargs = build()
+        except Exception:  # a case the task cannot build is left out of the split, not fatal
+            return None
+        return tensor_bytes([*args, *kwargs.values()])
+
+
+def _usable(program: Program, parent: Program, task: Task) -> bool:
+    if not program.correct or program.sha == parent.sha or program.id == parent.id:
+        return False
+    try:
+        block = find_evolve_block(program.source)
+        tree = ast.parse(block.text) if block is not None else None
+    except (CandidateError, SyntaxError, ValueError):
+        return False
+    return tree is not None and any(
+        isinstance(node, ast.FunctionDef) and node.name == task.entry for node in tree.body
+    )
+
+
+def _route(split: Split, parent: dict[str, float], theirs: dict[str, float]) -> Route:
+    side = "up to" if split.b_small else "above"
+    shown = ", ".join(f"{n} ({theirs[n]:.2f}x vs {parent[n]:.2f}x)" for n in split.b_cases)
+    why = (
+        f"Cases {side} {split.threshold} bytes ran faster with B (program {split.partner.id}, sha "
+        f"{split.partner.sha}) as a group, speedup B vs parent: {shown}; routed geometric mean "
+        f"{split.gain:+.1%} over the parent's."
+    )
+    return Route(split.threshold, split.b_small, why)

@@ -1,0 +1,343 @@
+"""Bucket crossover on the shipped example candidates: the split it picks from per-case speedups, the child it
+writes (parses, edits only the parent's EVOLVE-BLOCK, passes the static checks), and, what matters most,
+that the child is correct and really routes each call by the bytes of its tensor inputs (Triton interpreter
+on CPU; the evaluator itself judges two children end to end)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import itertools
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from evaluators.api import evaluate_candidate
+from evaluators.candidate import check_evolve_block, find_evolve_block, parse_candidate
+from evaluators.compare import compare_tensors
+from evaluators.config import EvalConfig
+from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
+from evaluators.static_checks import check_static
+from evaluators.task import Task, load_task
+from evaluators.tolerances import tolerance_for
+from evolution.config import DEFAULT_WEIGHTS, SearchConfig
+from evolution.dedup import candidate_sha
+from evolution.mutators.bucket_crossover import MIN_GAIN, OPERATOR, BucketCrossoverMutator
+from evolution.operators import build_operators
+from evolution.types import MutationRequest, Program
+
+TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+SILU_A, SILU_B = "silu_and_mul_triton.py", "silu_and_mul_flat_triton.py"
+RMS_A, RMS_B = "rmsnorm_residual_triton.py", "rmsnorm_residual_rowwise_triton.py"
+# Small tasks for the interpreter: the same reference and inputs as the examples, tiny listed cases.
+SMALL_CASES = {
+    "silu_and_mul": [("t1_d64", 1, 64), ("t3_d200", 3, 200), ("t40_d256", 40, 256), ("t97_d200", 97, 200)],
+    "rmsnorm_residual": [("t1_h64", 1, 64), ("t3_h96", 3, 96), ("t40_h128", 40, 128), ("t70_h100", 70, 100)],
+}
+_ids = itertools.count()
+
+pytestmark = pytest.mark.skipif(not (TASKS / "silu_and_mul").is_dir(), reason="example tasks not present")
+
+
+def timed(task: Task, source: str, speedup: Callable[[dict], float], pid: str = "") -> Program:
+    """A correct Program whose per-case graph speedups are `speedup(case params)` (a synthetic timing run)."""
+    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
+    cases = tuple(
+        CaseResult(
+            c.name,
+            dict(c.params),
+            True,
+            timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)},
+        )
+        for c in task.cases
+        if (s := speedup(c.params)) > 0
+    )
+    gmean = math.exp(sum(math.log(c.timings["graph"].speedup) for c in cases) / len(cases))
+    sha = candidate_sha(source, task.entry)
+    result = EvalResult(
+        task.name, sha, "triton-cuda", "graph", Stage.TIMING, True, correct=True, score=gmean, cases=cases
+    )
+    return Program(pid or f"p{next(_ids)}", source, sha, None, "seed:file", 0, 0, result=result)
+
+
+def candidate(task: str, name: str) -> str:
+    return (TASKS / task / "candidates" / name).read_text()
+
+
+def cross(parent: Program, *inspirations: Program, task: Task) -> tuple[str | None, str]:
+    outcome = asyncio.run(BucketCrossoverMutator().mutate(MutationRequest(task, parent, inspirations)))
+    assert outcome.operator == OPERATOR
+    return outcome.child_source, outcome.error
+
+
+def small_task(tmp_path: Path, name: str) -> Task:
+    root = tmp_path / name
+    root.mkdir()
+    for f in ("reference.py", "inputs.py"):
+        shutil.copy(TASKS / name / f, root / f)
+    width = "d" if name == "silu_and_mul" else "hidden"
+    toml = [f'name = "{name}"', f'entry = "{name}"', 'regime = "graph"', 'dynamic = ["tokens"]']
+    for case, tokens, size in SMALL_CASES[name]:
+        toml += [
+            "[[cases]]",
+            f'name = "{case}"',
+            f"tokens = {tokens}",
+            f"{width} = {size}",
+            'dtype = "float32"',
+        ]
+    (root / "task.toml").write_text("\n".join(toml) + "\n")
+    return load_task(root)
+
+
+def load_module(source: str, path: Path) -> ModuleType:
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"kb_crossover_child_{next(_ids)}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_valid_child(parent: str, child: str, task: Task) -> None:
+    parse_candidate(child, task.entry)
+    check_evolve_block(parent, child)  # the controller's own check: nothing outside the block changed
+    report = check_static(child, task)
+    assert not report.findings and not report.errors, (report.findings, report.errors)
+
+
+def assert_matches_reference(task: Task, fn: Callable, params: dict) -> None:
+    args, kwargs = task.load_make_inputs()(dict(params), 0, "cpu")
+    expected = task.load_reference()(*args, **kwargs)
+    got = fn(*args, **kwargs)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for e, g in zip(expected, got if isinstance(got, tuple) else (got,), strict=True):
+        verdict = compare_tensors(e, g, tolerance_for(e.dtype, task))
+        assert verdict.ok, verdict.reason
+
+
+def silu_bytes(tokens: int, d: int, size: int = 2) -> int:
+    return tokens * 2 * d * size
+
+
+@pytest.fixture(scope="module")
+def silu() -> Task:
+    return load_task(TASKS / "silu_and_mul")
+
+
+@pytest.fixture(scope="module")
+def rms() -> Task:
+    return load_task(TASKS / "rmsnorm_residual")
+
+
+def test_split_on_the_example_task_sends_small_cases_to_the_decode_winner(silu):
+    # A (row kernel) wins the two 4096-token prefills, B (flat kernel) everything else. By input bytes the
+    # smaller prefill (t4096_d2048, 33.5 MB) sits below t512_d14336_fp32 and t1024_d18432: the best cut puts
+    # B on the cases up to t256_d14336 (14.7 MB), since B would lose more on t4096_d2048 than it gains above.
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.30 if p["tokens"] >= 4096 else 1.00)
+    b = timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 1.05 if p["tokens"] >= 4096 else 1.10)
+    child, error = cross(a, b, task=silu)
+    assert error == "" and child is not None
+    low, high = silu_bytes(256, 14336), silu_bytes(4096, 2048)
+    assert f"\nCROSSOVER_BYTES = {round(math.sqrt(low * high))}\n" in child
+    block = find_evolve_block(child).text
+    assert (
+        "if nbytes <= CROSSOVER_BYTES:\n        return _silu_and_mul_b(x)\n    return _silu_and_mul_a(x)"
+        in block
+    )
+    note = " ".join(
+        block.split("# Bucket crossover:")[1].split("CROSSOVER_BYTES =")[0].replace("#", "").split()
+    )
+    assert "t1_d2048_bf16 (1.10x vs 1.00x)" in note and "t256_d14336_bf16" in note
+    assert "t512_d14336_fp32" not in note and "+4.9%" in note  # (1.1 ** 4) ** (1 / 8): four of eight cases
+    assert_valid_child(a.source, child, silu)
+
+
+def test_partner_on_the_large_side_and_the_best_of_several_partners(silu):
+    def big(p: dict) -> bool:  # above 50 MB: t512_d14336_fp32, t1024_d18432_bf16, t4096_d14336_bf16
+        return silu_bytes(p["tokens"], p["d"], 4 if p["dtype"] == "float32" else 2) > 50e6
+
+    source_b = candidate("silu_and_mul", SILU_B)
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.00 if big(p) else 1.10)
+    weak = timed(silu, source_b, lambda p: 1.04 if big(p) else 1.00)
+    strong = timed(
+        silu, source_b.replace("LARGE_BLOCK = 2048", "LARGE_BLOCK = 4096"), lambda p: 1.2 if big(p) else 1
+    )
+    child, error = cross(a, weak, strong, task=silu)
+    assert error == "" and child is not None
+    assert "LARGE_BLOCK_b = 4096" in child  # the stronger partner was chosen
+    low, high = silu_bytes(4096, 2048), silu_bytes(512, 14336, 4)  # 33.5 MB | 58.7 MB
+    assert f"\nCROSSOVER_BYTES = {round(math.sqrt(low * high))}\n" in child
+    assert "return _silu_and_mul_a(x)\n    return _silu_and_mul_b(x)" in child
+    assert_valid_child(a.source, child, silu)
+
+
+def test_rmsnorm_pair_makes_a_valid_child(rms):
+    a = timed(rms, candidate("rmsnorm_residual", RMS_A), lambda p: 1.0 if p["tokens"] < 256 else 1.2)
+    b = timed(rms, candidate("rmsnorm_residual", RMS_B), lambda p: 1.1 if p["tokens"] < 256 else 1.0)
+    child, error = cross(a, b, task=rms)
+    assert error == "" and child is not None
+    # The signature is A's, defaults and annotations included; eps goes through by name.
+    assert "def rmsnorm_residual(\n    x: torch.Tensor," in child
+    assert "eps: float = 1e-6" in child.split("CROSSOVER_BYTES = ")[1]
+    assert "return _rmsnorm_residual_b(x, residual, weight, eps=eps)" in child
+    assert_valid_child(a.source, child, rms)
+
+
+def test_no_usable_inspiration_is_a_failed_outcome(silu):
+    source = candidate("silu_and_mul", SILU_A)
+    a = timed(silu, source, lambda p: 1.0)
+    same = timed(silu, source, lambda p: 2.0)  # same code as the parent
+    wrong = Program(
+        "w",
+        candidate("silu_and_mul", SILU_B),
+        "sha-w",
+        None,
+        "llm:x",
+        0,
+        0,
+        result=a.result.with_updates(correct=False, score=0.0),
+    )
+    untimed = Program(
+        "u",
+        candidate("silu_and_mul", SILU_B),
+        "sha-u",
+        None,
+        "llm:x",
+        0,
+        0,
+        result=a.result.with_updates(
+            cases=tuple(c.__class__(c.name, c.params, True) for c in a.result.cases)
+        ),
+    )
+    child, error = cross(a, same, wrong, untimed, task=silu)
+    assert child is None and "no inspiration to cross with" in error
+    child, error = cross(a, task=silu)
+    assert child is None and "no inspiration to cross with" in error
+    interpreted = Program("i", source, "sha-i", None, "seed:file", 0, 0, result=untimed.result)
+    child, error = cross(interpreted, a, task=silu)
+    assert child is None and "no per-case speedups" in error
+
+
+def test_gain_below_the_minimum_is_a_failed_outcome(silu):
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.0)
+    # B is 0.8 % faster on the small cases: under MIN_GAIN however the cases are routed.
+    b = timed(
+        silu, candidate("silu_and_mul", SILU_B), lambda p: 1.0 + MIN_GAIN * 0.8 if p["tokens"] < 1024 else 0.9
+    )
+    child, error = cross(a, b, task=silu)
+    assert child is None and "no size split beats the parent by 1%" in error
+
+
+@pytest.mark.parametrize(
+    ("name", "pair"), [("silu_and_mul", (SILU_A, SILU_B)), ("rmsnorm_residual", (RMS_A, RMS_B))]
+)
+def test_child_routes_by_bytes_and_matches_the_reference(tmp_path, name, pair):
+    task = small_task(tmp_path, name)
+    a = timed(task, candidate(name, pair[0]), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    b = timed(task, candidate(name, pair[1]), lambda p: 1.2 if p["tokens"] < 40 else 1.0)
+    child, error = cross(a, b, task=task)
+    assert error == "" and child is not None
+    assert_valid_child(a.source, child, task)
+    module = load_module(child, tmp_path / "child.py")
+    calls: list[str] = []
+    for side in ("a", "b"):
+        original = getattr(module, f"_{name}_{side}")
+        setattr(
+            module,
+            f"_{name}_{side}",
+            lambda *args, _f=original, _s=side, **kw: calls.append(_s) or _f(*args, **kw),
+        )
+    entry = getattr(module, name)
+    for case in task.cases:
+        calls.clear()
+        assert_matches_reference(task, entry, dict(case.params))
+        assert calls == (["b"] if int(case.params["tokens"]) < 40 else ["a"]), case.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "pair"), [("silu_and_mul", (SILU_A, SILU_B)), ("rmsnorm_residual", (RMS_A, RMS_B))]
+)
+def test_the_evaluator_judges_the_child_correct(tmp_path, name, pair):
+    task = small_task(tmp_path, name)
+    a = timed(task, candidate(name, pair[0]), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    b = timed(task, candidate(name, pair[1]), lambda p: 1.2 if p["tokens"] < 40 else 1.0)
+    child, _ = cross(a, b, task=task)
+    config = EvalConfig(backend="triton-interpret", seeds_per_case=1, drift_calls=2)
+    result = evaluate_candidate(task, child, config)
+    assert result.correct and not result.hacks, (result.stage, result.reason, result.logs[-2000:])
+
+
+def test_nested_crossovers_keep_names_apart_and_stay_correct(tmp_path):
+    task = small_task(tmp_path, "silu_and_mul")
+    a = timed(task, candidate("silu_and_mul", SILU_A), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    b = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.2 if p["tokens"] < 40 else 1.0)
+    first, _ = cross(a, b, task=task)
+    assert first is not None
+    # The child (A's lineage) crossed with B again: B's names now need "_b2", A's entry "_a2".
+    c = timed(task, first, lambda p: 1.3 if p["tokens"] < 3 else 1.0)
+    again, error = cross(c, b, task=task)
+    assert error == "" and again is not None
+    for name in ("def _silu_and_mul_a2(", "def _silu_and_mul_b2(", "SMALL_BLOCK_b2 =", "CROSSOVER_BYTES2 ="):
+        assert name in again, name
+    # A plain parent crossed with the crossover child, whose code goes in renamed.
+    d = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    c2 = timed(task, first, lambda p: 1.3 if p["tokens"] < 40 else 1.0)
+    mixed, error = cross(d, c2, task=task)
+    assert error == "" and mixed is not None
+    # "_b" names are taken by the inspiration's own code and "_silu_and_mul_a" too: "_b2" and "_a2" it is.
+    for name in (
+        "def _silu_and_mul_a2(",
+        "def _silu_and_mul_a_b2(",
+        "def _silu_and_mul_b_b2(",
+        "CROSSOVER_BYTES_b2 =",
+    ):
+        assert name in mixed, name
+    for parent, child in ((c, again), (d, mixed)):
+        assert_valid_child(parent.source, child, task)
+        module = load_module(child, tmp_path / f"nested_{next(_ids)}.py")
+        for case in task.cases:
+            assert_matches_reference(task, module.silu_and_mul, dict(case.params))
+
+
+def test_imports_the_parent_lacks_are_added_and_outside_helpers_refused(tmp_path):
+    task = small_task(tmp_path, "silu_and_mul")
+    a = timed(task, candidate("silu_and_mul", SILU_A), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    source_b = candidate("silu_and_mul", SILU_B).replace("import torch\n", "import math\nimport torch\n", 1)
+    source_b = source_b.replace("SMALL_NUMEL = 1 << 16", "SMALL_NUMEL = math.prod((1 << 8, 1 << 8))")
+    b = timed(task, source_b, lambda p: 1.2 if p["tokens"] < 40 else 1.0)
+    child, error = cross(a, b, task=task)
+    assert error == "" and child is not None
+    assert "\nimport math\n" in find_evolve_block(child).text and "math.prod((1 << 8, 1 << 8))" in child
+    assert_valid_child(a.source, child, task)
+    module = load_module(child, tmp_path / "with_math.py")
+    assert_matches_reference(task, module.silu_and_mul, {"tokens": 3, "d": 200, "dtype": "float32"})
+    # A helper B's block needs from outside its block cannot be carried: refused with a reason.
+    helper = source_b.replace("# EVOLVE-BLOCK-START", "HELPER_ROWS = 4\n\n# EVOLVE-BLOCK-START")
+    helper = helper.replace("SMALL_BLOCK = 512", "SMALL_BLOCK = 128 * HELPER_ROWS")
+    child, error = cross(a, timed(task, helper, lambda p: 1.2 if p["tokens"] < 40 else 1.0), task=task)
+    assert child is None and "['HELPER_ROWS'], defined outside its EVOLVE-BLOCK" in error
+
+
+def test_registered_by_default_with_its_weight():
+    operators = build_operators(SearchConfig(), "cpu")
+    assert OPERATOR in operators.names
+    crossover = next(m for m in operators.evolvers if m.name == OPERATOR)
+    assert not crossover.can_seed() and crossover.needs_correct_parent
+    weights = dict(zip((m.name for m in operators.evolvers), operators.weights, strict=True))
+    assert weights[OPERATOR] == DEFAULT_WEIGHTS["cross"] == SearchConfig().mutation.weights["cross"]
+    # A config that names only the older families still gives crossover its default share, not 1.0.
+    from evolution.config import MutationConfig
+    from evolution.operators import OperatorSet
+
+    only_old = OperatorSet.of(operators.evolvers, MutationConfig(weights={"tune": 0.2}).weights)
+    assert (
+        dict(zip((m.name for m in only_old.evolvers), only_old.weights, strict=True))[OPERATOR]
+        == DEFAULT_WEIGHTS["cross"]
+    )
+    off = OperatorSet.of(operators.evolvers, {"cross": 0.0})
+    assert OPERATOR not in [m.name for m in off.evolvers]
