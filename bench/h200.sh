@@ -224,7 +224,25 @@ case "${1:-}" in
     (export CUDA_VISIBLE_DEVICES=1; stability) &
     (gpu_tests 200 tests/examples tests/evaluators/test_timing_gpu.py) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|...|tenth|search|scaling (see the list above)" >&2
+  eleventh)  # stability alone on GPU 1 (GPU tests on GPU 0); then throughput on GPU 0 (2 rounds, then 1)
+    # while GPU 1 repeats the tiny kernel with 2 and with 4 input sets, both under that load
+    (export CUDA_VISIBLE_DEVICES=1; stability) &
+    (gpu_tests 150 tests/evaluators/test_timing_gpu.py tests/evaluators/test_pipeline.py \
+       tests/adversarial/test_gpu_cheats.py) &
+    wait
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 200 python3 bench/throughput.py --out "$OUT/throughput_x2" --workers 12 --variants 12 \
+       --rounds 2 >"$OUT/throughput_x2.log" 2>&1
+     echo "throughput x2 rc=$?" >>"$OUT/summary.txt"; pack
+     throughput_gpu0) &
+    (export CUDA_VISIBLE_DEVICES=1
+     for sets in 2 4 2 4; do
+       timeout 120 python3 bench/stability.py --out "$OUT/tiny_sets${sets}_$RANDOM" --kernels tiny \
+         --timing graph_input_sets=$sets >>"$OUT/tiny_sets.log" 2>&1
+       echo "tiny sets=$sets rc=$?" >>"$OUT/summary.txt"
+     done; pack) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|...|eleventh|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

@@ -33,7 +33,7 @@ from evaluators.task import REGIMES, Case
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
 from evaluators.timing_graph import device_synchronize as _cuda_synchronize
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
-from evaluators.timing_sampler import Samples, sample_interleaved, summarize, warm_up
+from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
 from evaluators.timing_wall import WallRunner
 
 # Per-call copies of mutated arguments may take this much device memory per implementation.
@@ -180,10 +180,14 @@ class CaseTimer:
             else:
                 ref_runner, cand_runner = self._wall_runners(ref_set, cand_set)
             try:
+                # The re-check's fresh values are made before the lock is taken (random fills of big inputs).
+                fresh = self.ctx.task.make_inputs(
+                    self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
+                )
                 with hold() as gpu_warm:
                     self.locked_at = time.monotonic()
                     warm = min(warmup_ms, FOLLOW_UP_WARMUP_MS) if gpu_warm else warmup_ms
-                    samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm)
+                    samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm, fresh)
                     self.lock_held_s = time.monotonic() - self.locked_at
             finally:
                 ref_runner.release()
@@ -233,7 +237,7 @@ class CaseTimer:
         )
 
     def _sample(
-        self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float
+        self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float, fresh: Inputs
     ) -> tuple[Samples, dict[str, Any]]:
         cfg = self.ctx.config.timing
         if regime == self.ctx.task.regime == "wall":
@@ -260,9 +264,6 @@ class CaseTimer:
         def final_candidate() -> float:
             # Captured cases ignore the seed (their values are recorded ones): the re-check then runs on the
             # same values, and the synthetic cases (a task always has one) are what catches a cache.
-            fresh = self.ctx.task.make_inputs(
-                self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
-            )
             cand_set.load(fresh)
             elapsed = measure_final(before=snapshot_before)
             checked["return"] = cand.last_return()
@@ -272,7 +273,9 @@ class CaseTimer:
         ref_measure = _guarded("reference", regime, self.case, ref.measure)
         cand_measure = _guarded("candidate", regime, self.case, cand.measure)
         final_measure = _guarded("candidate", regime, self.case, final_candidate)
-        warm_up([ref_measure, cand_measure], warmup_ms)
+        # The secondary regime follows the scored one on the same implementations: their first calls are over.
+        secondary = regime != self.ctx.task.regime
+        warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=1 if secondary else MIN_WARMUP_ROUNDS)
         samples = sample_interleaved(ref_measure, cand_measure, cfg, rng, final_candidate=final_measure)
         return samples, checked
 

@@ -32,11 +32,16 @@ class Samples:
     elapsed_s: float = 0.0
 
 
-def warm_up(measures: Sequence[Measure], warmup_ms: float, clock: Callable[[], float] = _monotonic) -> int:
-    """Run the measures round-robin for warmup_ms (at least MIN_WARMUP_ROUNDS rounds); returns the rounds."""
+def warm_up(
+    measures: Sequence[Measure],
+    warmup_ms: float,
+    clock: Callable[[], float] = _monotonic,
+    min_rounds: int = MIN_WARMUP_ROUNDS,
+) -> int:
+    """Run the measures round-robin for warmup_ms (at least `min_rounds` rounds); returns the rounds."""
     deadline = clock() + warmup_ms / 1e3
     rounds = 0
-    while rounds < MIN_WARMUP_ROUNDS or clock() < deadline:
+    while rounds < min_rounds or clock() < deadline:
         for measure in measures:
             measure()
         rounds += 1
