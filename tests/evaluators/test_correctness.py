@@ -63,6 +63,19 @@ def test_a_correct_candidate_passes_every_case_and_a_hidden_one(tmp_path: Path) 
     assert hidden and hidden[0].passed and hidden[0].params["n"] not in (1000, 3000)
 
 
+def test_expected_answers_are_kept_only_for_the_case_called_again(tmp_path: Path) -> None:
+    # The stage keeps earlier expected answers (float64 copies included) to recognise a cached result; only
+    # the first case is called again (repeated calls), so every other case's answers are let go.
+    from evaluators.correctness import _HISTORY, _Stage
+
+    ctx = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha + y\n")
+    stage = _Stage(ctx)
+    report = stage.run()
+    assert report.passed, report.reason
+    assert list(stage.history) == ["n1000"]
+    assert len(stage.history["n1000"]) == min(_HISTORY, len(ctx.seeds) + ctx.config.drift_calls)
+
+
 def test_a_wrong_candidate_fails_with_the_case_and_the_element(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha - y\n")
     report = check_correctness(ctx)
