@@ -27,12 +27,13 @@ from typing import Any
 
 from evaluators.context import JudgeContext
 from evaluators.errors import TaskError
-from evaluators.result import HACK_CLASSES, HackFinding, Hardware, RegimeTiming
+from evaluators.result import HackFinding, Hardware, RegimeTiming
 from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
 from evaluators.task import REGIMES, Case
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
 from evaluators.timing_graph import device_synchronize as _cuda_synchronize
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
+from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
 from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
 from evaluators.timing_wall import WallRunner
 
@@ -42,7 +43,6 @@ COPY_BUDGET_BYTES = 1 << 30
 # regime, which follows with the GPU still busy, only needs its own first calls out of the way.
 FOLLOW_UP_WARMUP_MS = 2.0
 
-CheckCall = Callable[[JudgeContext, Case, Inputs, Any, Inputs], Any]
 # Holds the device's GPU lock for one case and regime's sampling; yields True when the GPU was timing for
 # another worker moments before (its clocks are up: the short warm-up is enough).
 GpuHold = Callable[[], contextlib.AbstractContextManager[bool]]
@@ -111,31 +111,6 @@ def _hardware(ctx: JudgeContext) -> Hardware:
     # The worker may leave the Hardware it recorded before the candidate import (no subprocess needed then).
     hw = ctx.notes.get("hardware")
     return hw if isinstance(hw, Hardware) else ctx.backend.hardware()
-
-
-def _default_check_call() -> CheckCall:
-    from evaluators.correctness import check_call
-
-    return check_call
-
-
-def _verdict(answer: Any) -> tuple[bool, str, list[HackFinding]]:
-    """Read check_call's answer: a bool, or an object with .ok/.passed and .reason, possibly nested in
-    .comparison (the judge's CallComparison), with .findings as HackFindings or (kind, evidence) pairs."""
-    if isinstance(answer, bool):
-        return answer, "", []
-    inner = getattr(answer, "comparison", answer)
-    ok = getattr(inner, "ok", getattr(inner, "passed", None))
-    if ok is None:
-        raise TypeError(f"check_call returned {type(answer).__name__}, which has no 'ok' or 'passed'")
-    reason = str(getattr(inner, "reason", "") or "")
-    findings: list[HackFinding] = []
-    for item in getattr(answer, "findings", None) or []:
-        if isinstance(item, HackFinding):
-            findings.append(item)
-        elif isinstance(item, tuple) and len(item) == 2 and item[0] in HACK_CLASSES:
-            findings.append(HackFinding(kind=item[0], evidence=f"post-timing re-check: {item[1]}"))
-    return bool(ok), reason, findings
 
 
 class CaseTimer:
@@ -282,7 +257,7 @@ class CaseTimer:
     def _judge(self, regime: str, samples: Samples, checked: dict[str, Any]) -> RegimeTiming:
         """The re-check's verdict on the last timed call, then the summary (the GPU lock is free by now)."""
         answer = self.check(self.ctx, self.case, checked["before"], checked["return"], checked["after"])
-        ok, why, extra = _verdict(answer)
+        ok, why, extra = read_verdict(answer)
         if not ok:
             evidence = (
                 f"case {self.case.name!r}, {regime} regime: the candidate's last timed call, on fresh inputs "
@@ -369,7 +344,7 @@ def time_cases(
     if not getattr(ctx.backend, "can_time", False):
         report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"
         return report
-    check = check_call or _default_check_call()
+    check = check_call or default_check_call()
     ceilings = Ceilings.for_hardware(_hardware(ctx), _l2_bytes(ctx))
     warmup_ms = ctx.config.timing.warmup_ms
     for index, case in enumerate(cases):
