@@ -2,8 +2,8 @@
 
 If, for some case, the reference's answer for one seed would pass as the answer for every other seed (every
 returned tensor and every mutated argument within tolerance), a kernel that returns a constant is "correct"
-and the search would happily evolve one. Extractors call this before writing a task; the correctness stage
-calls it before judging a candidate.
+and the search would happily evolve one. Extractors call check_degenerate before writing a task; the
+correctness stage applies degenerate_reason to each case's reference answers as it judges a candidate.
 """
 
 from __future__ import annotations
@@ -63,20 +63,30 @@ def check_degenerate(
     reference = reference or task.load_reference()
     for case in [c for c in (cases if cases is not None else task.cases) if not c.is_captured]:
         runs = [_observe(reference, task, case, seed, device) for seed in seeds]
-        produced = {k: v for k, v in runs[0].items() if v is not None}
-        if not produced:
-            return (
-                f"case {case.name!r}: the reference returns nothing and mutates no argument, so there is "
-                "nothing to compare a candidate against"
-            )
-        if any(set(run) != set(runs[0]) for run in runs[1:]):
-            continue  # the set of mutated arguments depends on the values: certainly not constant
-        if all(_constant_passes(runs[0][name], run[name], task) for run in runs[1:] for name in runs[0]):
-            names = ", ".join(sorted(produced))
-            return (
-                f"case {case.name!r}: the reference's outputs ({names}) for one seed pass as the answer for "
-                f"all {len(seeds)} seeds (near-constant, or below tolerance), so a constant would pass; "
-                "make the outputs depend on the inputs (inputs.py: vary the values with the seed, avoid "
-                "saturating or vanishing outputs)"
-            )
+        reason = degenerate_reason(task, case, runs)
+        if reason is not None:
+            return reason
+    return None
+
+
+def degenerate_reason(task: Task, case: Case, runs: Sequence[dict[str, Any]]) -> str | None:
+    """Why `case` is degenerate, given what the reference produced for two or more seeds (`runs`: each its
+    return leaves and mutated arguments by name); None when it is not. The correctness stage calls this on
+    the reference answers it computes anyway, so judging a candidate does not run the reference again."""
+    produced = {k: v for k, v in runs[0].items() if v is not None}
+    if not produced:
+        return (
+            f"case {case.name!r}: the reference returns nothing and mutates no argument, so there is "
+            "nothing to compare a candidate against"
+        )
+    if any(set(run) != set(runs[0]) for run in runs[1:]):
+        return None  # the set of mutated arguments depends on the values: certainly not constant
+    if all(_constant_passes(runs[0][name], run[name], task) for run in runs[1:] for name in runs[0]):
+        names = ", ".join(sorted(produced))
+        return (
+            f"case {case.name!r}: the reference's outputs ({names}) for one seed pass as the answer for "
+            f"all {len(runs)} seeds (near-constant, or below tolerance), so a constant would pass; "
+            "make the outputs depend on the inputs (inputs.py: vary the values with the seed, avoid "
+            "saturating or vanishing outputs)"
+        )
     return None

@@ -174,6 +174,18 @@ def test_a_degenerate_task_is_refused(tmp_path: Path) -> None:
     assert check_degenerate(load_task(TASKS / "scale_add"), "cpu") is None
 
 
+def test_a_degenerate_task_is_refused_with_a_single_seed_per_case_too(tmp_path: Path) -> None:
+    # The stage reads degeneracy off the answers its seeds produced; with one seed it runs two more.
+    import dataclasses
+
+    ctx = make_ctx(tmp_path, "vanishing_scale", "def vanishing_scale(x):\n    return x * 1e-9\n")
+    report = check_correctness(dataclasses.replace(ctx, seeds=(101,)))
+    assert not report.passed and report.reason.startswith("degenerate task")
+    assert kinds(report) == {"degenerate_task"}
+    healthy = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha + y\n")
+    assert check_correctness(dataclasses.replace(healthy, seeds=(101,))).passed
+
+
 def test_cases_too_big_for_the_interpreter_are_skipped_with_a_reason(tmp_path: Path) -> None:
     config = EvalConfig(backend="triton-interpret", runtime_checks=False, interpret_max_numel=2500)
     ctx = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha + y\n", config)
