@@ -131,8 +131,8 @@ class _Stage:
             if position:
                 # Only the first case is called again (repeated calls): the others' expected answers, float64
                 # copies included, would otherwise stay on the device to the end. With 16 workers on an H200
-                # (7.9 GB each) the 4096-token cases' kept answers ran every silu/rmsnorm evaluation out of
-                # memory in the comparison, and each was charged to its candidate.
+                # (7.9 GB each) every silu/rmsnorm evaluation ran out of memory in a late case's comparison,
+                # charged to its candidate; the 4096-token cases' kept answers add up to several GB.
                 self.history.pop(case.name, None)
         phases["cases"] = time.monotonic() - started - phases["degenerate"]
         mark = time.monotonic()
