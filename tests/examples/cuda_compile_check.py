@@ -7,7 +7,8 @@ script runs a candidate's host launcher on CPU tensors built by the task's make_
 executing it.
 
 Run without TRITON_INTERPRET. Reads a JSON list of {"task": dir, "candidate": file, "params": {...}} on stdin;
-prints one JSON line per compiled kernel; exits 1 at the first failure.
+prints one JSON line per kernel launch (its job, and whether an identical launch of the same file was
+already compiled); exits 1 at the first failure.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ POINTER_TYPES = {
     torch.bool: "*i1",
 }
 _compiled: set[str] = set()
+_job = -1  # the index of the job whose launches are being compiled
 
 
 def _scalar_type(value: object) -> str:
@@ -65,12 +67,16 @@ def compile_instead_of_launch(self: JITFunction, *args, grid, warmup, **kwargs):
             signature[name] = POINTER_TYPES[value.dtype]
         else:
             signature[name] = _scalar_type(value)
-    key = json.dumps([self.fn.__qualname__, signature, repr(sorted(constexprs.items())), options])
-    if key not in _compiled:
+    # Two candidate files may hold kernels of the same name with different bodies: the file is in the key.
+    where = [self.fn.__code__.co_filename, self.fn.__qualname__]
+    key = json.dumps([*where, signature, repr(sorted(constexprs.items())), options])
+    cached = key in _compiled
+    if not cached:
         _compiled.add(key)
         triton.compile(ASTSource(self, signature, constexprs), target=TARGET, options=options)
-        report = {"kernel": self.fn.__name__, "signature": signature, "options": options}
-        print(json.dumps(report), flush=True)
+    report = {"job": _job, "kernel": self.fn.__name__, "signature": signature, "options": options}
+    report["cached"] = cached
+    print(json.dumps(report), flush=True)
 
 
 def _import(path: Path, name: str):
@@ -84,8 +90,10 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET"):
         print("unset TRITON_INTERPRET: the interpreter replaces the compiler", file=sys.stderr)
         return 2
+    global _job
     JITFunction.run = compile_instead_of_launch
     for i, job in enumerate(json.load(sys.stdin)):
+        _job = i
         task_dir = Path(job["task"])
         task_toml = (task_dir / "task.toml").read_text()
         entry = next(line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry"))
