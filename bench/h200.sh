@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..sixth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..eleventh  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -242,7 +242,7 @@ case "${1:-}" in
        echo "tiny sets=$sets rc=$?" >>"$OUT/summary.txt"
      done; pack) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|...|eleventh|search|scaling (see the list above)" >&2
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|eleventh|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
