@@ -28,6 +28,7 @@ from evaluators.correctness_reference import (
     clone_inputs,
     named_tensors,
     output_nbytes,
+    output_nbytes_guess,
     refill,
     run_reference,
 )
@@ -129,10 +130,8 @@ class _Stage:
             if ok:
                 passed.append(case)
             if position:
-                # Only the first case is called again (repeated calls): the others' expected answers, float64
-                # copies included, would otherwise stay on the device to the end. With 16 workers on an H200
-                # (7.9 GB each) every silu/rmsnorm evaluation ran out of memory in a late case's comparison,
-                # charged to its candidate; the 4096-token cases' kept answers add up to several GB.
+                # Only the first case is called again; kept to the end, the others' expected answers (float64
+                # copies too: GBs for 4096-token cases) would crowd a worker's memory share.
                 self.history.pop(case.name, None)
         phases["cases"] = time.monotonic() - started - phases["degenerate"]
         mark = time.monotonic()
@@ -374,17 +373,6 @@ class _Stage:
             reference_precision=str(self.ctx.notes.get("reference_precision", "native")),
             timeable=list(timeable or []) if passed else [],
         )
-
-
-def output_nbytes_guess(inputs: Inputs) -> int:
-    """Before the first reference run of a case, assume outputs as large as the largest input."""
-    sizes = [t.numel() * t.element_size() for t in _tensors(inputs)]
-    return max(sizes, default=4096)
-
-
-def _tensors(inputs: Inputs) -> list[torch.Tensor]:
-    args, kwargs = inputs
-    return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
 
 
 def _case_result(case: Case, comparison: Comparison, hidden: bool = False) -> CaseResult:

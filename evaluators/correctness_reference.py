@@ -215,3 +215,14 @@ def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
     run.outputs = wide_leaves
     run.mutated = {n: wide_after[n] for n in mutated}
     return run
+
+
+def output_nbytes_guess(inputs: Inputs) -> int:
+    """Before the first reference run of a case, assume outputs as large as the largest input."""
+    sizes = [t.numel() * t.element_size() for t in _tensors(inputs)]
+    return max(sizes, default=4096)
+
+
+def _tensors(inputs: Inputs) -> list[torch.Tensor]:
+    args, kwargs = inputs
+    return [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
