@@ -27,6 +27,7 @@ from typing import Any
 from evaluators.candidate import find_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.result import EvalResult
+from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
 from evolution.mutators.base import child_problem, failed
 from evolution.mutators.crossover_source import CrossoverError, Route, build_child
@@ -57,11 +58,6 @@ def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
     return speedups
 
 
-def geomean(values: Iterable[float]) -> float:
-    logs = [math.log(v) for v in values]
-    return math.exp(sum(logs) / len(logs))
-
-
 def best_split(
     parent: dict[str, float], partner: Program, theirs: dict[str, float], sizes: dict[str, int]
 ) -> Split | None:
@@ -71,13 +67,13 @@ def best_split(
     distinct = sorted({sizes[n] for n in common})
     if len(distinct) < 2:
         return None
-    base = geomean(parent[n] for n in common)
+    base = geometric_mean([parent[n] for n in common])
     best: Split | None = None
     for low, high in itertools.pairwise(distinct):
         small = [n for n in common if sizes[n] <= low]
         large = [n for n in common if sizes[n] > low]
         for b_small, b_side in ((True, small), (False, large)):
-            routed = geomean(theirs[n] if n in b_side else parent[n] for n in common)
+            routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
             gain = routed / base - 1.0
             if best is None or gain > best.gain + 1e-12:
                 best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
