@@ -160,10 +160,10 @@ class CaseTimer:
                     self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
                 )
                 with hold() as gpu_warm:
-                    self.locked_at = time.monotonic()
+                    locked_at = time.monotonic()
                     warm = min(warmup_ms, FOLLOW_UP_WARMUP_MS) if gpu_warm else warmup_ms
                     samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm, fresh)
-                    self.lock_held_s = time.monotonic() - self.locked_at
+                    self.lock_held_s = time.monotonic() - locked_at
             finally:
                 ref_runner.release()
                 cand_runner.release()
