@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..eleventh  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..twelfth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -242,7 +242,43 @@ case "${1:-}" in
        echo "tiny sets=$sets rc=$?" >>"$OUT/summary.txt"
      done; pack) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|eleventh|search|scaling (see the list above)" >&2
+  twelfth)  # fourth session. GPU 1: what torch.compile generates for the lagging 4096-token cases (Inductor's
+    # output code and the Triton IR of every kernel, ours included), with launch variants of the constexpr
+    # seeds timed against it; GPU 0: throughput with 16 workers (after the correctness memory fix), 2 rounds,
+    # then again with a 70 ms sampling cap per case
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 230 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
+       --rounds 2 >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack
+     timeout 200 python3 bench/throughput.py --out "$OUT/throughput16_cap70" --workers 16 --variants 12 \
+       --rounds 2 --set timing.time_cap_s=0.07 >"$OUT/throughput16_cap70.log" 2>&1
+     echo "throughput16 cap70 rc=$?" >>"$OUT/summary.txt"; pack) &
+    (export CUDA_VISIBLE_DEVICES=1 TRITON_CACHE_DIR=/tmp/probe/triton TORCHINDUCTOR_CACHE_DIR=/tmp/probe/inductor
+     P=/tmp/probe/variants; mkdir -p "$P"
+     R=examples/tasks/rmsnorm_residual; RS=$R/candidates/rmsnorm_residual_constexpr_hidden_triton.py
+     S=examples/tasks/silu_and_mul; SS=$S/candidates/silu_and_mul_constexpr_d_triton.py
+     for w in 4 16; do sed "s/^NARROW_ROW_WARPS = 8/NARROW_ROW_WARPS = $w/" "$RS" >"$P/rms_narrow_w$w.py"; done
+     for w in 4 8 32; do sed "s/^WIDE_ROW_WARPS = 16/WIDE_ROW_WARPS = $w/" "$RS" >"$P/rms_wide_w$w.py"; done
+     sed 's/tl.load(weight_ptr + cols)/tl.load(weight_ptr + cols, eviction_policy="evict_last")/' "$RS" \
+       >"$P/rms_weight_evict_last.py"
+     for bw in 1024:4 1024:2 2048:4 4096:8 4096:4; do
+       sed -e "s/^LARGE_BLOCK = 2048/LARGE_BLOCK = ${bw%:*}/" -e "s/^LARGE_WARPS = 8/LARGE_WARPS = ${bw#*:}/" \
+         "$SS" >"$P/silu_large_${bw%:*}_w${bw#*:}.py"
+     done
+     timeout 200 python3 bench/vs_compile.py --out "$OUT/probe_rms" --compile-only \
+       --cases t4096_h4096_bf16,t4096_h7168_bf16,t256_h4096_bf16 "$R=$RS" \
+       $(for v in "$P"/rms_*.py; do printf '%s ' "$R=$v"; done) >"$OUT/probe_rms.log" 2>&1
+     echo "probe rms rc=$?" >>"$OUT/summary.txt"; pack
+     timeout 150 python3 bench/vs_compile.py --out "$OUT/probe_silu" --compile-only \
+       --cases t4096_d14336_bf16,t1024_d18432_bf16,t4096_d2048_bf16 "$S=$SS" \
+       $(for v in "$P"/silu_*.py; do printf '%s ' "$S=$v"; done) >"$OUT/probe_silu.log" 2>&1
+     echo "probe silu rc=$?" >>"$OUT/summary.txt"
+     (cd /tmp/probe && find inductor -name "*.py" | grep -v __init__ >files.txt
+      find triton \( -name "*.ttgir" -o -name "*.ptx" -o -name "*.json" \) >>files.txt
+      tar -czf "$OUT/probe_code.tgz" -T files.txt variants) 2>>"$OUT/summary.txt"
+     pack) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|twelfth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
