@@ -14,6 +14,10 @@ import torch
 from evaluators.result import Mismatch
 from evaluators.task import Task, Tolerance
 
+# Elements compared at a time: the float64 temporaries of one slice stay ~32 MB each. Whole-tensor
+# temporaries of a 4096 x 14336 output took ~4 GB and ran 16 workers' 7.9 GB shares out of memory (H200).
+COMPARE_CHUNK = 1 << 22
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -33,11 +37,6 @@ class Comparison:
             mismatch=first_bad.mismatch if not first_bad.ok else None,
             reason=first_bad.reason if not first_bad.ok else "",
         )
-
-
-def _first_index(mask: torch.Tensor) -> tuple[int, ...]:
-    flat = int(torch.nonzero(mask.reshape(-1))[0].item())
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)) if mask.dim() else ()
 
 
 def _fail(name: str, reason: str, **fields: object) -> Comparison:
@@ -76,28 +75,37 @@ def compare_tensors(
     if exact:
         return _compare_exact(expected, actual, name, mismatch_fraction)
 
-    exp = expected.detach().to(torch.float64)
-    act = actual.detach().to(torch.float64)
-    exp_finite = torch.isfinite(exp)
-    act_finite = torch.isfinite(act)
-    # Non-finite values pass only where the reference holds the identical non-finite value.
-    same_nonfinite = (~exp_finite) & (~act_finite) & ((exp == act) | (torch.isnan(exp) & torch.isnan(act)))
-    bad_nonfinite = (~act_finite | ~exp_finite) & ~same_nonfinite
-    both = exp_finite & act_finite
-    diff = torch.where(both, (act - exp).abs(), torch.zeros_like(exp))
-    rel = diff / exp.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    max_abs = float(diff.max())
-    max_rel = float(torch.where(exp.abs() > tol.atol, rel, torch.zeros_like(rel)).max())
-    bound = tol.atol + tol.rtol * exp.abs()
-    bad = bad_nonfinite | (both & (diff > bound))
-    if not bool(bad.any()):
+    exp_flat, act_flat = expected.detach().reshape(-1), actual.detach().reshape(-1)
+    max_abs = max_rel = 0.0
+    count, first, any_nonfinite = 0, -1, False
+    for start in range(0, exp_flat.numel(), COMPARE_CHUNK):
+        exp = exp_flat[start : start + COMPARE_CHUNK].to(torch.float64)
+        act = act_flat[start : start + COMPARE_CHUNK].to(torch.float64)
+        exp_finite = torch.isfinite(exp)
+        act_finite = torch.isfinite(act)
+        # Non-finite values pass only where the reference holds the identical non-finite value.
+        same_value = (exp == act) | (torch.isnan(exp) & torch.isnan(act))
+        same_nonfinite = (~exp_finite) & (~act_finite) & same_value
+        bad_nonfinite = (~act_finite | ~exp_finite) & ~same_nonfinite
+        both = exp_finite & act_finite
+        diff = torch.where(both, (act - exp).abs(), torch.zeros_like(exp))
+        rel = diff / exp.abs().clamp_min(torch.finfo(torch.float64).tiny)
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float(torch.where(exp.abs() > tol.atol, rel, torch.zeros_like(rel)).max()))
+        bad = bad_nonfinite | (both & (diff > tol.atol + tol.rtol * exp.abs()))
+        chunk_bad = int(bad.sum())
+        if chunk_bad:
+            count += chunk_bad
+            any_nonfinite = any_nonfinite or bool(bad_nonfinite.any())
+            if first < 0:
+                first = start + int(torch.nonzero(bad)[0].item())
+    if not count:
         return Comparison(ok=True, max_abs_error=max_abs, max_rel_error=max_rel)
-    idx = _first_index(bad)
-    e, a = float(exp[idx]), float(act[idx])
-    count = int(bad.sum())
-    what = "non-finite value" if bool(bad_nonfinite.any()) else "value outside tolerance"
+    idx = _unravel(first, expected.shape)
+    e, a = float(exp_flat[first].to(torch.float64)), float(act_flat[first].to(torch.float64))
+    what = "non-finite value" if any_nonfinite else "value outside tolerance"
     detail = (
-        f"{count} of {bad.numel()} elements differ ({what}); atol={tol.atol:g} rtol={tol.rtol:g}; "
+        f"{count} of {expected.numel()} elements differ ({what}); atol={tol.atol:g} rtol={tol.rtol:g}; "
         f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
     )
     return Comparison(
@@ -109,15 +117,27 @@ def compare_tensors(
     )
 
 
+def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if len(shape) else ()
+
+
 def _compare_exact(expected: torch.Tensor, actual: torch.Tensor, name: str, fraction: float) -> Comparison:
-    bad = actual != expected.to(actual.dtype)
-    count = int(bad.sum())
-    max_abs = float((actual.to(torch.float64) - expected.to(torch.float64)).abs().max())
-    if count == 0 or count <= fraction * bad.numel():
-        return Comparison(ok=True, max_abs_error=max_abs if count else 0.0)
-    idx = _first_index(bad)
-    e, a = float(expected[idx]), float(actual[idx])
-    detail = f"{count} of {bad.numel()} elements differ (exact match required"
+    exp_flat, act_flat = expected.reshape(-1), actual.reshape(-1)
+    count, first, max_abs = 0, -1, 0.0
+    for start in range(0, exp_flat.numel(), COMPARE_CHUNK):
+        exp, act = exp_flat[start : start + COMPARE_CHUNK], act_flat[start : start + COMPARE_CHUNK]
+        bad = act != exp.to(act.dtype)
+        chunk_bad = int(bad.sum())
+        if chunk_bad:
+            count += chunk_bad
+            max_abs = max(max_abs, float((act.to(torch.float64) - exp.to(torch.float64)).abs().max()))
+            if first < 0:
+                first = start + int(torch.nonzero(bad)[0].item())
+    if count == 0 or count <= fraction * expected.numel():
+        return Comparison(ok=True, max_abs_error=max_abs)
+    idx = _unravel(first, expected.shape)
+    e, a = float(exp_flat[first]), float(act_flat[first])
+    detail = f"{count} of {expected.numel()} elements differ (exact match required"
     detail += f", {fraction:g} tolerated)" if fraction else ")"
     return Comparison(
         ok=False,

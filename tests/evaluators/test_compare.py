@@ -33,6 +33,29 @@ def _task(**compare: object) -> Task:
 # --- compare_tensors ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.int32])
+def test_slices_give_the_whole_tensor_verdict(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype) -> None:
+    # Big outputs are compared slice by slice (memory); the verdict must not depend on the slicing.
+    import evaluators.compare as compare
+
+    gen = torch.Generator().manual_seed(3)
+    expected = (torch.randn(13, 11, generator=gen) * 50).to(dtype)
+    actual = expected.clone()
+    actual[5, 3] += 7  # the first difference lies in a later slice
+    actual[9, 10] -= 3
+    if dtype.is_floating_point:
+        actual[12, 0] = float("nan")
+    verdicts = []
+    for chunk in (1 << 22, 7, 1):
+        monkeypatch.setattr(compare, "COMPARE_CHUNK", chunk)
+        tol = tolerance_for(dtype) if dtype.is_floating_point else TOL
+        verdicts.append(compare_tensors(expected, actual, tol, "return[1]"))
+    assert not verdicts[0].ok and verdicts[0].mismatch is not None
+    assert verdicts[0].mismatch.index == (5, 3)
+    assert ("non-finite" in verdicts[0].reason) == dtype.is_floating_point
+    assert verdicts[1] == verdicts[0] and verdicts[2] == verdicts[0]
+
+
 def test_equal_tensors_pass_and_report_zero_error() -> None:
     x = torch.randn(4, 5)
     result = compare_tensors(x, x.clone(), TOL)
