@@ -35,7 +35,7 @@ from evaluators.timing_graph import device_synchronize as _cuda_synchronize
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
 from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
 from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
-from evaluators.timing_wall import WallRunner
+from evaluators.timing_wall import WallRunner, wall_calls_for
 
 # Per-call copies of mutated arguments may take this much device memory per implementation.
 COPY_BUDGET_BYTES = 1 << 30
@@ -133,6 +133,9 @@ class CaseTimer:
         bound = _bind(ctx.reference, probe)
         self.traffic: Traffic = case_traffic(bound, outputs, changed_bytes, task.roofline_reads, flops)
         del probe, outputs
+        # (reference, candidate) per-call medians of this case's graph regime once it has been timed: they
+        # size the wall regime's samples when that one follows (see wall_calls_for).
+        self.graph_us: tuple[float, float] | None = None
 
     def _flush(self) -> Callable[[], None] | None:
         cfg = self.ctx.config.timing
@@ -154,6 +157,7 @@ class CaseTimer:
                 ref_runner, cand_runner = self._graph_runners(ref_set, cand_set)
             else:
                 ref_runner, cand_runner = self._wall_runners(ref_set, cand_set)
+            self.calls_per_sample = (ref_runner.calls, cand_runner.calls)  # for the log line
             try:
                 # The re-check's fresh values are made before the lock is taken (random fills of big inputs).
                 fresh = self.ctx.task.make_inputs(
@@ -167,7 +171,10 @@ class CaseTimer:
             finally:
                 ref_runner.release()
                 cand_runner.release()
-            return self._judge(regime, samples, checked)
+            timing = self._judge(regime, samples, checked)
+            if regime == "graph":
+                self.graph_us = (timing.reference.median_us, timing.candidate.median_us)
+            return timing
 
     def _graph_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
         if not self.device.startswith("cuda"):
@@ -202,10 +209,14 @@ class CaseTimer:
         return AlternatingGraphs([GraphRunner(fn, s, flush, max_calls) for s in sets])
 
     def _wall_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
-        calls = self.ctx.config.timing.wall_calls
+        cfg = self.ctx.config.timing
         flush = self._flush()
-        ref_calls = min(calls, self._max_calls(ref_set))
-        cand_calls = min(calls, self._max_calls(cand_set))
+        # Without a graph timing of this case (the wall regime ran first, or the graph one was skipped) each
+        # sample takes wall_calls calls; with one, a slow implementation takes fewer.
+        ref_us, cand_us = self.graph_us or (None, None)
+        target = cfg.wall_sample_target_us
+        ref_calls = wall_calls_for(ref_us, target, min(cfg.wall_calls, self._max_calls(ref_set)))
+        cand_calls = wall_calls_for(cand_us, target, min(cfg.wall_calls, self._max_calls(cand_set)))
         return (
             WallRunner(self.ctx.reference, ref_set, self.sync, ref_calls, flush),
             WallRunner(self.ctx.candidate, cand_set, self.sync, cand_calls, flush),
@@ -271,7 +282,8 @@ class CaseTimer:
             listing = "; ".join(f"{f.kind}: {f.evidence}" for f in extra)
             raise _RegimeFailure(f"post-timing re-check flagged {listing}", extra)
         self.ctx.log(
-            f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs, "
+            f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs "
+            f"({'/'.join(map(str, self.calls_per_sample))} calls per sample), "
             f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms of sampling, "
             f"{self.lock_held_s * 1e3:.0f} ms with the GPU lock held, "
             f"{(time.monotonic() - self.started) * 1e3:.0f} ms with set-up and re-check"

@@ -21,9 +21,10 @@ from evaluators.config import EvalConfig, TimingConfig
 from evaluators.context import JudgeContext
 from evaluators.result import Hardware
 from evaluators.task import load_task
-from evaluators.timing import TimingReport, derive_seed, time_cases
+from evaluators.timing import CaseTimer, TimingReport, derive_seed, time_cases
 from evaluators.timing_inputs import InputSet, changed_elements, run_and_diff, tensor_paths
 from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
+from evaluators.timing_wall import WallRunner
 
 FAST = TimingConfig(
     warmup_ms=1.0,
@@ -578,3 +579,64 @@ def test_gpu_lock_is_held_per_case_for_sampling_and_a_wall_task_stops_at_its_cap
     timed = [line for line in lines if line.startswith("timed")]
     assert len(timed) == 2 and all("stopped on time cap" in line for line in timed)
     assert all("with the GPU lock held" in line for line in timed)
+
+
+# --- calls per wall sample from the graph regime's estimates -----------------------------------------------
+
+
+class FixedGraphRunner(WallRunner):
+    """Stands in for a case's graph runners on the CPU: runs the calls for real (the re-check judges them) and
+    reports a fixed per-call time, so the graph regime's medians are known."""
+
+    def __init__(self, fn, inputs: InputSet, us: float) -> None:
+        super().__init__(fn, inputs, lambda: None, calls=1)
+        self.us = us
+
+    def measure(self, before=None) -> float:
+        super().measure(before)
+        return self.us
+
+
+@pytest.mark.parametrize(
+    ("task_regime", "graph_runs", "wall_calls"),
+    [
+        # The graph regime ran first: the 500 us reference takes ceil(2000 / 500) calls, the 50 us candidate
+        # would want 40 and keeps wall_calls.
+        ("graph", True, (4, 10)),
+        ("wall", True, (10, 10)),  # the wall regime is the task's own and runs first: no estimate yet
+        ("graph", False, (10, 10)),  # the graph regime was skipped (a CPU device): no estimate
+    ],
+)
+def test_wall_samples_are_sized_by_the_graph_regimes_medians(
+    tmp_path, monkeypatch, task_regime: str, graph_runs: bool, wall_calls: tuple[int, int]
+):
+    if graph_runs:
+
+        def graph_runners(self, ref_set, cand_set):
+            return (
+                FixedGraphRunner(self.ctx.reference, ref_set, 500.0),
+                FixedGraphRunner(self.ctx.candidate, cand_set, 50.0),
+            )
+
+        monkeypatch.setattr(CaseTimer, "_graph_runners", graph_runners)
+    built: list[tuple[str, int]] = []
+
+    class RecordingWallRunner(WallRunner):
+        def __init__(self, fn, inputs, sync, calls, flush_l2=None) -> None:
+            super().__init__(fn, inputs, sync, calls, flush_l2)
+            built.append(("reference" if fn is ctx.reference else "candidate", self.calls))
+
+    monkeypatch.setattr("evaluators.timing.WallRunner", RecordingWallRunner)
+    cfg = TimingConfig(**{**FAST.__dict__, "wall_calls": 10, "regimes": ("graph", "wall")})
+    root = write_task(tmp_path, SCALE_REF, SCALE_INPUTS, regime=task_regime)
+    lines: list[str] = []
+    ctx = make_ctx(root, lambda x: x * 2.0 + 1.0, config=cfg)
+    ctx = dataclasses.replace(ctx, log=lines.append)
+    report = time_cases(ctx, [ctx.task.cases[0]], check_call=RecordingCheck())
+    assert report.passed, report.reason
+    assert built == [("reference", wall_calls[0]), ("candidate", wall_calls[1])]
+    if graph_runs:
+        graph = report.timings["small"]["graph"]
+        assert (graph.reference.median_us, graph.candidate.median_us) == (500.0, 50.0)
+    wall_line = next(line for line in lines if line.startswith("timed small [wall]"))
+    assert f"({wall_calls[0]}/{wall_calls[1]} calls per sample)" in wall_line
