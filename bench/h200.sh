@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..twelfth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..thirteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -278,7 +278,33 @@ case "${1:-}" in
       tar -czf "$OUT/probe_code.tgz" -T files.txt variants) 2>>"$OUT/summary.txt"
      pack) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|twelfth|search|scaling (see the list above)" >&2
+  thirteenth)  # GPU 1: the two-pass variant (compile's looped config) on the 4096-token rmsnorm cases with
+    # block/warp choices, and which config compile's autotuner kept; then stability. GPU 0: throughput with
+    # 16 workers (sliced comparison, wall samples sized from the graph medians), then with 12
+    (export CUDA_VISIBLE_DEVICES=0
+     for w in 16 12; do
+       timeout 200 python3 bench/throughput.py --out "$OUT/throughput$w" --workers $w --variants 12 \
+         --rounds 2 >"$OUT/throughput$w.log" 2>&1
+       echo "throughput$w rc=$?" >>"$OUT/summary.txt"; pack
+     done) &
+    (export CUDA_VISIBLE_DEVICES=1 TORCHINDUCTOR_CACHE_DIR=/tmp/probe/inductor
+     P=/tmp/probe/variants; mkdir -p "$P"
+     R=examples/tasks/rmsnorm_residual; V=bench/variants/rmsnorm_residual/two_pass_evict.py
+     for bw in 2048:8 1024:16 4096:16 1024:8; do
+       sed -e "s/^TWO_PASS_BLOCK = 2048/TWO_PASS_BLOCK = ${bw%:*}/" \
+         -e "s/^TWO_PASS_WARPS = 16/TWO_PASS_WARPS = ${bw#*:}/" "$V" >"$P/two_pass_${bw%:*}_w${bw#*:}.py"
+     done
+     timeout 200 python3 bench/vs_compile.py --out "$OUT/probe_rms" --compile-only \
+       --cases t4096_h4096_bf16,t4096_h7168_bf16,t4096_h4096_fp32 \
+       "$R=$R/candidates/rmsnorm_residual_constexpr_hidden_triton.py" "$R=$V" \
+       $(for v in "$P"/two_pass_*.py; do printf '%s ' "$R=$v"; done) >"$OUT/probe_rms.log" 2>&1
+     echo "probe rms rc=$?" >>"$OUT/summary.txt"
+     find /tmp/probe/inductor -name "*.best_config" -exec sh -c 'echo "== $1"; cat "$1"; echo' _ {} \; \
+       >"$OUT/best_configs.txt" 2>&1
+     pack
+     stability) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirteenth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
