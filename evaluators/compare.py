@@ -93,7 +93,7 @@ def compare_tensors(
         max_abs = max(max_abs, float(diff.max()))
         max_rel = max(max_rel, float(torch.where(exp.abs() > tol.atol, rel, torch.zeros_like(rel)).max()))
         bad = bad_nonfinite | (both & (diff > tol.atol + tol.rtol * exp.abs()))
-        chunk_bad = int(bad.sum())
+        chunk_bad = int(torch.count_nonzero(bad))
         if chunk_bad:
             count += chunk_bad
             any_nonfinite = any_nonfinite or bool(bad_nonfinite.any())
@@ -127,7 +127,7 @@ def _compare_exact(expected: torch.Tensor, actual: torch.Tensor, name: str, frac
     for start in range(0, exp_flat.numel(), COMPARE_CHUNK):
         exp, act = exp_flat[start : start + COMPARE_CHUNK], act_flat[start : start + COMPARE_CHUNK]
         bad = act != exp.to(act.dtype)
-        chunk_bad = int(bad.sum())
+        chunk_bad = int(torch.count_nonzero(bad))
         if chunk_bad:
             count += chunk_bad
             max_abs = max(max_abs, float((act.to(torch.float64) - exp.to(torch.float64)).abs().max()))
@@ -203,6 +203,9 @@ def poison_mask(tensor: torch.Tensor) -> torch.Tensor:
     return (flat == 255).all(dim=-1).reshape(t.shape)
 
 
+_WORD_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Element-wise "bit-identical" (NaN equals NaN, -0.0 differs from 0.0) for same-dtype tensors."""
     if a.dtype != b.dtype or a.shape != b.shape:
@@ -212,16 +215,20 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dtype == torch.bool:
         return a == b
     size = a.element_size()
-    ra = a.detach().contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
-    rb = b.detach().contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
-    return (ra == rb).all(dim=-1).reshape(a.shape)
+    ra = a.detach().contiguous().reshape(-1).view(torch.uint8)
+    rb = b.detach().contiguous().reshape(-1).view(torch.uint8)
+    word = _WORD_OF_SIZE.get(size)
+    if word is not None:  # one integer compare per element: no byte-wise temporaries
+        return (ra.view(word) == rb.view(word)).reshape(a.shape)
+    return (ra.reshape(-1, size) == rb.reshape(-1, size)).all(dim=-1).reshape(a.shape)
 
 
 def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
     """How many elements of `after` differ (bitwise) from `before`; shape/dtype changes count as all."""
     if before.dtype != after.dtype or before.shape != after.shape:
         return max(before.numel(), after.numel(), 1)
-    return int((~same_bits(before, after.to(before.device))).sum())
+    # count_nonzero: a bool .sum() first makes an int64 copy (896 MB for a 4096 x 28672 argument).
+    return int(torch.count_nonzero(~same_bits(before, after.to(before.device))))
 
 
 # --- one whole call: every output and every argument ---------------------------------------------------
@@ -367,7 +374,7 @@ def compare_call(
             name, exp, native.get(name), act, ref.dtypes.get(name), tolerances, task.compare.mismatch_fraction
         )
         if not verdict.ok and type(act) is torch.Tensor and isinstance(exp, torch.Tensor):
-            poisoned = int(poison_mask(act).sum())
+            poisoned = int(torch.count_nonzero(poison_mask(act)))
             if poisoned and poisoned * 2 >= act.numel():
                 findings.append(
                     (
