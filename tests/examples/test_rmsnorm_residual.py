@@ -64,3 +64,17 @@ def test_a_norm_without_the_residual_add_is_caught(harness, device):
     args, kwargs = harness.inputs({"tokens": 4, "hidden": 4096, "dtype": "bfloat16"}, 0, device)
     verdict = harness.check(forgets_residual, args, kwargs)
     assert not verdict.ok and verdict.mismatch.output == "return[0]"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hidden", [4096, 5000], ids=["one_slice", "sliced_tail"])
+def test_constexpr_seed_many_row_kernel(harness, dtype, hidden, device, monkeypatch):
+    """The constexpr seed's two-pass kernel starts at thousands of rows; with its threshold lowered the
+    interpreter reaches it on 40 rows (4096 columns: one slice; 5000: a full slice and a masked tail)."""
+    from tests.examples.conftest import TASKS_DIR, import_file
+
+    module = import_file(TASKS_DIR / TASK / "candidates" / "rmsnorm_residual_constexpr_hidden_triton.py")
+    monkeypatch.setattr(module, "TWO_PASS_MIN_ROWS", 32)
+    args, kwargs = harness.inputs({"tokens": 40, "hidden": hidden, "dtype": dtype, "eps": 1e-6}, 5, device)
+    verdict = harness.check(getattr(module, harness.task.entry), args, kwargs)
+    assert verdict.ok, verdict.reason

@@ -30,7 +30,6 @@ BRANCH_SHAPES = {
         {"tokens": 70, "hidden": 1536},
         {"tokens": 2, "hidden": 3584},
         {"tokens": 2, "hidden": 10000},
-        {"tokens": 40, "hidden": 5000},  # many rows (thresholds lowered below): sliced two-pass kernels
     ],
     "silu_and_mul": [
         {"tokens": 97, "d": 200},
@@ -76,11 +75,7 @@ def test_evaluator_judges_the_variant_correct(judge_pool, path):
 @pytest.mark.parametrize("path", VARIANTS, ids=variant_id)
 def test_variant_matches_the_reference_on_branch_shapes(load_harness, path, device):
     harness = load_harness(path.parent.name)
-    module = load_module(path)
-    # Many-row paths start at thousands of rows; the interpreter reaches them on small inputs this way.
-    for name in [n for n in vars(module) if n.endswith("_MIN_ROWS")]:
-        setattr(module, name, 32)
-    fn = getattr(module, harness.task.entry)
+    fn = getattr(load_module(path), harness.task.entry)
     for shape in BRANCH_SHAPES[path.parent.name]:
         for dtype in ("bfloat16", "float32"):
             args, kwargs = harness.inputs({**shape, "dtype": dtype, "eps": 1e-6}, seed=4, device=device)
