@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..thirteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..fifteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -304,7 +304,18 @@ case "${1:-}" in
      pack
      stability) &
     wait ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirteenth|search|scaling (see the list above)" >&2
+  fourteenth)  # one search per GPU, each alone on its GPU (the rmsnorm seed with the two-pass kernel)
+    (WORKERS=12 GPU=0 SEARCH_SECONDS=210 search_tasks silu_and_mul) &
+    (WORKERS=12 GPU=1 SEARCH_SECONDS=210 search_tasks rmsnorm_residual) &
+    wait
+    keep_runs ;;
+  fifteenth)  # stability alone on GPU 1 (nothing else on the machine), then throughput with 16 workers on GPU 0
+    (export CUDA_VISIBLE_DEVICES=1; stability)
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 220 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
+       --rounds 2 >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|fifteenth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
