@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..fifteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..sixteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -315,7 +315,22 @@ case "${1:-}" in
      timeout 220 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
        --rounds 2 >"$OUT/throughput16.log" 2>&1
      echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|fifteenth|search|scaling (see the list above)" >&2
+  sixteenth)  # stability alone on GPU 1 while GPU 0 times silu's search best (fourteenth, copied into
+    # probe-in/, not committed) and the Inductor-shaped flat variant against compile on every silu case;
+    # then throughput with 16 workers on GPU 0
+    (export CUDA_VISIBLE_DEVICES=1; stability) &
+    (export CUDA_VISIBLE_DEVICES=0
+     S=examples/tasks/silu_and_mul
+     timeout 200 python3 bench/vs_compile.py --out "$OUT/probe_silu" --compile-only \
+       "$S=probe-in/silu_best_fourteenth.py" "$S=bench/variants/silu_and_mul/flat_even_exp.py" \
+       >"$OUT/probe_silu.log" 2>&1
+     echo "probe silu rc=$?" >>"$OUT/summary.txt"; pack) &
+    wait
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 220 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
+       --rounds 2 >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|sixteenth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
