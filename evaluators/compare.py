@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from evaluators.bits import changed_elements, count_true, poison_mask
 from evaluators.result import Mismatch
 from evaluators.task import Task, Tolerance
 
@@ -193,44 +194,6 @@ def canonicalize_rows(outputs: dict[str, object], key: str, values: tuple[str, .
     return result
 
 
-def poison_mask(tensor: torch.Tensor) -> torch.Tensor:
-    """Elements whose bytes are all 0xFF: the pattern `Backend.poison_allocator` leaves in freed memory
-    (NaN in every float dtype, -1 in every integer dtype)."""
-    t = tensor.detach()
-    if t.dtype == torch.bool or t.element_size() == 0 or t.numel() == 0:
-        return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
-    flat = t.contiguous().reshape(-1).view(torch.uint8).reshape(-1, t.element_size())
-    return (flat == 255).all(dim=-1).reshape(t.shape)
-
-
-_WORD_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Element-wise "bit-identical" (NaN equals NaN, -0.0 differs from 0.0) for same-dtype tensors."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        raise ValueError("same_bits needs tensors of one dtype and shape")
-    if a.numel() == 0:
-        return torch.ones(a.shape, dtype=torch.bool, device=a.device)
-    if a.dtype == torch.bool:
-        return a == b
-    size = a.element_size()
-    ra = a.detach().contiguous().reshape(-1).view(torch.uint8)
-    rb = b.detach().contiguous().reshape(-1).view(torch.uint8)
-    word = _WORD_OF_SIZE.get(size)
-    if word is not None:  # one integer compare per element: no byte-wise temporaries
-        return (ra.view(word) == rb.view(word)).reshape(a.shape)
-    return (ra.reshape(-1, size) == rb.reshape(-1, size)).all(dim=-1).reshape(a.shape)
-
-
-def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
-    """How many elements of `after` differ (bitwise) from `before`; shape/dtype changes count as all."""
-    if before.dtype != after.dtype or before.shape != after.shape:
-        return max(before.numel(), after.numel(), 1)
-    # count_nonzero: a bool .sum() first makes an int64 copy (896 MB for a 4096 x 28672 argument).
-    return int(torch.count_nonzero(~same_bits(before, after.to(before.device))))
-
-
 # --- one whole call: every output and every argument ---------------------------------------------------
 
 
@@ -374,7 +337,7 @@ def compare_call(
             name, exp, native.get(name), act, ref.dtypes.get(name), tolerances, task.compare.mismatch_fraction
         )
         if not verdict.ok and type(act) is torch.Tensor and isinstance(exp, torch.Tensor):
-            poisoned = int(torch.count_nonzero(poison_mask(act)))
+            poisoned = count_true(poison_mask(act))
             if poisoned and poisoned * 2 >= act.numel():
                 findings.append(
                     (

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from evaluators.compare import ReferenceRun, changed_elements, flatten_outputs, output_structure
+from evaluators.bits import changed_elements
+from evaluators.compare import ReferenceRun, flatten_outputs, output_structure
 from evaluators.context import JudgeContext
 from evaluators.task import Case, Task
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from evaluators.compare import changed_elements, compare_tensors, flatten_outputs
+from evaluators.bits import changed_elements
+from evaluators.compare import compare_tensors, flatten_outputs
 from evaluators.errors import TaskError
 from evaluators.task import Case, Task
 from evaluators.tolerances import tolerance_for

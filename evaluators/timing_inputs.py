@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from evaluators.bits import count_true
+
 Inputs = tuple[tuple, dict]
 Path = tuple[Any, ...]
 
@@ -81,7 +83,7 @@ def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
     differ = before != after
     if before.dtype.is_floating_point or before.dtype.is_complex:
         differ &= ~(torch.isnan(before) & torch.isnan(after))
-    return int(torch.count_nonzero(differ))
+    return count_true(differ)
 
 
 def run_and_diff(

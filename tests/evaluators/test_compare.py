@@ -7,16 +7,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from evaluators.bits import changed_elements, count_true, poison_mask, same_bits
 from evaluators.compare import (
     ReferenceRun,
     canonicalize_rows,
-    changed_elements,
     compare_call,
     compare_tensors,
     flatten_outputs,
     output_structure,
-    poison_mask,
-    same_bits,
 )
 from evaluators.task import CompareOptions, Task, Tolerance, UnorderedOutputs
 from evaluators.tolerances import tolerance_for
@@ -237,3 +235,26 @@ def test_unordered_rows_with_a_tolerated_near_tie() -> None:
     wrong_w = shuffled_w.clone()
     wrong_w[0, 0] += 1.0  # a row whose ids agree must still have the right weights
     assert not compare_call(ref, (wrong_w, shuffled_ids), {}, {}, task, _tol).comparison.ok
+
+
+def test_count_true_counts_slice_by_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evaluators.bits as bits
+
+    mask = torch.zeros(5, 7, dtype=torch.bool)
+    assert count_true(mask) == 0
+    mask[0, 1] = mask[3, 6] = mask[4, 0] = True
+    monkeypatch.setattr(bits, "COUNT_SLICE", 4)
+    assert count_true(mask) == 3 == count_true(mask.t())
+
+
+# 2, 4, 8, 1 and 16 bytes per element
+WORD_SIZES = [torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.complex128]
+
+
+@pytest.mark.parametrize("dtype", WORD_SIZES)
+def test_same_bits_per_word_size(dtype: torch.dtype) -> None:
+    a = (torch.arange(12) - 6).to(dtype)
+    b = a.clone()
+    b[4] = b[4] + 1
+    assert same_bits(a, b).tolist() == [i != 4 for i in range(12)]
+    assert changed_elements(a, b) == 1
