@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..sixteenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..seventeenth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -330,7 +330,19 @@ case "${1:-}" in
      timeout 220 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
        --rounds 2 >"$OUT/throughput16.log" 2>&1
      echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|sixteenth|search|scaling (see the list above)" >&2
+  seventeenth)  # GPU 0: throughput with 16 workers after the counting fix; GPU 1 meanwhile: the tiny kernel's
+    # stability with 4 input sets under that load (a second run of eleventh's suggestive setting)
+    (export CUDA_VISIBLE_DEVICES=0
+     timeout 200 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
+       --rounds 2 >"$OUT/throughput16.log" 2>&1
+     echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) &
+    (export CUDA_VISIBLE_DEVICES=1
+     sleep 40  # the pool's warm-up
+     timeout 150 python3 bench/stability.py --out "$OUT/tiny_sets4" --kernels tiny \
+       --timing graph_input_sets=4 >"$OUT/tiny_sets.log" 2>&1
+     echo "tiny sets=4 rc=$?" >>"$OUT/summary.txt"; pack) &
+    wait ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|seventeenth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack
