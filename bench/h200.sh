@@ -331,7 +331,8 @@ case "${1:-}" in
        --rounds 2 >"$OUT/throughput16.log" 2>&1
      echo "throughput16 rc=$?" >>"$OUT/summary.txt"; pack) ;;
   seventeenth)  # GPU 0: throughput with 16 workers after the counting fix; GPU 1 meanwhile: the tiny kernel's
-    # stability with 4 input sets under that load (a second run of eleventh's suggestive setting)
+    # stability with 4 input sets under that load (a second run of eleventh's suggestive setting; since then
+    # timing.small_input_sets gives inputs under 1 MiB 4 sets by default, and this override no longer applies)
     (export CUDA_VISIBLE_DEVICES=0
      timeout 200 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
        --rounds 2 >"$OUT/throughput16.log" 2>&1

@@ -31,6 +31,11 @@ class TimingConfig:
     # Graph regime: each implementation replays this many separately allocated copies of its inputs in
     # turn, so where one allocation happens to land in memory weighs less (evaluators.timing_graph).
     graph_input_sets: int = 2
+    # ...and this many for a case whose inputs fit in small_input_bytes: where a ~1 us kernel's few KiB land
+    # weighs most, and its copies cost next to nothing. On the H200, under a 12- or 16-worker neighbour, the
+    # 128 KiB stability kernel's speedup CV was 0.22-0.32 % over 4 runs with 2 sets, 0.11 % and 0.18 % with 4.
+    small_input_sets: int = 4
+    small_input_bytes: int = 1 << 20
     replay_target_us: float = 200.0  # graph regime: calls captured per graph so a replay lasts ~this long
     wall_calls: int = 10  # wall regime: back-to-back calls between two device syncs, at most
     # ...and fewer for an implementation whose graph-regime time says a sample of wall_calls calls would last

@@ -32,7 +32,7 @@ from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic
 from evaluators.task import REGIMES, Case
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
 from evaluators.timing_graph import device_synchronize as _cuda_synchronize
-from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, run_and_diff
+from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, graph_input_sets, run_and_diff
 from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
 from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
 from evaluators.timing_wall import WallRunner, wall_calls_for
@@ -202,7 +202,8 @@ class CaseTimer:
         """The implementation's own inputs, plus copies at other addresses (see AlternatingGraphs)."""
         sets = [inputs]
         # Only where the speedup is scored: the other regime is reported with a small budget.
-        copies = self.ctx.config.timing.graph_input_sets if self.ctx.task.regime == "graph" else 1
+        scored = self.ctx.task.regime == "graph"
+        copies = graph_input_sets(self.ctx.config.timing, inputs.base) if scored else 1
         for _ in range(max(1, copies) - 1):
             sets.append(InputSet(clone_inputs(inputs.base), self.mutated))
         max_calls = min(self._max_calls(s) for s in sets)

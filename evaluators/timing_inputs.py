@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from evaluators.bits import count_true
+from evaluators.config import TimingConfig
 
 Inputs = tuple[tuple, dict]
 Path = tuple[Any, ...]
@@ -175,3 +176,9 @@ class InputSet:
                 continue
             dst.copy_(src.to(dst.device))
         return skipped
+
+
+def graph_input_sets(config: TimingConfig, inputs: Inputs) -> int:
+    """Input sets each implementation alternates over in the graph regime: more for small inputs."""
+    nbytes = sum(t.numel() * t.element_size() for _, t in tensor_paths(inputs))
+    return config.small_input_sets if nbytes <= config.small_input_bytes else config.graph_input_sets

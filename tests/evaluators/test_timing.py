@@ -22,7 +22,7 @@ from evaluators.context import JudgeContext
 from evaluators.result import Hardware
 from evaluators.task import load_task
 from evaluators.timing import CaseTimer, TimingReport, derive_seed, time_cases
-from evaluators.timing_inputs import InputSet, changed_elements, run_and_diff, tensor_paths
+from evaluators.timing_inputs import InputSet, changed_elements, graph_input_sets, run_and_diff, tensor_paths
 from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
 from evaluators.timing_wall import WallRunner
 
@@ -135,6 +135,15 @@ def test_changed_elements_is_nan_aware():
     b[2] = 4.0
     assert changed_elements(a, b) == 1
     assert changed_elements(torch.arange(4), torch.arange(4) + 1) == 4
+
+
+def test_small_inputs_alternate_over_more_sets():
+    cfg = TimingConfig()
+    small = ((torch.zeros(32768),), {"scale": 2.0})  # 128 KiB: the stability suite's ~1 us kernel
+    big = ((torch.zeros(8192, 1024),), {})  # 32 MiB
+    assert graph_input_sets(cfg, small) == cfg.small_input_sets == 4
+    assert graph_input_sets(cfg, big) == cfg.graph_input_sets == 2
+    assert graph_input_sets(dataclasses.replace(cfg, small_input_bytes=0), small) == 2
 
 
 def test_run_and_diff_finds_the_mutated_argument():
