@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.lock_timeline import timeline
 from bench.meta import run_meta
 
 DEFAULT_TASKS = Path(__file__).resolve().parent.parent / "examples" / "tasks"
@@ -138,7 +139,19 @@ def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]
         "mean_stage_seconds": mean_stage_seconds(results),
         # Share of the run with the GPU lock held: near 1, more workers cannot help
         "lock_busy": locked / elapsed_s if elapsed_s > 0 else float("nan"),
+        # ...and where its idle time lies (the middle of the run, gaps between holders)
+        "lock_timeline": timeline(line for r in results for line in r.get("timed", [])),
     }
+
+
+def _timeline_note(tl: dict[str, Any]) -> str:
+    if not tl:
+        return ""
+    return (
+        f", {tl['busy_middle']:.0%} in the middle 80 % of the span of its {tl['holds']} holds; "
+        f"{tl['gaps_over_5ms']} gaps over 5 ms between holders, {tl['gaps_over_5ms_s']:.1f} s in all "
+        f"(median gap {tl['gap_ms_median']:.2f} ms)"
+    )
 
 
 def markdown(summary: dict[str, Any], meta: dict[str, Any], per_task: dict[str, dict[str, Any]]) -> str:
@@ -161,7 +174,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any], per_task: dict[str, 
         "Mean seconds per stage in a worker (`timing` includes `wait_lock`, the waits for the GPU lock, and "
         "`locked`, the sampling done holding it): "
         + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("mean_stage_seconds", {}).items())
-        + f"; GPU lock held {summary.get('lock_busy', float('nan')):.0%} of the run",
+        + f"; GPU lock held {summary.get('lock_busy', float('nan')):.0%} of the run"
+        + _timeline_note(summary.get("lock_timeline") or {}),
         "",
         "| task | evaluations | fully evaluated | verdicts by stage |",
         "| --- | --- | --- | --- |",

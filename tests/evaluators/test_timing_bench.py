@@ -193,3 +193,22 @@ def test_throughput_reads_stage_seconds_and_overrides():
     with pytest.raises(ValueError, match="KEY=VALUE"):
         throughput.parse_overrides(["drift_calls"])
     assert throughput.main(["--dry-run", "--set", "no_such_field=1"]) == 2
+
+
+def test_lock_timeline_from_the_timed_lines():
+    from bench.lock_timeline import timeline
+
+    def line(start: float, ms: int) -> str:
+        return f"timed c [graph]: 9 pairs, {ms} ms with the GPU lock held at {start:.3f}, 80 ms with set-up"
+
+    # 0-1 s busy in holds handed straight over, then 1 s with nobody ready, then 1 s busy again.
+    lines = [line(t / 10, 100) for t in range(10)] + [line(2.0 + t / 10, 100) for t in range(10)]
+    tl = timeline([*lines, "timed d [wall]: no hold recorded here", "something else"])
+    assert tl["holds"] == 20 and tl["first_to_last_s"] == pytest.approx(3.0)
+    assert tl["busy_first_to_last"] == pytest.approx(2 / 3)
+    assert tl["busy_middle"] == pytest.approx(1.4 / 2.4)  # 0.3-2.7 s: 0.7 s busy on each side of the gap
+    assert tl["gaps_over_5ms"] == 1 and tl["gaps_over_5ms_s"] == pytest.approx(1.0)
+    assert timeline(["no holds"]) == {}
+    results = [{"task": "a", "stage": "timing", "passed": True, "duration_s": 1.0, "timed": lines}]
+    table = throughput.markdown(throughput.summarize(results, 3.0), {"workers": 1}, {})
+    assert "1 gaps over 5 ms between holders, 1.0 s in all" in table
