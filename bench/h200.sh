@@ -309,7 +309,7 @@ case "${1:-}" in
     (WORKERS=12 GPU=1 SEARCH_SECONDS=210 search_tasks rmsnorm_residual) &
     wait
     keep_runs ;;
-  fifteenth)  # stability alone on GPU 1 (nothing else on the machine), then throughput with 16 workers on GPU 0
+  fifteenth)  # (never run: sixteenth took its place) stability alone on GPU 1, then 16-worker throughput on GPU 0
     (export CUDA_VISIBLE_DEVICES=1; stability)
     (export CUDA_VISIBLE_DEVICES=0
      timeout 220 python3 bench/throughput.py --out "$OUT/throughput16" --workers 16 --variants 12 \
