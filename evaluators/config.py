@@ -40,9 +40,9 @@ class TimingConfig:
     wall_calls: int = 10  # wall regime: back-to-back calls between two device syncs, at most
     # ...and fewer for an implementation whose graph-regime time says a sample of wall_calls calls would last
     # longer than this (evaluators.timing_wall.wall_calls_for; 0: always wall_calls). The sync cost per sample
-    # is amortised over its calls, so ~2 ms of calls keeps it under ~0.5 %; a 350-600 us eager reference (the
-    # big cases on the H200) then takes 4-6 calls, not 10, and a graph task's wall look (>= 5 pairs) no longer
-    # holds the GPU 30-40 ms per case for samples of 3.5-6 ms.
+    # is amortised over its calls, so ~2 ms of calls keeps it under ~0.5 %; the big cases' eager references
+    # took 4-7 calls, not 10, on the H200. That saved little GPU time: the secondary look still runs to its
+    # cap (secondary_time_cap_s) on every case.
     wall_sample_target_us: float = 2000.0
     l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
     regimes: tuple[str, ...] = ("graph", "wall")
