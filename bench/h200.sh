@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..twentieth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..twentyfirst  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -363,7 +363,17 @@ case "${1:-}" in
      timeout 200 python3 bench/throughput.py --out "$OUT/throughput16_sec10" --workers 16 --variants 12 \
        --rounds 2 --set timing.secondary_time_cap_s=0.01 >"$OUT/throughput16_sec10.log" 2>&1
      echo "throughput16 sec10 rc=$?" >>"$OUT/summary.txt"; pack) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|twentieth|search|scaling (see the list above)" >&2
+  twentyfirst)  # the lock's waits in the log: 12 workers as in eighteenth, then 12 and 16 workers with a 10 ms
+    # secondary look, GPU 0
+    (export CUDA_VISIBLE_DEVICES=0
+     for run in "12 default" "12 sec10" "16 sec10"; do
+       set -- $run
+       extra=(); [ "$2" = sec10 ] && extra=(--set timing.secondary_time_cap_s=0.01)
+       timeout 175 python3 bench/throughput.py --out "$OUT/throughput$1_$2" --workers "$1" --variants 12 \
+         --rounds 2 "${extra[@]}" >"$OUT/throughput$1_$2.log" 2>&1
+       echo "throughput $run rc=$?" >>"$OUT/summary.txt"; pack
+     done) ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|twentyfirst|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-HOLD = re.compile(r"(\d+) ms with the GPU lock held at (\d+(?:\.\d+)?)")
+HOLD = re.compile(r"(\d+) ms with the GPU lock held at (\d+(?:\.\d+)?)(?: after (\d+) ms waiting)?")
 # Gaps shorter than this are hand-overs between waiting workers; longer ones mean nobody was ready.
 HANDOVER_S = 0.005
 
@@ -29,6 +29,30 @@ def holds(lines: Iterable[str]) -> list[tuple[float, float]]:
     return sorted(spans)
 
 
+def requests(lines: Iterable[str]) -> list[tuple[float, float]]:
+    """(asked, got) of every hold whose line says how long it waited, in epoch seconds."""
+    spans = []
+    for line in lines:
+        match = HOLD.search(line)
+        if match and match.group(3) is not None:
+            got = float(match.group(2))
+            spans.append((got - int(match.group(3)) / 1e3, got))
+    return spans
+
+
+def idle_while_asked(holds_: list[tuple[float, float]], asks: list[tuple[float, float]]) -> float:
+    """Seconds in which the lock was free although some worker was waiting for it. Near zero unless the
+    hand-over itself is slow; the log's millisecond rounding adds up to ~1 ms per hold."""
+    events = sorted([(a, 1) for a, g in asks if g > a] + [(g, -1) for a, g in asks if g > a])
+    waiting, since, total = 0, 0.0, 0.0
+    for t, step in events:
+        if waiting > 0:
+            total += max(0.0, (t - since) - _busy(holds_, since, t))
+        waiting += step
+        since = t
+    return total
+
+
 def _busy(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
     return sum(max(0.0, min(end, hi) - max(start, lo)) for start, end in spans)
 
@@ -36,6 +60,7 @@ def _busy(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
 def timeline(lines: Iterable[str], trim: float = 0.1) -> dict[str, Any]:
     """Busy shares over the first-to-last-hold span and over its middle (`trim` cut at each end), and the
     free gaps between consecutive holds."""
+    lines = list(lines)
     spans = holds(lines)
     if not spans:
         return {}
@@ -49,6 +74,8 @@ def timeline(lines: Iterable[str], trim: float = 0.1) -> dict[str, Any]:
         reach = max(reach, end)
     lo, hi = first + trim * span, last - trim * span
     long_gaps = [g for g in gaps if g > HANDOVER_S]
+    asks = requests(lines)
+    waited = sum(g - a for a, g in asks)
     return {
         "holds": len(spans),
         "first_to_last_s": span,
@@ -57,4 +84,7 @@ def timeline(lines: Iterable[str], trim: float = 0.1) -> dict[str, Any]:
         "gap_ms_median": statistics.median(gaps) * 1e3 if gaps else 0.0,
         "gaps_over_5ms": len(long_gaps),
         "gaps_over_5ms_s": sum(long_gaps),
+        # From the waits the log lines carry (absent in logs from before they did).
+        "mean_waiting": waited / span if asks and span > 0 else float("nan"),
+        "idle_while_asked_s": idle_while_asked(spans, asks) if asks else float("nan"),
     }

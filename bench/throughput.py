@@ -151,6 +151,12 @@ def _timeline_note(tl: dict[str, Any]) -> str:
         f", {tl['busy_middle']:.0%} in the middle 80 % of the span of its {tl['holds']} holds; "
         f"{tl['gaps_over_5ms']} gaps over 5 ms between holders, {tl['gaps_over_5ms_s']:.1f} s in all "
         f"(median gap {tl['gap_ms_median']:.2f} ms)"
+        + (
+            f"; {tl['mean_waiting']:.1f} workers waiting on average, lock free for "
+            f"{tl['idle_while_asked_s']:.2f} s while one was"
+            if tl.get("mean_waiting") == tl.get("mean_waiting") and "mean_waiting" in tl
+            else ""
+        )
     )
 
 

@@ -163,8 +163,10 @@ class CaseTimer:
                 fresh = self.ctx.task.make_inputs(
                     self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
                 )
+                asked_at = time.monotonic()
                 with hold() as gpu_warm:
                     locked_at, self.locked_epoch = time.monotonic(), time.time()
+                    self.lock_wait_s = locked_at - asked_at
                     warm = min(warmup_ms, FOLLOW_UP_WARMUP_MS) if gpu_warm else warmup_ms
                     samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm, fresh)
                     self.lock_held_s = time.monotonic() - locked_at
@@ -286,7 +288,8 @@ class CaseTimer:
             f"timed {self.case.name} [{regime}]: {len(samples.reference)} pairs "
             f"({'/'.join(map(str, self.calls_per_sample))} calls per sample), "
             f"stopped on {samples.stopped} after {samples.elapsed_s * 1e3:.0f} ms of sampling, "
-            f"{self.lock_held_s * 1e3:.0f} ms with the GPU lock held at {self.locked_epoch:.3f}, "
+            f"{self.lock_held_s * 1e3:.0f} ms with the GPU lock held at {self.locked_epoch:.3f} "
+            f"after {self.lock_wait_s * 1e3:.0f} ms waiting, "
             f"{(time.monotonic() - self.started) * 1e3:.0f} ms with set-up and re-check"
         )
         return summarize(samples)

@@ -209,6 +209,32 @@ def test_lock_timeline_from_the_timed_lines():
     assert tl["busy_middle"] == pytest.approx(1.4 / 2.4)  # 0.3-2.7 s: 0.7 s busy on each side of the gap
     assert tl["gaps_over_5ms"] == 1 and tl["gaps_over_5ms_s"] == pytest.approx(1.0)
     assert timeline(["no holds"]) == {}
+    assert tl["mean_waiting"] != tl["mean_waiting"]  # NaN: these lines carry no waits
     results = [{"task": "a", "stage": "timing", "passed": True, "duration_s": 1.0, "timed": lines}]
     table = throughput.markdown(throughput.summarize(results, 3.0), {"workers": 1}, {})
     assert "1 gaps over 5 ms between holders, 1.0 s in all" in table
+    assert "workers waiting" not in table
+
+
+def test_lock_timeline_counts_idle_time_while_a_worker_waited():
+    from bench.lock_timeline import timeline
+
+    def line(start: float, ms: int, waited: int) -> str:
+        return f"timed c [graph]: {ms} ms with the GPU lock held at {start:.3f} after {waited} ms waiting, x"
+
+    # Hold 0-1 s; a second worker asks at 0.5 s but only gets the lock at 1.5 s: 0.5 s lost on the hand-over.
+    # A third asks at 2.4 s and gets it at once at 2.5 s, after the second's hold ended at 2.5 s.
+    tl = timeline([line(0.0, 1000, 0), line(1.5, 1000, 1000), line(2.5, 500, 100)])
+    assert tl["idle_while_asked_s"] == pytest.approx(0.5)
+    assert tl["mean_waiting"] == pytest.approx(1.1 / 3.0)
+    results = [
+        {
+            "task": "a",
+            "stage": "timing",
+            "passed": True,
+            "duration_s": 1.0,
+            "timed": [line(0.0, 1000, 0), line(1.5, 1000, 1000)],
+        }
+    ]
+    table = throughput.markdown(throughput.summarize(results, 3.0), {"workers": 2}, {})
+    assert "lock free for 0.50 s while one was" in table
