@@ -77,8 +77,10 @@ def same_layout_copy(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def changed_elements(before: torch.Tensor, after: torch.Tensor) -> int:
-    """How many elements differ (NaN equals NaN: a NaN left in place is not a change)."""
+def changed_values(before: torch.Tensor, after: torch.Tensor) -> int:
+    """How many elements differ in value (NaN equals NaN: a NaN left in place is not a change). By value, not
+    by bits like evaluators.bits.changed_elements: this tells which arguments the trusted reference writes,
+    where -0.0 over 0.0 is no write worth a per-call copy; the bitwise one judges a candidate's writes."""
     if before.shape != after.shape or before.dtype != after.dtype:
         return after.numel()
     differ = before != after
@@ -95,7 +97,7 @@ def run_and_diff(
     args, kwargs = inputs
     out = fn(*args, **kwargs)
     sync()
-    changed = {path: changed_elements(before[path], t) for path, t in tensor_paths(inputs)}
+    changed = {path: changed_values(before[path], t) for path, t in tensor_paths(inputs)}
     return out, changed
 
 
