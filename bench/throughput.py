@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import re
 import sys
 import time
@@ -154,7 +155,7 @@ def _timeline_note(tl: dict[str, Any]) -> str:
         + (
             f"; {tl['mean_waiting']:.1f} workers waiting on average, lock free for "
             f"{tl['idle_while_asked_s']:.2f} s while one was"
-            if tl.get("mean_waiting") == tl.get("mean_waiting") and "mean_waiting" in tl
+            if not math.isnan(tl.get("mean_waiting", math.nan))
             else ""
         )
     )
