@@ -16,7 +16,6 @@ case is sized once per mutator (cached by task and case), never on a GPU.
 from __future__ import annotations
 
 import ast
-import asyncio
 import itertools
 import math
 import threading
@@ -29,7 +28,7 @@ from evaluators.errors import CandidateError
 from evaluators.result import EvalResult
 from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
-from evolution.mutators.base import child_problem, failed
+from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover_source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program
 
@@ -92,22 +91,15 @@ def tensor_bytes(args: Iterable[Any]) -> int:
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
-class BucketCrossoverMutator:
+class BucketCrossoverMutator(ParentRewriter):
     name = OPERATOR
+    description = "bucket crossover"
     needs_correct_parent = True  # routing a wrong parent's calls keeps it wrong on its share of them
 
     def __init__(self) -> None:
         self._sizes: dict[tuple[str, str], int | None] = {}  # (task, case) -> input bytes (None: unsized)
         self._builders: dict[str, Callable[..., tuple[tuple, dict]]] = {}  # task root -> make_inputs
         self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
-
-    def can_seed(self) -> bool:
-        return False
-
-    async def mutate(self, request: MutationRequest) -> MutationOutcome:
-        if request.parent is None:
-            return failed(OPERATOR, "bucket crossover needs a parent candidate (it cannot write a first one)")
-        return await asyncio.to_thread(self.mutate_source, request)
 
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:
         parent, task = request.parent, request.task

@@ -15,7 +15,6 @@ computes the same function.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
 from evolution.dedup import candidate_sha
-from evolution.mutators.base import failed
+from evolution.mutators.base import ParentRewriter, failed
 from evolution.mutators.tuning_sites import (
     MAX_BLOCK,
     MAX_TILE,
@@ -49,8 +48,9 @@ class Move:
         return f"{self.site.name}: {self.site.value} -> {self.new_value}"
 
 
-class LaunchTuningMutator:
+class LaunchTuningMutator(ParentRewriter):
     name = OPERATOR
+    description = "launch tuning"
     needs_correct_parent = True  # a launch change never fixes a wrong kernel: tune correct parents only
 
     def __init__(
@@ -68,14 +68,6 @@ class LaunchTuningMutator:
         self._known: set[str] = set()  # shas proposed by this mutator or shown to it
         self._neighbours: dict[str, list[dict[str, int]]] = {}  # parent sha -> single-site moves not yet made
         self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
-
-    def can_seed(self) -> bool:
-        return False
-
-    async def mutate(self, request: MutationRequest) -> MutationOutcome:
-        if request.parent is None:
-            return failed(OPERATOR, "launch tuning needs a parent candidate (it cannot write a first one)")
-        return await asyncio.to_thread(self.mutate_source, request)
 
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:
         assert request.parent is not None
