@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.config_overrides import parse_overrides
 from bench.lock_timeline import timeline
 from bench.meta import run_meta
 
@@ -102,25 +103,6 @@ def mean_stage_seconds(results: list[dict[str, Any]]) -> dict[str, float]:
     reported = [r["stage_seconds"] for r in results if r.get("stage_seconds")]
     names = dict.fromkeys(k for seconds in reported for k in seconds)
     return {k: sum(s.get(k, 0.0) for s in reported) / len(reported) for k in names} if reported else {}
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """`--set timing.secondary_time_cap_s=0.02 --set drift_calls=4` -> EvalConfig.from_dict's nested dict."""
-    config: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. timing.time_cap_s=0.2")
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw
-        head, _, leaf = key.partition(".")
-        if leaf:
-            config.setdefault(head, {})[leaf] = value
-        else:
-            config[head] = value
-    return config
 
 
 def summarize(results: list[dict[str, Any]], elapsed_s: float) -> dict[str, Any]:

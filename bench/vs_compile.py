@@ -14,7 +14,10 @@ Every timed call is re-checked against the float64 eager reference. torch.compil
 
 For a sweep of many variants: `--compile-only` times only "torch.compile vs candidate", and
 `--cases NAME[,NAME...]` keeps only the named cases (each task keeps those of its own; every name must
-belong to some task).
+belong to some task). `--twin` adds the A/A yardstick, torch.compile timed against itself: on a
+bandwidth-bound case two identical kernels differ by a few tenths of a percent from process to process, and
+"best vs compile" cannot be read finer than that. `--set KEY=VALUE` overrides an EvalConfig
+field (e.g. `timing.graph_input_sets=8`: more buffers per implementation, averaging where each one lands).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.config_overrides import parse_overrides
 from bench.meta import run_meta
 
 
@@ -41,18 +45,28 @@ def _load_candidate(path: Path, entry: str) -> tuple[Any, Any]:
 
 PAIRINGS = ("best_vs_eager", "compile_vs_eager", "best_vs_compile")
 COMPILE_ONLY_PAIRINGS = ("best_vs_compile",)
+# The A/A yardstick (--twin): torch.compile against itself, each side on its own buffers and its own captured
+# graphs. The kernels are identical, so how far it lands from 1.000x (differently in every process) is the
+# resolution of "best vs compile" on that case.
+TWIN_PAIRING = "compile_vs_compile"
+ALL_PAIRINGS = (*PAIRINGS, TWIN_PAIRING)
 
 
 def _time_pair(
-    task: Any, cases: list[Any], backend: Any, baseline: Any, contender: Any, module: Any, path: Path
+    task: Any,
+    cases: list[Any],
+    backend: Any,
+    baseline: Any,
+    contender: Any,
+    module: Any,
+    path: Path,
+    config: Any,
 ) -> Any:
-    from evaluators.config import EvalConfig
     from evaluators.context import JudgeContext
     from evaluators.correctness import check_call
     from evaluators.timing import time_cases
 
     seeds = tuple(secrets.randbits(31) for _ in range(3))
-    config = EvalConfig()
     common = dict(
         task=task,
         backend=backend,
@@ -79,12 +93,17 @@ def measure(
     candidate_path: Path,
     case_names: frozenset[str] | None = None,
     pairings: tuple[str, ...] = PAIRINGS,
+    config: Any = None,
 ) -> dict[str, Any]:
-    """Time `pairings` of one task on its cases (only those in `case_names` when given)."""
+    """Time `pairings` of one task on its cases (only those in `case_names` when given), with `config` (an
+    EvalConfig; its defaults when None)."""
     import torch
     import torch._dynamo
 
     from evaluators.backends import require_backend
+    from evaluators.config import EvalConfig
+
+    config = config or EvalConfig()
     from evaluators.task import load_task
 
     torch._dynamo.config.cache_size_limit = 256  # one compilation per case and dtype
@@ -99,11 +118,15 @@ def measure(
         "compile_vs_eager": (eager, compiled),
         "best_vs_compile": (compiled, best),
     }
+    if TWIN_PAIRING in pairings:
+        # The same compiled callable on both sides: a second torch.compile would autotune its reductions
+        # again and could keep another config (rmsnorm's fp32 case measured 1.012x that way on the H200).
+        pairs[TWIN_PAIRING] = (compiled, compiled)
     cases = [c for c in task.cases if case_names is None or c.name in case_names]
     out: dict[str, Any] = {"task": task.name, "regime": task.regime, "candidate": str(candidate_path)}
     for name in pairings:
         baseline, contender = pairs[name]
-        report = _time_pair(task, cases, backend, baseline, contender, module, candidate_path)
+        report = _time_pair(task, cases, backend, baseline, contender, module, candidate_path, config)
         out[name] = {
             "passed": report.passed,
             "reason": report.reason,
@@ -133,8 +156,9 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"- date: {meta['date']}; command: `{meta['command']}`",
         "- speedup = baseline time / contender time (median of paired ratios, 95 % CI); task regime in bold",
         "",
-        "| task | candidate | case | regime | best vs eager | compile vs eager | **best vs compile** |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| task | candidate | case | regime | best vs eager | compile vs eager | **best vs compile** "
+        "| compile vs compile (A/A) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def cell(row: dict[str, Any], pair: str, case: str, regime: str) -> str:
@@ -143,10 +167,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         t = row[pair]["cases"].get(case, {}).get(regime)
         if t is None:
             return "n/a"
-        return f"{t['speedup']:.2f}x [{t['ci'][0]:.2f}, {t['ci'][1]:.2f}]"
+        return f"{t['speedup']:.3f}x [{t['ci'][0]:.3f}, {t['ci'][1]:.3f}]"
 
     for row in rows:
-        timed = [row[pair] for pair in PAIRINGS if pair in row]
+        timed = [row[pair] for pair in ALL_PAIRINGS if pair in row]
         cases = next((list(p["cases"]) for p in timed if p["cases"]), [])
         candidate = Path(row["candidate"]).stem
         for case in cases:
@@ -156,9 +180,10 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     f"| {row['task']} | {candidate} | {case} | {mark}{regime}{mark} "
                     f"| {cell(row, 'best_vs_eager', case, regime)} "
                     f"| {cell(row, 'compile_vs_eager', case, regime)} "
-                    f"| {cell(row, 'best_vs_compile', case, regime)} |"
+                    f"| {cell(row, 'best_vs_compile', case, regime)} "
+                    f"| {cell(row, TWIN_PAIRING, case, regime)} |"
                 )
-        for pair in PAIRINGS:
+        for pair in ALL_PAIRINGS:
             if pair in row and not row[pair]["passed"]:
                 reason = row[pair]["reason"][:120]
                 lines.append(f"| {row['task']} | {candidate} | - | - | {pair} failed: {reason} | | |")
@@ -178,6 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--compile-only",
         action="store_true",
         help="time only torch.compile vs the candidate (skip eager vs best and eager vs compile)",
+    )
+    parser.add_argument(
+        "--twin",
+        action="store_true",
+        help="also time torch.compile against itself (A/A: the resolution of best vs compile)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an EvalConfig field, e.g. --set timing.graph_input_sets=8 (repeatable)",
     )
     parser.add_argument("pairs", nargs="+", help="TASK_DIR=CANDIDATE.py")
     return parser
@@ -210,25 +248,37 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         jobs, case_names = parse_jobs(args.pairs, args.cases)
-    except ValueError as exc:
+        overrides = parse_overrides(args.overrides)
+        from evaluators.config import EvalConfig
+
+        config = EvalConfig.from_dict(overrides)
+    except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     pairings = COMPILE_ONLY_PAIRINGS if args.compile_only else PAIRINGS
+    if args.twin:
+        pairings = (*pairings, TWIN_PAIRING)
 
     rows = []
+    failed = 0
+    twinned: set[Path] = set()
     for task, cand in jobs:
+        # The A/A belongs to the task, not the candidate: timed with the task's first candidate only.
+        job_pairings = tuple(p for p in pairings if p != TWIN_PAIRING or task not in twinned)
+        twinned.add(task)
         try:
-            rows.append(measure(task, cand, case_names, pairings))
+            rows.append(measure(task, cand, case_names, job_pairings, config))
         except Exception as exc:  # one task's failure must not lose the others' numbers
+            failed += 1
             print(f"{task.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(f"done {task.name} {cand.name}", flush=True)
-    meta = run_meta()
+    meta = run_meta(overrides=overrides)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "vs_compile.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     table = markdown(rows, meta)
     (args.out / "vs_compile.md").write_text(table)
     print(table)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
