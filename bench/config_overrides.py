@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
@@ -23,3 +24,24 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         else:
             config[head] = value
     return config
+
+
+def add_set_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """The repeatable `--set KEY=VALUE` option, collected into `args.overrides`."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override an EvalConfig field, e.g. --set {example} (repeatable)",
+    )
+
+
+def eval_config(items: list[str]) -> tuple[dict[str, Any], Any]:
+    """The `--set` items as (the nested overrides dict, the EvalConfig they make); ValueError or TypeError
+    (an unknown field) says what is wrong."""
+    from evaluators.config import EvalConfig
+
+    overrides = parse_overrides(items)
+    return overrides, EvalConfig.from_dict(overrides)

@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..twentyninth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..thirtieth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -472,11 +472,11 @@ case "${1:-}" in
   twentyeighth)  # one H200: compile's kernel made standalone reached 1.000x, the same with tl.exp 0.998x
     # (twentyseventh). Which exp: Inductor's libdevice expf, tl.exp, a range-reduced tl.exp2 (plain tl, so it
     # runs on the interpreter); and the constexpr seed with libdevice's and with the range-reduced exp instead of
-    # tl.sigmoid (bench/probes/), three processes
+    # tl.sigmoid (bench/probes/silu_exp_variants.py writes them), three processes
     (export CUDA_VISIBLE_DEVICES=0 TORCHINDUCTOR_CACHE_DIR=/tmp/probe/inductor TRITON_CACHE_DIR=/tmp/probe/triton
      S=examples/tasks/silu_and_mul P=/tmp/probe/variants; mkdir -p "$P"; I=bench/probes/silu_inductor_static.py
      for kind in 0 1 2; do sed "s/^EXP_KIND = 0/EXP_KIND = $kind/" "$I" >"$P/static_exp$kind.py"; done
-     cp bench/probes/silu_constexpr_libdevice_exp.py bench/probes/silu_constexpr_reduced_exp.py "$P/"
+     python3 bench/probes/silu_exp_variants.py "$P" >/dev/null
      for rep in 1 2 3; do
        timeout 150 python3 bench/vs_compile.py --out "$OUT/exp_$rep" --compile-only --twin \
          --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
@@ -502,7 +502,28 @@ case "${1:-}" in
      echo "rms all rc=$?" >>"$OUT/summary.txt"
      mkdir -p "$OUT/inductor"
      find /tmp/probe/inductor -name "*.best_config" -exec cp {} "$OUT/inductor/" \; ; pack) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|twentyninth|search|scaling (see the list above)" >&2
+  thirtieth)  # one H200, the session's last device time: three processes per call cannot separate 0.2 %
+    # effects (twentyseventh and twentyeighth disagreed on the exp). As many fresh processes as fit in ~7 min,
+    # graph regime only, on silu's four bandwidth-bound cases: compile's kernel standalone with libdevice's
+    # expf and with tl.exp, the constexpr seed with libdevice's expf, silu's search best (twentyfifth,
+    # probe-in/, not committed), and the A/A
+    (export CUDA_VISIBLE_DEVICES=0 TORCHINDUCTOR_CACHE_DIR=/tmp/probe/inductor TRITON_CACHE_DIR=/tmp/probe/triton
+     S=examples/tasks/silu_and_mul P=/tmp/probe/exp; mkdir -p "$P"; I=bench/probes/silu_inductor_static.py
+     for kind in 0 1; do sed "s/^EXP_KIND = 0/EXP_KIND = $kind/" "$I" >"$P/static_exp$kind.py"; done
+     python3 bench/probes/silu_exp_variants.py /tmp/probe/gen >/dev/null
+     cp /tmp/probe/gen/silu_constexpr_libdevice_exp.py probe-in/silu_best_25.py "$P/"
+     rep=0
+     while [ $SECONDS -lt 400 ]; do
+       rep=$((rep + 1))
+       timeout 90 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
+         --set 'timing.regimes=["graph"]' \
+         --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
+         $(for v in "$P"/*.py; do printf '%s ' "$S=$v"; done) >"$OUT/many_$rep.log" 2>&1
+       echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
+     done
+     mkdir -p "$OUT/inductor"
+     find /tmp/probe/inductor -name "*.best_config" -exec cp {} "$OUT/inductor/" \; ; pack) ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtieth|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

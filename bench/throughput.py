@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.config_overrides import parse_overrides
+from bench.config_overrides import add_set_option, eval_config
 from bench.lock_timeline import timeline
 from bench.meta import run_meta
 
@@ -221,14 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--settle", type=float, default=10.0, help="seconds to let workers warm up before the clock starts"
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override an EvalConfig field, e.g. --set timing.secondary_time_cap_s=0.02 (repeatable)",
-    )
+    add_set_option(parser, "timing.secondary_time_cap_s=0.02")
     parser.add_argument("--dry-run", action="store_true", help="list the submissions; evaluate nothing")
     return parser
 
@@ -239,10 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --tasks {args.tasks} is not a folder of task directories", file=sys.stderr)
         return 2
     try:
-        overrides = parse_overrides(args.overrides)
-        from evaluators.config import EvalConfig
-
-        config = EvalConfig.from_dict(overrides)
+        overrides, config = eval_config(args.overrides)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

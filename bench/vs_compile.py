@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.config_overrides import parse_overrides
+from bench.config_overrides import add_set_option, eval_config
 from bench.meta import run_meta
 
 
@@ -209,14 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also time torch.compile against itself (A/A: the resolution of best vs compile)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override an EvalConfig field, e.g. --set timing.graph_input_sets=8 (repeatable)",
-    )
+    add_set_option(parser, "timing.graph_input_sets=8")
     parser.add_argument("pairs", nargs="+", help="TASK_DIR=CANDIDATE.py")
     return parser
 
@@ -248,10 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         jobs, case_names = parse_jobs(args.pairs, args.cases)
-        overrides = parse_overrides(args.overrides)
-        from evaluators.config import EvalConfig
-
-        config = EvalConfig.from_dict(overrides)
+        overrides, config = eval_config(args.overrides)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

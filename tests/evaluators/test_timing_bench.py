@@ -177,6 +177,7 @@ def test_throughput_summary_and_table():
 
 
 def test_throughput_reads_stage_seconds_and_overrides():
+    from bench.config_overrides import eval_config
     from evaluators.pipeline import STAGE_SECONDS_TAG
 
     logs = f"timed a [graph]: 15 pairs\n{STAGE_SECONDS_TAG} " + '{"compile": 1.5, "timing": 0.5}\n'
@@ -188,10 +189,11 @@ def test_throughput_reads_stage_seconds_and_overrides():
         {"stage_seconds": {}},
     ]
     assert throughput.mean_stage_seconds(results) == pytest.approx({"compile": 2.0, "timing": 0.5})
-    overrides = throughput.parse_overrides(["timing.secondary_time_cap_s=0.02", "drift_calls=4"])
+    overrides, config = eval_config(["timing.secondary_time_cap_s=0.02", "drift_calls=4"])
     assert overrides == {"timing": {"secondary_time_cap_s": 0.02}, "drift_calls": 4}
+    assert config.timing.secondary_time_cap_s == 0.02 and config.drift_calls == 4
     with pytest.raises(ValueError, match="KEY=VALUE"):
-        throughput.parse_overrides(["drift_calls"])
+        eval_config(["drift_calls"])
     assert throughput.main(["--dry-run", "--set", "no_such_field=1"]) == 2
 
 

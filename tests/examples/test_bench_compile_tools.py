@@ -158,9 +158,20 @@ def test_static_probe_matches_the_reference(load_harness, device, exp_kind):
             assert verdict.ok, f"{shape} {dtype}: {verdict.reason}"
 
 
-def test_reduced_exp_probe_matches_the_reference(load_harness, device):
+def test_exp_probes_are_the_seed_with_one_change_and_the_reduced_one_matches(tmp_path, load_harness, device):
+    from bench.probes import silu_exp_variants
+
+    assert silu_exp_variants.main([str(tmp_path)]) == 0
+    seed = silu_exp_variants.SEED.read_text()
+    libdevice = (tmp_path / "silu_constexpr_libdevice_exp.py").read_text()
+    assert "LIBDEVICE_EXP=x.is_cuda,\n" in libdevice
+    assert len(libdevice.splitlines()) == len(seed.splitlines()) + 1  # the header
+    reduced = (tmp_path / "silu_constexpr_reduced_exp.py").read_text()
+    assert "_exp_reduced(-gate)" in reduced and "EXP_FORM=True," in reduced and "LIBDEVICE_EXP" not in reduced
+    with pytest.raises(ValueError, match="update this generator"):
+        silu_exp_variants.variants(seed.replace("libdevice.exp(-gate)", "libdevice.exp(0.0 - gate)"))
     harness = load_harness("silu_and_mul")
-    probe = _load(PROBES / "silu_constexpr_reduced_exp.py")
+    probe = _load(tmp_path / "silu_constexpr_reduced_exp.py")
     for shape in SHAPES:
         args, kwargs = harness.inputs({**shape, "dtype": "float32"}, seed=3, device=device)
         verdict = harness.check(probe.silu_and_mul, args, kwargs)

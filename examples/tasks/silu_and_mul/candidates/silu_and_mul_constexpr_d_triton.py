@@ -5,6 +5,12 @@ large cases, where the runtime-d seeds were at 0.98-1.00x).
 The flat seed divides every output index by a runtime d (a ~20-instruction integer division per element);
 torch.compile with static shapes divides by a constant (a multiply-high and shift). d never varies at
 serving time, so compiling once per d costs nothing. Blocks, buckets and 32-bit offsets as in the seed.
+
+On a GPU, large 16-bit inputs take silu as Inductor writes it, gate / (1 + exp(-gate)) with libdevice's
+expf: over 15 fresh processes on the H200 (docs/benchmarks.md, sixth session) that read 0.9996-1.0036x
+torch.compile on the three large bf16 cases against 0.9973-0.9985x with tl.sigmoid; fp32 read 0.9940x with
+it and 0.9964x without, so fp32 keeps tl.sigmoid, and so do the small and medium sizes (not measured with
+it). The Triton interpreter has no libdevice: on the CPU tl.sigmoid is used.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 # EVOLVE-BLOCK-START
 
@@ -33,6 +40,7 @@ def _silu_and_mul_flat_kernel(
     D: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     WIDE_INDEX: tl.constexpr,
+    LIBDEVICE_EXP: tl.constexpr,
 ):
     pid = tl.program_id(0)
     if WIDE_INDEX:
@@ -42,7 +50,11 @@ def _silu_and_mul_flat_kernel(
     gate_offs = offs + (offs // D) * D  # row * 2D + column
     gate = tl.load(x_ptr + gate_offs, mask=mask, other=0.0).to(tl.float32)
     up = tl.load(x_ptr + gate_offs + D, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offs, (gate * tl.sigmoid(gate) * up).to(out_ptr.dtype.element_ty), mask=mask)
+    if LIBDEVICE_EXP:  # noqa: SIM108 - a constexpr branch: only the taken side is compiled (or interpreted)
+        silu = gate / (1.0 + libdevice.exp(-gate))
+    else:
+        silu = gate * tl.sigmoid(gate)
+    tl.store(out_ptr + offs, (silu * up).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -66,6 +78,7 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
         D=d,
         BLOCK_SIZE=block_size,
         WIDE_INDEX=2 * n_out + block_size >= 2**31,
+        LIBDEVICE_EXP=x.is_cuda and x.dtype != torch.float32 and n_out > MEDIUM_NUMEL,
         num_warps=num_warps,
     )
     return out

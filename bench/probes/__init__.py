@@ -1,0 +1,1 @@
+"""Device probes: one-off kernels and generators behind docs/benchmarks.md comparisons (not candidates)."""
