@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..thirtieth  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..thirtyfirst  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -523,7 +523,23 @@ case "${1:-}" in
      done
      mkdir -p "$OUT/inductor"
      find /tmp/probe/inductor -name "*.best_config" -exec cp {} "$OUT/inductor/" \; ; pack) ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtieth|search|scaling (see the list above)" >&2
+  thirtyfirst)  # prepared for the next session (not run yet), one H200: the silu search from the seed with
+    # libdevice's expf for large 16-bit inputs (alone on the GPU, 12 workers, 200 s), then its best against
+    # compile with the A/A and compile's own kernel standalone, graph regime, on the four bandwidth-bound
+    # cases in as many fresh processes as fit, and once on every case in both regimes
+    (WORKERS=12 GPU=0 SEARCH_SECONDS=200 VS_FLAGS=--twin VS_TIMEOUT=120 search_tasks silu_and_mul
+     export CUDA_VISIBLE_DEVICES=0
+     S=examples/tasks/silu_and_mul rep=0
+     while [ -f /tmp/runs/silu_and_mul/best.py ] && [ $SECONDS -lt 520 ]; do
+       rep=$((rep + 1))
+       timeout 60 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
+         --set 'timing.regimes=["graph"]' \
+         --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
+         "$S=/tmp/runs/silu_and_mul/best.py" "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
+       echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
+     done)
+    keep_runs ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtyfirst|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

@@ -15,9 +15,10 @@ Every timed call is re-checked against the float64 eager reference. torch.compil
 For a sweep of many variants: `--compile-only` times only "torch.compile vs candidate", and
 `--cases NAME[,NAME...]` keeps only the named cases (each task keeps those of its own; every name must
 belong to some task). `--twin` adds the A/A yardstick, torch.compile timed against itself: on a
-bandwidth-bound case two identical kernels differ by a few tenths of a percent from process to process, and
-"best vs compile" cannot be read finer than that. `--set KEY=VALUE` overrides an EvalConfig
-field (e.g. `timing.graph_input_sets=8`: more buffers per implementation, averaging where each one lands).
+bandwidth-bound case two identical kernels differ by a few tenths of a percent between runs, and "best vs
+compile" cannot be read finer than that (bench/vs_compile_pool.py reads several runs together).
+`--set KEY=VALUE` overrides an EvalConfig field (e.g. `timing.regimes=["graph"]`, or
+`timing.graph_input_sets=8`: more buffers per implementation).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def _load_candidate(path: Path, entry: str) -> tuple[Any, Any]:
 PAIRINGS = ("best_vs_eager", "compile_vs_eager", "best_vs_compile")
 COMPILE_ONLY_PAIRINGS = ("best_vs_compile",)
 # The A/A yardstick (--twin): torch.compile against itself, each side on its own buffers and its own captured
-# graphs. The kernels are identical, so how far it lands from 1.000x (differently in every process) is the
-# resolution of "best vs compile" on that case.
+# graphs. The kernels are identical, so how far it lands from 1.000x (a little from process to process, more
+# from one device call to the next) is the resolution of "best vs compile" on that case.
 TWIN_PAIRING = "compile_vs_compile"
 ALL_PAIRINGS = (*PAIRINGS, TWIN_PAIRING)
 
@@ -102,9 +103,9 @@ def measure(
 
     from evaluators.backends import require_backend
     from evaluators.config import EvalConfig
+    from evaluators.task import load_task
 
     config = config or EvalConfig()
-    from evaluators.task import load_task
 
     torch._dynamo.config.cache_size_limit = 256  # one compilation per case and dtype
     task = load_task(task_dir)
@@ -186,7 +187,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         for pair in ALL_PAIRINGS:
             if pair in row and not row[pair]["passed"]:
                 reason = row[pair]["reason"][:120]
-                lines.append(f"| {row['task']} | {candidate} | - | - | {pair} failed: {reason} | | |")
+                lines.append(f"| {row['task']} | {candidate} | - | - | {pair} failed: {reason} | | | |")
     return "\n".join(lines) + "\n"
 
 
