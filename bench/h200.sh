@@ -523,10 +523,11 @@ case "${1:-}" in
      done
      mkdir -p "$OUT/inductor"
      find /tmp/probe/inductor -name "*.best_config" -exec cp {} "$OUT/inductor/" \; ; pack) ;;
-  thirtyfirst)  # prepared for the next session (not run yet), one H200: the silu search from the seed with
-    # libdevice's expf for large 16-bit inputs (alone on the GPU, 12 workers, 200 s), then its best against
-    # compile with the A/A and compile's own kernel standalone, graph regime, on the four bandwidth-bound
-    # cases in as many fresh processes as fit, and once on every case in both regimes
+  thirtyfirst)  # one H200: the silu search from the seed that picks its exp per input (libdevice's expf for
+    # large 16-bit inputs, tl.exp for large fp32) and drops the mask when the grid divides the output (alone on
+    # the GPU, 12 workers, 200 s); then its best against compile once on every case in both regimes, and the
+    # best, the seed itself and compile's own kernel standalone against compile with the A/A, graph regime, on
+    # the four bandwidth-bound cases in as many fresh processes as fit
     (WORKERS=12 GPU=0 SEARCH_SECONDS=200 VS_FLAGS=--twin VS_TIMEOUT=120 search_tasks silu_and_mul
      export CUDA_VISIBLE_DEVICES=0
      S=examples/tasks/silu_and_mul rep=0
@@ -535,7 +536,8 @@ case "${1:-}" in
        timeout 60 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
          --set 'timing.regimes=["graph"]' \
          --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
-         "$S=/tmp/runs/silu_and_mul/best.py" "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
+         "$S=/tmp/runs/silu_and_mul/best.py" "$S=$S/candidates/silu_and_mul_constexpr_d_triton.py" \
+         "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
        echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
      done)
     keep_runs ;;

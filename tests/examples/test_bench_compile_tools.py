@@ -164,10 +164,10 @@ def test_exp_probes_are_the_seed_with_one_change_and_the_reduced_one_matches(tmp
     assert silu_exp_variants.main([str(tmp_path)]) == 0
     seed = silu_exp_variants.SEED.read_text()
     libdevice = (tmp_path / "silu_constexpr_libdevice_exp.py").read_text()
-    assert "LIBDEVICE_EXP=x.is_cuda,\n" in libdevice
+    assert "EXP_FORM=1 if x.is_cuda else 0,\n" in libdevice
     assert len(libdevice.splitlines()) == len(seed.splitlines()) + 1  # the header
     reduced = (tmp_path / "silu_constexpr_reduced_exp.py").read_text()
-    assert "_exp_reduced(-gate)" in reduced and "EXP_FORM=True," in reduced and "LIBDEVICE_EXP" not in reduced
+    assert "_exp_reduced(-gate)" in reduced and "EXP_FORM=1,\n" in reduced and "libdevice.exp" not in reduced
     with pytest.raises(ValueError, match="update this generator"):
         silu_exp_variants.variants(seed.replace("libdevice.exp(-gate)", "libdevice.exp(0.0 - gate)"))
     harness = load_harness("silu_and_mul")
@@ -176,3 +176,24 @@ def test_exp_probes_are_the_seed_with_one_change_and_the_reduced_one_matches(tmp
         args, kwargs = harness.inputs({**shape, "dtype": "float32"}, seed=3, device=device)
         verdict = harness.check(probe.silu_and_mul, args, kwargs)
         assert verdict.ok, f"{shape}: {verdict.reason}"
+
+
+def test_seed_tl_exp_and_unmasked_paths_match_the_reference(tmp_path, load_harness, device):
+    """The seed's large-fp32 branch (tl.exp) is GPU-only as shipped; forced here on every input. The shapes
+    include outputs the block divides (the unmasked path) and outputs it does not."""
+    import torch
+
+    from bench.probes import silu_exp_variants
+
+    seed = silu_exp_variants.SEED.read_text()
+    forced = tmp_path / "silu_constexpr_tl_exp.py"
+    forced.write_text(seed.replace(silu_exp_variants.SEED_FLAG, "EXP_FORM=2,"))
+    probe = _load(forced)
+    harness = load_harness("silu_and_mul")
+    for shape in SHAPES:
+        for dtype in ("bfloat16", "float32"):
+            args, kwargs = harness.inputs({**shape, "dtype": dtype}, seed=4, device=device)
+            x = args[0]
+            x[0, :4] = torch.tensor([-95.0, -60.0, 60.0, 95.0], dtype=x.dtype)
+            verdict = harness.check(probe.silu_and_mul, (x,), kwargs)
+            assert verdict.ok, f"{shape} {dtype}: {verdict.reason}"

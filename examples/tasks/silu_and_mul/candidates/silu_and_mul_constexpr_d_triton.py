@@ -9,8 +9,10 @@ serving time, so compiling once per d costs nothing. Blocks, buckets and 32-bit 
 On a GPU, large 16-bit inputs take silu as Inductor writes it, gate / (1 + exp(-gate)) with libdevice's
 expf: over 15 fresh processes on the H200 (docs/benchmarks.md, sixth session) that read 0.9996-1.0036x
 torch.compile on the three large bf16 cases against 0.9973-0.9985x with tl.sigmoid; fp32 read 0.9940x with
-it and 0.9964x without, so fp32 keeps tl.sigmoid, and so do the small and medium sizes (not measured with
-it). The Triton interpreter has no libdevice: on the CPU tl.sigmoid is used.
+it and 0.9964x without. Large fp32 inputs take gate / (1 + tl.exp(-gate)): compile's own kernel made
+standalone with tl.exp read 0.9998x on fp32 (bench/probes/silu_inductor_static.py). The small and medium
+sizes keep tl.sigmoid (not measured otherwise). The Triton interpreter has no libdevice: on the CPU
+tl.sigmoid is used. As in Inductor's kernel, loads and stores drop the mask when the grid divides the output.
 """
 
 from __future__ import annotations
@@ -40,21 +42,39 @@ def _silu_and_mul_flat_kernel(
     D: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
     WIDE_INDEX: tl.constexpr,
-    LIBDEVICE_EXP: tl.constexpr,
+    EVEN: tl.constexpr,
+    EXP_FORM: tl.constexpr,
 ):
     pid = tl.program_id(0)
     if WIDE_INDEX:
         pid = pid.to(tl.int64)
     offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offs < n_out
     gate_offs = offs + (offs // D) * D  # row * 2D + column
-    gate = tl.load(x_ptr + gate_offs, mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(x_ptr + gate_offs + D, mask=mask, other=0.0).to(tl.float32)
-    if LIBDEVICE_EXP:  # noqa: SIM108 - a constexpr branch: only the taken side is compiled (or interpreted)
+    if EVEN:  # the grid divides the output: no bounds check (constexpr, so only one side is compiled)
+        gate = tl.load(x_ptr + gate_offs).to(tl.float32)
+        up = tl.load(x_ptr + gate_offs + D).to(tl.float32)
+    else:
+        mask = offs < n_out
+        gate = tl.load(x_ptr + gate_offs, mask=mask, other=0.0).to(tl.float32)
+        up = tl.load(x_ptr + gate_offs + D, mask=mask, other=0.0).to(tl.float32)
+    if EXP_FORM == 1:
         silu = gate / (1.0 + libdevice.exp(-gate))
+    elif EXP_FORM == 2:
+        silu = gate / (1.0 + tl.exp(-gate))
     else:
         silu = gate * tl.sigmoid(gate)
-    tl.store(out_ptr + offs, (silu * up).to(out_ptr.dtype.element_ty), mask=mask)
+    result = (silu * up).to(out_ptr.dtype.element_ty)
+    if EVEN:
+        tl.store(out_ptr + offs, result)
+    else:
+        tl.store(out_ptr + offs, result, mask=offs < n_out)
+
+
+def _exp_form(x: torch.Tensor, n_out: int) -> int:
+    """0: gate * tl.sigmoid(gate); 1: libdevice's expf (large 16-bit GPU inputs); 2: tl.exp (large fp32)."""
+    if not x.is_cuda or n_out <= MEDIUM_NUMEL:
+        return 0
+    return 2 if x.dtype == torch.float32 else 1
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -78,7 +98,8 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
         D=d,
         BLOCK_SIZE=block_size,
         WIDE_INDEX=2 * n_out + block_size >= 2**31,
-        LIBDEVICE_EXP=x.is_cuda and x.dtype != torch.float32 and n_out > MEDIUM_NUMEL,
+        EVEN=n_out % block_size == 0,
+        EXP_FORM=_exp_form(x, n_out),
         num_warps=num_warps,
     )
     return out
