@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..thirtyfirst  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..thirtysecond  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -124,6 +124,22 @@ again_vs_compile() {  # TASK CASES TIMES: the search's best against compile and 
     echo "again $1 $k rc=$?" >>"$OUT/summary.txt"; pack
   done
 }
+silu_many() {  # UNTIL: the silu search's best, the constexpr seed and compile's own kernel standalone against
+  # compile with the A/A, graph regime, on the four bandwidth-bound cases, each time in a fresh process, until
+  # UNTIL seconds into the call
+  local S=examples/tasks/silu_and_mul rep=0
+  export CUDA_VISIBLE_DEVICES=0
+  while [ -f /tmp/runs/silu_and_mul/best.py ] && [ $SECONDS -lt "$1" ]; do
+    rep=$((rep + 1))
+    timeout 60 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
+      --set 'timing.regimes=["graph"]' \
+      --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
+      "$S=/tmp/runs/silu_and_mul/best.py" "$S=$S/candidates/silu_and_mul_constexpr_d_triton.py" \
+      "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
+    echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
+  done
+}
+
 keep_runs() {  # the search stores: every verdict with its reason
   (cd /tmp && tar -czf "$OUT/runs.tgz" runs/*/best.py runs/*/summary.json runs/*/growth.* runs/*/*.sqlite \
     2>/dev/null)
@@ -527,21 +543,19 @@ case "${1:-}" in
     # large 16-bit inputs, tl.exp for large fp32) and drops the mask when the grid divides the output (alone on
     # the GPU, 12 workers, 200 s); then its best against compile once on every case in both regimes, and the
     # best, the seed itself and compile's own kernel standalone against compile with the A/A, graph regime, on
-    # the four bandwidth-bound cases in as many fresh processes as fit
+    # the four bandwidth-bound cases in as many fresh processes as fit. (The audit hook flagged the seed's
+    # libdevice import, so the search ran without it: thirtysecond runs it again after the fix.)
     (WORKERS=12 GPU=0 SEARCH_SECONDS=200 VS_FLAGS=--twin VS_TIMEOUT=120 search_tasks silu_and_mul
-     export CUDA_VISIBLE_DEVICES=0
-     S=examples/tasks/silu_and_mul rep=0
-     while [ -f /tmp/runs/silu_and_mul/best.py ] && [ $SECONDS -lt 520 ]; do
-       rep=$((rep + 1))
-       timeout 60 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
-         --set 'timing.regimes=["graph"]' \
-         --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
-         "$S=/tmp/runs/silu_and_mul/best.py" "$S=$S/candidates/silu_and_mul_constexpr_d_triton.py" \
-         "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
-       echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
-     done)
+     silu_many 520)
     keep_runs ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtyfirst|search|scaling (see the list above)" >&2
+  thirtysecond)  # thirtyfirst again once the audit hook let the seed's libdevice import through, with the
+    # GPU tests of the adversarial suite, the pipeline and the faults between the search and the
+    # fresh-process comparisons
+    (WORKERS=12 GPU=0 SEARCH_SECONDS=200 VS_FLAGS=--twin VS_TIMEOUT=120 search_tasks silu_and_mul
+     gpu_tests 170 tests/adversarial tests/evaluators/test_pipeline.py tests/evaluators/test_faults.py
+     silu_many 530)
+    keep_runs ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtysecond|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

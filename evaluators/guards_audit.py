@@ -17,7 +17,7 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
-from types import FrameType
+from types import CodeType, FrameType
 
 # Top-level packages of kernelbot itself; a candidate importing them is reaching into the evaluator.
 HARNESS_PACKAGES = frozenset({"evaluators", "kernelbot", "extractors", "evolution"})
@@ -92,6 +92,7 @@ INTERESTING_EVENTS = frozenset(
         "object.__getattr__",
         "compile",
         "code.__new__",
+        "exec",
         "sys._getframe",
     }
     | _PROCESS_EVENTS
@@ -280,7 +281,10 @@ class AuditPolicy:
         if event.startswith("ctypes."):
             return self._check_ctypes(event, args, origin, where)
         if event in ("compile", "code.__new__") and origin == "direct" and len(args) > 1:
-            return self._check_code_filename(args[1], where)
+            source = args[0] if event == "compile" else None
+            return self._check_code_filename(args[1], source, where)
+        if event == "exec" and origin == "direct" and args and isinstance(args[0], CodeType):
+            return self._check_executed_code(args[0], where)
         if event == "object.__getattr__" and origin == "direct" and len(args) > 1 and args[1] in _FRAME_ATTRS:
             return Violation("sandbox_escape", f"reads {args[1]} to reach the evaluator's frames ({where})")
         if event == "sys._getframe" and frame is not None:
@@ -332,13 +336,56 @@ class AuditPolicy:
             return Violation("persisting_l2", f"looks up the driver symbol {name} ({where})")
         return Violation("sandbox_escape", f"native code access through {event} {name[:120]} ({where})")
 
-    def _check_code_filename(self, filename: object, where: str) -> Violation | None:
-        """Code whose file name points into a library would be attributed to that library: a forgery."""
+    def _check_executed_code(self, code: CodeType, where: str) -> Violation | None:
+        """Running a library file's code is what an import does; code that only carries a library's file name
+        (compiled from an AST, where the compile event shows no file name) is a forgery."""
+        filename = code.co_filename
+        if not filename or filename.startswith("<"):
+            return None
+        target = _norm(filename)
+        if target == self.attributor.candidate_file:
+            return None
+        if self._under(target, self.protected) or (
+            self._under(target, self.read_roots) and not _is_file_code(code, target)
+        ):
+            return Violation("sandbox_escape", f"runs code that claims to come from {filename} ({where})")
+        return None
+
+    def _check_code_filename(self, filename: object, source: object, where: str) -> Violation | None:
+        """Code whose file name points into a library would be attributed to that library: a forgery, unless
+        it is that file's own text. The import system compiles a library module from its file when no
+        bytecode cache is usable (a read-only site-packages: `from triton.language.extra import libdevice` on
+        the H200 image), and the candidate's frame is the nearest one that is not the import system's."""
         if not isinstance(filename, (str, bytes)) or str(filename).startswith("<"):
             return None
         target = _norm(os.fsdecode(filename))
         if target == self.attributor.candidate_file:
             return None
-        if self._under(target, self.read_roots) or self._under(target, self.protected):
+        if self._under(target, self.protected):
+            return Violation("sandbox_escape", f"creates code that claims to come from {filename} ({where})")
+        if self._under(target, self.read_roots) and not _is_file_text(source, target):
             return Violation("sandbox_escape", f"creates code that claims to come from {filename} ({where})")
         return None
+
+
+def _is_file_code(code: CodeType, path: str) -> bool:
+    """Whether `code` is what the text of the file at `path` compiles to (as the import system, from a
+    bytecode cache or from the text, would give it)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+        return code == compile(text, code.co_filename, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return False
+
+
+def _is_file_text(source: object, path: str) -> bool:
+    """Whether `source` (what compile() got) is exactly the text of the file at `path`."""
+    if not isinstance(source, (str, bytes)):
+        return False  # an AST or a code object: not what the import system compiles
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    return source == (text if isinstance(source, bytes) else text.decode("utf-8", "replace"))

@@ -94,6 +94,21 @@ def forge_code_origin():
     exec(code)
 
 
+def forge_code_from_ast():
+    import ast
+
+    exec(compile(ast.parse("import os"), torch.__file__, "exec"))
+
+
+def import_library_uncached():
+    # The driver hides the bytecode cache first, so the import system compiles the module from its text, as
+    # it did `from triton.language.extra import libdevice` on the H200's read-only site-packages: the
+    # candidate's frame is the nearest one, and that is no forgery.
+    import tabnanny
+
+    return tabnanny.check
+
+
 def walk_traceback():
     try:
         raise ValueError
@@ -137,6 +152,13 @@ with sandbox.armed():
 (Path(os.environ["KB_SCRATCH"]) / "harness.txt").write_text("ok")
 results = {"harness": [f.kind for f in sandbox.findings()]}
 for name in sys.argv[3:]:
+    if name == "import_library_uncached":
+        import tempfile
+        assert "tabnanny" not in sys.modules
+        sys.dont_write_bytecode = True
+        # A cache directory that does not exist, inside the interpreter's prefix (a library location, as a
+        # real __pycache__ is): no cached bytecode to load.
+        sys.pycache_prefix = os.path.join(sys.prefix, "kb-no-pycache-" + os.path.basename(tempfile.mkdtemp()))
     seen = len(sandbox.findings())
     error = ""
     try:
@@ -164,6 +186,8 @@ SCENARIOS = {
     "walk_stack": ({"sandbox_escape"}, "SandboxViolation"),
     "walk_traceback": ({"sandbox_escape"}, "SandboxViolation"),
     "forge_code_origin": ({"sandbox_escape"}, "SandboxViolation"),
+    "forge_code_from_ast": ({"sandbox_escape"}, "SandboxViolation"),
+    "import_library_uncached": (set(), ""),
     "leave_mode_pushed": ({"harness_patch"}, ""),
     "lower_precision": ({"precision_downgrade"}, ""),
     "patch_timer": ({"harness_patch"}, ""),
