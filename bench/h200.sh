@@ -5,7 +5,7 @@
 #   bench/h200.sh first       smoke on GPU 0 and stability on GPU 1 at the same time
 #   bench/h200.sh search      offline `kernelbot evolve` on every example task, then bench/vs_compile.py
 #   bench/h200.sh scaling     bench/scaling.py: 1 and 2 GPUs, local and Ray, with a kill run
-#   bench/h200.sh second..thirtysecond  the calls behind docs/benchmarks.md's results (each phase says what it runs)
+#   bench/h200.sh second..thirtythird  the calls behind docs/benchmarks.md's results (each phase says what it runs)
 # The image has torch/triton but not libcst, tomli_w or ray: .devsite/devsite.tar.xz carries them (see
 # docs/benchmarks.md for how it is built) and is unpacked onto PYTHONPATH.
 set -u
@@ -124,18 +124,19 @@ again_vs_compile() {  # TASK CASES TIMES: the search's best against compile and 
     echo "again $1 $k rc=$?" >>"$OUT/summary.txt"; pack
   done
 }
-silu_many() {  # UNTIL: the silu search's best, the constexpr seed and compile's own kernel standalone against
-  # compile with the A/A, graph regime, on the four bandwidth-bound cases, each time in a fresh process, until
-  # UNTIL seconds into the call
-  local S=examples/tasks/silu_and_mul rep=0
+silu_many() {  # UNTIL [seed-first]: the silu search's best, the constexpr seed and compile's own kernel
+  # standalone against compile with the A/A, graph regime, on the four bandwidth-bound cases, each time in a
+  # fresh process, until UNTIL seconds into the call; seed-first times the seed before the best
+  local S=examples/tasks/silu_and_mul rep=0 first second
+  first="$S=/tmp/runs/silu_and_mul/best.py" second="$S=$S/candidates/silu_and_mul_constexpr_d_triton.py"
+  [ "${2:-}" = seed-first ] && { local t=$first; first=$second; second=$t; }
   export CUDA_VISIBLE_DEVICES=0
   while [ -f /tmp/runs/silu_and_mul/best.py ] && [ $SECONDS -lt "$1" ]; do
     rep=$((rep + 1))
     timeout 60 python3 bench/vs_compile.py --out "$OUT/many_$rep" --compile-only --twin \
       --set 'timing.regimes=["graph"]' \
       --cases t4096_d14336_bf16,t4096_d2048_bf16,t1024_d18432_bf16,t512_d14336_fp32 \
-      "$S=/tmp/runs/silu_and_mul/best.py" "$S=$S/candidates/silu_and_mul_constexpr_d_triton.py" \
-      "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
+      "$first" "$second" "$S=bench/probes/silu_inductor_static.py" >"$OUT/many_$rep.log" 2>&1
     echo "many $rep rc=$? at ${SECONDS}s" >>"$OUT/summary.txt"; pack
   done
 }
@@ -555,7 +556,16 @@ case "${1:-}" in
      gpu_tests 170 tests/adversarial tests/evaluators/test_pipeline.py tests/evaluators/test_faults.py
      silu_many 530)
     keep_runs ;;
-  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtysecond|search|scaling (see the list above)" >&2
+  thirtythird)  # one H200: thirtysecond's silu best (carried uncommitted as probe-in/silu_best_32.py)
+    # against compile once more on every case in both regimes; then the fresh-process comparisons with the
+    # seed timed first: on the large cases the best runs the seed's code, so any order effect shows
+    (export CUDA_VISIBLE_DEVICES=0
+     mkdir -p /tmp/runs/silu_and_mul && cp probe-in/silu_best_32.py /tmp/runs/silu_and_mul/best.py
+     timeout 120 python3 bench/vs_compile.py --out "$OUT/vs_compile_best" --twin \
+       "examples/tasks/silu_and_mul=/tmp/runs/silu_and_mul/best.py" >"$OUT/vs_compile_best.log" 2>&1
+     echo "vs_compile best rc=$?" >>"$OUT/summary.txt"; pack
+     silu_many 420 seed-first) ;;
+  *) echo "usage: bench/h200.sh smoke|stability|first|second|...|thirtythird|search|scaling (see the list above)" >&2
      exit 2 ;;
 esac
 pack

@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import GlobalScope, MetadataWrapper, ScopeProvider
+from libcst.metadata import BuiltinAssignment, GlobalScope, MetadataWrapper, ScopeProvider
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
@@ -82,8 +82,17 @@ class _Code:
         }
 
     def free(self) -> set[str]:
-        """Names read at module level that nothing in this code binds (imports from elsewhere, builtins)."""
-        return {n for n in self.names if self.scope.accesses[n] and not self.scope.assignments[n]}
+        """Names read anywhere in this code, function bodies included, that nothing in it binds (imports from
+        elsewhere, builtins): `libdevice.exp` inside a kernel needs B's libdevice import as much as a
+        module-level `@triton.jit` needs triton."""
+        free: set[str] = set()
+        for scope in {s for s in self.wrapper.resolve(ScopeProvider).values() if s is not None}:
+            for access in scope.accesses:
+                if isinstance(access.node, cst.Name) and all(
+                    isinstance(r, BuiltinAssignment) for r in access.referents
+                ):
+                    free.add(access.node.value)
+        return free
 
     def function(self, name: str) -> cst.FunctionDef | None:
         for stmt in self.wrapper.module.body:

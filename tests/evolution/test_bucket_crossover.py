@@ -323,6 +323,26 @@ def test_imports_the_parent_lacks_are_added_and_outside_helpers_refused(tmp_path
     assert child is None and "['HELPER_ROWS'], defined outside its EVOLVE-BLOCK" in error
 
 
+def test_names_read_only_inside_functions_are_carried_or_refused(tmp_path):
+    """The constexpr seed reads libdevice only inside its kernel (and only on a GPU: the interpreter never
+    takes that branch), yet the child needs its import; an outside helper read only in a body is refused."""
+    task = small_task(tmp_path, "silu_and_mul")
+    a = timed(task, candidate("silu_and_mul", SILU_A), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
+    source_b = candidate("silu_and_mul", "silu_and_mul_constexpr_d_triton.py")
+    b = timed(task, source_b, lambda p: 1.2 if p["tokens"] < 40 else 1.0)
+    child, error = cross(a, b, task=task)
+    assert error == "" and child is not None
+    assert "\nfrom triton.language.extra import libdevice\n" in find_evolve_block(child).text
+    assert_valid_child(a.source, child, task)
+    module = load_module(child, tmp_path / "with_libdevice.py")
+    assert module.libdevice.exp is not None
+    assert_matches_reference(task, module.silu_and_mul, {"tokens": 3, "d": 200, "dtype": "float32"})
+    helper = source_b.replace("# EVOLVE-BLOCK-START", "def _rows(n):\n    return n\n\n\n# EVOLVE-BLOCK-START")
+    helper = helper.replace("    n_out = out.numel()\n", "    n_out = _rows(out.numel())\n", 1)
+    child, error = cross(a, timed(task, helper, lambda p: 1.2 if p["tokens"] < 40 else 1.0), task=task)
+    assert child is None and "['_rows'], defined outside its EVOLVE-BLOCK" in error
+
+
 def test_registered_by_default_with_its_weight():
     operators = build_operators(SearchConfig(), "cpu")
     assert OPERATOR in operators.names
