@@ -141,21 +141,26 @@ def test_pool_rejects_what_is_not_a_vs_compile_run(tmp_path, capsys):
 SHAPES = [{"tokens": 97, "d": 200}, {"tokens": 4, "d": 1024}, {"tokens": 1, "d": 64}]
 
 
+def _check_with_extremes(harness, fn, device, seed: int) -> None:
+    """fn against the reference on SHAPES in bf16 and fp32, gate's first values at the exp's extremes."""
+    import torch
+
+    for shape in SHAPES:
+        for dtype in ("bfloat16", "float32"):
+            args, kwargs = harness.inputs({**shape, "dtype": dtype}, seed=seed, device=device)
+            x = args[0]
+            x[0, :4] = torch.tensor([-95.0, -60.0, 60.0, 95.0], dtype=x.dtype)
+            verdict = harness.check(fn, (x,), kwargs)
+            assert verdict.ok, f"{shape} {dtype}: {verdict.reason}"
+
+
 @pytest.mark.parametrize("exp_kind", [1, 2, 3])
 def test_static_probe_matches_the_reference(load_harness, device, exp_kind):
     """EXP_KIND 0 (libdevice) needs a GPU; the interpreter runs the others. Extremes of gate included."""
-    import torch
-
     harness = load_harness("silu_and_mul")
     probe = _load(PROBES / "silu_inductor_static.py")
     probe.EXP_KIND = exp_kind
-    for shape in SHAPES:
-        for dtype in ("bfloat16", "float32"):
-            args, kwargs = harness.inputs({**shape, "dtype": dtype}, seed=2, device=device)
-            x = args[0]
-            x[0, :4] = torch.tensor([-95.0, -60.0, 60.0, 95.0], dtype=x.dtype)
-            verdict = harness.check(probe.silu_and_mul, (x,), kwargs)
-            assert verdict.ok, f"{shape} {dtype}: {verdict.reason}"
+    _check_with_extremes(harness, probe.silu_and_mul, device, seed=2)
 
 
 def test_exp_probes_are_the_seed_with_one_change_and_the_reduced_one_matches(tmp_path, load_harness, device):
@@ -181,8 +186,6 @@ def test_exp_probes_are_the_seed_with_one_change_and_the_reduced_one_matches(tmp
 def test_seed_tl_exp_and_unmasked_paths_match_the_reference(tmp_path, load_harness, device):
     """The seed's large-fp32 branch (tl.exp) is GPU-only as shipped; forced here on every input. The shapes
     include outputs the block divides (the unmasked path) and outputs it does not."""
-    import torch
-
     from bench.probes import silu_exp_variants
 
     seed = silu_exp_variants.SEED.read_text()
@@ -190,10 +193,4 @@ def test_seed_tl_exp_and_unmasked_paths_match_the_reference(tmp_path, load_harne
     forced.write_text(seed.replace(silu_exp_variants.SEED_FLAG, "EXP_FORM=2,"))
     probe = _load(forced)
     harness = load_harness("silu_and_mul")
-    for shape in SHAPES:
-        for dtype in ("bfloat16", "float32"):
-            args, kwargs = harness.inputs({**shape, "dtype": dtype}, seed=4, device=device)
-            x = args[0]
-            x[0, :4] = torch.tensor([-95.0, -60.0, 60.0, 95.0], dtype=x.dtype)
-            verdict = harness.check(probe.silu_and_mul, (x,), kwargs)
-            assert verdict.ok, f"{shape} {dtype}: {verdict.reason}"
+    _check_with_extremes(harness, probe.silu_and_mul, device, seed=4)
