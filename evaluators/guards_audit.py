@@ -361,31 +361,35 @@ class AuditPolicy:
         target = _norm(os.fsdecode(filename))
         if target == self.attributor.candidate_file:
             return None
-        if self._under(target, self.protected):
+        if self._under(target, self.protected) or (
+            self._under(target, self.read_roots) and not _is_file_text(source, target)
+        ):
             return Violation("sandbox_escape", f"creates code that claims to come from {filename} ({where})")
-        if self._under(target, self.read_roots) and not _is_file_text(source, target):
-            return Violation("sandbox_escape", f"creates code that claims to come from {filename} ({where})")
+        return None
+
+
+def _file_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
         return None
 
 
 def _is_file_code(code: CodeType, path: str) -> bool:
     """Whether `code` is what the text of the file at `path` compiles to (as the import system, from a
     bytecode cache or from the text, would give it)."""
+    text = _file_bytes(path)
     try:
-        with open(path, "rb") as fh:
-            text = fh.read()
-        return code == compile(text, code.co_filename, "exec", dont_inherit=True)
-    except (OSError, SyntaxError, ValueError):
+        return text is not None and code == compile(text, code.co_filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
         return False
 
 
 def _is_file_text(source: object, path: str) -> bool:
-    """Whether `source` (what compile() got) is exactly the text of the file at `path`."""
-    if not isinstance(source, (str, bytes)):
-        return False  # an AST or a code object: not what the import system compiles
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read()
-    except OSError:
+    """Whether `source` (what compile() got) is exactly the text of the file at `path`; an AST or a code
+    object is not what the import system compiles."""
+    text = _file_bytes(path) if isinstance(source, (str, bytes)) else None
+    if text is None:
         return False
     return source == (text if isinstance(source, bytes) else text.decode("utf-8", "replace"))
