@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
@@ -340,14 +341,7 @@ class AuditPolicy:
         """Running a library file's code is what an import does; code that only carries a library's file name
         (compiled from an AST, where the compile event shows no file name) is a forgery."""
         filename = code.co_filename
-        if not filename or filename.startswith("<"):
-            return None
-        target = _norm(filename)
-        if target == self.attributor.candidate_file:
-            return None
-        if self._under(target, self.protected) or (
-            self._under(target, self.read_roots) and not _is_file_code(code, target)
-        ):
+        if self._forges_origin(filename, lambda path: _is_file_code(code, path)):
             return Violation("sandbox_escape", f"runs code that claims to come from {filename} ({where})")
         return None
 
@@ -356,16 +350,21 @@ class AuditPolicy:
         it is that file's own text. The import system compiles a library module from its file when no
         bytecode cache is usable (a read-only site-packages: `from triton.language.extra import libdevice` on
         the H200 image), and the candidate's frame is the nearest one that is not the import system's."""
-        if not isinstance(filename, (str, bytes)) or str(filename).startswith("<"):
-            return None
-        target = _norm(os.fsdecode(filename))
-        if target == self.attributor.candidate_file:
-            return None
-        if self._under(target, self.protected) or (
-            self._under(target, self.read_roots) and not _is_file_text(source, target)
-        ):
+        if self._forges_origin(filename, lambda path: _is_file_text(source, path)):
             return Violation("sandbox_escape", f"creates code that claims to come from {filename} ({where})")
         return None
+
+    def _forges_origin(self, filename: object, is_that_file: Callable[[str], bool]) -> bool:
+        """Whether code named `filename` claims an evaluator file, or a library file it is not (is_that_file
+        says, given the normalised path, whether the code really is that file's)."""
+        if not isinstance(filename, (str, bytes)) or not filename or str(filename).startswith("<"):
+            return False
+        target = _norm(os.fsdecode(filename))
+        if target == self.attributor.candidate_file:
+            return False
+        return self._under(target, self.protected) or (
+            self._under(target, self.read_roots) and not is_that_file(target)
+        )
 
 
 def _file_bytes(path: str) -> bytes | None:
