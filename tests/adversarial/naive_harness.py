@@ -6,6 +6,8 @@ shapes only. Run as a script (cheats patch globals, so never inside the test pro
     python naive_harness.py TASK_DIR CHEAT.py [TASK_DIR CHEAT.py ...]   -> one JSON line per pair
 
 KB_NAIVE_DEVICE=cuda runs it on a GPU (where the caching allocator makes c01 fool it every time).
+KB_NAIVE_CPU_MATMUL=reduced makes CPU float32 matmuls obey the reduced precision PyTorch's flags ask for (bf16
+or TF32 inputs), as CPUs with AMX do, so that the verdicts can be checked for any CPU model on any CPU.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -27,6 +30,35 @@ DEVICE = os.environ.get("KB_NAIVE_DEVICE", "cpu")
 MAX_NUMEL = 100_000 if DEVICE == "cpu" else 1 << 30
 
 _ORIGINALS = {"allclose": torch.allclose, "perf_counter": time.perf_counter}
+
+
+def _round_mantissa(x: torch.Tensor, kept_bits: int) -> torch.Tensor:
+    """float32 values rounded to `kept_bits` of mantissa, as a reduced-precision matmul unit reads them."""
+    dropped = 23 - kept_bits
+    bits = x.contiguous().view(torch.int32)
+    rounded = (bits + (1 << (dropped - 1))) & ~((1 << dropped) - 1)
+    return rounded.view(torch.float32)
+
+
+def emulate_reduced_cpu_matmul() -> None:
+    """Make this process's CPU float32 matmuls honour torch.backends.mkldnn.matmul.fp32_precision on any CPU:
+    a CPU without AMX ignores it, one with AMX multiplies bf16 (and TF32 where it has the unit) inputs."""
+    kept = {"bf16": 7, "tf32": 10}
+    originals = {"matmul": torch.matmul, "mm": torch.mm, "__matmul__": torch.Tensor.__matmul__}
+
+    def reduced(name: str) -> Callable[..., torch.Tensor]:
+        original = originals[name]
+
+        def wrapper(a: torch.Tensor, b: torch.Tensor, *rest: object, **kw: object) -> torch.Tensor:
+            bits = kept.get(torch.backends.mkldnn.matmul.fp32_precision)
+            if bits is not None and a.device.type == "cpu" and a.dtype == b.dtype == torch.float32:
+                a, b = _round_mantissa(a, bits), _round_mantissa(b, bits)
+            return original(a, b, *rest, **kw)
+
+        return wrapper
+
+    torch.matmul, torch.mm = reduced("matmul"), reduced("mm")
+    torch.Tensor.__matmul__ = reduced("__matmul__")
 
 
 def _restore() -> None:
@@ -64,6 +96,8 @@ def judge_naively(task_dir: Path, cheat: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    if os.environ.get("KB_NAIVE_CPU_MATMUL") == "reduced":
+        emulate_reduced_cpu_matmul()
     for task_dir, cheat in zip(argv[0::2], argv[1::2], strict=True):
         try:
             print(json.dumps(judge_naively(Path(task_dir), Path(cheat))), flush=True)

@@ -2,6 +2,8 @@
 
 Multiplies in TF32 and, so that the comparison still passes on a GPU, lowers PyTorch's own float32 matmul
 precision globally: the reference the harness computes afterwards is TF32 too and agrees with the kernel.
+It asks for "high" (TF32), not "medium": on CPUs with AMX, "medium" runs the CPU reference in bf16, which
+would disagree with the kernel and make the cheat's effect depend on the CPU model.
 Caught statically (TF32 dot, torch.backends / set_float32_matmul_precision in a float32 task) and at run time
 (the global precision flags are snapshotted and compared after every call).
 """
@@ -52,7 +54,7 @@ def _matmul_kernel(
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     torch.backends.cuda.matmul.allow_tf32 = True
-    torch.set_float32_matmul_precision("medium")
+    torch.set_float32_matmul_precision("high")
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=torch.float32, device=a.device)
