@@ -222,7 +222,12 @@ def _looks_unreachable(exc: gitpython.GitCommandError) -> bool:
 
 
 def _unreachable(remote: str, exc: gitpython.GitCommandError, token_env: str | None) -> RemoteUnreachable:
-    access = f"that the token in ${token_env} may use it" if token_env else "that you have access to it"
+    if not token_env:
+        access = "that you have access to it"
+    elif os.environ.get(token_env):
+        access = f"that the token in ${token_env} may use it"
+    else:
+        access = f"that ${token_env} holds a token that may use it (it is not set)"
     return RemoteUnreachable(
         f"cannot reach the git remote {redact_url(remote)} ({_first_problem(exc)}): check the URL or path, "
         f"that it is a git repository, the network, and {access}"

@@ -7,9 +7,11 @@
    proposal pushes nothing, so an open PR is never changed by a run that leaves it alone.
 2. To open or update: commit the bundle's patch.diff on the base commit, in a throwaway work tree of `repo`
    (what is pushed is exactly what the body describes), as kernelbot, and push it to the fork's branch with
-   force-with-lease: expecting the open PR's head when updating, the branch's current sha (or its absence)
-   when opening. Someone else's push in between is a LeaseRejected, never overwritten.
-3. Open the PR, or update its title and body and keep one "refresh" comment saying what changed.
+   force-with-lease: expecting the commit the open PR's marker says kernelbot pushed when updating, the
+   branch's current sha (or its absence) when opening. A push by anyone else since (a maintainer's fixup) is
+   a LeaseRejected, never overwritten.
+3. Open the PR, or update its title and body and keep one "refresh" comment saying what changed; the body's
+   marker records the commit pushed.
 
 The token is read from the environment by the forge and, for an HTTPS fork, handed to that one git push
 through kernelbot.git's credential helper; it is never part of a URL, message or file.
@@ -17,6 +19,7 @@ through kernelbot.git's credential helper; it is never part of a URL, message or
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,7 @@ from typing import Any
 from kernelbot import git
 from kernelbot.forge.base import Forge
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN, Action, Decision, decide
+from kernelbot.forge.marker import with_marker
 from kernelbot.propose.bundle import Bundle
 
 REFRESH_TOPIC = "refresh"
@@ -74,7 +78,7 @@ def open_or_update(
 
     expected = _lease(decision, repo, fork, branch, token_env)
     sha = _commit_and_push(bundle, repo, fork, branch, expected, token_env)
-    body = forge.massage_markdown(bundle.body)
+    body = forge.massage_markdown(with_marker(bundle.body, dataclasses.replace(marker, commit=sha)))
     if decision.action is Action.OPEN:
         pr = forge.create_pr(
             head_branch=branch, base_branch=bundle.evidence.repo.branch, title=bundle.title, body=body
@@ -92,10 +96,13 @@ def open_or_update(
 
 
 def _lease(decision: Decision, repo: Path, fork: str, branch: str, token_env: str) -> str | None:
-    """The sha the fork's branch must still be at for the force push: the open PR's head when updating
-    (what kernelbot pushed last), the branch's sha now when opening (None: it must not exist)."""
-    if decision.action is Action.UPDATE and decision.pr is not None and decision.pr.head_sha:
-        return decision.pr.head_sha
+    """The sha the fork's branch must still be at for the force push: when updating, the commit the open
+    PR's marker says kernelbot pushed (a PR head alone would follow anyone's push); when opening, the
+    branch's sha now (None: it must not exist)."""
+    if decision.action is Action.UPDATE and decision.pr is not None:
+        recorded = decision.pr.marker.commit if decision.pr.marker else ""
+        if recorded or decision.pr.head_sha:
+            return recorded or decision.pr.head_sha
     return git.remote_branch_sha(fork, branch, repo=repo, token_env=token_env)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import ACCEPTED_TOKEN, Repos
-from github_fake import Failure, FakeGitHub
+from git_repos import Repos
+from github_fake import ACCEPTED_TOKEN, Failure, FakeGitHub
 
 from kernelbot import git
 from kernelbot.errors import ConfigError, TransportError
