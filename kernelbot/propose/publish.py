@@ -1,6 +1,6 @@
 """open_or_update: put a written bundle up as a pull request, or say why not.
 
-    outcome = open_or_update(bundle, profile, forge, repo, fork="fork", token_env="GITHUB_TOKEN")
+    outcome = open_or_update(bundle, profile, forge, repo, fork=None, token_env="GITHUB_TOKEN")
 
 1. Ask the forge what is there: the PRs on branch `kernelbot/<op-slug>` (every state) and the repository's
    open PRs, and decide (kernelbot.forge.decisions) before anything is pushed: a skipped or refused
@@ -23,13 +23,13 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernelbot import git
 from kernelbot.forge.base import Forge
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN, Action, Decision, decide
 from kernelbot.forge.marker import with_marker
 from kernelbot.propose.bundle import Bundle
+from kernelbot.propose.collect import ProfileLike
 
 REFRESH_TOPIC = "refresh"
 
@@ -52,24 +52,23 @@ class ProposeOutcome:
 
 def open_or_update(
     bundle: Bundle,
-    profile: Any,
+    profile: ProfileLike,
     forge: Forge,
     repo: Path,
     *,
-    fork: str,
+    fork: str | None = None,
     token_env: str = "GITHUB_TOKEN",
-    max_open: int | None = None,
+    max_open: int = DEFAULT_MAX_OPEN,
 ) -> ProposeOutcome:
     """Propose `bundle` (see the module docstring). `repo` is any checkout holding the base commit (the
-    target run's work tree); `fork` is the contributor's fork as a git remote name of `repo`, URL or path.
-    `profile` is read for nothing beyond what the bundle already holds; it is kept for the forge defaults a
-    profile may carry (api_url, fork remote) and for symmetry with write_bundle."""
+    target run's work tree); `fork` is the contributor's fork as a git remote name of `repo`, URL or path
+    (default: the profile's `fork_remote`); `max_open` is how many kernelbot PRs may be open in the
+    repository at once."""
+    fork = fork or profile.fork_remote
     branch = bundle.branch
     marker = bundle.marker
     branch_prs = forge.find_prs(branch, state="all")
     open_prs = forge.find_prs(None, state="open")
-    if max_open is None:
-        max_open = int(getattr(profile, "max_open_prs", DEFAULT_MAX_OPEN) or DEFAULT_MAX_OPEN)
     decision = decide(marker, branch, branch_prs, open_prs, max_open=max_open)
     if decision.action in (Action.SKIP, Action.REFUSE):
         verb = "skipped" if decision.action is Action.SKIP else "refused"

@@ -60,8 +60,14 @@ class IntegrationStandIn:
 class ProfileStandIn:
     name: str = "example"
     template: str = "example"
-    title_format: str = "Fused Triton kernel for {name}"
+    title: str = "{summary}"
     human_steps: tuple[str, ...] = ()
+    fork_remote: str = "fork"
+    api_url: str = "https://api.github.com"
+    repo_url: str = "https://github.com/upstream/engine"
+
+    def pr_title(self, summary: str) -> str:
+        return self.title.format(summary=summary)
 
 
 BASE_SHA = "3f2a9c41d0e8b7a6c5d4e3f2a1b0c9d8e7f6a5b4"

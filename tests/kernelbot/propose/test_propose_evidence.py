@@ -38,7 +38,8 @@ def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence)
     e = gpu_evidence
     assert e.schema == EVIDENCE_SCHEMA
     assert (
-        e.op.slug == "silu-and-mul-forward-native" and e.op.title == "Fused Triton kernel for forward_native"
+        e.op.slug == "silu-and-mul-forward-native"
+        and e.op.title == "Fused Triton kernel for SiluAndMul.forward_native"
     )
     assert e.op.kernel_hash == kernel_hash(SILU_CANDIDATE.read_text())
     assert e.repo.base_sha == BASE_SHA and e.repo.branch == "main"
@@ -121,7 +122,7 @@ def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
     e = build_evidence(
         search_dir=search,
         task_dir=SILU_TASK,
-        profile=ProfileStandIn(title_format="[Feature] Add a fused Triton {name} kernel"),
+        profile=ProfileStandIn(title="[Feature] {summary}"),
         integration=IntegrationStandIn(),
         verify=None,
         repo_url="u",
@@ -132,7 +133,7 @@ def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
     )
     assert not e.tests.ran and "not run" in e.tests.reason
     assert not e.e2e.measured and "not run" in e.e2e.reason
-    assert e.op.title == "[Feature] Add a fused Triton d kernel"
+    assert e.op.title == "[Feature] Fused Triton kernel for C.d"
 
 
 def test_a_search_without_a_passing_candidate_has_nothing_to_propose(tmp_path: Path) -> None:
