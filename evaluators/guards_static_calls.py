@@ -122,3 +122,21 @@ def _root(expr: cst.BaseExpression) -> str:
     while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
         expr = expr.func if isinstance(expr, cst.Call) else expr.value
     return expr.value if isinstance(expr, cst.Name) else ""
+
+
+def preparation_text(module: cst.Module, call: cst.Call, method: str) -> str:
+    """How the note of host preparation shows one call: 'x.contiguous()', and for a chain only the name it
+    starts from and this call: 'x….float()'."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = " ".join(module.code_for_node(call.func.value).split())
+    if "(" in receiver or len(receiver) > 30:
+        receiver = _chain_root(call.func.value) + "…"
+    args = ", ".join(" ".join(module.code_for_node(a.value).split()) for a in call.args)
+    return f"{receiver}.{method}({args if len(args) <= 30 else '…'})"
+
+
+def _chain_root(expr: cst.BaseExpression) -> str:
+    """The name a chain of calls starts from: `x` of `x.contiguous().view(-1)`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else "…"

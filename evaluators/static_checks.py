@@ -21,6 +21,7 @@ from evaluators.guards_static_calls import (
     BUILTIN_METHOD_NAMES,
     caches_device_facts,
     literal_args,
+    preparation_text,
     string_arg,
 )
 from evaluators.guards_static_facts import dynamic_sizes, reference_modules, task_float_dtypes
@@ -63,7 +64,8 @@ def check_static(source: str, task: Task) -> StaticReport:
     scanner = _Scanner(module, task)
     MetadataWrapper(module, unsafe_skip_copy=True).visit(scanner)
     scanner.finish()
-    return StaticReport(findings=scanner.findings, errors=scanner.errors, preparation=scanner.preparation)
+    preparation = [text for _, text in sorted(scanner._preparation)]
+    return StaticReport(findings=scanner.findings, errors=scanner.errors, preparation=preparation)
 
 
 def host_preparation(source: str, task: Task) -> list[str]:
@@ -87,7 +89,7 @@ class _Scanner(cst.CSTVisitor):
         self._global_names: set[str] = set()  # names some function declares `global`
         self._seen: set[tuple[str, int]] = set()
         self._device_fact_caches: set[int] = set()  # ids of lru_cache decorators over device queries
-        self.preparation: list[str] = []
+        self._preparation: list[tuple[tuple[int, int], str]] = []
         dtypes = task_float_dtypes(task)
         self.fp32_only = bool(dtypes) and dtypes <= {"float32", "float64"}
         self.any_fp32 = "float32" in dtypes
@@ -228,8 +230,13 @@ class _Scanner(cst.CSTVisitor):
         elif self.fp32_only and verdict.lowers_float32:
             self.flag(node, "precision_downgrade", f".{method}() casts below float32 in a float32 task")
         elif verdict.kind == HostOp.COPY or (literal is None and _casts_given_a_dtype(method)):
-            snippet = " ".join(self.module.code_for_node(node).split())
-            self.preparation.append(snippet if len(snippet) <= 60 else snippet[:57] + "...")
+            self._note_preparation(node, method)
+
+    def _note_preparation(self, node: cst.Call, method: str) -> None:
+        position = self.get_metadata(PositionProvider, node).start
+        self._preparation.append(
+            ((position.line, position.column), preparation_text(self.module, node, method))
+        )
 
     def _check_kernel_call(self, node: cst.Call, method: str, callee: set[str]) -> None:
         is_cast = method == "to" or "triton.language.cast" in callee
