@@ -15,6 +15,7 @@ triton-cuda, model-sized cases).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,13 +279,15 @@ def build_task(recipe: TaskRecipe, out: Path, *, gpu: bool = False, cache: Path 
     from extractors.extract import ExtractOptions, extract
 
     release_root(recipe.requirement, cache)  # into the cache first: extract resolves pypi: through it
-    spec = out.with_name(out.name + ".spec.toml")
+    out.parent.mkdir(parents=True, exist_ok=True)
     args = (SPECS / recipe.spec).read_text().replace("{dtype}", GPU_DTYPE if gpu else CI_DTYPE)
-    spec.write_text(tomli_w.dumps({"sizes": dict(sizes)}) + "\n" + args)
-    options = ExtractOptions(
-        repo=f"pypi:{recipe.requirement}", function=recipe.function, out=out, spec=spec, name=recipe.key
-    )
-    _with_cache(cache, lambda: extract(options))
+    with tempfile.TemporaryDirectory(prefix="kb-spec-") as scratch:
+        spec = Path(scratch) / recipe.spec
+        spec.write_text(tomli_w.dumps({"sizes": dict(sizes)}) + "\n" + args)
+        options = ExtractOptions(
+            repo=f"pypi:{recipe.requirement}", function=recipe.function, out=out, spec=spec, name=recipe.key
+        )
+        _with_cache(cache, lambda: extract(options))
     return out
 
 
