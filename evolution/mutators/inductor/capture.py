@@ -51,7 +51,7 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
         captures: list[Capture] = []
         seen: set[tuple[tuple[str, str], ...]] = set()
         for case, args, kwargs in chosen:
-            arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+            arguments = bound_arguments(reference, args, kwargs)
             dtypes = {
                 n: str(v.dtype).removeprefix("torch.") for n, v in arguments.items() if torch.is_tensor(v)
             }
@@ -74,6 +74,17 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
         device=device,
         notes=tuple(notes),
     )
+
+
+def bound_arguments(reference: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Every parameter of the reference by name, as one call with (args, kwargs) sees it: defaults the case
+    leaves out included (an extracted method's `self.eps` is a keyword-only parameter with a default)."""
+    try:
+        bound = inspect.signature(reference).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise CaptureError(f"the case's inputs do not fit the reference's signature: {exc}") from exc
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 # --- which cases to trace --------------------------------------------------------------------------------
@@ -167,7 +178,7 @@ def _capture_case(
 ) -> Capture:
     import torch
 
-    arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+    arguments = bound_arguments(reference, args, kwargs)
     state: dict[str, Any] = {}
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
