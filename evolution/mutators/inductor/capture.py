@@ -29,6 +29,7 @@ from unittest import mock
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
+_SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
 _MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
 _PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
 
@@ -185,7 +186,7 @@ def _capture_case(
         if "wrapper" in state:
             raise CaptureError("torch.compile split the reference into several graphs")
         state["inputs"] = [
-            _graph_input(node, arguments) for node in gm.graph.nodes if node.op == "placeholder"
+            _graph_input(node, arguments, reference) for node in gm.graph.nodes if node.op == "placeholder"
         ]
         state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
 
@@ -204,9 +205,10 @@ def _capture_case(
     except CaptureError:
         raise
     except Exception as exc:
+        ours = _first_capture_error(exc)
+        if ours is not None:
+            raise ours from exc
         cause = _root_cause(exc)
-        if isinstance(cause, CaptureError):
-            raise cause from exc
         raise CaptureError(
             f"torch.compile cannot trace the reference as one graph: {_one_line(cause)}"
         ) from exc
@@ -224,7 +226,7 @@ def _capture_case(
     )
 
 
-def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
+def _graph_input(node: Any, arguments: dict[str, Any], reference: Any) -> GraphInput:
     """Which reference argument (or size of one) a placeholder of Dynamo's graph stands for."""
     import torch
 
@@ -233,6 +235,9 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if source is None:
         raise CaptureError(f"graph input {node.name} has no source in the reference's arguments")
     name = source.name() if callable(source.name) else source.name
+    module_level = _SOURCE_GLOBAL.match(name)
+    if module_level is not None:
+        return _module_constant(module_level.group(1), reference)
     expr = _SOURCE_ARG.sub(r"\1", name)
     expr = re.sub(r"\.size\(\)\[(\d+)\]", r".shape[\1]", expr)
     expr = re.sub(r"\.stride\(\)\[(\d+)\]", r".stride(\1)", expr)
@@ -248,6 +253,21 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if isinstance(value, int):
         return GraphInput("symint", expr)
     raise CaptureError(f"graph input {name} is a {type(value).__name__}, which kernelbot cannot pass on")
+
+
+def _module_constant(name: str, reference: Any) -> GraphInput:
+    """A module-level Python number the reference reads (`_EPSILON = 1e-20`), which Dynamo lifts into a graph
+    input: the candidate cannot import the reference's module, so the value is written in as a literal."""
+    globals_ = getattr(reference, "__globals__", {})
+    if name not in globals_:
+        raise CaptureError(f"graph input {name!r} is a module-level name the reference's module lacks")
+    value = globals_[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaptureError(
+            f"the reference reads the module-level {type(value).__name__} {name!r} as a graph input "
+            "(only finite Python numbers can be written into a candidate)"
+        )
+    return GraphInput("scalar" if isinstance(value, float) else "symint", repr(value))
 
 
 def _inductor_code(gm: Any, example_inputs: list[Any]) -> tuple[str, int]:
@@ -380,6 +400,16 @@ def _signature_text(path: Path, entry: str) -> str:
             raise CaptureError(f"{entry}: a default value is not a literal: {ast.unparse(node)}") from None
     returns = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
+
+
+def _first_capture_error(exc: BaseException) -> CaptureError | None:
+    """The CaptureError our backend raised, wherever torch wrapped it (its own causes are not the story)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, CaptureError):
+            return seen
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__
+    return None
 
 
 def _root_cause(exc: BaseException) -> BaseException:
