@@ -23,7 +23,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
@@ -32,10 +32,16 @@ _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
 _SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
 _MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
 _PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
+E = TypeVar("E", bound=BaseException)
 
 
 class CaptureError(Exception):
     """The reference cannot be captured as one Inductor graph with Triton kernels; the message says why."""
+
+
+class CaptureBug(Exception):
+    """Our own capture code failed on a graph torch.compile traced (not the reference's fault). It is never
+    turned into a report: the capture process exits with its traceback, which the seed reports as internal."""
 
 
 def capture_task(task_dir: str, device: str, case_name: str | None = None) -> CaptureReport:
@@ -185,10 +191,24 @@ def _capture_case(
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         if "wrapper" in state:
             raise CaptureError("torch.compile split the reference into several graphs")
-        state["inputs"] = [
-            _graph_input(node, arguments, reference) for node in gm.graph.nodes if node.op == "placeholder"
-        ]
-        state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        try:
+            state["inputs"] = [
+                _graph_input(node, arguments, reference)
+                for node in gm.graph.nodes
+                if node.op == "placeholder"
+            ]
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureBug(
+                f"mapping the graph's inputs to the reference's arguments failed: {exc!r}"
+            ) from exc
+        try:
+            state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        except CaptureError:
+            raise
+        except Exception as exc:  # Inductor's own lowering or code generation refused the graph
+            raise CaptureError(f"Inductor cannot generate code for the reference: {_one_line(exc)}") from exc
 
         def run(*inputs: Any) -> Any:
             outputs = gm(*inputs)
@@ -205,7 +225,10 @@ def _capture_case(
     except CaptureError:
         raise
     except Exception as exc:
-        ours = _first_capture_error(exc)
+        bug = _first_of(exc, CaptureBug)
+        if bug is not None:
+            raise bug from exc
+        ours = _first_of(exc, CaptureError)
         if ours is not None:
             raise ours from exc
         cause = _root_cause(exc)
@@ -244,7 +267,7 @@ def _graph_input(node: Any, arguments: dict[str, Any], reference: Any) -> GraphI
     try:
         value = eval(compile(expr, "<graph input>", "eval"), {"__builtins__": {}}, dict(arguments))
     except Exception as exc:
-        raise CaptureError(f"graph input {name} is not an expression of the reference's arguments") from exc
+        raise CaptureBug(f"graph input {name} is not an expression of the reference's arguments") from exc
     example = node.meta.get("example_value")
     if torch.is_tensor(value):
         return GraphInput("tensor", expr)
@@ -402,11 +425,12 @@ def _signature_text(path: Path, entry: str) -> str:
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
 
 
-def _first_capture_error(exc: BaseException) -> CaptureError | None:
-    """The CaptureError our backend raised, wherever torch wrapped it (its own causes are not the story)."""
+def _first_of(exc: BaseException, kind: type[E]) -> E | None:
+    """The `kind` exception our backend raised, wherever torch wrapped it (its own causes are not the
+    story)."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, CaptureError):
+        if isinstance(seen, kind):
             return seen
         seen = getattr(seen, "inner_exception", None) or seen.__cause__
     return None

@@ -15,7 +15,12 @@ from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
 from evolution.mutators.inductor.helpers import helper_sources
 from evolution.mutators.inductor.host import HostCode, translate_host
-from evolution.mutators.inductor.kernels import InductorConversionError, Kernel, convert_kernel
+from evolution.mutators.inductor.kernels import (
+    InductorConversionError,
+    InductorUnsupported,
+    Kernel,
+    convert_kernel,
+)
 from evolution.mutators.inductor.model import Capture, CaptureReport, OutputNode
 from evolution.mutators.inductor.signature import entry_signature
 from evolution.mutators.inductor.wrapper import kernel_sources
@@ -28,7 +33,7 @@ _SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "floa
 def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
     """The candidate source for `report`'s captures; raises InductorConversionError when it cannot be made."""
     if not report.captures:
-        raise InductorConversionError(report.error or "Inductor produced no capture to convert")
+        raise InductorUnsupported(report.error or "Inductor produced no capture to convert")
     signature = entry_signature(report.signature, entry)
     params = signature.params
     multi = len(report.captures) > 1
@@ -85,7 +90,7 @@ def _convert_capture(capture: Capture, params: list[str], tag: str) -> HostCode:
         origins[new_name] = origin
     tensors = [p for p in params if p in capture.dtypes]
     if not tensors:
-        raise InductorConversionError("the reference takes no tensor argument to place outputs next to")
+        raise InductorUnsupported("the reference takes no tensor argument to place outputs next to")
     device_var = "device" if "device" not in params else "device_"
     host = translate_host(
         capture,
@@ -181,7 +186,7 @@ def _dispatch(parts: list[tuple[Capture, HostCode, str]], params: list[str]) -> 
         if len({c.dtypes.get(p) for c, _, _ in parts}) > 1 and all(p in c.dtypes for c, _, _ in parts)
     ]
     if not varying:
-        raise InductorConversionError("dtype specialisations that no argument's dtype tells apart")
+        raise InductorUnsupported("dtype specialisations that no argument's dtype tells apart")
     lines = []
     for capture, _, function in parts:
         test = " and ".join(f"{p}.dtype == torch.{capture.dtypes[p]}" for p in varying)
