@@ -74,8 +74,9 @@ def releases(tasks: tuple[FreshTask, ...] = FRESH_TASKS) -> list[str]:
     return sorted({t.release for t in tasks})
 
 
-def extract_fresh(task: FreshTask, out: Path, specs: Path = SPECS) -> dict[str, Any]:
-    """Extract `task` into out/<name> (replacing what is there); a JSON-ready record of how it went."""
+def extract_fresh(task: FreshTask, out: Path, specs: Path = SPECS, device: str = "cpu") -> dict[str, Any]:
+    """Extract `task` into out/<name> (replacing what is there), its reference probed on `device`; a
+    JSON-ready record of how it went."""
     from extractors.extract import ExtractOptions, extract
     from extractors.release_sources import fetch_release
 
@@ -92,6 +93,7 @@ def extract_fresh(task: FreshTask, out: Path, specs: Path = SPECS) -> dict[str, 
                 regime=task.regime,
                 name=task.name,
                 force=True,
+                device=device,
             )
         )
     except Exception as exc:  # one task's failure is reported, the others still get extracted
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", type=Path, help="directory to write the task directories into")
     parser.add_argument("--specs", type=Path, default=SPECS, help="directory of <task name>.toml input specs")
     parser.add_argument("--only", default="", metavar="NAME[,NAME...]", help="extract only these tasks")
+    parser.add_argument("--device", default="cpu", help="where the reference is probed (cpu, cuda)")
     parser.add_argument("--pack-sources", type=Path, metavar="ARCHIVE", help="pack the releases' sources")
     args = parser.parse_args(argv)
     if args.pack_sources is not None:
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for task in FRESH_TASKS:
         if wanted and task.name not in wanted:
             continue
-        record = extract_fresh(task, args.out, args.specs)
+        record = extract_fresh(task, args.out, args.specs, args.device)
         records.append(record)
         status = "ok" if record["ok"] else f"FAILED: {record.get('error', 'the reference did not run')}"
         print(f"{task.name}: {status} ({record['seconds']} s)", flush=True)
