@@ -117,13 +117,14 @@ def compare(
     eager = task.load_reference()
     compiled = torch.compile(eager, dynamic=False)  # timed below, then counted: compiled once per case
     candidate = best_path if has_best else task.reference_path  # compile vs eager loads no candidate code
+    hold = gpu_lock_hold()
     timed = measure(
         task_dir,
         candidate,
         case_names,
         WITH_BEST if has_best else WITHOUT_BEST,
         config,
-        gpu_lock=gpu_lock_hold(),
+        gpu_lock=hold,
         compiled=compiled,
     )
     out["pairings"] = {k: v for k, v in timed.items() if k in WITH_BEST}
@@ -136,11 +137,12 @@ def compare(
     out["cases"] = {}
     for case in cases:
         kernels: dict[str, Any] = {}
-        for name, fn in implementations.items():
-            try:
-                kernels[name] = kernel_counts(fn, task, case)
-            except Exception as exc:  # counting is a side show: a failure here loses no time measured
-                kernels[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        with hold():  # a few calls, but on the GPU that other processes may be timing on
+            for name, fn in implementations.items():
+                try:
+                    kernels[name] = kernel_counts(fn, task, case)
+                except Exception as exc:  # counting is a side show: a failure here loses no time measured
+                    kernels[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         out["cases"][case.name] = {
             "rows": case_rows(task, case),
             "kernels": kernels,
