@@ -54,7 +54,7 @@ class SeedingReport:
                 f"no program to mutate for task {task!r}: seeding failed inside kernelbot: "
                 + "; ".join(f"{f.operator}: {f.error}" for f in ours)
             )
-        reasons = "; ".join(f"{f.operator}: {f.error}" for f in self.failures) or "no seeding operator ran"
+        reasons = "; ".join(f"{f.operator}: {f.error}" for f in self.failures) or "no seed produced a program"
         return SearchError(f"no program to mutate for task {task!r} ({reasons}); {_WHAT_TO_ADD}")
 
     def no_correct_program(
