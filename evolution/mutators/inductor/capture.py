@@ -23,18 +23,25 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
+_SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
 _MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
 _PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
+E = TypeVar("E", bound=BaseException)
 
 
 class CaptureError(Exception):
     """The reference cannot be captured as one Inductor graph with Triton kernels; the message says why."""
+
+
+class CaptureBug(Exception):
+    """Our own capture code failed on a graph torch.compile traced (not the reference's fault). It is never
+    turned into a report: the capture process exits with its traceback, which the seed reports as internal."""
 
 
 def capture_task(task_dir: str, device: str, case_name: str | None = None) -> CaptureReport:
@@ -51,7 +58,7 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
         captures: list[Capture] = []
         seen: set[tuple[tuple[str, str], ...]] = set()
         for case, args, kwargs in chosen:
-            arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+            arguments = bound_arguments(reference, args, kwargs)
             dtypes = {
                 n: str(v.dtype).removeprefix("torch.") for n, v in arguments.items() if torch.is_tensor(v)
             }
@@ -74,6 +81,17 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
         device=device,
         notes=tuple(notes),
     )
+
+
+def bound_arguments(reference: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Every parameter of the reference by name, as one call with (args, kwargs) sees it: defaults the case
+    leaves out included (an extracted method's `self.eps` is a keyword-only parameter with a default)."""
+    try:
+        bound = inspect.signature(reference).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise CaptureError(f"the case's inputs do not fit the reference's signature: {exc}") from exc
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 # --- which cases to trace --------------------------------------------------------------------------------
@@ -167,16 +185,30 @@ def _capture_case(
 ) -> Capture:
     import torch
 
-    arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+    arguments = bound_arguments(reference, args, kwargs)
     state: dict[str, Any] = {}
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         if "wrapper" in state:
             raise CaptureError("torch.compile split the reference into several graphs")
-        state["inputs"] = [
-            _graph_input(node, arguments) for node in gm.graph.nodes if node.op == "placeholder"
-        ]
-        state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        try:
+            state["inputs"] = [
+                _graph_input(node, arguments, reference)
+                for node in gm.graph.nodes
+                if node.op == "placeholder"
+            ]
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureBug(
+                f"mapping the graph's inputs to the reference's arguments failed: {exc!r}"
+            ) from exc
+        try:
+            state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        except CaptureError:
+            raise
+        except Exception as exc:  # Inductor's own lowering or code generation refused the graph
+            raise CaptureError(f"Inductor cannot generate code for the reference: {_one_line(exc)}") from exc
 
         def run(*inputs: Any) -> Any:
             outputs = gm(*inputs)
@@ -193,9 +225,13 @@ def _capture_case(
     except CaptureError:
         raise
     except Exception as exc:
+        bug = _first_of(exc, CaptureBug)
+        if bug is not None:
+            raise bug from exc
+        ours = _first_of(exc, CaptureError)
+        if ours is not None:
+            raise ours from exc
         cause = _root_cause(exc)
-        if isinstance(cause, CaptureError):
-            raise cause from exc
         raise CaptureError(
             f"torch.compile cannot trace the reference as one graph: {_one_line(cause)}"
         ) from exc
@@ -213,7 +249,7 @@ def _capture_case(
     )
 
 
-def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
+def _graph_input(node: Any, arguments: dict[str, Any], reference: Any) -> GraphInput:
     """Which reference argument (or size of one) a placeholder of Dynamo's graph stands for."""
     import torch
 
@@ -222,13 +258,16 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if source is None:
         raise CaptureError(f"graph input {node.name} has no source in the reference's arguments")
     name = source.name() if callable(source.name) else source.name
+    module_level = _SOURCE_GLOBAL.match(name)
+    if module_level is not None:
+        return _module_constant(module_level.group(1), reference)
     expr = _SOURCE_ARG.sub(r"\1", name)
     expr = re.sub(r"\.size\(\)\[(\d+)\]", r".shape[\1]", expr)
     expr = re.sub(r"\.stride\(\)\[(\d+)\]", r".stride(\1)", expr)
     try:
         value = eval(compile(expr, "<graph input>", "eval"), {"__builtins__": {}}, dict(arguments))
     except Exception as exc:
-        raise CaptureError(f"graph input {name} is not an expression of the reference's arguments") from exc
+        raise CaptureBug(f"graph input {name} is not an expression of the reference's arguments") from exc
     example = node.meta.get("example_value")
     if torch.is_tensor(value):
         return GraphInput("tensor", expr)
@@ -237,6 +276,21 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if isinstance(value, int):
         return GraphInput("symint", expr)
     raise CaptureError(f"graph input {name} is a {type(value).__name__}, which kernelbot cannot pass on")
+
+
+def _module_constant(name: str, reference: Any) -> GraphInput:
+    """A module-level Python number the reference reads (`_EPSILON = 1e-20`), which Dynamo lifts into a graph
+    input: the candidate cannot import the reference's module, so the value is written in as a literal."""
+    globals_ = getattr(reference, "__globals__", {})
+    if name not in globals_:
+        raise CaptureError(f"graph input {name!r} is a module-level name the reference's module lacks")
+    value = globals_[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaptureError(
+            f"the reference reads the module-level {type(value).__name__} {name!r} as a graph input "
+            "(only finite Python numbers can be written into a candidate)"
+        )
+    return GraphInput("scalar" if isinstance(value, float) else "symint", repr(value))
 
 
 def _inductor_code(gm: Any, example_inputs: list[Any]) -> tuple[str, int]:
@@ -369,6 +423,17 @@ def _signature_text(path: Path, entry: str) -> str:
             raise CaptureError(f"{entry}: a default value is not a literal: {ast.unparse(node)}") from None
     returns = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
+
+
+def _first_of(exc: BaseException, kind: type[E]) -> E | None:
+    """The `kind` exception our backend raised, wherever torch wrapped it (its own causes are not the
+    story)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__
+    return None
 
 
 def _root_cause(exc: BaseException) -> BaseException:
