@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from evaluators.candidate import check_evolve_block, parse_candidate
+from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.result import Hardware
 from evaluators.task import Task
@@ -28,7 +28,7 @@ from evolution.operators import OperatorSet
 from evolution.progress import NullProgress, ProgressSink, Snapshot
 from evolution.replay import rebuild_archive
 from evolution.sampling import ParentSampler
-from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport
+from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, seed_sources
 from evolution.stopping import StopRules
 from evolution.store import MutationRecord, PlacementRow, RunStore, new_program_id
 from evolution.types import MutationOutcome, MutationRequest, Mutator, Program, TokenUsage
@@ -167,7 +167,7 @@ class Controller:
 
     async def _seed(self) -> None:
         jobs = []
-        for i, (path, source) in enumerate(self._seed_sources()):
+        for i, (path, source) in enumerate(seed_sources(self.task, self.seed_files, self.progress.note)):
             sha = candidate_sha(source, self.task.entry)
             if sha in self.seen:
                 continue
@@ -182,21 +182,6 @@ class Controller:
                 request = MutationRequest(self.task, None, (), self._hardware, (k + attempt) % n, -1)
                 jobs.append(self._mutate_and_evaluate(seeder, request, "seed", ""))
         await asyncio.gather(*jobs)
-
-    def _seed_sources(self) -> list[tuple[Path, str]]:
-        found: list[tuple[Path, str]] = []
-        for path in sorted((self.task.root / "candidates").glob("*.py")):
-            try:  # a task's own candidates may include deliberately broken examples: skip, do not fail
-                found.append((path, parse_candidate(path.read_text(), self.task.entry, path).source))
-            except (CandidateError, OSError, UnicodeDecodeError) as exc:
-                self.progress.note(f"skipping seed {path.name}: {exc}")
-        for path in self.seed_files:  # given by the user: a bad one is an error
-            try:
-                source = path.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise CandidateError(f"cannot read seed file {path}: {exc}") from exc
-            found.append((path, parse_candidate(source, self.task.entry, path).source))
-        return found
 
     def _check_seeded(self) -> None:
         """After seeding: end the run when nothing can be evolved; else note each seeder that failed."""

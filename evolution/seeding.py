@@ -12,9 +12,13 @@ with, or (when another seed worked) in one progress note. Why it failed decides 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from evaluators.candidate import parse_candidate
+from evaluators.errors import CandidateError
+from evaluators.task import Task
 from evolution.errors import SearchError
 from evolution.types import Program
 
@@ -85,3 +89,23 @@ def _verdict(program: Program) -> str:
     if result.hacks:
         return "flagged: " + ", ".join(sorted({h.kind for h in result.hacks}))
     return f"failed at {result.stage.value}: {result.reason[:300]}"
+
+
+def seed_sources(
+    task: Task, seed_files: Sequence[Path], note: Callable[[str], None]
+) -> list[tuple[Path, str]]:
+    """The seed candidates of a run: the task's candidates/ (a broken one is skipped with a note: a task may
+    ship deliberately broken examples), then the user's --seed files (a bad one is an error)."""
+    found: list[tuple[Path, str]] = []
+    for path in sorted((task.root / "candidates").glob("*.py")):
+        try:
+            found.append((path, parse_candidate(path.read_text(), task.entry, path).source))
+        except (CandidateError, OSError, UnicodeDecodeError) as exc:
+            note(f"skipping seed {path.name}: {exc}")
+    for path in seed_files:
+        try:
+            source = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CandidateError(f"cannot read seed file {path}: {exc}") from exc
+        found.append((path, parse_candidate(source, task.entry, path).source))
+    return found

@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import inspect
 import math
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
+from evolution.mutators.inductor.case_choice import choose_cases
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
+from evolution.mutators.inductor.settings import inductor_settings
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
 _SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
-_MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
-_PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
 E = TypeVar("E", bound=BaseException)
 
 
@@ -54,7 +52,9 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
     try:
         reference = task.load_reference()
         signature = _signature_text(task.reference_path, task.entry)
-        chosen, notes = _choose_cases(task, device, case_name)
+        chosen, notes = choose_cases(task, device, case_name)
+        if not chosen:
+            raise CaptureError("the task has no case with generated inputs to trace")
         captures: list[Capture] = []
         seen: set[tuple[tuple[str, str], ...]] = set()
         for case, args, kwargs in chosen:
@@ -92,89 +92,6 @@ def bound_arguments(reference: Any, args: tuple, kwargs: dict) -> dict[str, Any]
         raise CaptureError(f"the case's inputs do not fit the reference's signature: {exc}") from exc
     bound.apply_defaults()
     return dict(bound.arguments)
-
-
-# --- which cases to trace --------------------------------------------------------------------------------
-
-
-def _choose_cases(
-    task: Any, device: str, case_name: str | None
-) -> tuple[list[tuple[Any, tuple, dict]], list[str]]:
-    """One case per dtype group; within a group, the smallest whose inputs hold no size or int of 0 or 1
-    (torch.compile specialises those to constants, which would bake them into the kernels) and no int equal
-    to a tensor size (see _coincidences)."""
-    if case_name is not None:
-        case = task.case(case_name)
-        return [(case, *task.make_inputs(case, 0, device))], []
-    groups: dict[tuple, list[Any]] = {}
-    for case in task.cases:
-        if case.is_captured:
-            continue
-        key = tuple(sorted((k, v) for k, v in case.params.items() if isinstance(v, (str, bool))))
-        groups.setdefault(key, []).append(case)
-    chosen, notes = [], []
-    for cases in groups.values():
-        ranked = sorted(cases, key=_case_size)[:_MAX_PROBED_CASES]
-        best = None
-        for case in ranked:
-            for seed in range(_PROBED_SEEDS):
-                args, kwargs = task.make_inputs(case, seed, device)
-                specials = _special_values(args, kwargs) + _coincidences(args, kwargs)
-                if best is None or specials < best[0]:
-                    best = (specials, case, args, kwargs)
-                if specials == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
-        assert best is not None
-        specials, case, args, kwargs = best
-        if specials:
-            notes.append(
-                f"case {case.name} has {specials} sizes/ints of 0 or 1 or ints equal to a tensor size, "
-                "which torch.compile specialises or guards on"
-            )
-        chosen.append((case, args, kwargs))
-    if not chosen:
-        raise CaptureError("the task has no case with generated inputs to trace")
-    return chosen, notes
-
-
-def _case_size(case: Any) -> float:
-    ints = [v for v in case.params.values() if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    return math.prod(ints) if ints else 0
-
-
-def _special_values(args: tuple, kwargs: dict) -> int:
-    import torch
-
-    count = 0
-    for value in _leaves([*args, *kwargs.values()]):
-        if torch.is_tensor(value):
-            count += sum(1 for d in value.shape if d in (0, 1))
-        elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-            count += 1
-    return count
-
-
-def _coincidences(args: tuple, kwargs: dict) -> int:
-    """Int arguments equal to a size of some tensor argument. Tracing `t[:, :n]` with n == t.shape[1]
-    makes Dynamo guard on that equality and Inductor size the kernel by the tensor, not by n: the seed
-    would then write the whole row for every n (seen on the H200 with decode_metadata's max_seq_pages)."""
-    import torch
-
-    leaves = list(_leaves([*args, *kwargs.values()]))
-    sizes = {d for v in leaves if torch.is_tensor(v) for d in v.shape if d > 1}
-    return sum(1 for v in leaves if isinstance(v, int) and not isinstance(v, bool) and v > 1 and v in sizes)
-
-
-def _leaves(values: list[Any]) -> Iterator[Any]:
-    for value in values:
-        if isinstance(value, (list, tuple)):
-            yield from _leaves(list(value))
-        elif isinstance(value, dict):
-            yield from _leaves(list(value.values()))
-        else:
-            yield value
 
 
 # --- one capture ----------------------------------------------------------------------------------------
@@ -220,7 +137,7 @@ def _capture_case(
     torch._dynamo.reset()
     compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)
     try:
-        with _inductor_settings(device):
+        with inductor_settings(device):
             result = compiled(*args, **kwargs)
     except CaptureError:
         raise
@@ -344,69 +261,6 @@ def _structure(value: Any, graph_outputs: list[Any], arguments: dict[str, Any]) 
     if type(value) is dict and all(isinstance(k, str) for k in value):
         return {"dict": [[k, _structure(v, graph_outputs, arguments)] for k, v in value.items()]}
     raise CaptureError(f"the reference returns a {type(value).__name__}, which kernelbot cannot rebuild")
-
-
-# --- settings -------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _inductor_settings(device: str) -> Iterator[None]:
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
-    import torch.fx.experimental._config as fx_config
-
-    wanted = {
-        "force_disable_caches": True,
-        "fx_graph_cache": False,
-        "size_asserts": False,
-        "alignment_asserts": False,
-        "assert_indirect_indexing": False,
-        "cpu_backend": "triton",
-        "compile_threads": 1,  # nothing is compiled: no pool of compile workers to start
-        # Kernel shapes a plain launch cannot reproduce (split/cooperative launches, runtime kernel choice,
-        # combined kernels) or helpers we do not re-implement (online softmax): ask for the classic forms.
-        "online_softmax": False,
-        "combo_kernels": False,
-        "triton.mix_order_reduction": False,
-        "triton.cooperative_reductions": False,
-        "triton.multi_kernel": 0,
-    }
-    # Only the settings this torch knows (names move between releases).
-    try:
-        known = set(inductor_config.get_config_copy())
-    except AttributeError:  # pragma: no cover - very old config modules
-        known = {k for k in wanted if "." not in k and hasattr(inductor_config, k)}
-    settings = {k: v for k, v in wanted.items() if k in known}
-    # Python floats (eps, scales) stay arguments of the graph instead of constants baked into the kernels
-    # (older releases specialise them by default); ints are not specialised either.
-    dynamo = {k: False for k in ("specialize_float", "specialize_int") if hasattr(dynamo_config, k)}
-    with (
-        inductor_config.patch(settings),
-        fx_config.patch(use_duck_shape=False),
-        dynamo_config.patch(dynamo),
-        _target_for(device),
-    ):
-        yield
-
-
-@contextlib.contextmanager
-def _target_for(device: str) -> Iterator[None]:
-    """Without a GPU, give Triton's driver registry a target description so Inductor can generate code."""
-    if device.startswith("cuda"):
-        yield
-        return
-    from triton.backends.compiler import GPUTarget
-    from triton.runtime.driver import driver
-
-    class CodegenOnlyDriver:
-        def get_current_target(self) -> GPUTarget:
-            return GPUTarget("cuda", 90, 32)
-
-    driver.set_active(CodegenOnlyDriver())
-    try:
-        yield
-    finally:
-        driver._active = None
 
 
 def _signature_text(path: Path, entry: str) -> str:
