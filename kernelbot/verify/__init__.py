@@ -1,0 +1,143 @@
+"""Verification of a change in its repository: the related tests before and after, and the end-to-end
+benchmark of both sides (see kernelbot.verify.report for what RUN/verify.json holds).
+
+    report = verify(base_worktree, change_worktree, profile, integration, benchmark_runs=5)
+    report.ok        # False when the change makes a test fail that passed (or did not exist) before
+    report.refusal   # the one line naming those tests
+
+Both work trees must be clean checkouts: the base commit, and the base commit plus the change. The tests run
+are the profile's test command restricted to the generated test and to the repository's test files that
+import a touched module (kernelbot.verify.related); on a machine without a GPU they run with Triton's
+interpreter switched on (TRITON_INTERPRET=1, on both sides alike), so the generated test compares the kernel
+with the original for real. The benchmark runs only where it can mean something (kernelbot.verify.benchmark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelbot.verify.benchmark import BenchmarkCommand, E2EOutcome, not_measured, run_alternating
+from kernelbot.verify.related import related_test_files
+from kernelbot.verify.repo_tests import TestRun, run_tests
+from kernelbot.verify.report import REPORT_FILE, TestComparison, VerifyReport, load_report
+
+LOG_DIR = "verify"  # RUN/verify/: JUnit reports and logs of every test and benchmark run
+
+
+def verify(
+    base_worktree: Path,
+    change_worktree: Path,
+    profile: Any,
+    integration: Any,
+    *,
+    benchmark_runs: int = 5,
+    run_dir: Path | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> VerifyReport:
+    """Run the related tests and the benchmark on both trees; write RUN/verify.json (RUN defaults to the
+    change work tree's parent, as in the run directory's layout) and return the report."""
+    run_dir = run_dir or change_worktree.parent
+    logs = run_dir / LOG_DIR
+    gpu = gpu_available()
+    env = {} if gpu else {"TRITON_INTERPRET": "1"}
+    source_root = str(getattr(profile, "source_root", "") or "")
+    tests = _compare_tests(
+        base_worktree, change_worktree, profile, integration, source_root, logs, env, progress
+    )
+    e2e = _benchmark(
+        base_worktree, change_worktree, profile, benchmark_runs, source_root, logs, gpu, progress
+    )
+    report = VerifyReport(tests=tests, e2e=e2e)
+    report.write(run_dir / REPORT_FILE)
+    return report
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _compare_tests(
+    base: Path,
+    change: Path,
+    profile: Any,
+    integration: Any,
+    source_root: str,
+    logs: Path,
+    env: dict[str, str],
+    progress: Callable[[str], None],
+) -> TestComparison:
+    command = tuple(profile.test_command)
+    generated = Path(integration.test_file)
+    related = related_test_files(change, integration.touched, source_root)
+    files = [generated, *(f for f in related if f != generated)]
+    progress(f"tests on the base: {len(files) - 1} related file(s)")
+    on_base = [f for f in files if (base / f).is_file()]  # the generated test is new with the change
+    before = (
+        run_tests(
+            base, command, on_base, source_root=source_root, report_dir=logs, label="tests-base", env=env
+        )
+        if on_base
+        else TestRun(command, 0, 0, 0, 0, (), 0.0, note="no related test file exists before the change")
+    )
+    progress(f"tests on the change: {len(files)} file(s) with the generated test")
+    after = run_tests(
+        change, command, files, source_root=source_root, report_dir=logs, label="tests-change", env=env
+    )
+    return TestComparison.of(command, tuple(str(f) for f in files), before, after)
+
+
+def _benchmark(
+    base: Path,
+    change: Path,
+    profile: Any,
+    runs: int,
+    source_root: str,
+    logs: Path,
+    gpu: bool,
+    progress: Callable[[str], None],
+) -> E2EOutcome:
+    spec = getattr(profile, "benchmark", None)
+    if spec is None:
+        return not_measured(f"not measured: the {profile.name} profile defines no end-to-end benchmark")
+    command = benchmark_command(spec)
+    if runs <= 0:
+        return not_measured("not measured: --benchmark-runs 0", command, runs)
+    if command.needs_gpu and not gpu:
+        reason = (
+            "not measured: no GPU on this machine; the kernel runs only on a GPU, so here both sides would "
+            "run the same PyTorch code"
+        )
+        return not_measured(reason, command, runs)
+    return run_alternating(
+        command, base, change, runs, log_dir=logs, source_root=source_root, progress=progress
+    )
+
+
+def benchmark_command(spec: Any) -> BenchmarkCommand:
+    """The profile's benchmark spec as the command verification runs."""
+    return BenchmarkCommand(
+        argv=tuple(spec.argv),
+        metric=str(getattr(spec, "metric", "") or getattr(spec, "json_key", "") or "metric"),
+        cwd=str(getattr(spec, "cwd", "") or ""),
+        env=dict(getattr(spec, "env", {}) or {}),
+        json_key=getattr(spec, "json_key", None),
+        regex=getattr(spec, "regex", None),
+        unit=str(getattr(spec, "unit", "") or ""),
+        higher_is_better=bool(getattr(spec, "higher_is_better", True)),
+        needs_gpu=bool(getattr(spec, "needs_gpu", True)),
+    )
+
+
+__all__ = [
+    "REPORT_FILE",
+    "BenchmarkCommand",
+    "E2EOutcome",
+    "TestComparison",
+    "VerifyReport",
+    "load_report",
+    "verify",
+]
