@@ -157,3 +157,25 @@ def test_the_summary_lists_why_candidates_failed(tmp_path, fakes, capsys) -> Non
     summary = json.loads((run / "summary.json").read_text())
     assert {"stage": "compile", "reason": "fake failure at compile", "count": 1} in summary["failure_reasons"]
     assert [r["stage"] for r in summary["failure_reasons"]] == ["compile"]  # the passing seed is not listed
+
+
+def test_best_shows_a_skipped_case_as_skipped_not_failed() -> None:
+    from kernelbot.commands.best import _describe
+
+    summary = {
+        "program_id": "p1",
+        "operator": "tune",
+        "score": 1.0,
+        "regime": "graph",
+        "backend": "triton-interpret",
+        "device": "",
+        "cases": [
+            {"name": "small", "passed": True, "skipped": None, "max_abs_error": 1e-7},
+            {"name": "huge", "passed": False, "skipped": "over the interpreter's size cap"},
+            {"name": "bad", "passed": False, "skipped": None, "max_abs_error": 0.5},
+        ],
+    }
+    lines = _describe(summary).splitlines()
+    assert lines[1].startswith("  small: ok")
+    assert lines[2] == "  huge: skipped (over the interpreter's size cap)"
+    assert lines[3].startswith("  bad: FAILED")

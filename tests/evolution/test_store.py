@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -77,7 +78,35 @@ def test_lock_refuses_a_second_writer_until_closed(tmp_path, task) -> None:
     assert reader.evaluation_count() == 0
     reader.close()
     store.close()
+    assert not (run / "run.lock").exists()  # a finished run leaves no stale lock behind
     RunStore.open(run).close()
+
+
+def test_a_lock_file_removed_under_a_waiting_taker_is_not_taken(tmp_path) -> None:
+    """The taker locked a file the releaser unlinked in between: it must lock the file now at the path."""
+    from evolution.runlock import RunLock
+
+    run = tmp_path / "run"
+    run.mkdir()
+    lock = RunLock(run)
+    stale = os.open(lock.path, os.O_RDWR | os.O_CREAT, 0o644)  # an inode about to be unlinked
+    lock.path.unlink()
+    real_open = os.open
+    opened: list[int] = []
+
+    def open_stale_first(path, flags, mode=0o777):  # the first open sees the unlinked inode
+        fd = os.dup(stale) if not opened else real_open(path, flags, mode)
+        opened.append(fd)
+        return fd
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "open", open_stale_first)
+        lock.acquire()
+    assert len(opened) == 2 and lock.path.exists()
+    assert os.fstat(lock._fd).st_ino == os.stat(lock.path).st_ino
+    lock.release()
+    os.close(stale)
+    assert not lock.path.exists()
 
 
 def test_lock_is_released_when_the_holder_is_killed(tmp_path, task) -> None:
