@@ -54,6 +54,10 @@ def _check_flags(options: TargetOptions) -> None:
         raise ConfigError(f"--spec {options.spec}: no such file")
     if options.fork and not options.open_pr:
         raise ConfigError("--fork names where to push the PR's branch: it needs --open-pr")
+    if options.open_pr:
+        from kernelbot.forge.github import read_token
+
+        read_token(options.token_env)  # missing: one line now, not after the search
 
 
 def _open_state(run_dir: Path, profile, options: TargetOptions) -> TargetState:  # type: ignore[no-untyped-def]
