@@ -342,6 +342,19 @@ def diff_against(worktree: Path, base: str) -> str:
             raise _git_error(exc, f"diff of {worktree} against {base}", check) from exc
 
 
+def apply_patch(worktree: Path, patch: str) -> None:
+    """Apply a patch (as diff_against writes it) to the work tree's files; nothing is changed when any
+    part of it does not apply."""
+    with _open(worktree) as repo, tempfile.TemporaryDirectory(prefix="kernelbot-patch-") as tmp:
+        path = Path(tmp) / "change.diff"
+        path.write_text(patch)
+        try:
+            repo.git.apply("--whitespace=nowarn", str(path))
+        except gitpython.GitCommandError as exc:
+            check = "was the patch made against this work tree's commit?"
+            raise _git_error(exc, f"applying a patch in {worktree}", check) from exc
+
+
 def commit_all(worktree: Path, message: str, *, identity: Identity = BOT_IDENTITY) -> str:
     """Stage everything (junk excluded) and commit it as `identity`; returns the new commit's sha. The
     repository's own hooks are not run (kernelbot formats the files itself) and no signing is asked for."""

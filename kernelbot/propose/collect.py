@@ -1,0 +1,325 @@
+"""build_evidence: gather the numbers of a proposal from where they were measured, deciding nothing twice.
+
+    build_evidence(search_dir=RUN/search, task_dir=RUN/task, profile=..., integration=..., verify=...,
+                   repo_url=..., base_sha=..., base_branch=..., function=..., op_slug=...) -> Evidence
+
+- the winning candidate and its verdict (errors, timings in both regimes, hardware, versions) from the
+  search's store (evolution.summary.best_program), iterations / evaluations / tokens / cost from it too;
+- the task (tolerances, dynamic sizes, regime) from task.toml;
+- the related tests and the end-to-end benchmark from verify.json's content (or None when verify did not run:
+  the evidence then says so instead of showing numbers);
+- the files, kernel module, test and envelope from the Integration.
+
+Nothing is invented: a number missing at its source stays None and the body says it was not measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import kernelbot
+from evaluators.result import CaseResult, EvalResult, RegimeTiming
+from evaluators.task import Task, load_task
+from evaluators.tolerances import tolerance_for
+from evolution.store import RunStore
+from evolution.summary import SUMMARY_JSON, best_program
+from kernelbot.errors import RunStateError
+from kernelbot.propose.evidence import (
+    AccuracyCase,
+    AccuracyEvidence,
+    CaseBench,
+    E2EEvidence,
+    EnvironmentEvidence,
+    Evidence,
+    MicrobenchEvidence,
+    ModificationsEvidence,
+    MotivationEvidence,
+    OpEvidence,
+    ProvenanceEvidence,
+    RegimeBench,
+    RepoEvidence,
+    TestCounts,
+    TestsEvidence,
+)
+
+DEFAULT_TITLE = "Fused Triton kernel for {name}"
+NOT_PROFILED = "the region's share of the engine's time was not profiled for this proposal"
+
+
+class EnvelopeLike(Protocol):
+    def describe(self) -> list[str]: ...
+
+
+class IntegrationLike(Protocol):
+    """What build_evidence reads of kernelbot.integrate.Integration."""
+
+    @property
+    def kernel_module(self) -> Path: ...
+    @property
+    def test_file(self) -> Path: ...
+    @property
+    def touched(self) -> tuple[Path, ...]: ...
+    @property
+    def envelope(self) -> EnvelopeLike: ...
+    @property
+    def test_command(self) -> list[str]: ...
+
+
+class ProfileLike(Protocol):
+    """What kernelbot.propose reads of kernelbot.profiles.Profile (title_format and human_steps optional)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def build_evidence(
+    *,
+    search_dir: Path,
+    task_dir: Path,
+    profile: ProfileLike,
+    integration: IntegrationLike,
+    verify: Mapping[str, Any] | None,
+    repo_url: str,
+    base_sha: str,
+    base_branch: str,
+    function: str,
+    op_slug: str,
+    share_of_time_pct: float | None = None,
+    share_source: str = NOT_PROFILED,
+    reproduce: str | None = None,
+) -> Evidence:
+    """The Evidence of one proposal (see the module docstring for where each part comes from)."""
+    task = load_task(task_dir)
+    with RunStore.open(search_dir, readonly=True) as store:
+        best = best_program(store)
+        if best is None or best.result is None:
+            raise RunStateError(
+                f"{search_dir}: no candidate passed the evaluator, so there is nothing to propose"
+            )
+        config = store.config()
+        operators = Counter(p.operator.split(":", 1)[0] for p in store.programs())
+        usage = store.token_usage()
+        iterations, evaluations = store.mutation_count("evolve"), store.evaluation_count()
+    elapsed = _search_seconds(search_dir)
+    result = best.result
+    title_format = str(getattr(profile, "title_format", "") or DEFAULT_TITLE)
+    name = function.replace(":", ".").split(".")[-1]
+    return Evidence(
+        op=OpEvidence(
+            slug=op_slug,
+            function=function,
+            profile=profile.name,
+            kernel_hash=kernel_hash(best.source),
+            title=title_format.format(name=name, function=function, op=op_slug),
+        ),
+        repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch),
+        environment=_environment(result),
+        motivation=MotivationEvidence(share_of_time_pct=share_of_time_pct, source=share_source),
+        modifications=_modifications(integration),
+        accuracy=_accuracy(task, result, config.eval.seeds_per_case, config.eval.hidden_cases),
+        microbenchmarks=microbenchmarks(result),
+        tests=tests_evidence((verify or {}).get("tests")),
+        e2e=e2e_evidence((verify or {}).get("e2e")),
+        provenance=ProvenanceEvidence(
+            operators=dict(sorted(operators.items())),
+            models=tuple(endpoint.model for endpoint in config.mutation.llm),
+            best_operator=best.operator,
+            iterations=iterations,
+            evaluations=evaluations,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=float(usage.cost_usd),
+            search_s=elapsed,
+        ),
+        reproduce=reproduce or shlex.join(str(a) for a in integration.test_command),
+        human_steps=tuple(str(s) for s in getattr(profile, "human_steps", ()) or ()),
+    )
+
+
+def _search_seconds(search_dir: Path) -> float | None:
+    """The search's wall time as its summary.json recorded it (None when the search wrote none)."""
+    try:
+        value = json.loads((search_dir / SUMMARY_JSON).read_text()).get("elapsed_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def kernel_hash(source: str) -> str:
+    """The identity of a kernel across runs: its source with line endings and trailing blanks normalised."""
+    text = "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").strip().splitlines())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _environment(result: EvalResult) -> EnvironmentEvidence:
+    hw = result.hardware
+    return EnvironmentEvidence(
+        gpu=hw.device,
+        driver=hw.driver,
+        torch=hw.torch,
+        triton=hw.triton,
+        python=hw.python,
+        runtime=hw.runtime,
+        backend=result.backend or hw.backend,
+        kernelbot=kernelbot.__version__,
+    )
+
+
+def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
+    files = sorted({str(p) for p in (*integration.touched, integration.kernel_module, integration.test_file)})
+    return ModificationsEvidence(
+        files=tuple(files),
+        kernel_module=str(integration.kernel_module),
+        test_file=str(integration.test_file),
+        envelope=tuple(integration.envelope.describe()),
+    )
+
+
+def _accuracy(task: Task, result: EvalResult, seeds: int, hidden: int) -> AccuracyEvidence:
+    cases = []
+    for case in result.cases:
+        dtype = str(case.params.get("dtype", "") or "")
+        tol = tolerance_for(dtype, task) if dtype else None
+        cases.append(
+            AccuracyCase(
+                name=case.name,
+                params=dict(case.params),
+                dtype=dtype,
+                passed=case.passed,
+                max_abs_error=case.max_abs_error,
+                max_rel_error=case.max_rel_error,
+                atol=tol.atol if tol else None,
+                rtol=tol.rtol if tol else None,
+                hidden=case.hidden,
+                skipped=case.skipped,
+            )
+        )
+    return AccuracyEvidence(
+        cases=tuple(cases),
+        seeds_per_case=seeds,
+        hidden_cases=sum(1 for c in result.cases if c.hidden) or hidden,
+        dynamic_keys=tuple(task.dynamic),
+        reference_precision=result.reference_precision,
+    )
+
+
+def _regime(t: RegimeTiming | None) -> RegimeBench | None:
+    if t is None:
+        return None
+    return RegimeBench(
+        reference_us=t.reference.median_us,
+        candidate_us=t.candidate.median_us,
+        speedup=t.speedup,
+        ci_low=t.ci_low,
+        ci_high=t.ci_high,
+        reference_cv_pct=100.0 * t.reference.cv,
+        candidate_cv_pct=100.0 * t.candidate.cv,
+        samples=t.candidate.samples,
+        claimed=t.real,
+    )
+
+
+def _timed(case: CaseResult) -> bool:
+    return bool(case.timings)
+
+
+def microbenchmarks(result: EvalResult) -> MicrobenchEvidence:
+    """Per-case timings in both regimes; on a backend that never times, measured=False and why."""
+    if not any(_timed(c) for c in result.cases):
+        where = result.hardware.device or "this machine"
+        if result.backend == "triton-interpret":
+            reason = f"this run used Triton's interpreter on {where}, which checks correctness only"
+        else:
+            reason = f"the {result.backend or 'evaluator'} backend timed no case"
+        return MicrobenchEvidence(measured=False, reason=reason, regime=result.regime)
+    cases = tuple(
+        CaseBench(c.name, dict(c.params), _regime(c.timings.get("graph")), _regime(c.timings.get("wall")))
+        for c in result.cases
+        if _timed(c)
+    )
+    low, high = result.speedup_ci if result.speedup_ci else (None, None)
+    return MicrobenchEvidence(
+        measured=True,
+        reason="",
+        regime=result.regime,
+        cases=cases,
+        speedup=result.speedup,
+        ci_low=low,
+        ci_high=high,
+        claimed=low is not None and low > 1.0,
+    )
+
+
+def _counts(run: Mapping[str, Any] | None) -> TestCounts | None:
+    if not run:
+        return None
+    return TestCounts(passed=int(run["passed"]), failed=int(run["failed"]), skipped=int(run["skipped"]))
+
+
+def tests_evidence(tests: Mapping[str, Any] | None) -> TestsEvidence:
+    """From verify.json's "tests" (None: verification did not run)."""
+    if not tests:
+        return TestsEvidence(ran=False, reason="the repository's tests were not run for this proposal")
+    return TestsEvidence(
+        ran=True,
+        reason="",
+        command=tuple(tests.get("command", ())),
+        files=tuple(tests.get("files", ())),
+        before=_counts(tests.get("before")),
+        after=_counts(tests.get("after")),
+        new_failures=tuple(tests.get("new_failures", ())),
+        preexisting_failures=tuple(tests.get("preexisting_failures", ())),
+        fixed=tuple(tests.get("fixed", ())),
+    )
+
+
+def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
+    """From verify.json's "e2e" (None: verification did not run). Claimed only when the delta's whole
+    interval lies on the better side of zero."""
+    if not e2e:
+        return E2EEvidence(measured=False, reason="the end-to-end benchmark was not run for this proposal")
+    if not e2e.get("measured"):
+        return E2EEvidence(
+            measured=False,
+            reason=str(e2e.get("reason") or "not measured"),
+            command=tuple(e2e.get("command", ())),
+            cwd=str(e2e.get("cwd", "")),
+        )
+    means, cv, ci = e2e.get("means") or {}, e2e.get("cv") or {}, e2e.get("ci_pct")
+    low, high = (float(ci[0]), float(ci[1])) if ci else (None, None)
+    better = bool(e2e.get("higher_is_better", True))
+    claimed = low is not None and high is not None and (low > 0 if better else high < 0)
+    return E2EEvidence(
+        measured=True,
+        reason="",
+        command=tuple(e2e.get("command", ())),
+        cwd=str(e2e.get("cwd", "")),
+        metric=str(e2e.get("metric", "")),
+        unit=str(e2e.get("unit", "")),
+        higher_is_better=better,
+        before=tuple(float(v) for v in e2e.get("before", ())),
+        after=tuple(float(v) for v in e2e.get("after", ())),
+        before_mean=_float(means.get("before")),
+        after_mean=_float(means.get("after")),
+        before_cv_pct=_pct(cv.get("before")),
+        after_cv_pct=_pct(cv.get("after")),
+        delta_pct=_float(e2e.get("delta_pct")),
+        ci_low_pct=low,
+        ci_high_pct=high,
+        claimed=claimed,
+        confidence_pct=round(100 * float(e2e.get("confidence") or 0.95)),
+    )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _pct(fraction: Any) -> float | None:
+    return None if fraction is None else 100.0 * float(fraction)

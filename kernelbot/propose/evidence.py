@@ -1,0 +1,276 @@
+"""The Evidence schema: every number a proposal's body shows and where it came from (RUN/pr/evidence.json).
+
+The body is rendered from this value alone and computes nothing: percentages, speedups, confidence bounds
+and the "claimed" flags are decided when the evidence is built (kernelbot.propose.collect) from the search
+store, verify.json and the integration; the template only formats them. `Evidence.to_json()` /
+`Evidence.from_json()` round-trip exactly; `schema` says which layout a file has.
+
+    Evidence
+     ├── op              slug, function, profile, kernel_hash, title
+     ├── repo            url, base_sha, branch
+     ├── environment     gpu, driver, torch, triton, python, runtime, backend, kernelbot
+     ├── motivation      share_of_time_pct | None, source (where it was measured, or why it was not)
+     ├── modifications   files, kernel_module, test_file, envelope (one line per condition)
+     ├── accuracy        cases (errors vs tolerance), seeds_per_case, hidden_cases, dynamic_keys, precision
+     ├── microbenchmarks measured | reason; per case and regime: times, speedup, CI, CV, samples, claimed
+     ├── tests           command, files, before/after counts, new / pre-existing failures, fixed
+     ├── e2e             measured | reason; command, metric, both sides' samples, means, CV, delta %, CI,
+     │                   claimed
+     ├── provenance      operators, models, iterations, evaluations, tokens, cost_usd, search_s
+     ├── human_steps     what a person still has to do upstream (labels, CLA)
+     └── reproduce       one command line
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from kernelbot.errors import RunStateError
+
+EVIDENCE_SCHEMA = 1
+CONFIDENCE_PCT = 95  # every interval here is a 95 % one (the evaluator's and verify's)
+
+
+@dataclass(frozen=True)
+class OpEvidence:
+    slug: str
+    function: str  # module:qualname in the target repo
+    profile: str
+    kernel_hash: str  # sha256 of the winning candidate's source
+    title: str
+
+
+@dataclass(frozen=True)
+class RepoEvidence:
+    url: str
+    base_sha: str
+    branch: str  # the upstream branch the PR targets
+
+
+@dataclass(frozen=True)
+class EnvironmentEvidence:
+    gpu: str  # device name ("cpu" for the interpreter)
+    driver: str
+    torch: str
+    triton: str
+    python: str
+    runtime: str  # CUDA / HIP / MACA version
+    backend: str  # evaluator backend: triton-cuda, triton-interpret, maca
+    kernelbot: str
+
+
+@dataclass(frozen=True)
+class MotivationEvidence:
+    share_of_time_pct: float | None  # the region's share of the profiled program's time, when measured
+    source: str  # what was profiled, or why nothing was
+
+
+@dataclass(frozen=True)
+class ModificationsEvidence:
+    files: tuple[str, ...]  # every file the patch touches, relative to the repo root
+    kernel_module: str
+    test_file: str
+    envelope: tuple[str, ...]  # the conditions under which the kernel runs (else the original path)
+
+
+@dataclass(frozen=True)
+class AccuracyCase:
+    name: str
+    params: dict[str, Any]
+    dtype: str
+    passed: bool
+    max_abs_error: float | None
+    max_rel_error: float | None
+    atol: float | None
+    rtol: float | None
+    hidden: bool = False  # a perturbed shape the evaluator drew, not listed in the task
+    skipped: str = ""
+
+
+@dataclass(frozen=True)
+class AccuracyEvidence:
+    cases: tuple[AccuracyCase, ...]
+    seeds_per_case: int  # random inputs per case, drawn fresh by the evaluator (never stored)
+    hidden_cases: int
+    dynamic_keys: tuple[str, ...]
+    reference_precision: str  # "float64" or "native"
+
+
+@dataclass(frozen=True)
+class RegimeBench:
+    reference_us: float
+    candidate_us: float
+    speedup: float
+    ci_low: float
+    ci_high: float
+    reference_cv_pct: float  # coefficient of variation of the kept samples, in percent
+    candidate_cv_pct: float
+    samples: int
+    claimed: bool  # ci_low > 1: only then does the body call it faster
+
+
+@dataclass(frozen=True)
+class CaseBench:
+    name: str
+    params: dict[str, Any]
+    graph: RegimeBench | None
+    wall: RegimeBench | None
+
+
+@dataclass(frozen=True)
+class MicrobenchEvidence:
+    measured: bool
+    reason: str  # why nothing was timed, when measured is false
+    regime: str  # the regime the task is judged in ("graph" or "wall")
+    cases: tuple[CaseBench, ...] = ()
+    speedup: float | None = None  # geometric mean over cases, task regime
+    ci_low: float | None = None
+    ci_high: float | None = None
+    claimed: bool = False
+    confidence_pct: int = CONFIDENCE_PCT
+
+
+@dataclass(frozen=True)
+class TestCounts:
+    __test__ = False
+
+    passed: int
+    failed: int
+    skipped: int
+
+
+@dataclass(frozen=True)
+class TestsEvidence:
+    __test__ = False
+
+    ran: bool
+    reason: str  # why the tests were not run, when ran is false
+    command: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    before: TestCounts | None = None  # None: no related test existed on the base
+    after: TestCounts | None = None
+    new_failures: tuple[str, ...] = ()
+    preexisting_failures: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class E2EEvidence:
+    measured: bool
+    reason: str
+    command: tuple[str, ...] = ()
+    cwd: str = ""  # where the command runs, relative to the repo root
+    metric: str = ""
+    unit: str = ""
+    higher_is_better: bool = True
+    before: tuple[float, ...] = ()
+    after: tuple[float, ...] = ()
+    before_mean: float | None = None
+    after_mean: float | None = None
+    before_cv_pct: float | None = None
+    after_cv_pct: float | None = None
+    delta_pct: float | None = None  # change of the metric, after vs before, in percent
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    claimed: bool = False  # the whole interval lies on the better side of zero
+    confidence_pct: int = CONFIDENCE_PCT
+
+
+@dataclass(frozen=True)
+class ProvenanceEvidence:
+    operators: dict[str, int]  # programs created per search operator
+    models: tuple[str, ...]  # LLMs the search could call
+    best_operator: str
+    iterations: int
+    evaluations: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    search_s: float | None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    op: OpEvidence
+    repo: RepoEvidence
+    environment: EnvironmentEvidence
+    motivation: MotivationEvidence
+    modifications: ModificationsEvidence
+    accuracy: AccuracyEvidence
+    microbenchmarks: MicrobenchEvidence
+    tests: TestsEvidence
+    e2e: E2EEvidence
+    provenance: ProvenanceEvidence
+    reproduce: str
+    human_steps: tuple[str, ...] = ()
+    schema: int = EVIDENCE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        # NaN/inf are not numbers a body may show; refusing them here keeps evidence.json valid JSON.
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        if data.get("schema") != EVIDENCE_SCHEMA:
+            raise RunStateError(
+                f"evidence.json has schema {data.get('schema')!r}; this kernelbot reads {EVIDENCE_SCHEMA}"
+            )
+        return _build(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Evidence:
+        return cls.from_dict(json.loads(text))
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {
+        f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data
+    }
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(inner[0], value)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, v) for v in value)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value)
+    if hint is float and isinstance(value, int):
+        return float(value)
+    return value
+
+
+__all__ = [
+    "CONFIDENCE_PCT",
+    "EVIDENCE_SCHEMA",
+    "AccuracyCase",
+    "AccuracyEvidence",
+    "CaseBench",
+    "E2EEvidence",
+    "EnvironmentEvidence",
+    "Evidence",
+    "MicrobenchEvidence",
+    "ModificationsEvidence",
+    "MotivationEvidence",
+    "OpEvidence",
+    "ProvenanceEvidence",
+    "RegimeBench",
+    "RepoEvidence",
+    "TestCounts",
+    "TestsEvidence",
+]

@@ -1,0 +1,123 @@
+"""open_or_update: put a written bundle up as a pull request, or say why not.
+
+    outcome = open_or_update(bundle, profile, forge, repo, fork="fork", token_env="GITHUB_TOKEN")
+
+1. Ask the forge what is there: the PRs on branch `kernelbot/<op-slug>` (every state) and the repository's
+   open PRs, and decide (kernelbot.forge.decisions) before anything is pushed: a skipped or refused
+   proposal pushes nothing, so an open PR is never changed by a run that leaves it alone.
+2. To open or update: commit the bundle's patch.diff on the base commit, in a throwaway work tree of `repo`
+   (what is pushed is exactly what the body describes), as kernelbot, and push it to the fork's branch with
+   force-with-lease: expecting the open PR's head when updating, the branch's current sha (or its absence)
+   when opening. Someone else's push in between is a LeaseRejected, never overwritten.
+3. Open the PR, or update its title and body and keep one "refresh" comment saying what changed.
+
+The token is read from the environment by the forge and, for an HTTPS fork, handed to that one git push
+through kernelbot.git's credential helper; it is never part of a URL, message or file.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelbot import git
+from kernelbot.forge.base import Forge
+from kernelbot.forge.decisions import DEFAULT_MAX_OPEN, Action, Decision, decide
+from kernelbot.propose.bundle import Bundle
+
+REFRESH_TOPIC = "refresh"
+
+
+@dataclass(frozen=True)
+class ProposeOutcome:
+    action: str  # "opened" | "updated" | "skipped" | "refused"
+    reason: str
+    branch: str
+    number: int | None = None
+    url: str = ""
+    pushed_sha: str = ""
+
+    def describe(self) -> str:
+        if self.action in ("opened", "updated"):
+            return f"{self.action} #{self.number} ({self.url}): {self.reason}"
+        where = f" (#{self.number})" if self.number is not None else ""
+        return f"{self.action}{where}: {self.reason}"
+
+
+def open_or_update(
+    bundle: Bundle,
+    profile: Any,
+    forge: Forge,
+    repo: Path,
+    *,
+    fork: str,
+    token_env: str = "GITHUB_TOKEN",
+    max_open: int | None = None,
+) -> ProposeOutcome:
+    """Propose `bundle` (see the module docstring). `repo` is any checkout holding the base commit (the
+    target run's work tree); `fork` is the contributor's fork as a git remote name of `repo`, URL or path.
+    `profile` is read for nothing beyond what the bundle already holds; it is kept for the forge defaults a
+    profile may carry (api_url, fork remote) and for symmetry with write_bundle."""
+    branch = bundle.branch
+    marker = bundle.marker
+    branch_prs = forge.find_prs(branch, state="all")
+    open_prs = forge.find_prs(None, state="open")
+    if max_open is None:
+        max_open = int(getattr(profile, "max_open_prs", DEFAULT_MAX_OPEN) or DEFAULT_MAX_OPEN)
+    decision = decide(marker, branch, branch_prs, open_prs, max_open=max_open)
+    if decision.action in (Action.SKIP, Action.REFUSE):
+        verb = "skipped" if decision.action is Action.SKIP else "refused"
+        number = decision.pr.number if decision.pr else None
+        return ProposeOutcome(verb, decision.reason, branch, number, decision.pr.url if decision.pr else "")
+
+    expected = _lease(decision, repo, fork, branch, token_env)
+    sha = _commit_and_push(bundle, repo, fork, branch, expected, token_env)
+    body = forge.massage_markdown(bundle.body)
+    if decision.action is Action.OPEN:
+        pr = forge.create_pr(
+            head_branch=branch, base_branch=bundle.evidence.repo.branch, title=bundle.title, body=body
+        )
+        return ProposeOutcome("opened", decision.reason, branch, pr.number, pr.url, sha)
+    assert decision.pr is not None
+    pr = forge.update_pr(decision.pr.number, title=bundle.title, body=body)
+    forge.ensure_comment(
+        pr.number,
+        REFRESH_TOPIC,
+        f"kernelbot refreshed this PR ({decision.reason}); the branch is now at `{sha[:12]}` and the "
+        "description shows the new evidence.",
+    )
+    return ProposeOutcome("updated", decision.reason, branch, pr.number, pr.url, sha)
+
+
+def _lease(decision: Decision, repo: Path, fork: str, branch: str, token_env: str) -> str | None:
+    """The sha the fork's branch must still be at for the force push: the open PR's head when updating
+    (what kernelbot pushed last), the branch's sha now when opening (None: it must not exist)."""
+    if decision.action is Action.UPDATE and decision.pr is not None and decision.pr.head_sha:
+        return decision.pr.head_sha
+    return git.remote_branch_sha(fork, branch, repo=repo, token_env=token_env)
+
+
+def _commit_and_push(
+    bundle: Bundle, repo: Path, fork: str, branch: str, expected: str | None, token_env: str
+) -> str:
+    evidence = bundle.evidence
+    fork_target = git.remote_url(repo, fork)
+    with tempfile.TemporaryDirectory(prefix="kernelbot-propose-") as tmp:
+        tree = git.add_worktree(repo, Path(tmp) / "tree", evidence.repo.base_sha)
+        try:
+            git.apply_patch(tree, bundle.patch)
+            git.commit_all(tree, commit_message(bundle))
+            return git.push_with_lease(tree, fork_target, branch, expected, token_env=token_env)
+        finally:
+            git.remove_worktree(repo, tree)
+
+
+def commit_message(bundle: Bundle) -> str:
+    e = bundle.evidence
+    return (
+        f"{e.op.title}\n\n"
+        f"Generated by kernelbot {e.environment.kernelbot} for {e.op.function} on {e.repo.base_sha[:12]}.\n"
+        f"Kernel {e.op.kernel_hash[:12]}; the evidence is in the pull request's description.\n"
+    )

@@ -1,0 +1,303 @@
+"""The sections of a PR body, one function each, turning Evidence into what a template shows.
+
+Each function returns plain data (strings already formatted, rows for tables, flags for the template's
+`if`s) and never does arithmetic: every number comes out of the Evidence field it is stored in, only rounded
+for display. Whether something is "faster" is the stored `claimed` flag (the interval's lower bound above 1),
+never a comparison made here. `pr_templates/<profile>.md.j2` arranges the sections under the target repo's
+own headings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kernelbot.propose.evidence import CaseBench, Evidence, RegimeBench
+
+REGIME_WORDS = {
+    "graph": "inside a captured CUDA graph, so GPU time is what counts",
+    "wall": "eagerly, so launch-inclusive wall time is what counts",
+}
+
+
+# --- formatting (display only: rounding, never arithmetic) -------------------------------------------------
+
+
+def fmt_x(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def fmt_us(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def fmt_err(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1e}"
+
+
+def fmt_pct(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def fmt_signed_pct(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def fmt_metric(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def fmt_s(value: float) -> str:
+    return f"{value:.0f}"
+
+
+def fmt_usd(value: float) -> str:
+    return f"{value:.4f}"
+
+
+# The formats above, for tests that check every number in a body against evidence.json.
+NUMBER_FORMATS: tuple[Callable[[float], str], ...] = (
+    fmt_x,
+    fmt_us,
+    fmt_err,
+    fmt_pct,
+    fmt_signed_pct,
+    fmt_metric,
+    fmt_s,
+    fmt_usd,
+)
+
+
+def cell(text: object) -> str:
+    """A markdown table cell: pipes escaped, no line breaks."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items() if k != "name")
+
+
+def code(text: str) -> str:
+    return f"`{text}`" if "`" not in text else f"``{text}``"
+
+
+# --- sections ----------------------------------------------------------------------------------------------
+
+
+def motivation(e: Evidence) -> dict[str, Any]:
+    share = e.motivation.share_of_time_pct
+    return {
+        "function": e.op.function,
+        "share": None if share is None else f"{fmt_pct(share)} %",
+        "source": e.motivation.source,
+        "regime": e.microbenchmarks.regime,
+        "regime_words": REGIME_WORDS.get(e.microbenchmarks.regime, e.microbenchmarks.regime),
+    }
+
+
+def modifications(e: Evidence) -> dict[str, Any]:
+    m = e.modifications
+    others = [f for f in m.files if f not in (m.kernel_module, m.test_file)]
+    return {
+        "function": e.op.function,
+        "kernel_module": m.kernel_module,
+        "test_file": m.test_file,
+        "changed": others,
+        "envelope": list(m.envelope),
+    }
+
+
+def accuracy(e: Evidence) -> dict[str, Any]:
+    a = e.accuracy
+    rows = []
+    for c in a.cases:
+        verdict = f"skipped: {c.skipped}" if c.skipped else ("pass" if c.passed else "FAIL")
+        if c.atol is None or c.rtol is None:
+            tolerance = "–"
+        else:
+            tolerance = f"atol {fmt_err(c.atol)}, rtol {fmt_err(c.rtol)}"
+        rows.append(
+            {
+                "name": cell(c.name + (" (hidden)" if c.hidden else "")),
+                "params": cell(params_text(c.params)),
+                "dtype": cell(c.dtype or "–"),
+                "max_abs": fmt_err(c.max_abs_error),
+                "max_rel": fmt_err(c.max_rel_error),
+                "tolerance": tolerance,
+                "verdict": verdict,
+            }
+        )
+    return {
+        "rows": rows,
+        "seeds_per_case": a.seeds_per_case,
+        "hidden_cases": a.hidden_cases,
+        "dynamic_keys": ", ".join(a.dynamic_keys),
+        "reference_precision": a.reference_precision,
+    }
+
+
+def _bench_row(case: CaseBench, regime: str, t: RegimeBench, confidence: int) -> dict[str, Any]:
+    verdict = "faster" if t.claimed else f"no claim ({confidence} % CI reaches {fmt_x(t.ci_low)})"
+    return {
+        "name": cell(case.name),
+        "params": cell(params_text(case.params)),
+        "regime": regime,
+        "reference_us": fmt_us(t.reference_us),
+        "candidate_us": fmt_us(t.candidate_us),
+        "speedup": f"{fmt_x(t.speedup)}×",
+        "ci": f"[{fmt_x(t.ci_low)}, {fmt_x(t.ci_high)}]",
+        "cv": f"{fmt_pct(t.reference_cv_pct)} % / {fmt_pct(t.candidate_cv_pct)} %",
+        "samples": t.samples,
+        "verdict": verdict,
+    }
+
+
+def microbenchmarks(e: Evidence) -> dict[str, Any]:
+    mb = e.microbenchmarks
+    if not mb.measured:
+        return {"measured": False, "reason": mb.reason, "regime": mb.regime}
+    rows = []
+    for case in mb.cases:
+        for regime in ("graph", "wall"):
+            timing = getattr(case, regime)
+            if timing is not None:
+                rows.append(_bench_row(case, regime, timing, mb.confidence_pct))
+    aggregate = None
+    if mb.speedup is not None and mb.ci_low is not None and mb.ci_high is not None:
+        aggregate = {
+            "speedup": f"{fmt_x(mb.speedup)}×",
+            "ci": f"[{fmt_x(mb.ci_low)}, {fmt_x(mb.ci_high)}]",
+            "claimed": mb.claimed,
+        }
+    return {
+        "measured": True,
+        "regime": mb.regime,
+        "rows": rows,
+        "aggregate": aggregate,
+        "confidence": mb.confidence_pct,
+        "any_claimed": any(row["verdict"] == "faster" for row in rows),
+    }
+
+
+def tests(e: Evidence) -> dict[str, Any]:
+    t = e.tests
+    if not t.ran:
+        return {"ran": False, "reason": t.reason}
+
+    def counts(c: Any) -> str:
+        return "did not exist" if c is None else f"{c.passed} passed, {c.failed} failed, {c.skipped} skipped"
+
+    return {
+        "ran": True,
+        "command": code(" ".join(t.command)),
+        "files": list(t.files),
+        "before": counts(t.before),
+        "after": counts(t.after),
+        "new_failures": list(t.new_failures),
+        "preexisting_failures": list(t.preexisting_failures),
+        "fixed": list(t.fixed),
+    }
+
+
+def e2e(e: Evidence) -> dict[str, Any]:
+    b = e.e2e
+    if not b.measured:
+        return {"measured": False, "reason": b.reason}
+    unit = f" {b.unit}" if b.unit else ""
+
+    def side(mean: float | None, cv: float | None, samples: tuple[float, ...]) -> dict[str, str]:
+        return {
+            "mean": "–" if mean is None else f"{fmt_metric(mean)}{unit}",
+            "cv": "–" if cv is None else f"{fmt_pct(cv)} %",
+            "samples": ", ".join(fmt_metric(v) for v in samples),
+        }
+
+    delta = None if b.delta_pct is None else f"{fmt_signed_pct(b.delta_pct)} %"
+    ci = None
+    if b.ci_low_pct is not None and b.ci_high_pct is not None:
+        ci = f"[{fmt_signed_pct(b.ci_low_pct)} %, {fmt_signed_pct(b.ci_high_pct)} %]"
+    return {
+        "measured": True,
+        "command": code(" ".join(b.command)),
+        "metric": b.metric,
+        "direction": "higher is better" if b.higher_is_better else "lower is better",
+        "before": side(b.before_mean, b.before_cv_pct, b.before),
+        "after": side(b.after_mean, b.after_cv_pct, b.after),
+        "delta": delta,
+        "ci": ci,
+        "claimed": b.claimed,
+        "confidence": b.confidence_pct,
+    }
+
+
+def environment(e: Evidence) -> dict[str, Any]:
+    env = e.environment
+    rows = [
+        ("Device", env.gpu),
+        ("Driver", env.driver),
+        ("CUDA / HIP runtime", env.runtime),
+        ("PyTorch", env.torch),
+        ("Triton", env.triton),
+        ("Python", env.python),
+        ("Evaluator backend", env.backend),
+        ("kernelbot", env.kernelbot),
+    ]
+    return {"rows": [(label, cell(value)) for label, value in rows if value]}
+
+
+def reproduce(e: Evidence) -> dict[str, Any]:
+    return {
+        "command": e.reproduce,
+        "repo": e.repo.url,
+        "base_sha": e.repo.base_sha,
+        "base_short": e.repo.base_sha[:12],
+        "branch": e.repo.branch,
+    }
+
+
+def provenance(e: Evidence) -> dict[str, Any]:
+    p = e.provenance
+    return {
+        "operators": ", ".join(f"{name}: {count}" for name, count in p.operators.items()) or "–",
+        "best_operator": p.best_operator,
+        "models": ", ".join(p.models) if p.models else "none (no LLM was configured)",
+        "iterations": p.iterations,
+        "evaluations": p.evaluations,
+        "tokens": f"{p.prompt_tokens} prompt + {p.completion_tokens} completion",
+        "cost": f"${fmt_usd(p.cost_usd)}",
+        "search_s": None if p.search_s is None else f"{fmt_s(p.search_s)} s",
+        "kernel_hash": e.op.kernel_hash,
+    }
+
+
+def controls(e: Evidence) -> dict[str, Any]:
+    return {
+        "kernel_short": e.op.kernel_hash[:12],
+        "lines": [
+            "Close this PR without merging and kernelbot will never propose this kernel again: it reads the "
+            "closed PR's hidden marker before every proposal.",
+            "While this PR is open kernelbot opens no other PR in this repository; a better kernel for the "
+            "same function updates this PR in place (new commit, refreshed description) instead.",
+            "Comments and reviews go to the contributor who ran kernelbot; the bot itself never merges, "
+            "labels or pings anyone.",
+        ],
+        "human_steps": list(e.human_steps),
+    }
+
+
+SECTIONS: dict[str, Callable[[Evidence], dict[str, Any]]] = {
+    "motivation": motivation,
+    "modifications": modifications,
+    "accuracy": accuracy,
+    "microbenchmarks": microbenchmarks,
+    "tests": tests,
+    "e2e": e2e,
+    "environment": environment,
+    "reproduce": reproduce,
+    "provenance": provenance,
+    "controls": controls,
+}
+
+
+def all_sections(e: Evidence) -> dict[str, dict[str, Any]]:
+    return {name: build(e) for name, build in SECTIONS.items()}

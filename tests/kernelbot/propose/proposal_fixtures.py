@@ -1,0 +1,316 @@
+"""Builders for the propose tests: a real search store holding judged candidates, the verify.json content
+kernelbot.verify writes, and stand-ins for the two values other packages own (a Profile and an Integration:
+only the fields kernelbot.propose reads).
+
+GPU timings cannot be produced on a CPU machine, so `gpu_result` builds the EvalResult the timing stage
+returns on a GPU (per case and regime: medians, CV, samples, speedup with CI), with some cases whose interval
+lies above 1 and some whose interval straddles it. `interpret_result` is what the interpreter backend
+returns: correctness only, no timings, big cases skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluators.result import CaseResult, EvalResult, Hardware, RegimeTiming, Stage, TimingStats
+from evaluators.task import load_task
+from evolution.config import LLMEndpoint, MutationConfig, SearchConfig
+from evolution.dedup import candidate_sha
+from evolution.redact import Redactor
+from evolution.store import RunStore
+from evolution.store_read import MutationRecord
+from evolution.types import Program, TokenUsage
+from kernelbot.propose.sections import NUMBER_FORMATS
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SILU_TASK = REPO_ROOT / "examples" / "tasks" / "silu_and_mul"
+SILU_CANDIDATE = SILU_TASK / "candidates" / "silu_and_mul_triton.py"
+FUNCTION = "minisglang.layers.activation:SiluAndMul.forward_native"
+OP_SLUG = "silu-and-mul-forward-native"
+
+
+@dataclass(frozen=True)
+class EnvelopeStandIn:
+    lines: tuple[str, ...]
+
+    def describe(self) -> list[str]:
+        return list(self.lines)
+
+
+@dataclass(frozen=True)
+class IntegrationStandIn:
+    kernel_module: Path = Path("minisglang/layers/kernels/silu_and_mul_triton.py")
+    test_file: Path = Path("tests/test_silu_and_mul_triton.py")
+    touched: tuple[Path, ...] = (Path("minisglang/layers/activation.py"),)
+    envelope: EnvelopeStandIn = EnvelopeStandIn(
+        ("x is a CUDA tensor", "x.dtype is bfloat16 or float32", "x is contiguous", "x.shape[-1] is even")
+    )
+    test_command: list[str] = field(
+        default_factory=lambda: ["python", "-m", "pytest", "-q", "tests/test_silu_and_mul_triton.py"]
+    )
+
+
+@dataclass(frozen=True)
+class ProfileStandIn:
+    name: str = "example"
+    template: str = "example"
+    title_format: str = "Fused Triton kernel for {name}"
+    human_steps: tuple[str, ...] = ()
+
+
+def _timing(ref_us: float, cand_us: float, speedup: float, low: float, high: float) -> RegimeTiming:
+    return RegimeTiming(
+        reference=TimingStats(median_us=ref_us, cv=0.0123, samples=200),
+        candidate=TimingStats(median_us=cand_us, cv=0.0087, samples=200),
+        speedup=speedup,
+        ci_low=low,
+        ci_high=high,
+    )
+
+
+def gpu_result(source: str) -> EvalResult:
+    cases = (
+        CaseResult(
+            "t1_d2048_bf16",
+            {"tokens": 1, "d": 2048, "dtype": "bfloat16"},
+            True,
+            0.0039,
+            0.0071,
+            timings={
+                "graph": _timing(5.61, 4.02, 1.3955, 1.3312, 1.4487),
+                "wall": _timing(21.3, 20.9, 1.0191, 0.9733, 1.0612),
+            },
+        ),
+        CaseResult(
+            "t16_d1792_fp32",
+            {"tokens": 16, "d": 1792, "dtype": "float32"},
+            True,
+            1.9e-06,
+            3.3e-06,
+            timings={
+                "graph": _timing(6.02, 5.87, 1.0256, 0.9841, 1.0702),
+                "wall": _timing(22.1, 21.7, 1.0184, 0.9911, 1.0456),
+            },
+        ),
+        CaseResult(
+            "hidden1",
+            {"tokens": 3, "d": 2048, "dtype": "bfloat16"},
+            True,
+            0.0041,
+            0.0069,
+            timings={"graph": _timing(5.77, 4.11, 1.4039, 1.3508, 1.4622)},
+            hidden=True,
+        ),
+    )
+    return EvalResult(
+        task="silu_and_mul",
+        candidate_sha=candidate_sha(source, "silu_and_mul"),
+        backend="triton-cuda",
+        regime="graph",
+        stage=Stage.TIMING,
+        passed=True,
+        correct=True,
+        score=1.2671,
+        speedup=1.2671,
+        speedup_ci=(1.1834, 1.3377),
+        cases=cases,
+        hardware=Hardware(
+            backend="triton-cuda",
+            device="NVIDIA H200",
+            driver="570.124.06",
+            torch="2.11.0+cu128",
+            triton="3.6.0",
+            python="3.12.3",
+            runtime="12.8",
+        ),
+    )
+
+
+def interpret_result(source: str) -> EvalResult:
+    cases = (
+        CaseResult("t1_d2048_bf16", {"tokens": 1, "d": 2048, "dtype": "bfloat16"}, True, 0.0662, 0.0078),
+        CaseResult("t16_d1792_fp32", {"tokens": 16, "d": 1792, "dtype": "float32"}, True, 1.86e-06, 2.1e-06),
+        CaseResult(
+            "t256_d14336_bf16",
+            {"tokens": 256, "d": 14336, "dtype": "bfloat16"},
+            False,
+            skipped="7340032 input elements > interpret_max_numel 2097152",
+        ),
+        CaseResult(
+            "hidden1", {"tokens": 3, "d": 2048, "dtype": "bfloat16"}, True, 0.0606, 0.0079, hidden=True
+        ),
+    )
+    return EvalResult(
+        task="silu_and_mul",
+        candidate_sha=candidate_sha(source, "silu_and_mul"),
+        backend="triton-interpret",
+        regime="graph",
+        stage=Stage.CORRECTNESS,
+        passed=True,
+        correct=True,
+        score=1.0,
+        cases=cases,
+        hardware=Hardware(
+            backend="triton-interpret",
+            device="cpu",
+            torch="2.13.0+cpu",
+            triton="3.9.0",
+            python="3.11.7",
+            runtime="triton interpreter",
+        ),
+    )
+
+
+def make_search(search_dir: Path, result: EvalResult, source: str, *, elapsed_s: float = 742.4) -> Path:
+    """A real run store with a seed (judged worse) and an LLM child (the winner) judged as `result`."""
+    task = load_task(SILU_TASK)
+    llm = (
+        LLMEndpoint(model="deepseek-chat", base_url="http://127.0.0.1:1/v1", api_key_env="KB_TEST_LLM_KEY"),
+    )
+    config = SearchConfig(mutation=MutationConfig(llm=llm))
+    seed_source = source + "\n_SEED_VARIANT = True\n"  # other code: the seed the run started from
+    with RunStore.create(search_dir, task, config, Redactor()) as store:
+        seed = Program(
+            "p-seed", seed_source, candidate_sha(seed_source, "silu_and_mul"), None, "seed:file", 0, 0
+        )
+        store.add_pending(seed)
+        store.record_evaluation(seed.id, result.with_updates(score=0.5, candidate_sha=seed.sha))
+        child = Program(
+            "p-child", source, candidate_sha(source, "silu_and_mul"), seed.id, "llm:deepseek-chat", 0, 1
+        )
+        store.record_mutation(
+            MutationRecord(
+                phase="evolve",
+                iteration=1,
+                operator="llm:deepseek-chat",
+                outcome="child",
+                parent_id=seed.id,
+                usage=TokenUsage(prompt_tokens=1843, completion_tokens=612, cost_usd=0.0031),
+                child=child,
+            )
+        )
+        store.record_evaluation(child.id, result)
+    (search_dir / "summary.json").write_text(json.dumps({"elapsed_s": elapsed_s}))
+    return search_dir
+
+
+def verify_content(*, e2e_measured: bool, claimed: bool = True) -> dict[str, Any]:
+    """What kernelbot.verify writes to verify.json (its to_dict())."""
+    command = ["python", "-m", "pytest", "-q", "tests/test_layers.py", "tests/test_silu_and_mul_triton.py"]
+    tests = {
+        "command": command,
+        "files": ["tests/test_silu_and_mul_triton.py", "tests/test_layers.py"],
+        "before": {
+            "command": command,
+            "exit_code": 1,
+            "passed": 11,
+            "failed": 1,
+            "skipped": 0,
+            "failures": ["tests/test_layers.py::test_rope_cache"],
+            "duration_s": 3.2,
+            "log": "",
+            "note": "",
+        },
+        "after": {
+            "command": command,
+            "exit_code": 1,
+            "passed": 17,
+            "failed": 1,
+            "skipped": 2,
+            "failures": ["tests/test_layers.py::test_rope_cache"],
+            "duration_s": 4.1,
+            "log": "",
+            "note": "",
+        },
+        "new_failures": [],
+        "preexisting_failures": ["tests/test_layers.py::test_rope_cache"],
+        "fixed": [],
+    }
+    if not e2e_measured:
+        e2e = {
+            "measured": False,
+            "reason": "no GPU on this machine: both sides would run the same PyTorch code",
+            "command": ["python", "benchmarks/throughput.py", "--json"],
+            "cwd": "",
+            "metric": "tokens_per_s",
+            "unit": "tok/s",
+            "higher_is_better": True,
+            "runs": 0,
+            "before": [],
+            "after": [],
+        }
+    else:
+        before = [10412.3, 10388.9, 10455.0, 10401.7, 10430.2]
+        if claimed:
+            after, mean_after, delta, low, high = (
+                [10833.1, 10790.6, 10871.4, 10812.9, 10849.5],
+                10831.5,
+                3.973,
+                3.61,
+                4.42,
+            )
+        else:
+            after, mean_after, delta, low, high = (
+                [10455.1, 10371.2, 10490.8, 10398.5, 10442.0],
+                10431.52,
+                0.133,
+                -0.31,
+                0.58,
+            )
+        e2e = {
+            "measured": True,
+            "reason": "",
+            "command": ["python", "benchmarks/throughput.py", "--json"],
+            "cwd": "",
+            "metric": "tokens_per_s",
+            "unit": "tok/s",
+            "higher_is_better": True,
+            "runs": 5,
+            "order": ["base", "change"] * 5,
+            "before": before,
+            "after": after,
+            "logs": [],
+            "means": {"before": 10417.62, "after": mean_after},
+            "stdev": {"before": 25.6, "after": 31.2},
+            "cv": {"before": 0.002457, "after": 0.002881},
+            "delta_pct": delta,
+            "ci_pct": [low, high],
+            "confidence": 0.95,
+            "method": "welch-t",
+        }
+    return {"schema": 1, "ok": True, "refusal": "", "tests": tests, "e2e": e2e}
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_HEXISH = re.compile(r"\b[0-9a-f]{7,64}\b")
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def unexplained_numbers(body: str, evidence_json: str) -> list[str]:
+    """The numbers in `body` that evidence.json does not hold: each must be an evidence number in one of the
+    body's display formats, or a number written inside one of the evidence's strings (names, versions,
+    parameters). Hex prefixes of the evidence's shas and hashes count as those strings."""
+    leaves = list(_leaves(json.loads(evidence_json)))
+    strings = [v for v in leaves if isinstance(v, str)]
+    numbers = [v for v in leaves if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    allowed = {token for text in strings for token in _NUMBER.findall(text)}
+    allowed |= {fmt(float(n)) for n in numbers for fmt in NUMBER_FORMATS}
+    allowed |= {str(n) for n in numbers if isinstance(n, int)}
+    text = _HEXISH.sub(lambda m: "" if any(s.startswith(m.group(0)) for s in strings) else m.group(0), body)
+    return [token for token in _NUMBER.findall(text) if token not in allowed]

@@ -1,0 +1,155 @@
+"""build_evidence from a real search store, verify.json's content and the integration: every number taken
+from its source, claims decided by the intervals, and an exact JSON round trip."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from conftest import BASE_SHA, evidence_for
+from proposal_fixtures import SILU_CANDIDATE, SILU_TASK, IntegrationStandIn, ProfileStandIn, interpret_result
+
+import kernelbot
+from evaluators.task import load_task
+from evolution.config import SearchConfig
+from evolution.redact import Redactor
+from evolution.store import RunStore
+from kernelbot.errors import RunStateError
+from kernelbot.propose import Evidence, build_evidence, kernel_hash
+from kernelbot.propose.evidence import EVIDENCE_SCHEMA
+
+
+def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence) -> None:
+    e = gpu_evidence
+    assert e.schema == EVIDENCE_SCHEMA
+    assert (
+        e.op.slug == "silu-and-mul-forward-native" and e.op.title == "Fused Triton kernel for forward_native"
+    )
+    assert e.op.kernel_hash == kernel_hash(SILU_CANDIDATE.read_text())
+    assert e.repo.base_sha == BASE_SHA and e.repo.branch == "main"
+    assert (e.environment.gpu, e.environment.driver, e.environment.torch) == (
+        "NVIDIA H200",
+        "570.124.06",
+        "2.11.0+cu128",
+    )
+    assert e.environment.kernelbot == kernelbot.__version__
+
+    mb = e.microbenchmarks
+    assert (
+        mb.measured
+        and mb.regime == "graph"
+        and (mb.speedup, mb.ci_low, mb.ci_high) == (1.2671, 1.1834, 1.3377)
+    )
+    assert mb.claimed
+    first = mb.cases[0]
+    assert first.graph is not None and first.graph.claimed and first.graph.reference_us == 5.61
+    assert first.wall is not None and not first.wall.claimed  # 0.9733 < 1: no claim
+    assert mb.cases[0].graph.reference_cv_pct == pytest.approx(1.23)
+    assert [c.name for c in mb.cases] == ["t1_d2048_bf16", "t16_d1792_fp32", "hidden1"]
+    assert not mb.cases[1].graph.claimed
+
+    acc = e.accuracy
+    assert acc.seeds_per_case == 3 and acc.hidden_cases == 1 and acc.dynamic_keys == ("tokens",)
+    bf16 = acc.cases[0]
+    assert (bf16.dtype, bf16.atol, bf16.rtol, bf16.max_abs_error) == ("bfloat16", 1e-2, 2e-2, 0.0039)
+    assert acc.cases[-1].hidden
+
+    assert e.tests.ran and e.tests.preexisting_failures == ("tests/test_layers.py::test_rope_cache",)
+    assert e.tests.before.passed == 11 and e.tests.after.skipped == 2
+    assert e.e2e.measured and e.e2e.claimed and e.e2e.delta_pct == 3.973
+    assert (e.e2e.ci_low_pct, e.e2e.ci_high_pct, e.e2e.confidence_pct) == (3.61, 4.42, 95)
+    assert e.e2e.before_cv_pct == pytest.approx(0.2457)
+
+    p = e.provenance
+    assert p.operators == {"llm": 1, "seed": 1} and p.models == ("deepseek-chat",)
+    assert (p.iterations, p.evaluations, p.prompt_tokens, p.completion_tokens) == (1, 2, 1843, 612)
+    assert p.cost_usd == 0.0031 and p.search_s == 742.4 and p.best_operator == "llm:deepseek-chat"
+    assert e.modifications.files == (
+        "minisglang/layers/activation.py",
+        "minisglang/layers/kernels/silu_and_mul_triton.py",
+        "tests/test_silu_and_mul_triton.py",
+    )
+    assert e.reproduce == "python -m pytest -q tests/test_silu_and_mul_triton.py"
+
+
+def test_json_round_trip_is_exact(gpu_evidence: Evidence, cpu_evidence: Evidence) -> None:
+    for e in (gpu_evidence, cpu_evidence):
+        again = Evidence.from_json(e.to_json())
+        assert again == e
+        assert again.to_json() == e.to_json()
+
+
+def test_an_unknown_schema_is_refused(gpu_evidence: Evidence) -> None:
+    data = json.loads(gpu_evidence.to_json())
+    data["schema"] = 99
+    with pytest.raises(RunStateError, match="schema 99"):
+        Evidence.from_dict(data)
+
+
+def test_interpreter_evidence_says_no_speed_was_measured(cpu_evidence: Evidence) -> None:
+    mb = cpu_evidence.microbenchmarks
+    assert not mb.measured and not mb.claimed and mb.cases == () and mb.speedup is None
+    assert mb.reason == "this run used Triton's interpreter on cpu, which checks correctness only"
+    assert not cpu_evidence.e2e.measured and "no GPU" in cpu_evidence.e2e.reason
+    skipped = [c for c in cpu_evidence.accuracy.cases if c.skipped]
+    assert skipped and skipped[0].max_abs_error is None
+
+
+def test_a_change_that_does_not_clear_the_noise_is_not_claimed(tmp_path: Path) -> None:
+    e = evidence_for(tmp_path, gpu=True, claimed=False)
+    assert e.e2e.measured and not e.e2e.claimed and e.e2e.ci_low_pct == -0.31
+
+
+def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
+    from proposal_fixtures import gpu_result, make_search
+
+    source = SILU_CANDIDATE.read_text()
+    search = make_search(tmp_path / "s", gpu_result(source), source)
+    e = build_evidence(
+        search_dir=search,
+        task_dir=SILU_TASK,
+        profile=ProfileStandIn(title_format="[Feature] Add a fused Triton {name} kernel"),
+        integration=IntegrationStandIn(),
+        verify=None,
+        repo_url="u",
+        base_sha=BASE_SHA,
+        base_branch="main",
+        function="a.b:C.d",
+        op_slug="c-d",
+    )
+    assert not e.tests.ran and "not run" in e.tests.reason
+    assert not e.e2e.measured and "not run" in e.e2e.reason
+    assert e.op.title == "[Feature] Add a fused Triton d kernel"
+
+
+def test_a_search_without_a_passing_candidate_has_nothing_to_propose(tmp_path: Path) -> None:
+    task = load_task(SILU_TASK)
+    with RunStore.create(tmp_path / "s", task, SearchConfig(), Redactor()):
+        pass
+    with pytest.raises(RunStateError, match="no candidate passed the evaluator"):
+        build_evidence(
+            search_dir=tmp_path / "s",
+            task_dir=SILU_TASK,
+            profile=ProfileStandIn(),
+            integration=IntegrationStandIn(),
+            verify=None,
+            repo_url="u",
+            base_sha=BASE_SHA,
+            base_branch="main",
+            function="f",
+            op_slug="f",
+        )
+
+
+def test_kernel_hash_ignores_line_endings_and_trailing_blanks() -> None:
+    source = interpret_result.__doc__ or "def f():\n    return 1\n"
+    assert kernel_hash("a = 1  \r\nb = 2\n\n") == kernel_hash("a = 1\nb = 2")
+    assert kernel_hash("a = 1\n") != kernel_hash("a = 2\n")
+    assert (
+        kernel_hash(source)
+        == hashlib.sha256(
+            "\n".join(line.rstrip() for line in source.strip().splitlines()).encode()
+        ).hexdigest()
+    )

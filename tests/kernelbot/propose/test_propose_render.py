@@ -1,0 +1,103 @@
+"""Rendering each PR template from Evidence: every number shown is in evidence.json, a speed is claimed
+only where its interval's lower bound is above 1, and an interpreter run says no speed was measured."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import evidence_for
+from proposal_fixtures import ProfileStandIn, unexplained_numbers
+
+from kernelbot.errors import ConfigError
+from kernelbot.forge import parse_marker
+from kernelbot.propose import Evidence, body_templates, render_body
+from kernelbot.propose.render import marker_of
+
+HEADINGS = {
+    "sglang": ["Motivation", "Modifications", "Accuracy Tests", "Benchmarking and Profiling", "Checklist"],
+    "lmdeploy": ["Motivation", "Modification", "BC-breaking (Optional)", "Use cases (Optional)", "Checklist"],
+    "example": ["Why", "What changes", "Correctness", "Speed", "Environment", "Reproduce"],
+}
+STEPS = ("Ask a maintainer to add the run-ci label", "Sign the CLA")
+
+
+def _evidence(tmp_path: Path, gpu: bool) -> Evidence:
+    return evidence_for(tmp_path, gpu=gpu, profile=ProfileStandIn(human_steps=STEPS))
+
+
+def test_every_profile_template_is_there() -> None:
+    assert body_templates() == ["example", "lmdeploy", "sglang"]
+
+
+@pytest.mark.parametrize("template", sorted(HEADINGS))
+@pytest.mark.parametrize("gpu", [True, False], ids=["gpu", "interpreter"])
+def test_every_number_in_the_body_is_in_the_evidence(tmp_path: Path, template: str, gpu: bool) -> None:
+    evidence = _evidence(tmp_path, gpu)
+    body = render_body(evidence, template)
+    assert unexplained_numbers(body, evidence.to_json()) == []
+    headings = re.findall(r"^## (.+)$", body, re.MULTILINE)
+    assert headings[: len(HEADINGS[template])] == HEADINGS[template]
+    assert parse_marker(body) == marker_of(evidence)
+    assert body.rstrip().endswith(marker_of(evidence).render())
+    for step in STEPS:
+        assert f"- [ ] {step}" in body
+    assert "\n\n\n" not in body and body.endswith("\n")
+
+
+def test_the_number_check_catches_an_invented_number(gpu_evidence: Evidence) -> None:
+    body = render_body(gpu_evidence, "sglang")
+    assert unexplained_numbers(body + "\nIt is 7.77× faster.\n", gpu_evidence.to_json()) == ["7.77"]
+
+
+@pytest.mark.parametrize("template", sorted(HEADINGS))
+def test_an_interpreter_run_claims_no_speed(cpu_evidence: Evidence, template: str) -> None:
+    body = render_body(cpu_evidence, template)
+    reason = "this run used Triton's interpreter on cpu, which checks correctness only"
+    assert f"**No speed was measured**: {reason}. This PR makes no performance claim." in body
+    assert "faster" not in body.replace("faster only when", "")
+    assert "×" not in body and "µs" not in body
+    assert "End-to-end: not measured (no GPU on this machine" in body
+    # Correctness is still reported in full, skipped cases with their reason.
+    assert "| t1_d2048_bf16 | tokens=1, d=2048, dtype=bfloat16 | bfloat16 | 6.6e-02 |" in body
+    assert "skipped: 7340032 input elements > interpret_max_numel 2097152" in body
+    assert "- [x] Kernel benchmark" not in body
+
+
+def test_claims_follow_the_lower_bound_of_each_interval(gpu_evidence: Evidence) -> None:
+    body = render_body(gpu_evidence, "sglang")
+    rows = [line for line in body.splitlines() if line.startswith("| t1_d2048") or line.startswith("| t16_")]
+    bench = {tuple(cell.strip() for cell in row.split("|")[1:4:2]): row for row in rows if "µs" not in row}
+    graph_fast = next(r for r in rows if "| graph |" in r and r.startswith("| t1_d2048"))
+    assert "| 1.40× | [1.33, 1.45] |" in graph_fast and graph_fast.rstrip(" |").endswith("faster")
+    wall_straddling = next(r for r in rows if "| wall |" in r and r.startswith("| t1_d2048"))
+    assert (
+        "| 1.02× | [0.97, 1.06] |" in wall_straddling and "no claim (95 % CI reaches 0.97)" in wall_straddling
+    )
+    assert bench  # the accuracy rows are there too
+    claimed = [c.graph for c in gpu_evidence.microbenchmarks.cases if c.graph and c.graph.claimed]
+    assert body.count("| faster |") == len(claimed) + sum(
+        1 for c in gpu_evidence.microbenchmarks.cases if c.wall and c.wall.claimed
+    )
+    assert "Over all cases (graph regime, geometric mean): **1.27×**, 95 % CI [1.18, 1.34]." in body
+    assert "Change: +4.0 %, 95 % CI [+3.6 %, +4.4 %]." in body
+    assert "The interval lies entirely on the better side." in body
+    assert (
+        "already failing before the change (not caused by it): `tests/test_layers.py::test_rope_cache`"
+        in body
+    )
+
+
+def test_an_e2e_change_inside_the_noise_is_not_claimed(tmp_path: Path) -> None:
+    body = render_body(evidence_for(tmp_path, gpu=True, claimed=False), "lmdeploy")
+    assert "Change: +0.1 %, 95 % CI [-0.3 %, +0.6 %]." in body
+    assert "no end-to-end improvement is claimed" in body
+    assert "lies entirely on the better side" not in body
+
+
+def test_an_unknown_template_lists_the_known_ones(gpu_evidence: Evidence) -> None:
+    with pytest.raises(
+        ConfigError, match="no PR template 'vllm': pr_templates/ has example, lmdeploy, sglang"
+    ):
+        render_body(gpu_evidence, "vllm")
