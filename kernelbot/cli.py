@@ -315,8 +315,11 @@ def target_command(
         typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
     ] = None,
     benchmark_runs: Annotated[
-        int, typer.Option(help="End-to-end benchmark runs per side, alternating base and change (0: skip).")
-    ] = 5,
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            help="End-to-end benchmark runs per side, alternating base and change (0: skip; default 5)."
+        ),
+    ] = None,
     open_pr: Annotated[
         bool, typer.Option("--open-pr", help="Push the branch to --fork and open or update the PR.")
     ] = False,

@@ -34,6 +34,7 @@ def run(options: TargetOptions) -> int:
     _check_flags(options)
     run_dir = (options.out or default_run_dir(profile.name, options.function)).resolve()
     state = _open_state(run_dir, profile, options)
+    profile = profile.for_tree(state.resolve(state.repo.path))  # the source root this tree uses
     view = make_view(console)
     base = state.repo.base_commit[:12]
     console.print(
@@ -48,7 +49,7 @@ def run(options: TargetOptions) -> int:
 
 
 def _check_flags(options: TargetOptions) -> None:
-    if options.benchmark_runs < 0:
+    if options.benchmark_runs is not None and options.benchmark_runs < 0:
         raise ConfigError(f"--benchmark-runs {options.benchmark_runs}: expected 0 (skip) or more")
     if options.spec is not None and not options.spec.is_file():
         raise ConfigError(f"--spec {options.spec}: no such file")

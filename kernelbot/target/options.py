@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_BENCHMARK_RUNS = 5
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
 
 
@@ -46,7 +45,7 @@ class TargetOptions:
     out: Path | None = None
     spec: Path | None = None
     search: SearchFlags = field(default_factory=SearchFlags)
-    benchmark_runs: int = DEFAULT_BENCHMARK_RUNS
+    benchmark_runs: int | None = None  # per side; None: the profile benchmark's runs (5 when shipped)
     open_pr: bool = False
     fork: str | None = None  # the fork's remote URL (or a remote name of the repository)
     token_env: str = DEFAULT_TOKEN_ENV  # the environment variable holding the forge token

@@ -14,6 +14,7 @@ with the original for real. The benchmark runs only where it can mean something 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,14 @@ def verify(
     profile: Any,
     integration: Any,
     *,
-    benchmark_runs: int = 5,
+    benchmark_runs: int | None = None,
     run_dir: Path | None = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> VerifyReport:
     """Run the related tests and the benchmark on both trees; write RUN/verify.json (RUN defaults to the
-    change work tree's parent, as in the run directory's layout) and return the report."""
+    change work tree's parent, as in the run directory's layout) and return the report.
+
+    `benchmark_runs` per side defaults to the profile benchmark's `runs`."""
     run_dir = run_dir or change_worktree.parent
     logs = run_dir / LOG_DIR
     gpu = gpu_available()
@@ -94,7 +97,7 @@ def _benchmark(
     base: Path,
     change: Path,
     profile: Any,
-    runs: int,
+    runs: int | None,
     source_root: str,
     logs: Path,
     gpu: bool,
@@ -103,10 +106,14 @@ def _benchmark(
     spec = getattr(profile, "benchmark", None)
     if spec is None:
         return not_measured(f"not measured: the {profile.name} profile defines no end-to-end benchmark")
-    command = benchmark_command(spec)
+    runs = spec.runs if runs is None else runs
+    argv = spec.resolved_argv(os.environ)
+    if isinstance(argv, str):  # a placeholder's variable is not set
+        return not_measured(f"not measured: {argv}" + (f" ({spec.note})" if spec.note else ""), runs=runs)
+    command = benchmark_command(spec, argv)
     if runs <= 0:
         return not_measured("not measured: --benchmark-runs 0", command, runs)
-    if command.needs_gpu and not gpu:
+    if not gpu:
         reason = (
             "not measured: no GPU on this machine; the kernel runs only on a GPU, so here both sides would "
             "run the same PyTorch code"
@@ -117,18 +124,18 @@ def _benchmark(
     )
 
 
-def benchmark_command(spec: Any) -> BenchmarkCommand:
-    """The profile's benchmark spec as the command verification runs."""
+def benchmark_command(spec: Any, argv: tuple[str, ...]) -> BenchmarkCommand:
+    """The profile's benchmark (kernelbot.profiles.BenchmarkSpec) as the command verification runs."""
+    metric = spec.metric
     return BenchmarkCommand(
-        argv=tuple(spec.argv),
-        metric=str(getattr(spec, "metric", "") or getattr(spec, "json_key", "") or "metric"),
-        cwd=str(getattr(spec, "cwd", "") or ""),
-        env=dict(getattr(spec, "env", {}) or {}),
-        json_key=getattr(spec, "json_key", None),
-        regex=getattr(spec, "regex", None),
-        unit=str(getattr(spec, "unit", "") or ""),
-        higher_is_better=bool(getattr(spec, "higher_is_better", True)),
-        needs_gpu=bool(getattr(spec, "needs_gpu", True)),
+        argv=tuple(argv),
+        metric=metric.json_key or "metric",
+        cwd="" if spec.cwd in ("", ".") else spec.cwd,
+        env=dict(spec.env),
+        json_key=metric.json_key or None,
+        regex=metric.regex or None,
+        unit=metric.unit,
+        higher_is_better=metric.higher_is_better,
     )
 
 

@@ -33,7 +33,6 @@ class BenchmarkCommand:
     regex: str | None = None  # group "value" (or group 1) of the last match
     unit: str = ""
     higher_is_better: bool = True
-    needs_gpu: bool = True  # the kernel runs only on a GPU: elsewhere both sides run the same code
     timeout_s: float = DEFAULT_TIMEOUT_S
 
 

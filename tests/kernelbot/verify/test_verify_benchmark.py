@@ -46,7 +46,6 @@ def command(tmp_path: Path, **changes: object) -> BenchmarkCommand:
         json_key="result.tokens_per_s",
         unit="tok/s",
         env={"ORDER_LOG": str(tmp_path / "order.txt")},
-        needs_gpu=False,
     )
     fields.update(changes)
     return BenchmarkCommand(**fields)
