@@ -10,6 +10,7 @@ propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -114,26 +115,45 @@ def integrate_stage(ctx: RunContext) -> dict[str, Any]:
 
 
 def integration_record(integration: Any) -> dict[str, Any]:
-    """What target.toml keeps of an Integration, enough to rebuild it for the later stages."""
+    """What target.toml keeps of a kernelbot.integrate.Integration: what the later stages read of it."""
     return {
         "kernel_module": Path(integration.kernel_module).as_posix(),
         "test_file": Path(integration.test_file).as_posix(),
         "touched": [Path(p).as_posix() for p in integration.touched],
         "test_command": [str(a) for a in integration.test_command],
-        "envelope": integration.envelope.to_dict(),
-        "envelope_lines": list(integration.envelope.describe()),
+        "envelope": list(integration.envelope.describe()),
     }
 
 
-def load_integration(ctx: RunContext) -> Any:
-    from kernelbot.integrate import Envelope, Integration
+@dataclass(frozen=True)
+class DescribedEnvelope:
+    """An envelope as its recorded description (all that verify and propose read of it)."""
 
+    lines: tuple[str, ...]
+
+    def describe(self) -> list[str]:
+        return list(self.lines)
+
+
+@dataclass(frozen=True)
+class RecordedIntegration:
+    """The integrate stage's result read back from target.toml, in kernelbot.integrate.Integration's shape
+    (kernelbot.propose.collect.IntegrationLike), so a resumed run needs no second integration."""
+
+    kernel_module: Path
+    test_file: Path
+    touched: tuple[Path, ...]
+    envelope: DescribedEnvelope
+    test_command: list[str]
+
+
+def load_integration(ctx: RunContext) -> RecordedIntegration:
     record = ctx.state.outcome("integrate")
-    return Integration(
+    return RecordedIntegration(
         kernel_module=Path(record["kernel_module"]),
         test_file=Path(record["test_file"]),
         touched=tuple(Path(p) for p in record["touched"]),
-        envelope=Envelope.from_dict(record["envelope"]),
+        envelope=DescribedEnvelope(tuple(record["envelope"])),
         test_command=list(record["test_command"]),
     )
 
@@ -153,11 +173,9 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
     scratch = ctx.run_dir / SCRATCH_DIR
     base_tree = fresh_worktree(repo, scratch / "base", base)
     change_tree = fresh_worktree(repo, scratch / "change", base)
+    # The change tree is the base commit plus exactly the patch the bundle will carry.
     worktree = ctx.run_dir / ctx.state.outcome("integrate")["worktree"]
-    for rel in {*integration.touched, integration.kernel_module, integration.test_file}:
-        target = change_tree / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(worktree / rel, target)
+    git.apply_patch(change_tree, git.diff_against(worktree, base))
     try:
         report = verify(
             base_tree,
