@@ -48,7 +48,9 @@ class ToolKind:
 TOOLS: dict[str, ToolKind] = {
     "black": ToolKind("black", ("--quiet",)),
     "isort": ToolKind("isort", ("--quiet",)),
-    "ruff-check": ToolKind("ruff", ("check", "--fix", "--no-cache", "--quiet"), findings_exit=(1,)),
+    "ruff-check": ToolKind(
+        "ruff", ("check", "--fix", "--no-cache", "--quiet", "--output-format", "concise"), findings_exit=(1,)
+    ),
     "ruff-format": ToolKind("ruff", ("format", "--no-cache", "--quiet")),
     # Exits 1 when it rewrote a file: that is its success.
     "double-quote-string-fixer": ToolKind("double-quote-string-fixer", (), ok_exit=(0, 1)),
