@@ -12,7 +12,7 @@ Two habits keep git honest here. Variables a git hook exports (GIT_DIR, GIT_INDE
 for the duration of every operation, so kernelbot run from a hook works on the repository it was given,
 not on the hook's. And a token never enters a URL, .git/config or a log line: an HTTPS push or fetch that
 needs one gets it through a credential helper configured in the environment of that one git process, which
-reads the token from the environment too.
+reads the token from the environment too (both in kernelbot.git_env).
 """
 
 from __future__ import annotations
@@ -21,13 +21,19 @@ import contextlib
 import os
 import re
 import tempfile
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from kernelbot.errors import GitError
+from kernelbot.git_env import (  # credential_env and redact_url are part of this module's surface
+    config_env,
+    credential_env,
+    hook_variables_hidden,
+    redact_text,
+    redact_url,
+    refuse_credentials,
+)
 
 try:
     import git as gitpython
@@ -63,33 +69,6 @@ JUNK_PATHSPECS = (
     ":(exclude,glob)**/*.egg-info/**",
 )
 
-# GIT_* variables a user sets on purpose (transport, TLS, config); everything else with that prefix is what a
-# hook exports for its own repository and is hidden from our git processes.
-_USER_GIT_VARIABLES = frozenset(
-    {
-        "GIT_ASKPASS",
-        "GIT_ALLOW_PROTOCOL",
-        "GIT_CONFIG_COUNT",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_NOSYSTEM",
-        "GIT_CONFIG_SYSTEM",
-        "GIT_EXEC_PATH",
-        "GIT_HTTP_PROXY_AUTHMETHOD",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_SSL_CAINFO",
-        "GIT_SSL_NO_VERIFY",
-    }
-)
-_USER_GIT_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
-
-# The variable holding the token inside the one git process that needs it; the helper prints it on request.
-_PASSWORD_VARIABLE = "KERNELBOT_GIT_PASSWORD"
-_CREDENTIAL_HELPER = (
-    '!f() { test "$1" = get || exit 0; echo username=x-access-token; '
-    f'echo "password=${_PASSWORD_VARIABLE}"; }}; f'
-)
-
 _UNREACHABLE_SIGNS = (
     "could not read from remote repository",
     "does not appear to be a git repository",
@@ -105,69 +84,6 @@ _UNREACHABLE_SIGNS = (
     "permission denied",
 )
 
-_environment_lock = threading.RLock()
-
-
-# --- environment ---------------------------------------------------------------------------------------
-
-
-def _is_leaked(name: str) -> bool:
-    if not name.startswith("GIT_") or name in _USER_GIT_VARIABLES:
-        return False
-    return not name.startswith(_USER_GIT_PREFIXES)
-
-
-@contextlib.contextmanager
-def _hook_variables_hidden() -> Iterator[None]:
-    """Hide GIT_* variables leaked from a hook while one operation runs (GitPython reads os.environ)."""
-    with _environment_lock:
-        leaked = {name: value for name, value in os.environ.items() if _is_leaked(name)}
-        for name in leaked:
-            del os.environ[name]
-        try:
-            yield
-        finally:
-            os.environ.update(leaked)
-
-
-def _config_env(settings: Mapping[str, str]) -> dict[str, str]:
-    """`git -c key=value` for one process, through GIT_CONFIG_* (appended after any the user set)."""
-    start = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    env = {"GIT_CONFIG_COUNT": str(start + len(settings))}
-    for i, (key, value) in enumerate(settings.items(), start=start):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
-
-
-def credential_env(url: str, token_env: str | None) -> dict[str, str]:
-    """Environment for one git process talking to `url`: no terminal prompt, and for an HTTP(S) URL with a
-    token in $token_env, a credential helper that hands git that token. The helper list is reset first so a
-    user's storing helper (credential.helper=store) never writes the token to disk."""
-    env = {"GIT_TERMINAL_PROMPT": "0"}
-    token = os.environ.get(token_env, "") if token_env else ""
-    if token and urlsplit(url).scheme in ("http", "https"):
-        env.update(_config_env({"credential.helper": ""}))
-        # Two values for one key: the reset above, then ours (GIT_CONFIG_* allows repeating a key).
-        count = int(env["GIT_CONFIG_COUNT"])
-        env[f"GIT_CONFIG_KEY_{count}"] = "credential.helper"
-        env[f"GIT_CONFIG_VALUE_{count}"] = _CREDENTIAL_HELPER
-        env["GIT_CONFIG_COUNT"] = str(count + 1)
-        env[_PASSWORD_VARIABLE] = token
-    return env
-
-
-def redact_url(url: str) -> str:
-    """`url` without any user:password part, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
 # --- plumbing ------------------------------------------------------------------------------------------
 
 
@@ -179,7 +95,7 @@ def _require_gitpython() -> None:
 @contextlib.contextmanager
 def _open(path: Path, *, search_parents: bool = False) -> Iterator[gitpython.Repo]:
     _require_gitpython()
-    with _hook_variables_hidden():
+    with hook_variables_hidden():
         try:
             repo = gitpython.Repo(path, search_parent_directories=search_parents)
         except gitpython.NoSuchPathError:
@@ -208,12 +124,8 @@ def _first_problem(exc: gitpython.GitCommandError) -> str:
             lines.append(line)
     for line in lines:
         if line.lower().startswith(("fatal:", "error:")):
-            return _redact_text(line)
-    return _redact_text(lines[0]) if lines else f"git exited with {exc.status}"
-
-
-def _redact_text(text: str) -> str:
-    return re.sub(r"(\w+://)[^/@\s]+@", r"\1", text)
+            return redact_text(line)
+    return redact_text(lines[0]) if lines else f"git exited with {exc.status}"
 
 
 def _looks_unreachable(exc: gitpython.GitCommandError) -> bool:
@@ -222,7 +134,12 @@ def _looks_unreachable(exc: gitpython.GitCommandError) -> bool:
 
 
 def _unreachable(remote: str, exc: gitpython.GitCommandError, token_env: str | None) -> RemoteUnreachable:
-    access = f"that the token in ${token_env} may use it" if token_env else "that you have access to it"
+    if not token_env:
+        access = "that you have access to it"
+    elif os.environ.get(token_env):
+        access = f"that the token in ${token_env} may use it"
+    else:
+        access = f"that ${token_env} holds a token that may use it (it is not set)"
     return RemoteUnreachable(
         f"cannot reach the git remote {redact_url(remote)} ({_first_problem(exc)}): check the URL or path, "
         f"that it is a git repository, the network, and {access}"
@@ -289,7 +206,7 @@ def init_repository(path: Path, *, bare: bool = False, initial_branch: str = "ma
     """A new repository at `path` (created if needed)."""
     _require_gitpython()
     path.mkdir(parents=True, exist_ok=True)
-    with _hook_variables_hidden():
+    with hook_variables_hidden():
         try:
             gitpython.Repo.init(path, bare=bare, initial_branch=initial_branch).close()
         except gitpython.GitCommandError as exc:
@@ -363,7 +280,7 @@ def commit_all(worktree: Path, message: str, *, identity: Identity = BOT_IDENTIT
         "GIT_AUTHOR_EMAIL": identity.email,
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
-        **_config_env({"commit.gpgsign": "false"}),
+        **config_env({"commit.gpgsign": "false"}),
     }
     with _open(worktree) as repo:
         try:
@@ -379,17 +296,9 @@ def commit_all(worktree: Path, message: str, *, identity: Identity = BOT_IDENTIT
 # --- remotes -------------------------------------------------------------------------------------------
 
 
-def _refuse_credentials(url: str) -> None:
-    if urlsplit(url).password is not None:
-        raise GitError(
-            f"the remote URL {redact_url(url)} carries a password or token: give the bare URL and put the "
-            "token in the environment (e.g. $GITHUB_TOKEN)"
-        )
-
-
 def ensure_remote(repo_path: Path, name: str, url: str) -> None:
     """Make remote `name` point at `url` (added if missing, re-pointed if it differs)."""
-    _refuse_credentials(url)
+    refuse_credentials(url)
     with _open(repo_path) as repo:
         try:
             if name in [r.name for r in repo.remotes]:
@@ -415,8 +324,8 @@ def remote_branch_sha(
     """The sha of `branch` on `remote` (a URL, a path, or a remote name of `repo`), None if absent."""
     _require_gitpython()
     url = remote_url(repo, remote) if repo is not None else remote
-    _refuse_credentials(url)
-    with _hook_variables_hidden():
+    refuse_credentials(url)
+    with hook_variables_hidden():
         runner = gitpython.Git(str(repo) if repo is not None else None)
         try:
             env = credential_env(url, token_env)
@@ -433,9 +342,9 @@ def remote_branch_sha(
 def clone(url: str, dest: Path, *, bare: bool = False, token_env: str | None = None) -> Path:
     """Clone `url` into `dest`."""
     _require_gitpython()
-    _refuse_credentials(url)
+    refuse_credentials(url)
     args = ["--quiet", *(["--bare"] if bare else []), url, str(dest)]
-    with _hook_variables_hidden():
+    with hook_variables_hidden():
         try:
             gitpython.Git().clone(*args, env=credential_env(url, token_env))
         except gitpython.GitCommandError as exc:
@@ -459,7 +368,7 @@ def push_with_lease(
     ref = f"refs/heads/{branch}"
     with _open(worktree) as repo:
         url = next((r.url for r in repo.remotes if r.name == remote), remote)
-        _refuse_credentials(url)
+        refuse_credentials(url)
         try:
             sha = repo.commit(commit).hexsha
         except (gitpython.BadName, ValueError):

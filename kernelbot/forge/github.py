@@ -53,8 +53,9 @@ def repo_from_url(url: str) -> str:
     return f"{parts[-2]}/{parts[-1]}"
 
 
-def resolve_api_url(api_url: str | None = None) -> str:
-    return (api_url or os.environ.get(API_URL_VARIABLE) or DEFAULT_API_URL).rstrip("/")
+def resolve_api_url(api_url: str | None = None, profile_default: str | None = None) -> str:
+    """The flag's URL, else $KERNELBOT_GITHUB_API, else the profile's api_url, else api.github.com."""
+    return (api_url or os.environ.get(API_URL_VARIABLE) or profile_default or DEFAULT_API_URL).rstrip("/")
 
 
 def read_token(token_env: str = DEFAULT_TOKEN_ENV) -> str:
@@ -107,6 +108,15 @@ class GitHubForge:
         cls, repo: str, *, api_url: str | None = None, token_env: str = DEFAULT_TOKEN_ENV, **options: Any
     ) -> GitHubForge:
         return cls(repo, read_token(token_env), api_url=api_url, token_env=token_env, **options)
+
+    @classmethod
+    def for_profile(
+        cls, profile: Any, *, api_url: str | None = None, token_env: str = DEFAULT_TOKEN_ENV, **options: Any
+    ) -> GitHubForge:
+        """The forge of a target profile's upstream (profile.repo_url), its API URL resolved as
+        resolve_api_url says, the token read from $token_env."""
+        url = resolve_api_url(api_url, getattr(profile, "api_url", None))
+        return cls.from_env(profile.repo_url, api_url=url, token_env=token_env, **options)
 
     def __repr__(self) -> str:
         return f"GitHubForge({self._repo_name!r}, api_url={self.api_url!r}, token from ${self.token_env})"

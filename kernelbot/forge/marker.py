@@ -1,10 +1,13 @@
 """The hidden marker kernelbot leaves at the end of every PR body it writes, and reads back from the forge.
 
-    <!-- kernelbot:{"base_sha": "...", "kernel_hash": "...", "op": "...", "schema": 1, "tool": "0.1.0"} -->
+    <!-- kernelbot:{"base_sha": "...", "commit": "...", "kernel_hash": "...", "op": "...", "schema": 1,
+                    "tool": "0.1.0"} -->
 
 The PR is the state (ARCHITECTURE.md, "State"): which function it changes (op), which kernel it carries
-(kernel_hash), which upstream commit it was verified on (base_sha) and which kernelbot wrote it. Deciding
-whether to open, update or leave a PR alone reads only these values, never a local database.
+(kernel_hash), which upstream commit it was verified on (base_sha), which kernelbot wrote it, and the commit
+kernelbot last pushed to the PR's branch (commit; empty in a bundle's body.md, written before any push).
+Deciding whether to open, update or leave a PR alone reads only these values, never a local database; the
+next push's lease expects `commit`, so a push by anyone else to the branch is never overwritten.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class Marker:
     base_sha: str  # the upstream commit the change was made and verified on
     tool: str  # kernelbot's version
     schema: int = MARKER_SCHEMA
+    commit: str = ""  # what kernelbot pushed to the PR's branch ("" before the first push)
 
     def render(self) -> str:
         # "<" and ">" escaped so no value can close the HTML comment early.
@@ -45,7 +49,12 @@ def parse_marker(body: str | None) -> Marker | None:
         if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in _FIELDS):
             continue
         schema = data.get("schema", MARKER_SCHEMA)
-        found = Marker(*(data[k] for k in _FIELDS), schema=schema if isinstance(schema, int) else 0)
+        commit = data.get("commit", "")
+        found = Marker(
+            *(data[k] for k in _FIELDS),
+            schema=schema if isinstance(schema, int) else 0,
+            commit=commit if isinstance(commit, str) else "",
+        )
     return found
 
 

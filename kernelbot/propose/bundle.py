@@ -17,11 +17,11 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evolution.config import WELL_KNOWN_SECRET_ENVS
 from kernelbot.errors import KernelbotError, RunStateError
 from kernelbot.forge.marker import Marker, parse_marker
+from kernelbot.propose.collect import ProfileLike
 from kernelbot.propose.evidence import Evidence
 from kernelbot.propose.render import render_body, render_reproduce
 
@@ -61,14 +61,14 @@ class Bundle:
 
 
 def write_bundle(
-    run_dir: Path, evidence: Evidence, profile: Any, patch: str, *, secret_envs: Iterable[str] = ()
+    run_dir: Path, evidence: Evidence, profile: ProfileLike, patch: str, *, secret_envs: Iterable[str] = ()
 ) -> Bundle:
     """Write RUN/pr/ for `evidence` and `patch`; the body uses the profile's template (profile.template,
     e.g. "sglang" for pr_templates/sglang.md.j2). `secret_envs` names token variables beyond the well-known
     ones whose values must not appear in any file."""
     if not patch.strip():
         raise RunStateError("the change is empty: there is nothing to propose (did integrate run?)")
-    body = render_body(evidence, str(getattr(profile, "template", "") or profile.name))
+    body = render_body(evidence, profile.template)
     files = {
         PATCH_FILE: patch if patch.endswith("\n") else patch + "\n",
         EVIDENCE_FILE: evidence.to_json(),

@@ -48,7 +48,7 @@ from kernelbot.propose.evidence import (
     TestsEvidence,
 )
 
-DEFAULT_TITLE = "Fused Triton kernel for {name}"
+SUMMARY = "Fused Triton kernel for {qualname}"
 NOT_PROFILED = "the region's share of the engine's time was not profiled for this proposal"
 
 
@@ -72,10 +72,17 @@ class IntegrationLike(Protocol):
 
 
 class ProfileLike(Protocol):
-    """What kernelbot.propose reads of kernelbot.profiles.Profile (title_format and human_steps optional)."""
+    """What kernelbot.propose reads of kernelbot.profiles.Profile."""
 
     @property
     def name(self) -> str: ...
+    @property
+    def template(self) -> str: ...
+    @property
+    def human_steps(self) -> tuple[str, ...]: ...
+    @property
+    def fork_remote(self) -> str: ...
+    def pr_title(self, summary: str) -> str: ...
 
 
 def build_evidence(
@@ -108,15 +115,14 @@ def build_evidence(
         iterations, evaluations = store.mutation_count("evolve"), store.evaluation_count()
     elapsed = _search_seconds(search_dir)
     result = best.result
-    title_format = str(getattr(profile, "title_format", "") or DEFAULT_TITLE)
-    name = function.replace(":", ".").split(".")[-1]
+    qualname = function.split(":", 1)[-1]
     return Evidence(
         op=OpEvidence(
             slug=op_slug,
             function=function,
             profile=profile.name,
             kernel_hash=kernel_hash(best.source),
-            title=title_format.format(name=name, function=function, op=op_slug),
+            title=profile.pr_title(SUMMARY.format(qualname=qualname)),
         ),
         repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch),
         environment=_environment(result),
@@ -138,7 +144,7 @@ def build_evidence(
             search_s=elapsed,
         ),
         reproduce=reproduce or shlex.join(str(a) for a in integration.test_command),
-        human_steps=tuple(str(s) for s in getattr(profile, "human_steps", ()) or ()),
+        human_steps=tuple(str(s) for s in profile.human_steps),
     )
 
 

@@ -1,15 +1,17 @@
 """open_or_update: put a written bundle up as a pull request, or say why not.
 
-    outcome = open_or_update(bundle, profile, forge, repo, fork="fork", token_env="GITHUB_TOKEN")
+    outcome = open_or_update(bundle, profile, forge, repo, fork=None, token_env="GITHUB_TOKEN")
 
 1. Ask the forge what is there: the PRs on branch `kernelbot/<op-slug>` (every state) and the repository's
    open PRs, and decide (kernelbot.forge.decisions) before anything is pushed: a skipped or refused
    proposal pushes nothing, so an open PR is never changed by a run that leaves it alone.
 2. To open or update: commit the bundle's patch.diff on the base commit, in a throwaway work tree of `repo`
    (what is pushed is exactly what the body describes), as kernelbot, and push it to the fork's branch with
-   force-with-lease: expecting the open PR's head when updating, the branch's current sha (or its absence)
-   when opening. Someone else's push in between is a LeaseRejected, never overwritten.
-3. Open the PR, or update its title and body and keep one "refresh" comment saying what changed.
+   force-with-lease: expecting the commit the open PR's marker says kernelbot pushed when updating, the
+   branch's current sha (or its absence) when opening. A push by anyone else since (a maintainer's fixup) is
+   a LeaseRejected, never overwritten.
+3. Open the PR, or update its title and body and keep one "refresh" comment saying what changed; the body's
+   marker records the commit pushed.
 
 The token is read from the environment by the forge and, for an HTTPS fork, handed to that one git push
 through kernelbot.git's credential helper; it is never part of a URL, message or file.
@@ -17,15 +19,17 @@ through kernelbot.git's credential helper; it is never part of a URL, message or
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernelbot import git
 from kernelbot.forge.base import Forge
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN, Action, Decision, decide
+from kernelbot.forge.marker import with_marker
 from kernelbot.propose.bundle import Bundle
+from kernelbot.propose.collect import ProfileLike
 
 REFRESH_TOPIC = "refresh"
 
@@ -48,24 +52,23 @@ class ProposeOutcome:
 
 def open_or_update(
     bundle: Bundle,
-    profile: Any,
+    profile: ProfileLike,
     forge: Forge,
     repo: Path,
     *,
-    fork: str,
+    fork: str | None = None,
     token_env: str = "GITHUB_TOKEN",
-    max_open: int | None = None,
+    max_open: int = DEFAULT_MAX_OPEN,
 ) -> ProposeOutcome:
     """Propose `bundle` (see the module docstring). `repo` is any checkout holding the base commit (the
-    target run's work tree); `fork` is the contributor's fork as a git remote name of `repo`, URL or path.
-    `profile` is read for nothing beyond what the bundle already holds; it is kept for the forge defaults a
-    profile may carry (api_url, fork remote) and for symmetry with write_bundle."""
+    target run's work tree); `fork` is the contributor's fork as a git remote name of `repo`, URL or path
+    (default: the profile's `fork_remote`); `max_open` is how many kernelbot PRs may be open in the
+    repository at once."""
+    fork = fork or profile.fork_remote
     branch = bundle.branch
     marker = bundle.marker
     branch_prs = forge.find_prs(branch, state="all")
     open_prs = forge.find_prs(None, state="open")
-    if max_open is None:
-        max_open = int(getattr(profile, "max_open_prs", DEFAULT_MAX_OPEN) or DEFAULT_MAX_OPEN)
     decision = decide(marker, branch, branch_prs, open_prs, max_open=max_open)
     if decision.action in (Action.SKIP, Action.REFUSE):
         verb = "skipped" if decision.action is Action.SKIP else "refused"
@@ -74,7 +77,7 @@ def open_or_update(
 
     expected = _lease(decision, repo, fork, branch, token_env)
     sha = _commit_and_push(bundle, repo, fork, branch, expected, token_env)
-    body = forge.massage_markdown(bundle.body)
+    body = forge.massage_markdown(with_marker(bundle.body, dataclasses.replace(marker, commit=sha)))
     if decision.action is Action.OPEN:
         pr = forge.create_pr(
             head_branch=branch, base_branch=bundle.evidence.repo.branch, title=bundle.title, body=body
@@ -92,10 +95,13 @@ def open_or_update(
 
 
 def _lease(decision: Decision, repo: Path, fork: str, branch: str, token_env: str) -> str | None:
-    """The sha the fork's branch must still be at for the force push: the open PR's head when updating
-    (what kernelbot pushed last), the branch's sha now when opening (None: it must not exist)."""
-    if decision.action is Action.UPDATE and decision.pr is not None and decision.pr.head_sha:
-        return decision.pr.head_sha
+    """The sha the fork's branch must still be at for the force push: when updating, the commit the open
+    PR's marker says kernelbot pushed (a PR head alone would follow anyone's push); when opening, the
+    branch's sha now (None: it must not exist)."""
+    if decision.action is Action.UPDATE and decision.pr is not None:
+        recorded = decision.pr.marker.commit if decision.pr.marker else ""
+        if recorded or decision.pr.head_sha:
+            return recorded or decision.pr.head_sha
     return git.remote_branch_sha(fork, branch, repo=repo, token_env=token_env)
 
 

@@ -40,6 +40,9 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 API_PREFIX = "/api/v3"
+ACCEPTED_TOKEN = (
+    "ghp_kernelbotTestToken0123456789abcdef"  # what the fixture's fakes accept; tests grep for it
+)
 
 
 @dataclass(frozen=True)
@@ -149,11 +152,15 @@ class FakeGitHub:
     # --- test hooks ----------------------------------------------------------------------------------------
 
     def pull(self, number: int) -> dict[str, Any]:
+        """PR `number` as a GET would return it now."""
         with self._lock:
+            self._refresh_head(self._pulls[number])
             return self._pull_json(self._pulls[number])
 
     def pulls(self) -> list[dict[str, Any]]:
         with self._lock:
+            for pull in self._pulls.values():
+                self._refresh_head(pull)
             return [self._pull_json(p) for p in self._pulls.values()]
 
     def comments(self, number: int) -> list[dict[str, Any]]:

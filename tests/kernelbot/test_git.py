@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Repos, run_git
+from git_http_fake import GitHttpServer
+from git_repos import Repos, run_git
 
 from kernelbot import git
 from kernelbot.errors import GitError
@@ -212,3 +213,25 @@ def test_variables_leaked_from_a_git_hook_are_ignored(
     assert git.repo_root(repos.checkout) == repos.checkout.resolve()
     assert not git.is_dirty(repos.checkout)
     assert os.environ["GIT_DIR"] == str(decoy / ".git")  # restored for the rest of the process
+
+
+def test_a_push_over_http_authenticates_with_the_token_from_the_environment(
+    repos: Repos, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "ghp_pushTokenOverHttp0042"
+    served = tmp_path / "served"
+    served.mkdir()
+    run_git(tmp_path, "clone", "--quiet", "--bare", str(repos.upstream), str(served / "fork.git"))
+    run_git(served / "fork.git", "config", "http.receivepack", "true")
+    monkeypatch.setenv("KB_PUSH_TOKEN", token)
+    with GitHttpServer(root=served, token=token) as server:
+        url = server.url_for("fork.git")
+        git.ensure_remote(repos.checkout, "fork", url)
+        pushed = git.push_with_lease(repos.checkout, "fork", "kernelbot/x", None, token_env="KB_PUSH_TOKEN")
+        assert git.remote_branch_sha(url, "kernelbot/x", token_env="KB_PUSH_TOKEN") == pushed
+        assert server.authorised and server.refused  # git asked, was refused, then used the helper's token
+        monkeypatch.delenv("KB_PUSH_TOKEN")
+        with pytest.raises(git.RemoteUnreachable, match=r"\$KB_PUSH_TOKEN holds a token .*\(it is not set\)"):
+            git.remote_branch_sha(url, "kernelbot/x", token_env="KB_PUSH_TOKEN")
+    for path in (repos.checkout / ".git" / "config", served / "fork.git" / "config"):
+        assert token not in path.read_text()

@@ -38,3 +38,11 @@ def test_values_cannot_close_the_comment_early() -> None:
     rendered = odd.render()
     assert rendered.count("-->") == 1 and rendered.count("<!--") == 1
     assert parse_marker(f"before {rendered} after") == odd
+
+
+def test_the_pushed_commit_rides_along() -> None:
+    pushed = Marker(MARKER.op, MARKER.kernel_hash, MARKER.base_sha, MARKER.tool, commit="f" * 40)
+    assert parse_marker(with_marker("b", pushed)) == pushed
+    assert parse_marker(with_marker("b", MARKER)).commit == ""
+    old = '<!-- kernelbot:{"op": "o", "kernel_hash": "k", "base_sha": "b", "tool": "0.0.1"} -->'
+    assert parse_marker(old) == Marker("o", "k", "b", "0.0.1")  # a body written before commits were recorded

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
-from conftest import ACCEPTED_TOKEN, Repos
-from github_fake import Failure, FakeGitHub
+from git_repos import Repos
+from github_fake import ACCEPTED_TOKEN, Failure, FakeGitHub
 
 from kernelbot import git
 from kernelbot.errors import ConfigError, TransportError
@@ -173,3 +174,22 @@ def test_repo_from_url() -> None:
     assert repo_from_url("owner/name") == "owner/name"
     with pytest.raises(ConfigError):
         repo_from_url("https://github.com/")
+
+
+def test_for_profile_takes_the_upstream_and_api_url_from_the_profile(
+    fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KB_TOKEN", ACCEPTED_TOKEN)
+    monkeypatch.delenv("KERNELBOT_GITHUB_API", raising=False)
+    profile = SimpleNamespace(repo_url="https://github.com/upstream/engine.git", api_url=fake.url)
+    forge = GitHubForge.for_profile(profile, token_env="KB_TOKEN", retries=0, pace=False)
+    assert forge.repo == "upstream/engine" and forge.api_url == fake.url
+    assert forge.find_prs("kernelbot/x") == []
+    monkeypatch.setenv(
+        "KERNELBOT_GITHUB_API", "http://127.0.0.1:9/api/v3"
+    )  # the environment wins over the profile
+    assert GitHubForge.for_profile(profile, token_env="KB_TOKEN").api_url == "http://127.0.0.1:9/api/v3"
+    assert (
+        GitHubForge.for_profile(profile, api_url="http://x/api", token_env="KB_TOKEN").api_url
+        == "http://x/api"
+    )

@@ -25,6 +25,7 @@ from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.store_read import MutationRecord
 from evolution.types import Program, TokenUsage
+from kernelbot.propose import Evidence, build_evidence
 from kernelbot.propose.sections import NUMBER_FORMATS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -59,8 +60,37 @@ class IntegrationStandIn:
 class ProfileStandIn:
     name: str = "example"
     template: str = "example"
-    title_format: str = "Fused Triton kernel for {name}"
+    title: str = "{summary}"
     human_steps: tuple[str, ...] = ()
+    fork_remote: str = "fork"
+    api_url: str = "https://api.github.com"
+    repo_url: str = "https://github.com/upstream/engine"
+
+    def pr_title(self, summary: str) -> str:
+        return self.title.format(summary=summary)
+
+
+BASE_SHA = "3f2a9c41d0e8b7a6c5d4e3f2a1b0c9d8e7f6a5b4"
+
+
+def evidence_for(
+    tmp_path: Path, *, gpu: bool, profile: ProfileStandIn | None = None, **verify: bool
+) -> Evidence:
+    source = SILU_CANDIDATE.read_text()
+    result = gpu_result(source) if gpu else interpret_result(source)
+    search = make_search(tmp_path / ("search-gpu" if gpu else "search-cpu"), result, source)
+    return build_evidence(
+        search_dir=search,
+        task_dir=SILU_TASK,
+        profile=profile or ProfileStandIn(),
+        integration=IntegrationStandIn(),
+        verify=verify_content(e2e_measured=gpu, **verify),
+        repo_url="https://github.com/example/minisglang",
+        base_sha=BASE_SHA,
+        base_branch="main",
+        function=FUNCTION,
+        op_slug=OP_SLUG,
+    )
 
 
 def _timing(ref_us: float, cand_us: float, speedup: float, low: float, high: float) -> RegimeTiming:

@@ -8,16 +8,29 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import BASE_SHA, evidence_for
-from proposal_fixtures import SILU_CANDIDATE, SILU_TASK, IntegrationStandIn, ProfileStandIn, interpret_result
+from proposal_fixtures import (
+    BASE_SHA,
+    SILU_CANDIDATE,
+    SILU_TASK,
+    IntegrationStandIn,
+    ProfileStandIn,
+    evidence_for,
+    gpu_result,
+    interpret_result,
+    make_search,
+    unexplained_numbers,
+)
 
 import kernelbot
+from evaluators.api import evaluate_candidate
+from evaluators.candidate import load_candidate
+from evaluators.config import EvalConfig
 from evaluators.task import load_task
 from evolution.config import SearchConfig
 from evolution.redact import Redactor
 from evolution.store import RunStore
 from kernelbot.errors import RunStateError
-from kernelbot.propose import Evidence, build_evidence, kernel_hash
+from kernelbot.propose import Evidence, build_evidence, kernel_hash, render_body
 from kernelbot.propose.evidence import EVIDENCE_SCHEMA
 
 
@@ -25,7 +38,8 @@ def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence)
     e = gpu_evidence
     assert e.schema == EVIDENCE_SCHEMA
     assert (
-        e.op.slug == "silu-and-mul-forward-native" and e.op.title == "Fused Triton kernel for forward_native"
+        e.op.slug == "silu-and-mul-forward-native"
+        and e.op.title == "Fused Triton kernel for SiluAndMul.forward_native"
     )
     assert e.op.kernel_hash == kernel_hash(SILU_CANDIDATE.read_text())
     assert e.repo.base_sha == BASE_SHA and e.repo.branch == "main"
@@ -103,14 +117,12 @@ def test_a_change_that_does_not_clear_the_noise_is_not_claimed(tmp_path: Path) -
 
 
 def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
-    from proposal_fixtures import gpu_result, make_search
-
     source = SILU_CANDIDATE.read_text()
     search = make_search(tmp_path / "s", gpu_result(source), source)
     e = build_evidence(
         search_dir=search,
         task_dir=SILU_TASK,
-        profile=ProfileStandIn(title_format="[Feature] Add a fused Triton {name} kernel"),
+        profile=ProfileStandIn(title="[Feature] {summary}"),
         integration=IntegrationStandIn(),
         verify=None,
         repo_url="u",
@@ -121,7 +133,7 @@ def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
     )
     assert not e.tests.ran and "not run" in e.tests.reason
     assert not e.e2e.measured and "not run" in e.e2e.reason
-    assert e.op.title == "[Feature] Add a fused Triton d kernel"
+    assert e.op.title == "[Feature] Fused Triton kernel for C.d"
 
 
 def test_a_search_without_a_passing_candidate_has_nothing_to_propose(tmp_path: Path) -> None:
@@ -153,3 +165,31 @@ def test_kernel_hash_ignores_line_endings_and_trailing_blanks() -> None:
             "\n".join(line.rstrip() for line in source.strip().splitlines()).encode()
         ).hexdigest()
     )
+
+
+@pytest.mark.slow
+def test_a_real_interpreter_evaluation_becomes_evidence_that_claims_no_speed(tmp_path: Path) -> None:
+    """The evaluator's own verdict on CPU (no stand-in): errors per case, big cases skipped, no timing."""
+    task = load_task(SILU_TASK)
+    result = evaluate_candidate(
+        task, load_candidate(SILU_CANDIDATE, task.entry), EvalConfig(backend="triton-interpret")
+    )
+    assert result.correct and result.backend == "triton-interpret"
+    search = make_search(tmp_path / "s", result, SILU_CANDIDATE.read_text())
+    e = build_evidence(
+        search_dir=search,
+        task_dir=SILU_TASK,
+        profile=ProfileStandIn(),
+        integration=IntegrationStandIn(),
+        verify=None,
+        repo_url="https://github.com/example/minisglang",
+        base_sha=BASE_SHA,
+        base_branch="main",
+        function="minisglang.layers.activation:SiluAndMul.forward_native",
+        op_slug="silu-and-mul-forward-native",
+    )
+    assert not e.microbenchmarks.measured and e.environment.backend == "triton-interpret"
+    assert any(c.skipped for c in e.accuracy.cases) and any(c.hidden for c in e.accuracy.cases)
+    body = render_body(e, "example")
+    assert "**No speed was measured**: this run used Triton's interpreter on cpu" in body
+    assert unexplained_numbers(body, e.to_json()) == []

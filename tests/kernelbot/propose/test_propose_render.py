@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import evidence_for
-from proposal_fixtures import ProfileStandIn, unexplained_numbers
+from proposal_fixtures import ProfileStandIn, evidence_for, unexplained_numbers
 
 from kernelbot.errors import ConfigError
 from kernelbot.forge import parse_marker
