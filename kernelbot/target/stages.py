@@ -122,6 +122,8 @@ def integration_record(integration: Any) -> dict[str, Any]:
         "touched": [Path(p).as_posix() for p in integration.touched],
         "test_command": [str(a) for a in integration.test_command],
         "envelope": list(integration.envelope.describe()),
+        "cpu_test_env": dict(integration.cpu_test_env),
+        "notes": list(integration.notes),
     }
 
 
@@ -145,6 +147,8 @@ class RecordedIntegration:
     touched: tuple[Path, ...]
     envelope: DescribedEnvelope
     test_command: list[str]
+    cpu_test_env: dict[str, str]
+    notes: tuple[str, ...] = ()
 
 
 def load_integration(ctx: RunContext) -> RecordedIntegration:
@@ -155,6 +159,8 @@ def load_integration(ctx: RunContext) -> RecordedIntegration:
         touched=tuple(Path(p) for p in record["touched"]),
         envelope=DescribedEnvelope(tuple(record["envelope"])),
         test_command=list(record["test_command"]),
+        cpu_test_env=dict(record.get("cpu_test_env", {})),
+        notes=tuple(record.get("notes", ())),
     )
 
 
@@ -226,7 +232,7 @@ def _verify_summary(outcome: dict[str, Any]) -> str:
         ci = outcome.get("e2e_ci_pct")
         ci_text = f" (95% CI {ci[0]:+.2f}% .. {ci[1]:+.2f}%)" if ci else ""
         return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}"
-    return f"{tests}; e2e {outcome['e2e_reason']}"
+    return f"{tests}; e2e not measured: {outcome['e2e_reason']}"
 
 
 # --- propose ------------------------------------------------------------------------------------------------

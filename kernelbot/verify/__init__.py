@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ def verify(
     run_dir = run_dir or change_worktree.parent
     logs = run_dir / LOG_DIR
     gpu = gpu_available()
-    env = {} if gpu else {"TRITON_INTERPRET": "1"}
+    # Without a GPU the kernels run on Triton's interpreter, on both sides alike (what the integration asks).
+    env = {} if gpu else dict(getattr(integration, "cpu_test_env", None) or {"TRITON_INTERPRET": "1"})
     source_root = str(getattr(profile, "source_root", "") or "")
     tests = _compare_tests(
         base_worktree, change_worktree, profile, integration, source_root, logs, env, progress
@@ -52,9 +54,30 @@ def verify(
     e2e = _benchmark(
         base_worktree, change_worktree, profile, benchmark_runs, source_root, logs, gpu, progress
     )
-    report = VerifyReport(tests=tests, e2e=e2e)
+    report = VerifyReport(
+        tests=_logs_relative(tests, run_dir), e2e=replace(e2e, logs=_relative(e2e.logs, run_dir))
+    )
     report.write(run_dir / REPORT_FILE)
     return report
+
+
+def _relative(paths: tuple[str, ...], root: Path) -> tuple[str, ...]:
+    """Log paths relative to RUN, so that verify.json stays true when the run directory moves."""
+    out = []
+    for path in paths:
+        try:
+            out.append(Path(path).resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            out.append(path)
+    return tuple(out)
+
+
+def _logs_relative(tests: TestComparison, root: Path) -> TestComparison:
+    before, after = (
+        replace(run, log=_relative((run.log,), root)[0]) if run.log else run
+        for run in (tests.before, tests.after)
+    )
+    return replace(tests, before=before, after=after)
 
 
 def gpu_available() -> bool:
@@ -105,17 +128,17 @@ def _benchmark(
 ) -> E2EOutcome:
     spec = getattr(profile, "benchmark", None)
     if spec is None:
-        return not_measured(f"not measured: the {profile.name} profile defines no end-to-end benchmark")
+        return not_measured(f"the {profile.name} profile defines no end-to-end benchmark")
     runs = spec.runs if runs is None else runs
     argv = spec.resolved_argv(os.environ)
     if isinstance(argv, str):  # a placeholder's variable is not set
-        return not_measured(f"not measured: {argv}" + (f" ({spec.note})" if spec.note else ""), runs=runs)
+        return not_measured(argv + (f" ({spec.note})" if spec.note else ""), runs=runs)
     command = benchmark_command(spec, argv)
     if runs <= 0:
-        return not_measured("not measured: --benchmark-runs 0", command, runs)
+        return not_measured("--benchmark-runs 0 asked for none", command, runs)
     if not gpu:
         reason = (
-            "not measured: no GPU on this machine; the kernel runs only on a GPU, so here both sides would "
+            "no GPU on this machine; the kernel runs only on a GPU, so here both sides would "
             "run the same PyTorch code"
         )
         return not_measured(reason, command, runs)

@@ -167,9 +167,7 @@ def run_alternating(
 ) -> E2EOutcome:
     """Run the benchmark `runs` times on each side, alternating, and collect the metric of every run."""
     if runs < 2:
-        return not_measured(
-            f"not measured: {runs} run(s) per side asked for; a spread needs two", command, runs
-        )
+        return not_measured(f"{runs} run(s) per side asked for; a spread needs two", command, runs)
     log_dir.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {"base": [], "change": []}
     order: list[str] = []
@@ -189,24 +187,22 @@ def run_alternating(
             logs.append(str(log))
             where = f"on the {side} (run {i + 1} of {runs})"
             if exit_code is None:
-                reason = f"not measured: the benchmark ran past its {command.timeout_s:.0f}s limit {where}"
+                reason = f"the benchmark ran past its {command.timeout_s:.0f}s limit {where}"
                 return not_measured(reason, command, runs)
             if exit_code != 0:
-                reason = f"not measured: the benchmark failed {where}, exit {exit_code}: {tail(output, 300)}"
+                reason = f"the benchmark failed {where}, exit {exit_code}: {tail(output, 300)}"
                 return not_measured(reason, command, runs)
             try:
                 value = read_metric(output, command)
             except MetricNotFound as exc:
-                return not_measured(f"not measured: {exc} {where} (log: {log})", command, runs)
+                return not_measured(f"{exc} {where} (log: {log})", command, runs)
             samples[side].append(value)
             order.append(side)
     if summarize(samples["base"]).mean == 0.0:
-        return not_measured(
-            f"not measured: {command.metric} is 0 on the base, no relative change", command, runs
-        )
+        return not_measured(f"{command.metric} is 0 on the base, no relative change", command, runs)
     return E2EOutcome(
         True,
-        f"measured: {runs} runs per side, alternating base and change",
+        f"{runs} runs per side, alternating base and change",
         command=command.argv,
         cwd=command.cwd,
         metric=command.metric,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernelbot.target.state import TargetState
-from tests.kernelbot.conftest import Repos
+from tests.kernelbot.git_repos import Repos
 from tests.kernelbot.target.road import QUICK_SEARCH, SILU, kernelbot, one_error_line
 
 

@@ -11,7 +11,7 @@ from extractors.release_sources import cache_dir
 from kernelbot import git
 from kernelbot.errors import ConfigError, GitError
 from kernelbot.target.repo import is_remote, prepare
-from tests.kernelbot.conftest import Repos, run_git
+from tests.kernelbot.git_repos import Repos, run_git
 
 
 def test_the_bundled_example_becomes_a_committed_upstream(tmp_path: Path) -> None:
