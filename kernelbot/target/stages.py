@@ -206,7 +206,9 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
     return {
         "report": REPORT_FILE,
         "ok": report.ok,
-        "refusal": report.refusal or None,
+        "refusal": f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
+        if report.refusal
+        else None,
         "tests_run": list(tests.files),
         "passed_before": tests.before.passed,
         "passed_after": tests.after.passed,

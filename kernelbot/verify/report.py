@@ -97,7 +97,7 @@ class VerifyReport:
         if not new:
             return ""
         named = ", ".join(new[:_NAMED]) + (f" and {len(new) - _NAMED} more" if len(new) > _NAMED else "")
-        return f"the change breaks {len(new)} test(s) that passed before it: {named}"
+        return f"with the change {len(new)} related test(s) fail that did not fail before it: {named}"
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -161,7 +161,7 @@ def test_a_kernel_that_breaks_a_test_is_refused(tmp_path: Path, capsys: pytest.C
     line = one_error_line(err)
     assert (
         code == 1
-        and "breaks 1 test(s)" in line
+        and "1 related test(s) fail that did not fail before" in line
         and "tests/test_pure_torch.py::test_activation_imports_only_torch" in line
     )
     assert not (tmp_path / "run" / "pr").exists()

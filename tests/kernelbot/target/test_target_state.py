@@ -13,7 +13,7 @@ from kernelbot.errors import ConfigError, RunStateError
 from kernelbot.target.options import TargetOptions
 from kernelbot.target.runner import ProposalRefused, RunContext, Stage, run_stages
 from kernelbot.target.state import STAGES, STATE_FILE, RepoRecord, TargetState
-from kernelbot.target.view import PlainView, make_view
+from kernelbot.target.view import PlainView, RichView, make_view
 
 
 def new_state(run_dir: Path) -> TargetState:
@@ -156,3 +156,18 @@ def test_plain_lines_without_a_terminal() -> None:
         "[verify] tests on the base: 1 related file(s)",
         "[verify] done in 3.2s: 0 new failures",
     ]
+
+
+def test_a_live_view_on_a_terminal() -> None:
+    console = Console(record=True, force_terminal=True, width=120)
+    view = make_view(console)
+    assert isinstance(view, RichView)
+    view.started("verify")
+    view.step("benchmark run 1/5 on the base")
+    view.finished("verify", "0 new failures", 3.25)
+    view.started("evolve")  # draws its own panel: no spinner, steps become lines
+    view.step("seed silu.py")
+    view.failed("evolve", "no kernel", 1.0)
+    view.close()
+    text = console.export_text()
+    assert "✓ verify 3.2s 0 new failures" in text and "seed silu.py" in text and "✗ evolve" in text
