@@ -50,7 +50,7 @@ def derive_envelope(view: TaskView) -> DerivedEnvelope:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
                     continue
-                if params not in other_cases and case is _smallest(runnable, key):
+                if params not in other_cases and case in _extremes(runnable, key):
                     other_cases.append(params)
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
@@ -85,9 +85,12 @@ def _nearby(value: int, listed: set[object]) -> Iterable[int]:
             yield moved
 
 
-def _smallest(cases: list[Case], key: str) -> Case | None:
-    with_key = [c for c in cases if isinstance(c.params.get(key), int)]
-    return min(with_key, key=lambda c: int(c.params[key])) if with_key else None
+def _extremes(cases: list[Case], key: str) -> tuple[Case, ...]:
+    """The cases with the smallest and the largest value of `key`: the test moves those two."""
+    with_key = sorted(
+        (c for c in cases if isinstance(c.params.get(key), int)), key=lambda c: int(c.params[key])
+    )
+    return (with_key[0], with_key[-1]) if with_key else ()
 
 
 def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> TensorRule:

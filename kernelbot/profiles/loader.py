@@ -231,18 +231,24 @@ def _tests(fields: _Fields) -> tuple[TestPlacement, tuple[str, ...]]:
 def _formatter(fields: _Fields) -> Formatter:
     from kernelbot.formatting import TOOLS
 
-    tools = []
-    raw_tools = fields.get("tools", list, [])
-    for i, raw in enumerate(raw_tools):
-        tool = _Fields(raw, f"{fields.prefix}tools[{i}].", fields.profile, fields.where)
-        name = tool.choice("name", tuple(TOOLS))
-        requirement = tool.get("requirement", str)
-        if "==" not in requirement:
-            tool.fail("requirement", f"must pin a version as name==version (got {requirement!r})")
-        tools.append(FormatterTool(name, requirement, tool.strings("args", [])))
-        tool.done()
+    def tools(key: str) -> tuple[FormatterTool, ...]:
+        out = []
+        for i, raw in enumerate(fields.get(key, list, [])):
+            tool = _Fields(raw, f"{fields.prefix}{key}[{i}].", fields.profile, fields.where)
+            name = tool.choice("name", tuple(TOOLS))
+            requirement = tool.get("requirement", str)
+            if "==" not in requirement:
+                tool.fail("requirement", f"must pin a version as name==version (got {requirement!r})")
+            out.append(FormatterTool(name, requirement, tool.strings("args", [])))
+            tool.done()
+        return tuple(out)
+
     line_length = fields.get("line_length", int, 88)
-    formatter = Formatter(tuple(tools), line_length, fields.get("new_file_header", str, ""))
+    if line_length < 40:
+        fields.fail("line_length", f"must be at least 40 (got {line_length})")
+    formatter = Formatter(
+        tools("tools"), line_length, fields.get("new_file_header", str, ""), tools("new_file_tools")
+    )
     fields.done()
     return formatter
 
