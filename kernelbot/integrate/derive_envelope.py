@@ -44,14 +44,18 @@ def derive_envelope(view: TaskView) -> DerivedEnvelope:
             if not isinstance(value, int) or isinstance(value, bool):
                 continue
             listed = {c.params.get(key) for c in task.cases}
+            built = 0
             for moved in _nearby(value, listed):
                 params = {**case.params, key: moved}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
                     continue
+                built += 1
                 if params not in other_cases and case in _extremes(runnable, key):
                     other_cases.append(params)
+                if built == 2:  # two unlisted sizes per case are enough to see what follows the key
+                    break
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
     for name in signature.parameters:
