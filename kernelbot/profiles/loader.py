@@ -163,24 +163,26 @@ class _Fields:
 
 def _build(name: str, raw: dict[str, Any], where: str) -> Profile:
     top = _Fields(raw, "", name, where)
+    repo_url, default_branch = top.get("repo_url", str), top.get("default_branch", str)
+    package, description = top.get("package", str), top.get("description", str, "")
+    roots = top.strings("source_roots")
+    if not roots:
+        top.fail("source_roots", 'must name at least one directory ("" for the repo root)')
     kernel = _kernel(top.sub("kernel"))
     tests, command = _tests(top.sub("tests"))
     formatter = _formatter(top.sub("formatter"))
     benchmark = _benchmark(top.sub("benchmark")) if "benchmark" in raw else None
     top.read.add("benchmark")
     pr, forge = top.sub("pr"), top.sub("forge")
-    roots = top.strings("source_roots")
-    if not roots:
-        top.fail("source_roots", 'must name at least one directory ("" for the repo root)')
     title = pr.get("title", str)
     if "{summary}" not in title:
         pr.fail("title", "must contain {summary}")
     profile = Profile(
         name=name,
-        description=top.get("description", str, ""),
-        repo_url=top.get("repo_url", str),
-        default_branch=top.get("default_branch", str),
-        package=top.get("package", str),
+        description=description,
+        repo_url=repo_url,
+        default_branch=default_branch,
+        package=package,
         source_roots=roots,
         source_root=roots[0],
         kernel=kernel,
