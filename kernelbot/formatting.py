@@ -69,15 +69,27 @@ def tools_dir() -> Path:
 
 
 def format_files(
-    repo: Path, files: Sequence[Path], formatter: Formatter, timeout: float = 300.0
+    repo: Path,
+    files: Sequence[Path],
+    formatter: Formatter,
+    *,
+    new_files: Sequence[Path] = (),
+    timeout: float = 300.0,
 ) -> FormatOutcome:
-    """Run the formatter's tools over `files` (paths relative to `repo`), rewriting them in place."""
+    """Run the formatter's tools over `files` and `new_files` (paths relative to `repo`), rewriting them in
+    place; `new_files` get the formatter's new_file_tools first."""
     findings: list[str] = []
-    if not files:
-        return FormatOutcome(tuple(t.requirement for t in formatter.tools), ())
-    for tool in formatter.tools:
-        findings += run_tool(repo, files, tool, timeout)
-    return FormatOutcome(tuple(t.requirement for t in formatter.tools), tuple(findings))
+    ran = []
+    if new_files:
+        for tool in formatter.new_file_tools:
+            findings += run_tool(repo, new_files, tool, timeout)
+            ran.append(tool.requirement)
+    everything = [*new_files, *files]
+    if everything:
+        for tool in formatter.tools:
+            findings += run_tool(repo, everything, tool, timeout)
+            ran.append(tool.requirement)
+    return FormatOutcome(tuple(ran), tuple(findings))
 
 
 def run_tool(repo: Path, files: Sequence[Path], tool: FormatterTool, timeout: float = 300.0) -> list[str]:

@@ -44,14 +44,18 @@ def derive_envelope(view: TaskView) -> DerivedEnvelope:
             if not isinstance(value, int) or isinstance(value, bool):
                 continue
             listed = {c.params.get(key) for c in task.cases}
+            built = 0
             for moved in _nearby(value, listed):
                 params = {**case.params, key: moved}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
                     continue
-                if params not in other_cases and case is _smallest(runnable, key):
+                built += 1
+                if params not in other_cases and case in _extremes(runnable, key):
                     other_cases.append(params)
+                if built == 2:  # two unlisted sizes per case are enough to see what follows the key
+                    break
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
     for name in signature.parameters:
@@ -85,9 +89,12 @@ def _nearby(value: int, listed: set[object]) -> Iterable[int]:
             yield moved
 
 
-def _smallest(cases: list[Case], key: str) -> Case | None:
-    with_key = [c for c in cases if isinstance(c.params.get(key), int)]
-    return min(with_key, key=lambda c: int(c.params[key])) if with_key else None
+def _extremes(cases: list[Case], key: str) -> tuple[Case, ...]:
+    """The cases with the smallest and the largest value of `key`: the test moves those two."""
+    with_key = sorted(
+        (c for c in cases if isinstance(c.params.get(key), int)), key=lambda c: int(c.params[key])
+    )
+    return (with_key[0], with_key[-1]) if with_key else ()
 
 
 def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> TensorRule:

@@ -217,7 +217,7 @@ def _format(repo: Path, profile: Profile, created: list[Path], edited: dict[Path
     for path, copy in untouched.items():
         (repo / copy).write_text(edited[path])
     try:
-        outcome = format_files(repo, [*created, *edited, *untouched.values()], profile.formatter)
+        outcome = format_files(repo, [*edited, *untouched.values()], profile.formatter, new_files=created)
         formatted_original = {path: (repo / copy).read_text() for path, copy in untouched.items()}
     finally:
         for copy in untouched.values():

@@ -58,7 +58,7 @@ def render_test(
     owner, method = (parts[-2], parts[-1]) if view.is_method else ("", parts[-1])
     bound = {attr: function for attr, function in view.bound_callables.items()}
     source_names = sorted({owner or method, *bound.values()})
-    kernel_import = _import_as(subject.kernel_module, "kernel")
+    kernel_import = _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init)
     context = {
         "header": profile.formatter.new_file_header,
         "docstring": _docstring(view, subject, profile, dynamic),
@@ -66,6 +66,7 @@ def render_test(
         "base_module": base_module,
         "base_class": base_class,
         "needs_math": needs_math(make_inputs),
+        "needs_importlib": profile.kernel.export_from_init,
         "kernel_import": kernel_import,
         "source_module": subject.source_module,
         "source_names": ", ".join(source_names),
@@ -106,8 +107,12 @@ def _base_class(profile: Profile, repo: Path) -> tuple[str, str]:
     return (module, name) if defined else ("", "")
 
 
-def _import_as(module: str, alias: str) -> str:
+def _import_as(module: str, alias: str, exported: bool) -> str:
+    """The import binding the kernel module to `alias`. When the package exports the kernel function
+    under the module's own name, `from package import module` would bind that function instead."""
     package, _, name = module.rpartition(".")
+    if exported:
+        return f'{alias} = importlib.import_module("{module}")'
     return f"from {package} import {name} as {alias}" if package else f"import {module} as {alias}"
 
 

@@ -163,24 +163,26 @@ class _Fields:
 
 def _build(name: str, raw: dict[str, Any], where: str) -> Profile:
     top = _Fields(raw, "", name, where)
+    repo_url, default_branch = top.get("repo_url", str), top.get("default_branch", str)
+    package, description = top.get("package", str), top.get("description", str, "")
+    roots = top.strings("source_roots")
+    if not roots:
+        top.fail("source_roots", 'must name at least one directory ("" for the repo root)')
     kernel = _kernel(top.sub("kernel"))
     tests, command = _tests(top.sub("tests"))
     formatter = _formatter(top.sub("formatter"))
     benchmark = _benchmark(top.sub("benchmark")) if "benchmark" in raw else None
     top.read.add("benchmark")
     pr, forge = top.sub("pr"), top.sub("forge")
-    roots = top.strings("source_roots")
-    if not roots:
-        top.fail("source_roots", 'must name at least one directory ("" for the repo root)')
     title = pr.get("title", str)
     if "{summary}" not in title:
         pr.fail("title", "must contain {summary}")
     profile = Profile(
         name=name,
-        description=top.get("description", str, ""),
-        repo_url=top.get("repo_url", str),
-        default_branch=top.get("default_branch", str),
-        package=top.get("package", str),
+        description=description,
+        repo_url=repo_url,
+        default_branch=default_branch,
+        package=package,
         source_roots=roots,
         source_root=roots[0],
         kernel=kernel,
@@ -231,18 +233,24 @@ def _tests(fields: _Fields) -> tuple[TestPlacement, tuple[str, ...]]:
 def _formatter(fields: _Fields) -> Formatter:
     from kernelbot.formatting import TOOLS
 
-    tools = []
-    raw_tools = fields.get("tools", list, [])
-    for i, raw in enumerate(raw_tools):
-        tool = _Fields(raw, f"{fields.prefix}tools[{i}].", fields.profile, fields.where)
-        name = tool.choice("name", tuple(TOOLS))
-        requirement = tool.get("requirement", str)
-        if "==" not in requirement:
-            tool.fail("requirement", f"must pin a version as name==version (got {requirement!r})")
-        tools.append(FormatterTool(name, requirement, tool.strings("args", [])))
-        tool.done()
+    def tools(key: str) -> tuple[FormatterTool, ...]:
+        out = []
+        for i, raw in enumerate(fields.get(key, list, [])):
+            tool = _Fields(raw, f"{fields.prefix}{key}[{i}].", fields.profile, fields.where)
+            name = tool.choice("name", tuple(TOOLS))
+            requirement = tool.get("requirement", str)
+            if "==" not in requirement:
+                tool.fail("requirement", f"must pin a version as name==version (got {requirement!r})")
+            out.append(FormatterTool(name, requirement, tool.strings("args", [])))
+            tool.done()
+        return tuple(out)
+
     line_length = fields.get("line_length", int, 88)
-    formatter = Formatter(tuple(tools), line_length, fields.get("new_file_header", str, ""))
+    if line_length < 40:
+        fields.fail("line_length", f"must be at least 40 (got {line_length})")
+    formatter = Formatter(
+        tools("tools"), line_length, fields.get("new_file_header", str, ""), tools("new_file_tools")
+    )
     fields.done()
     return formatter
 

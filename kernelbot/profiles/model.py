@@ -64,11 +64,15 @@ class FormatterTool:
 @dataclass(frozen=True)
 class Formatter:
     """The tools in the order the repository's pre-commit config runs them, the line length generated prose
-    (docstrings, comments) is wrapped to, and a header every new file starts with ("" for none)."""
+    (docstrings, comments) is wrapped to, and a header every new file starts with ("" for none).
+
+    `new_file_tools` run first, on new files only: for repositories whose pinned tools check but do not
+    lay out code (LMDeploy's ruff check), a layout that passes those checks."""
 
     tools: tuple[FormatterTool, ...]
     line_length: int = 88
     new_file_header: str = ""
+    new_file_tools: tuple[FormatterTool, ...] = ()
 
 
 @dataclass(frozen=True)
