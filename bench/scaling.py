@@ -153,7 +153,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/scaling.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
@@ -165,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill", action="store_true", help="also a run on the most GPUs that kills one")
     parser.add_argument("--backend", default="triton-cuda", help="triton-interpret: a CPU smoke run")
     parser.add_argument("--kill-after", type=float, default=8.0, help="seconds into the fault run")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     global BACKEND
     BACKEND = args.backend
 

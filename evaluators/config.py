@@ -23,7 +23,7 @@ class TimingConfig:
     # The other regime is reported but not scored: a short look is enough (host-side wall timings scatter by
     # several percent per sample and would otherwise always run to the cap). 10 ms rather than 20: on the
     # H200 with 12 workers, GPU lock time per candidate went 0.80-0.82 s -> 0.72-0.77 s, and candidates per
-    # GPU-minute 58.7-61.7 -> 62.0-65.7 (docs/benchmarks.md, fifth session).
+    # GPU-minute 58.7-61.7 -> 62.0-65.7 (docs/benchmarks.md: H200 runs of 2026-11-30 at 9cb329a and d13b348).
     secondary_time_cap_s: float = 0.01
     # A wall task's scored regime: host noise (several % per sample) keeps its medians from ever reaching
     # cv_target, so sampling always ran to time_cap_s (98 of 98 decode_metadata cases on the H200); this

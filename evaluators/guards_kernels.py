@@ -1,9 +1,11 @@
 """The device kernels one candidate call launched, from torch.profiler (CUDA / ROCm / MACA builds only).
 
-Every kernel must be one of the candidate's own @triton.jit functions (fills of fresh buffers and memsets
-aside): an inductor `triton_poi_*` kernel, a cuBLAS gemm or an `at::native` elementwise kernel is PyTorch
-doing the work (class 11). Every kernel must also run on the stream the harness called on: a marker kernel
-launched just before the call tells which stream that is (class 3 otherwise).
+Every kernel must be one of the candidate's own @triton.jit functions (fills of fresh buffers, memsets and
+the copy kernels of host preparation aside: `.contiguous()`, `.float()` run ATen's direct copy kernel, and the
+op recorder has already judged which copy it was): an inductor `triton_poi_*` kernel, a cuBLAS gemm or an
+`at::native` elementwise math kernel is PyTorch doing the work (class 11). Every kernel must also run on
+the stream the harness called on: a marker kernel launched just before the call tells which stream that is
+(class 3 otherwise).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import torch
 
 _MARKER_HINT = "bitwise_not"  # the marker kernel: an op no candidate has a reason to launch
 _FILL_HINTS = ("fill", "memset", "zero")
+# ATen's copy kernels (contiguous / clone / copy_ / dtype casts); concatenation and gathers have other names.
+_COPY_HINTS = ("direct_copy_kernel_cuda", "float8_copy_kernel_cuda")
 
 
 @dataclass
@@ -94,7 +98,11 @@ def analyse(events: Any, allowed: set[str]) -> KernelReport:
             continue
         report.launched.append(name)
         lowered = name.lower()
-        is_copy_or_fill = lowered.startswith("memcpy") or any(h in lowered for h in _FILL_HINTS)
+        is_copy_or_fill = (
+            lowered.startswith("memcpy")
+            or any(h in lowered for h in _FILL_HINTS)
+            or any(h in name for h in _COPY_HINTS)
+        )
         if not is_copy_or_fill and not _is_candidate_kernel(name, allowed) and name not in report.foreign:
             report.foreign.append(name)
         stream = _stream(e)

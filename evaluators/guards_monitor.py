@@ -1,12 +1,14 @@
 """Watches one candidate call with every runtime recorder and turns what they saw into HackFindings.
 
-- OpRecorder (guards_dispatch): ATen ops the host code dispatched          -> class 11
+- OpRecorder (guards_dispatch): ATen ops the host code dispatched          -> class 11 (casts below
+  float32 in a float32 task: class 10); the host preparation it allowed goes to the worker log
 - CodeTracer (guards_trace): the reference / torch.compile / evaluator code -> class 11 / 16
 - KernelRecorder (guards_kernels, GPU only): foreign kernels, other streams -> class 11 / 3
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -14,6 +16,7 @@ from evaluators.context import JudgeContext
 from evaluators.guards_audit import Attributor
 from evaluators.guards_dispatch import OpRecorder
 from evaluators.guards_kernels import KernelRecorder, jit_kernel_names
+from evaluators.guards_static_facts import task_float_dtypes
 from evaluators.guards_trace import CodeTracer
 from evaluators.result import HackFinding
 
@@ -27,11 +30,14 @@ class CallMonitor:
         self.device = ctx.backend.device
         self.on_gpu = self.device.startswith("cuda")
         self.kernel_names = jit_kernel_names(ctx.candidate_module) if self.on_gpu else set()
+        dtypes = task_float_dtypes(ctx.task)
+        self.float32_task = bool(dtypes) and dtypes <= {"float32", "float64"}
         self._pending: list[HackFinding] = []
+        self._preparation_logged = False
 
     @contextmanager
     def watch(self, label: str) -> Iterator[None]:
-        ops = OpRecorder(self.attributor)
+        ops = OpRecorder(self.attributor, float32_task=self.float32_task)
         tracer = CodeTracer(self.attributor, self.reference_file)
         kernels = KernelRecorder(self.kernel_names, self.device) if self.on_gpu else None
         try:
@@ -49,6 +55,14 @@ class CallMonitor:
     ) -> None:
         if ops.violations:
             self._add("pytorch_fallback", f"{label}: {ops.describe()}")
+        if ops.downcasts:
+            self._add("precision_downgrade", f"{label}: {ops.describe_downcasts()}")
+        if ops.preparation and not self._preparation_logged:
+            self._preparation_logged = True
+            print(
+                f"host preparation (timed with the kernel), {label}: {ops.describe_preparation()}",
+                file=sys.stderr,
+            )
         for event in tracer.events:
             self._add(event.kind, f"{label}: {event.evidence}")
         if kernels is not None:

@@ -2,9 +2,11 @@
 has a static signature, with the line and the code as evidence.
 
 Names are resolved through the imports (`F.silu` is torch.nn.functional.silu, `from torch import compile as c`
-is torch.compile), so renaming an import does not hide a call. What cannot be seen statically (a tensor
-method behind a variable, getattr with a computed name) is left to the runtime guards, which record what the
-candidate really did.
+is torch.compile), so renaming an import does not hide a call. A tensor method or torch function is judged
+by the ATen op it runs (guards_host_ops): views, contiguous / clone copies and float casts are host
+preparation, allowed and listed in the report (`preparation`); `torch.Tensor.add` under any alias computes.
+What cannot be seen statically (getattr with a computed name, a cast whose meaning depends on the source
+dtype) is left to the runtime guards, which record what the candidate really did.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
+from evaluators.guards_host_ops import CallVerdict, HostOp, tensor_method, torch_function
+from evaluators.guards_static_calls import (
+    BUILTIN_METHOD_NAMES,
+    caches_device_facts,
+    literal_args,
+    preparation_text,
+    string_arg,
+)
 from evaluators.guards_static_facts import dynamic_sizes, reference_modules, task_float_dtypes
 from evaluators.guards_static_rules import (
     BUILTIN_RULES,
-    COMPUTE_METHODS,
-    DOWNCAST_METHODS,
+    CACHE_DECORATORS,
     L2_MARKERS,
     LOW_PRECISION_NAMES,
     MODULE_RULES,
@@ -44,6 +53,7 @@ _MAX_FINDINGS = 40
 class StaticReport:
     findings: list[HackFinding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # contract violations that are not hacks
+    preparation: list[str] = field(default_factory=list)  # host copies / casts seen: "x.contiguous()"
 
 
 def check_static(source: str, task: Task) -> StaticReport:
@@ -54,7 +64,13 @@ def check_static(source: str, task: Task) -> StaticReport:
     scanner = _Scanner(module, task)
     MetadataWrapper(module, unsafe_skip_copy=True).visit(scanner)
     scanner.finish()
-    return StaticReport(findings=scanner.findings, errors=scanner.errors)
+    preparation = [text for _, text in sorted(scanner._preparation)]
+    return StaticReport(findings=scanner.findings, errors=scanner.errors, preparation=preparation)
+
+
+def host_preparation(source: str, task: Task) -> list[str]:
+    """The host-side copies and casts a candidate makes ("x.contiguous()", "weight.float()"), in order."""
+    return check_static(source, task).preparation
 
 
 class _Scanner(cst.CSTVisitor):
@@ -72,6 +88,8 @@ class _Scanner(cst.CSTVisitor):
         self._module_containers: dict[str, int] = {}  # module-level names bound to mutable containers
         self._global_names: set[str] = set()  # names some function declares `global`
         self._seen: set[tuple[str, int]] = set()
+        self._device_fact_caches: set[int] = set()  # ids of lru_cache decorators over device queries
+        self._preparation: list[tuple[tuple[int, int], str]] = []
         dtypes = task_float_dtypes(task)
         self.fp32_only = bool(dtypes) and dtypes <= {"float32", "float64"}
         self.any_fp32 = "float32" in dtypes
@@ -125,6 +143,8 @@ class _Scanner(cst.CSTVisitor):
         if any(n in _KERNEL_DECORATORS for n in names):
             self._kernel_depth += 1
             self.kernels.append(node.name.value)
+        if names & CACHE_DECORATORS and caches_device_facts(node, self.qualified):
+            self._device_fact_caches.update(id(decorator_callee(d.decorator)) for d in node.decorators)
         self._function_depth += 1
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -146,7 +166,16 @@ class _Scanner(cst.CSTVisitor):
     def _check_name(self, node: cst.Attribute | cst.Name) -> bool:
         """Judge the outermost dotted name only (torch.cuda.current_stream, not also torch.cuda)."""
         names = self.qualified(node)
+        if id(node) in self._device_fact_caches:
+            return False  # a cache of device facts (SM count, capability), not of results
         for name in names:
+            if name.startswith("torch.Tensor.") and not self.in_kernel:
+                verdict = tensor_method(name.split(".")[2])
+                if verdict is not None and verdict.kind == HostOp.COMPUTE:
+                    self.flag(
+                        node, "pytorch_fallback", f"PyTorch computes in host code ({name}{_why(verdict)})"
+                    )
+                return False
             if name.startswith("builtins."):
                 rule = BUILTIN_RULES.get(name.removeprefix("builtins."))
                 if rule:
@@ -162,7 +191,10 @@ class _Scanner(cst.CSTVisitor):
             if name.startswith("torch.") and not self.in_kernel and not allowed_torch(name):
                 if name in LOW_PRECISION_NAMES:
                     continue  # a dtype: judged where it is used (casts), not here
-                self.flag(node, "pytorch_fallback", f"PyTorch computes in host code ({name})")
+                verdict = torch_function(name.split(".", 1)[1]) if name.count(".") == 1 else None
+                if verdict is not None and verdict.allowed:
+                    return False  # torch.reshape / torch.flatten / torch.clone: layout, not compute
+                self.flag(node, "pytorch_fallback", f"PyTorch computes in host code ({name}{_why(verdict)})")
                 return False
         return not (names and is_dotted_name(node))
 
@@ -176,14 +208,35 @@ class _Scanner(cst.CSTVisitor):
             self._check_kernel_call(node, method, callee)
             return
         local_method = method and not callee
-        if local_method and method in DOWNCAST_METHODS and self.fp32_only:
-            self.flag(node, "precision_downgrade", f".{method}() in a float32 task")
-        elif local_method and method in COMPUTE_METHODS:
-            self.flag(node, "pytorch_fallback", f"tensor method .{method}() computes in host code")
-        if method == "to" and self.fp32_only and self._has_low_precision_arg(node):
-            self.flag(node, "precision_downgrade", "cast to a 16-bit type in a float32 task")
-        elif method == "to" and any(self._is_dtype(a.value) for a in node.args):
-            self.flag(node, "pytorch_fallback", "dtype conversion by PyTorch in host code")
+        if local_method and method not in BUILTIN_METHOD_NAMES:
+            self._check_tensor_call(node, method)
+        elif "builtins.getattr" in callee:
+            attr = string_arg(node, 1)
+            verdict = tensor_method(attr) if attr else None
+            if verdict is not None and verdict.kind == HostOp.COMPUTE:
+                self.flag(node, "pytorch_fallback", f"getattr reaches tensor method .{attr}(){_why(verdict)}")
+
+    def _check_tensor_call(self, node: cst.Call, method: str) -> None:
+        """`x.<method>(...)` judged by the ATen op it runs, with its literal arguments when it has only
+        those (`.to(torch.bool)` computes, `.to(torch.float32)` casts)."""
+        literal = literal_args(node, self.qualified)
+        verdict = tensor_method(method, literal or ())
+        if verdict is None:
+            return
+        if verdict.kind == HostOp.COMPUTE:
+            self.flag(
+                node, "pytorch_fallback", f"tensor method .{method}() computes in host code{_why(verdict)}"
+            )
+        elif self.fp32_only and verdict.lowers_float32:
+            self.flag(node, "precision_downgrade", f".{method}() casts below float32 in a float32 task")
+        elif verdict.kind == HostOp.COPY or (literal is None and _casts_given_a_dtype(method)):
+            self._note_preparation(node, method)
+
+    def _note_preparation(self, node: cst.Call, method: str) -> None:
+        position = self.get_metadata(PositionProvider, node).start
+        self._preparation.append(
+            ((position.line, position.column), preparation_text(self.module, node, method))
+        )
 
     def _check_kernel_call(self, node: cst.Call, method: str, callee: set[str]) -> None:
         is_cast = method == "to" or "triton.language.cast" in callee
@@ -206,16 +259,6 @@ class _Scanner(cst.CSTVisitor):
 
     def _has_low_precision_arg(self, node: cst.Call) -> bool:
         return any(self.qualified(a.value) & LOW_PRECISION_NAMES for a in node.args)
-
-    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
-        names = self.qualified(expr)
-        return any(
-            n.startswith("torch.")
-            and n.split(".")[-1].startswith(
-                ("float", "bfloat", "half", "int", "uint", "bool", "long", "double")
-            )
-            for n in names
-        )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.MatrixMultiply) and not self.in_kernel:
@@ -336,3 +379,15 @@ class _Scanner(cst.CSTVisitor):
                 key = self.dynamic_sizes.get(value)
                 if key is not None:
                     self.flag(node, "hardcoded_shapes", f"{verb} {value}, the {key!r} of a listed case")
+
+
+def _why(verdict: CallVerdict | None) -> str:
+    return f": {verdict.detail}" if verdict is not None and verdict.detail else ""
+
+
+def _casts_given_a_dtype(method: str) -> bool:
+    """`.to(dtype)` / `.type(dtype)` with a dtype the static checks cannot read: a cast all the same."""
+    import torch
+
+    verdict = tensor_method(method, (torch.float64,))
+    return verdict is not None and verdict.kind == HostOp.COPY

@@ -1,135 +1,36 @@
-"""Where candidates are evaluated: worker pools on local GPUs, or Ray actors each hosting such a pool.
+"""Where candidates are evaluated: worker pools on local GPUs (LocalExecutor here), or Ray actors each hosting
+such a pool (evolution.ray_executor.RayExecutor); `make_executor` picks one from the run's config.
 
-Both executors share one dispatch path: an evaluation goes to the least-loaded slot (a local GPU's pool or a
-Ray actor); when the slot's infrastructure fails (the pool itself breaks, the actor dies) the same
-candidate is retried on another slot, so a dead worker loses no evaluation. A bad *candidate* never counts
-as such a failure: the pool turns it into an EvalResult. A KernelbotError (bad task, unavailable backend)
-is the user's to fix and ends the run at once.
+Both share one dispatch path, evolution.dispatch: least-loaded slot first, a candidate whose slot broke is
+retried elsewhere, a KernelbotError ends the run. Its names are re-exported here for callers that only need
+"an executor".
 
 Mutation never happens here: executors only judge (the controller runs mutation operators in its own loop).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
-from evaluators.errors import KernelbotError
-from evaluators.job import KILLED_FROM_OUTSIDE
 from evaluators.result import EvalResult
 from evaluators.task import Task
 from evolution.config import ExecutorConfig
-from evolution.errors import SearchError
+from evolution.dispatch import DispatchingExecutor, Evaluated, Executor, PoolFactory, Slot, resolve_backend
 
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Evaluated:
-    result: EvalResult
-    worker: str  # the slot that judged it ("cuda:0", "ray-actor-2")
-    attempts: int  # > 1 when earlier slots failed
-
-
-class Executor(Protocol):
-    @property
-    def capacity(self) -> int:
-        """How many evaluations can run at once."""
-        ...
-
-    @property
-    def backend_name(self) -> str: ...
-
-    async def start(self) -> None: ...
-
-    async def evaluate(self, task: Task, source: str) -> Evaluated: ...
-
-    async def close(self) -> None: ...
-
-
-@dataclass
-class Slot:
-    name: str
-    capacity: int
-    handle: Any  # a WorkerPool, or a Ray actor handle
-    in_flight: int = 0
-    failures: int = 0
-    alive: bool = True
-
-    @property
-    def load(self) -> float:
-        return self.in_flight / max(self.capacity, 1)
-
-
-class DispatchingExecutor:
-    """Least-loaded dispatch with retry-elsewhere on infrastructure failure; subclasses say how to run one."""
-
-    def __init__(self, max_attempts: int) -> None:
-        self.max_attempts = max_attempts
-        self.slots: list[Slot] = []
-
-    @property
-    def capacity(self) -> int:
-        return sum(s.capacity for s in self.slots if s.alive)
-
-    def _pick(self, avoid: set[str]) -> Slot:
-        alive = [s for s in self.slots if s.alive]
-        if not alive:
-            raise SearchError("no evaluation worker is left alive (every pool or actor failed)")
-        fresh = [s for s in alive if s.name not in avoid] or alive
-        return min(fresh, key=lambda s: (s.load, s.failures, s.name))
-
-    async def evaluate(self, task: Task, source: str) -> Evaluated:
-        candidate = Candidate(source=source, entry=task.entry)
-        tried: set[str] = set()
-        last: BaseException | None = None
-        for attempt in range(1, self.max_attempts + 1):
-            slot = self._pick(tried)
-            tried.add(slot.name)
-            slot.in_flight += 1
-            try:
-                result = await self._run(slot, task, candidate)
-                if _killed_from_outside(result) and attempt == 1 and self.max_attempts > 1:
-                    # An operator, a dying GPU host or the OOM killer: judge it once more elsewhere, and
-                    # accept the second verdict (a candidate that really exhausts memory dies again).
-                    log.warning("worker judging %s was SIGKILLed from outside; retrying", candidate.sha)
-                    continue
-                return Evaluated(result, slot.name, attempt)
-            except (KernelbotError, asyncio.CancelledError):
-                raise
-            except Exception as exc:  # the slot broke, not the candidate: retry elsewhere
-                last = exc
-                slot.failures += 1
-                log.warning(
-                    "evaluation of %s failed on %s (%s); retrying elsewhere", candidate.sha, slot.name, exc
-                )
-                await self._on_failure(slot, exc)
-            finally:
-                slot.in_flight -= 1
-        raise SearchError(
-            f"evaluation of candidate {candidate.sha} failed on {self.max_attempts} workers; "
-            f"last error: {last!r}"
-        )
-
-    async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
-        raise NotImplementedError
-
-    async def _on_failure(self, slot: Slot, exc: BaseException) -> None:
-        """Called after a slot failed; by default a slot that failed twice is retired."""
-        if slot.failures >= 2:
-            slot.alive = False
-
-
-def _killed_from_outside(result: EvalResult) -> bool:
-    return not result.passed and KILLED_FROM_OUTSIDE in result.reason
-
-
-PoolFactory = Callable[..., Any]
+__all__ = [
+    "DispatchingExecutor",
+    "Evaluated",
+    "Executor",
+    "LocalExecutor",
+    "PoolFactory",
+    "Slot",
+    "local_devices",
+    "make_executor",
+    "resolve_backend",
+]
 
 
 def _default_pool_factory() -> PoolFactory:
@@ -187,14 +88,6 @@ class LocalExecutor(DispatchingExecutor):
         for slot in self.slots:
             _exit(slot.handle)
         self.slots.clear()
-
-
-def resolve_backend(name: str) -> str:
-    if name != "auto":
-        return name
-    from evaluators.backends import detect_backend
-
-    return detect_backend()
 
 
 def local_devices(backend: str) -> tuple[int, ...]:

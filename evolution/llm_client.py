@@ -221,6 +221,38 @@ class ChatClient:
             finish_reason=str(getattr(choices[0], "finish_reason", "") or ""),
         )
 
+    async def check(self) -> None:
+        """Make one cheap request, before a search spends anything on this endpoint: its models list (or,
+        from a server without one, a one-token chat). Raises LLMRequestError when the endpoint refuses the
+        key or does not serve the model, LLMTransportError when it cannot be reached; both name it."""
+        import openai
+
+        ep = self.endpoint
+        where = f"{ep.model} at {ep.base_url}"
+        try:
+            try:
+                served = [m.id async for m in self._openai().models.list()]
+            except openai.NotFoundError:  # no models route (some proxies): ask for one token instead
+                await self._openai().chat.completions.create(
+                    model=ep.model, messages=[{"role": "user", "content": "ok"}], max_tokens=1
+                )
+                return
+        except openai.APITimeoutError:
+            raise LLMTransportError(f"{where}: no answer within {ep.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:
+            cause = type(exc.__cause__ or exc).__name__
+            raise LLMTransportError(f"{where}: cannot connect ({cause}); is the server up?") from None
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):  # never repeat the text: it may quote the key
+                held = "is not set" if not self._environ.get(ep.api_key_env) else "was refused"
+                raise LLMRequestError(
+                    f"{where}: HTTP {exc.status_code}, the API key in ${ep.api_key_env} {held}"
+                ) from None
+            raise LLMRequestError(f"{where}: HTTP {exc.status_code} {_short(exc.message)}") from None
+        if served and ep.model not in served:
+            shown = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
+            raise LLMRequestError(f"{where}: the server does not serve model {ep.model!r} (it has {shown})")
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
@@ -233,6 +265,18 @@ class LLMErrorWithUsage(LLMError):
     def __init__(self, message: str, usage: TokenUsage) -> None:
         super().__init__(message)
         self.usage = usage
+
+
+async def check_endpoints(
+    endpoints: tuple[EndpointLike, ...], environ: Mapping[str, str] | None = None
+) -> None:
+    """`ChatClient.check` for every endpoint, one after the other; the first problem is raised."""
+    for endpoint in endpoints:
+        client = ChatClient(endpoint, environ=environ)
+        try:
+            await client.check()
+        finally:
+            await client.close()
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

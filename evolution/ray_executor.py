@@ -3,7 +3,7 @@ each hosting an evaluators.pool.WorkerPool — the same judging code path as a l
 
 The task directory travels with each call as a small bundle of its files (the nodes need not share a disk);
 an actor unpacks each distinct bundle once. When an actor dies mid-evaluation, it is replaced and the
-evaluation is retried on another actor (evolution.executors.DispatchingExecutor).
+evaluation is retried on another actor (evolution.dispatch.DispatchingExecutor).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from evaluators.config import EvalConfig
 from evaluators.errors import KernelbotError
 from evaluators.result import EvalResult
 from evaluators.task import Task, load_task
+from evolution.dispatch import DispatchingExecutor, PoolFactory, Slot, resolve_backend
 from evolution.errors import SearchConfigError, SearchError
-from evolution.executors import DispatchingExecutor, PoolFactory, Slot, resolve_backend
 
 BUNDLE_SKIP = {"candidates", "__pycache__", ".git"}
 BUNDLE_MAX_BYTES = 256 << 20

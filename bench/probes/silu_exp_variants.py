@@ -1,10 +1,11 @@
-"""Writes the exp probes of the constexpr-d silu seed that bench/h200.sh `twentyeighth` and `thirtieth` timed:
-silu as gate / (1 + exp(-gate)) on every input a GPU gets, once with libdevice's expf (what Inductor calls;
-GPU only) and once with the range-reduced `tl.exp2` of silu_inductor_static.py (plain tl, so it runs on the
-interpreter too). The seed itself has picked its exp per input since (its EXP_FORM constexpr: libdevice for
-large 16-bit inputs, tl.exp for large fp32); these probes take the libdevice branch for every input. Generated
-rather than kept: each differs from the seed in a line or two. (As run, they were written from the seed before
-EXP_FORM and its mask-free path, with the exp form in place of `gate * tl.sigmoid(gate)`.)
+"""Writes the exp probes of the constexpr-d silu seed that the H200 runs of 2026-11-30 timed
+(docs/benchmarks.md): silu as gate / (1 + exp(-gate)) on every input a GPU gets, once with libdevice's expf
+(what Inductor calls; GPU only) and once with the range-reduced `tl.exp2` of silu_inductor_static.py (plain
+tl, so it runs on the interpreter too). The seed itself has picked its exp per input since (its EXP_FORM
+constexpr: libdevice for large 16-bit inputs, tl.exp for large fp32); these probes take the libdevice branch
+for every input. Generated rather than kept: each differs from the seed in a line or two. (As run, they were
+written from the seed before EXP_FORM and its mask-free path, with the exp form in place of
+`gate * tl.sigmoid(gate)`.)
 
     PYTHONPATH=. python bench/probes/silu_exp_variants.py OUT_DIR
 """

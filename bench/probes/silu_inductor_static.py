@@ -1,7 +1,7 @@
-"""Probe: torch.compile's own silu_and_mul kernel for the H200 made standalone (bench/h200.sh `twentythird`
-dumped Inductor's output code: a static pointwise kernel, XBLOCK 1024, 4 warps, 1 stage). The literal sizes
+"""Probe: torch.compile's own silu_and_mul kernel for the H200 made standalone (Inductor's output code, dumped
+on the H200 on 2026-11-30: a static pointwise kernel, XBLOCK 1024, 4 warps, 1 stage). The literal sizes
 become a constexpr D, the mask is kept only when the grid does not divide the output, and EXP_KIND picks the
-exp so one change at a time can be timed against compile (`twentyseventh` to `twentyninth`).
+exp so one change at a time can be timed against compile (bench/run.sh vs-compile).
 
 EXP_KIND 0 (Inductor's libdevice expf) runs on GPUs only: the Triton interpreter has no libdevice.
 """

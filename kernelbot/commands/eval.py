@@ -1,7 +1,9 @@
 """`kernelbot eval TASK CANDIDATE`: judge one candidate and print the verdict.
 
 Exit codes: 0 passed, 4 rejected (a stage failed), 5 flagged by a hack check or quarantined, 1 bad input.
-With --json, stdout carries the EvalResult as JSON and nothing else.
+With --json, stdout carries the EvalResult as JSON and nothing else. Otherwise the summary also names the
+host preparation the candidate's source makes (contiguous copies, casts: allowed, and timed with its
+kernels), so that a wrapper around a shipped kernel says what it does besides launching.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from evaluators.api import evaluate_candidate
 from evaluators.candidate import load_candidate
 from evaluators.config import EvalConfig
 from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, TimingStats
+from evaluators.static_checks import host_preparation
 from evaluators.task import Task, load_task
 from kernelbot import exit_codes
 from kernelbot.console import console, err_console
@@ -42,7 +45,7 @@ def run(
     if as_json:
         console.print(result.to_json(indent=2), markup=False, highlight=False, emoji=False, soft_wrap=True)
     else:
-        render(result, candidate)
+        render(result, candidate, preparation=host_preparation(cand.source, loaded))
     return exit_code(result)
 
 
@@ -71,7 +74,7 @@ def verdict(result: EvalResult) -> str:
     return "[bold red]REJECTED[/]"
 
 
-def render(result: EvalResult, candidate: Path) -> None:
+def render(result: EvalResult, candidate: Path, preparation: list[str] | None = None) -> None:
     c = console
     c.print(
         f"{verdict(result)}  {escape(str(candidate))} on task [bold]{escape(result.task)}[/] "
@@ -79,6 +82,8 @@ def render(result: EvalResult, candidate: Path) -> None:
     )
     c.print(f"reason: {escape(result.reason)}" if result.reason else "reason: -")
     c.print(f"score: {result.score:.4g}   speedup: {_speedup(result)}")
+    if preparation:
+        c.print(f"host preparation: {escape(', '.join(preparation))} — timed with the kernel")
     # Piped output has no terminal width to respect: give the tables room rather than folding numbers.
     wide = c if c.is_terminal else Console(file=c.file, width=PIPE_WIDTH, color_system=None, highlight=False)
     if result.cases:

@@ -22,13 +22,14 @@ from evaluators.task import Task, load_task
 from evolution.config import SearchConfig, load_config, override, parse_llm_flag
 from evolution.controller import Controller, RunSummary
 from evolution.executors import make_executor, resolve_backend
+from evolution.llm_client import LLMError, check_endpoints
 from evolution.operators import build_operators
 from evolution.progress import make_progress
 from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.summary import run_summary
 from kernelbot.console import console, err_console
-from kernelbot.errors import ConfigError, RunStateError
+from kernelbot.errors import ConfigError, RunStateError, TransportError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -130,6 +131,7 @@ def _reopen(
             fresh = load_config(config_file)
             stored = replace(fresh, archive=stored.archive, sampling=stored.sampling, seed=stored.seed)
         config = build_config(stored, **flags)
+        check_llm_endpoints(config)
         store.update_config(config)
         store.use_redactor(Redactor.from_env(config))  # the secrets of this invocation's environment
         return store, config
@@ -143,6 +145,18 @@ def _check_inputs(task: Task, config: SearchConfig) -> None:
         load_candidate(path, task.entry)  # CandidateError names the file and what is wrong
     if config.executor.workers == "local":
         require_backend(config.executor.backend)  # BackendUnavailable says why it cannot run here
+    check_llm_endpoints(config)
+
+
+def check_llm_endpoints(config: SearchConfig) -> None:
+    """One cheap request per --llm endpoint before anything is seeded: a dead endpoint or a refused key
+    stops the run with one line, instead of launch tuning carrying a search whose LLM calls all fail."""
+    if not config.mutation.llm:
+        return
+    try:
+        asyncio.run(check_endpoints(config.mutation.llm))
+    except LLMError as exc:
+        raise TransportError(f"LLM endpoint unusable: {exc}") from None
 
 
 async def _search(task: Task, config: SearchConfig, store: RunStore, *, quiet: bool) -> RunSummary:

@@ -233,3 +233,35 @@ def test_a_kernelbench_problem_file_is_a_task_too(tmp_path: Path, capsys: pytest
     )
     result = EvalResult.from_dict(json.loads(capsys.readouterr().out))
     assert code == exit_codes.OK and result.passed and result.task == "kernelbench_19_relu"
+
+
+PREPARED = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0 + 1.0, mask=mask)
+
+
+def scale_shift(x):
+    flat = x.contiguous().view(-1).float()
+    out = torch.empty_like(flat)
+    _k[(triton.cdiv(flat.numel(), 256),)](flat, out, flat.numel(), BLOCK=256)
+    return out.view(x.shape)
+"""
+
+
+def test_a_wrapper_that_prepares_its_inputs_passes_with_a_note_of_what_it_saw(
+    task: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["eval", str(task), str(candidate_file(tmp_path, PREPARED)), *INTERPRET, "--seeds", "1"])
+    out = capsys.readouterr().out
+    assert code == exit_codes.OK, out
+    note = next(line for line in out.splitlines() if line.startswith("host preparation:"))
+    assert "x.contiguous(), x….float()" in note and "timed with the kernel" in note, note
+    assert "view(" not in note  # a view copies nothing

@@ -283,7 +283,7 @@ def test_op_recorder_allows_allocation_views_and_triton(tmp_path: Path) -> None:
     with OpRecorder(attributor) as cheat:
         module.cheat(x)
     ops = {v.op for v in cheat.violations}
-    assert {"aten.fill_.Scalar", "aten.sigmoid.default", "aten.clone.default"} <= ops
+    assert {"aten.fill_.Scalar", "aten.sigmoid.default"} <= ops  # the clone is preparation
     assert all("cand.py:" in v.where for v in cheat.violations)
 
 

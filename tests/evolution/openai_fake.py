@@ -93,7 +93,16 @@ def rewrite_answer(code: str, note: str = "A rewrite.") -> str:
 
 
 class FakeOpenAI:
-    def __init__(self, script: Iterable[Behaviour] = (), default: Behaviour | None = None) -> None:
+    def __init__(
+        self,
+        script: Iterable[Behaviour] = (),
+        default: Behaviour | None = None,
+        *,
+        api_key: str | None = None,
+        models: tuple[str, ...] | None = ("fake-model",),
+    ) -> None:
+        self.api_key = api_key  # when set, requests without `Authorization: Bearer <api_key>` get a 401
+        self.models = models  # what GET /v1/models lists; None: the server has no models route (404)
         self._script: deque[Behaviour] = deque(script)
         self.default = default if default is not None else Reply("I have no idea.")
         self.requests: list[RecordedRequest] = []
@@ -139,10 +148,11 @@ class FakeOpenAI:
         return response(environ, start_response)
 
     def _respond(self, request: Request) -> Response:
-        if request.method == "GET" and request.path.rstrip("/") == "/v1/models":
-            return _json(
-                {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]}
-            )
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _json({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, 401)
+        if request.method == "GET" and request.path.rstrip("/") == "/v1/models" and self.models is not None:
+            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.models]
+            return _json({"object": "list", "data": data})
         if request.method != "POST" or request.path.rstrip("/") != "/v1/chat/completions":
             return _json({"error": {"message": f"no route {request.method} {request.path}"}}, 404)
         try:
@@ -202,8 +212,10 @@ def fake_openai() -> Iterator[Callable[..., FakeOpenAI]]:
     """Factory: `fake_openai(script, default=...)` starts a server; all are stopped after the test."""
     servers: list[FakeOpenAI] = []
 
-    def start(script: Iterable[Behaviour] = (), default: Behaviour | None = None) -> FakeOpenAI:
-        server = FakeOpenAI(script, default).start()
+    def start(
+        script: Iterable[Behaviour] = (), default: Behaviour | None = None, **options: Any
+    ) -> FakeOpenAI:
+        server = FakeOpenAI(script, default, **options).start()
         servers.append(server)
         return server
 

@@ -179,3 +179,66 @@ def test_best_shows_a_skipped_case_as_skipped_not_failed() -> None:
     assert lines[1].startswith("  small: ok")
     assert lines[2] == "  huge: skipped (over the interpreter's size cap)"
     assert lines[3].startswith("  bad: FAILED")
+
+
+@pytest.fixture
+def fake_openai_server():
+    from openai_fake import FakeOpenAI
+
+    servers = []
+
+    def start(**options):
+        servers.append(FakeOpenAI(**options).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("problem", ["dead", "bad-key", "no-key", "unknown-model"])
+def test_an_unusable_llm_endpoint_stops_before_seeding(
+    tmp_path, task, fakes, capsys, monkeypatch, fake_openai_server, problem
+) -> None:
+    monkeypatch.delenv("KB_CLI_LLM_KEY", raising=False)
+    if problem == "dead":
+        url, model = f"http://127.0.0.1:{_free_port()}/v1", "m"
+    else:
+        server = fake_openai_server(api_key="sk-right-0123456789", models=("m",))
+        url, model = server.url, "other" if problem == "unknown-model" else "m"
+        if problem != "no-key":
+            right = problem == "unknown-model"
+            monkeypatch.setenv("KB_CLI_LLM_KEY", "sk-right-0123456789" if right else "sk-wrong-0123456789")
+    run = tmp_path / "run"
+    code, _, err = evolve(
+        capsys, str(task), "--out", str(run), "--llm", f"{model}@{url}", "--api-key-env", "KB_CLI_LLM_KEY"
+    )
+    assert code == exit_codes.USER_ERROR and "Traceback" not in err
+    expected = {
+        "dead": "cannot connect",
+        "bad-key": "$KB_CLI_LLM_KEY was refused",
+        "no-key": "$KB_CLI_LLM_KEY is not set",
+        "unknown-model": "does not serve model 'other'",
+    }[problem]
+    assert expected in " ".join(err.split()) and url in " ".join(err.split())
+    assert "sk-wrong" not in err and "sk-right" not in err
+    assert not run.exists() and "executor" not in fakes  # nothing seeded, no run directory
+
+
+def test_a_live_llm_endpoint_passes_the_check(tmp_path, task, fakes, capsys, monkeypatch, fake_openai_server):
+    server = fake_openai_server(api_key="sk-right-0123456789", models=None)  # no models route: one-token chat
+    monkeypatch.setenv("KB_CLI_LLM_KEY", "sk-right-0123456789")
+    code, _, err = evolve(
+        capsys, str(task), "--out", str(tmp_path / "run"), "--iterations", "1",
+        "--llm", f"m@{server.url}", "--api-key-env", "KB_CLI_LLM_KEY",
+    )  # fmt: skip
+    assert code == exit_codes.OK, err
+    assert [r.path for r in server.requests][:1] == ["/v1/chat/completions"]

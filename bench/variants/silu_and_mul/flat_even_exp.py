@@ -1,6 +1,6 @@
 """Variant: the flat constexpr-d seed written as Inductor writes its static pointwise kernel for this op
-(H200 `twelfth` output code): no mask when the block count divides the output (EVEN, a compile-time flag),
-and silu as gate / (1 + exp(-gate)) rather than gate * sigmoid(gate).
+(its output code on the H200, 2026-11-29): no mask when the block count divides the output (EVEN, a
+compile-time flag), and silu as gate / (1 + exp(-gate)) rather than gate * sigmoid(gate).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ torch.compile with static shapes divides by a constant (a multiply-high and shif
 serving time, so compiling once per d costs nothing. Blocks, buckets and 32-bit offsets as in the seed.
 
 On a GPU, large 16-bit inputs take silu as Inductor writes it, gate / (1 + exp(-gate)) with libdevice's
-expf: over 15 fresh processes on the H200 (docs/benchmarks.md, sixth session) that read 0.9996-1.0036x
+expf: over 15 fresh processes on the H200 (2026-11-30, recorded in c6e1c54) that read 0.9996-1.0036x
 torch.compile on the three large bf16 cases against 0.9973-0.9985x with tl.sigmoid; fp32 read 0.9940x with
 it and 0.9964x without. Large fp32 inputs take gate / (1 + tl.exp(-gate)): compile's own kernel made
 standalone with tl.exp read 0.9998x on fp32 (bench/probes/silu_inductor_static.py). The small and medium

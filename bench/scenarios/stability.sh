@@ -1,0 +1,16 @@
+# Sourced by bench/run.sh, which provides step, task_dirs, pack and the variables below.
+## stability: how much kernelbot's reported time and speedup move from one fresh process to the next,
+##   beside triton.testing.do_bench and do_bench_cudagraph, on three synthetic kernels (bench/stability_tasks:
+##   ~1.2 µs, ~6.5 µs, ~210 µs on an H200). Target: cross-process CV <= 0.25 % in the graph regime. Alone on
+##   its GPU, and best with the machine's other GPUs idle too. About 5 minutes on an H200.
+## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
+## KERNELS=tiny,mid,large  which synthetic kernels
+## EVALUATIONS=10  fresh processes per kernel
+## TIMING=  TimingConfig overrides, space-separated KEY=VALUE (e.g. "replay_target_us=500 graph_input_sets=4")
+## LIMIT=540  seconds for the whole run
+
+timing=()
+read -r -a items <<<"$TIMING"
+for item in "${items[@]}"; do timing+=(--timing "$item"); done
+step stability "$LIMIT" env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/stability.py \
+  --out "$BENCH_OUT/stability" --kernels "$KERNELS" --evaluations "$EVALUATIONS" "${timing[@]}"
