@@ -59,9 +59,9 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     repo = state.resolve(state.repo.path)
     fork = options.fork or _default_fork(repo, profile)
     ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")
-    forge = GitHubForge.from_env(
-        str(profile.repo_url), api_url=getattr(profile, "api_url", None) or None, token_env=options.token_env
-    )
+    forge = GitHubForge.for_profile(
+        profile, token_env=options.token_env
+    )  # $KERNELBOT_GITHUB_API, else the profile's
     result = open_or_update(bundle, profile, forge, repo, fork=fork, token_env=options.token_env)
     outcome["pr"] = {
         "action": result.action,
