@@ -293,7 +293,7 @@ class Controller:
         before = self.archive.best
         rows = self._place(program)
         improved = self.archive.best is not before and self.archive.best is not None
-        self.stop.evaluated(improved)
+        self.stop.evaluated(improved, evaluated.result)
         island = self.archive.island(program.island)
         generation = None
         if not is_seed(program):
