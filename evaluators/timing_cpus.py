@@ -151,9 +151,10 @@ def plan_cores(
     device_index: int = 0,
     device_count: int = 1,
     override: str | None = None,
-    min_shared: int = MIN_SHARED_CPUS,
+    min_shared: int | None = None,
 ) -> CorePlan:
     """The plan for the GPU named by `uuid` (else `device_index` of `device_count` visible devices)."""
+    min_shared = MIN_SHARED_CPUS if min_shared is None else min_shared
     if topology.notes:
         return CorePlan(None, note="not pinned: " + "; ".join(topology.notes))
     allowed = topology.allowed
