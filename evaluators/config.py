@@ -51,7 +51,7 @@ class TimingConfig:
     # wall_time_cap_s / wall_max_samples. The half-width is ~2.5 sigma / sqrt(pairs) for a per-pair
     # scatter sigma: 0.5 % takes ~100 pairs at 2 %, ~220 at 3 % (a ~15 us call: ~0.1-0.2 s).
     wall_ci_target: float = 0.005
-    wall_max_samples: int = 2000
+    wall_max_samples: int = 1000  # the summary's Harrell-Davis medians cost O(pairs) Beta weights each
     # The lower bound a PR may claim (RegimeTiming.claim_low): the CI's lower end, less what a fresh
     # process moves a speedup on top of its own interval (the cross-process targets of docs/benchmarks.md).
     graph_claim_margin: float = 0.0025

@@ -9,8 +9,11 @@ evaluators.correctness.check_call. A candidate measured faster than the hardware
 
 Called by the worker after the correctness stage passed. The device's GPU lock (`gpu_lock`) is held only while
 samples are taken (warm-up, sampling, the re-check's replay): inputs, captures and the verdict happen outside
-it, so other workers' timing goes on meanwhile. Import this module in the worker before the candidate is
-imported: the timers and CUDA entry points are bound at import time.
+it, so other workers' timing goes on meanwhile. In the wall regime, which measures host work, holding the lock
+also holds the GPU's timing core: the sampling thread moves onto it for the case (evaluators.timing_host),
+where no other worker runs, spins the core's clock up, and samples until the speedup's interval is narrow
+(evaluators.timing_wall_sampler). Import this module in the worker before the candidate is imported: the
+timers and CUDA entry points are bound at import time.
 """
 
 from __future__ import annotations
