@@ -33,7 +33,7 @@ from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic
 from evaluators.task import REGIMES, Case
 from evaluators.timing_cpus import CorePlan
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
-from evaluators.timing_host import FOLLOW_UP_CPU_WARMUP_MS, pinned, process_plan, warm_cpu
+from evaluators.timing_host import FOLLOW_UP_CPU_WARMUP_MS, gc_paused, pinned, process_plan, warm_cpu
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, graph_input_sets, run_and_diff
 from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
 from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
@@ -265,8 +265,6 @@ class CaseTimer:
             # The core the thread was just moved to may have idled in a low clock state: spin it up first.
             cpu = warm_cpu(FOLLOW_UP_CPU_WARMUP_MS if gpu_warm else cfg.cpu_warmup_ms)
             self.where = f"{self.where}, {cpu.describe()}".strip(", ")
-            warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=WALL_WARMUP_ROUNDS)
-            self.modes = (ref.settle(), cand.settle())
             rule = CiStop(
                 ci_target=cfg.wall_ci_target,
                 min_samples=cfg.min_samples,
@@ -274,7 +272,10 @@ class CaseTimer:
                 min_time_s=cfg.min_time_s,
                 time_cap_s=cfg.time_cap_s if secondary else cfg.wall_time_cap_s,
             )
-            return sample_until_ci(ref_measure, cand_measure, rule, rng, final_measure), checked
+            with gc_paused():
+                warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=WALL_WARMUP_ROUNDS)
+                self.modes = (ref.settle(), cand.settle())
+                return sample_until_ci(ref_measure, cand_measure, rule, rng, final_measure), checked
         warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=1 if secondary else MIN_WARMUP_ROUNDS)
         samples = sample_interleaved(ref_measure, cand_measure, cfg, rng, final_candidate=final_measure)
         return samples, checked

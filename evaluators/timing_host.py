@@ -14,6 +14,7 @@ cpuset that forbids the CPU) nothing is pinned and the note says why; tests pass
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -92,6 +93,20 @@ def pinned(plan: CorePlan, affinity: Affinity = OS_AFFINITY) -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):  # back where it was: a worker's thread, on the shared CPUs
             affinity.set(0, before)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection for the block (what timeit does): a collection's pause of a few ms would
+    land inside one sample. Nothing is collected first (that can take longer than the sampling); a collection
+    that falls due meanwhile runs after the block."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- the CPU clock -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ the real OS in a subprocess, and time_cases end to end on a CPU backend."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import subprocess
 import sys
@@ -175,9 +176,11 @@ def test_time_cases_pins_the_wall_regime_inside_the_gpu_lock_and_nowhere_else(tm
     plan = CorePlan(cpu, frozenset({cpu}), frozenset(before - {cpu}) or frozenset(before), "test plan")
     state = {"held": False}
     seen: list[tuple[bool, frozenset[int]]] = []
+    collecting: list[bool] = []
 
     def traced(x):
         seen.append((state["held"], frozenset(os.sched_getaffinity(0))))
+        collecting.append(gc.isenabled())
         return x * 2.0 + 1.0
 
     @contextlib.contextmanager
@@ -198,6 +201,7 @@ def test_time_cases_pins_the_wall_regime_inside_the_gpu_lock_and_nowhere_else(tm
     assert all(mask == {cpu} for _, mask in timed)  # ...and all on the timing core
     assert all(mask == frozenset(before) for held, mask in seen if not held)  # the re-check's judge etc.
     assert os.sched_getaffinity(0) == before
+    assert not any(collecting) and gc.isenabled()  # no garbage collection inside a sample, back on after
     walls = [line for line in lines if line.startswith("timed")]
     assert len(walls) == 2 and all(f"on cpu {cpu}, cpu warm-up" in line for line in walls)
     assert all("speedup CI +-" in line and "sync/sync samples" in line for line in walls)

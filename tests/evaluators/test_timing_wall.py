@@ -147,7 +147,7 @@ def test_a_host_bound_call_costs_its_host_time_and_the_gpu_is_fed_throughout() -
     assert samples == [pytest.approx(15.0)] * 4  # exactly the host's issue time per call: no sync, no latency
     assert runner.last_gpu_us == pytest.approx(10.0)  # the kernels ran back to back behind the busy-wait
     assert runner.starved == 0 and all(f > 150.0 for f in feed.fed_us)  # it outlasted the host's 150 us
-    assert feed.fed_us[-1] == pytest.approx(2.0 * 150.0 + 20.0)
+    assert feed.fed_us[-1] == pytest.approx(1.25 * 150.0 + 20.0)
 
 
 def test_a_gpu_bound_call_costs_its_gpu_time() -> None:
@@ -236,9 +236,9 @@ def test_without_a_feed_device_every_sample_is_sync_to_sync() -> None:
 
 
 @pytest.mark.parametrize(
-    ("host_us", "feed_us"), [(0.0, 20.0), (100.0, 220.0), (1e9, 20_000.0), (math.nan, 20_000.0)]
+    ("host_us", "feed_us"), [(0.0, 20.0), (100.0, 145.0), (1e9, 20_000.0), (math.nan, 20_000.0)]
 )
-def test_the_busy_wait_is_twice_the_host_time_within_bounds(host_us: float, feed_us: float) -> None:
+def test_the_busy_wait_outlasts_the_host_time_within_bounds(host_us: float, feed_us: float) -> None:
     from evaluators.timing_wall import feed_for
 
     assert feed_for(host_us) == feed_us
