@@ -27,8 +27,11 @@ class TimingConfig:
     secondary_time_cap_s: float = 0.01
     # A wall task's scored regime stops on its speedup's confidence interval instead of the medians' CVs
     # (host time scatters by several % per sample, so those never reached cv_target: 98 of 98
-    # decode_metadata cases ran to the cap on the H200); this is its cap.
-    wall_time_cap_s: float = 0.3
+    # decode_metadata cases ran to the cap on the H200); this is its cap. A ~10 us launch-bound call's ratio
+    # scatters ~6 % per pair on the H200, so its interval reaches ~+-0.8 % in 0.2 s; more pairs would barely
+    # move the cross-process spread (per-process effects of ~0.8 % dominate it, 2026-12-01 probe), and every
+    # case of a wall candidate holds the GPU lock that long.
+    wall_time_cap_s: float = 0.2
     secondary_min_samples: int = 5
     # Graph regime: each implementation replays this many separately allocated copies of its inputs in
     # turn, so where one allocation happens to land in memory weighs less (evaluators.timing_graph).
@@ -49,7 +52,7 @@ class TimingConfig:
     # Wall regime (evaluators.timing_wall_sampler): sampling stops once the 95 % CI of the median paired
     # speedup is within this fraction of it on either side (after min_samples and min_time_s), or at
     # wall_time_cap_s / wall_max_samples. The half-width is ~2.5 sigma / sqrt(pairs) for a per-pair
-    # scatter sigma: 0.5 % takes ~100 pairs at 2 %, ~220 at 3 % (a ~15 us call: ~0.1-0.2 s).
+    # scatter sigma: 0.5 % takes ~100 pairs at 2 %, ~220 at 3 %, ~900 at 6 % (then the cap ends it).
     wall_ci_target: float = 0.005
     wall_max_samples: int = 1000  # the summary's Harrell-Davis medians cost O(pairs) Beta weights each
     # The lower bound a PR may claim (RegimeTiming.claim_low): the CI's lower end, less what a fresh

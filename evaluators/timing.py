@@ -210,7 +210,9 @@ class CaseTimer:
         target = cfg.wall_sample_target_us
         ref_calls = wall_calls_for(ref_us, target, min(cfg.wall_calls, self._max_calls(ref_set)))
         cand_calls = wall_calls_for(cand_us, target, min(cfg.wall_calls, self._max_calls(cand_set)))
-        fed = self.device.startswith("cuda") and can_feed()  # elsewhere: sync to sync
+        # Fed where the wall regime is scored on a CUDA device; the other regime's short look (and every other
+        # device) times sync to sync: no warm-up rounds to spend on sizing busy-waits.
+        fed = self.ctx.task.regime == "wall" and self.device.startswith("cuda") and can_feed()
         ref_feed, cand_feed = (CudaFeed(), CudaFeed()) if fed else (None, None)
         return (
             WallRunner(self.ctx.reference, ref_set, self.sync, ref_calls, flush, ref_feed),
@@ -262,9 +264,9 @@ class CaseTimer:
         # The secondary regime follows the scored one on the same implementations: their first calls are over.
         secondary = regime != self.ctx.task.regime
         if regime == "wall":
-            # The core the thread was just moved to may have idled in a low clock state: spin it up first.
-            cpu = warm_cpu(FOLLOW_UP_CPU_WARMUP_MS if gpu_warm else cfg.cpu_warmup_ms)
-            self.where = f"{self.where}, {cpu.describe()}".strip(", ")
+            if not secondary:  # the core the thread just moved to may have idled in a low clock state
+                cpu = warm_cpu(FOLLOW_UP_CPU_WARMUP_MS if gpu_warm else cfg.cpu_warmup_ms)
+                self.where = f"{self.where}, {cpu.describe()}".strip(", ")
             rule = CiStop(
                 ci_target=cfg.wall_ci_target,
                 min_samples=cfg.min_samples,
@@ -273,7 +275,8 @@ class CaseTimer:
                 time_cap_s=cfg.time_cap_s if secondary else cfg.wall_time_cap_s,
             )
             with gc_paused():
-                warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=WALL_WARMUP_ROUNDS)
+                rounds = 1 if secondary else WALL_WARMUP_ROUNDS
+                warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=rounds)
                 self.modes = (ref.settle(), cand.settle())
                 return sample_until_ci(ref_measure, cand_measure, rule, rng, final_measure), checked
         warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=1 if secondary else MIN_WARMUP_ROUNDS)

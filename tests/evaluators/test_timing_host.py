@@ -205,3 +205,36 @@ def test_time_cases_pins_the_wall_regime_inside_the_gpu_lock_and_nowhere_else(tm
     walls = [line for line in lines if line.startswith("timed")]
     assert len(walls) == 2 and all(f"on cpu {cpu}, cpu warm-up" in line for line in walls)
     assert all("speedup CI +-" in line and "sync/sync samples" in line for line in walls)
+
+
+def test_a_graph_tasks_wall_look_stays_short_no_clock_spin_one_warm_up_round(tmp_path):
+    import dataclasses
+
+    from evaluators.config import TimingConfig
+    from evaluators.timing import time_cases
+    from tests.evaluators.test_timing import (
+        FAST,
+        SCALE_INPUTS,
+        SCALE_REF,
+        RecordingCheck,
+        make_ctx,
+        write_task,
+    )
+
+    calls = {"n": 0}
+
+    def counted(x):
+        calls["n"] += 1
+        return x * 2.0 + 1.0
+
+    cfg = TimingConfig(**{**FAST.__dict__, "regimes": ("graph", "wall"), "warmup_ms": 0.0, "min_samples": 5})
+    ctx = make_ctx(write_task(tmp_path, SCALE_REF, SCALE_INPUTS, regime="graph"), counted, config=cfg)
+    lines: list[str] = []
+    ctx = dataclasses.replace(ctx, log=lines.append)
+    report = time_cases(ctx, [ctx.task.cases[0]], check_call=RecordingCheck(), cpu_plan=PLAN)
+    assert report.passed and "wall" in report.timings["small"]  # the graph regime is skipped on a CPU
+    (line,) = [x for x in lines if x.startswith("timed")]
+    assert "cpu warm-up" not in line and "sync/sync samples" in line
+    wall = report.timings["small"]["wall"]
+    pairs = wall.candidate.samples + wall.candidate.outliers
+    assert calls["n"] == FAST.wall_calls * (1 + pairs)  # one warm-up round, then the samples
