@@ -3,11 +3,12 @@ every worker busy, and how far one candidate's wall speedup moves from one fresh
 
 A real search (`kernelbot evolve TASK --workers-per-device W`, no LLM) is the load. Once its pool has warmed
 up, one candidate (by default the task's first hand-written one) is judged N times, each in a fresh process
-with its own one-worker pool (evaluators.api.evaluate_candidate), one after another, competing for the GPU
-lock with the search's workers. When they are done (and the search ran at least --search-s), the search is
-stopped and its best read from its run store. Reported: the best's per-case wall speedup, 95 % CI, half-width
-and claimable lower bound; the N re-evaluations' wall speedups (aggregate and per case), their spread
-(max / min - 1), and whether the search was still running around each. Targets (docs/benchmarks.md):
+with its own one-worker pool (evaluators.api.evaluate_candidate), all at once (--sequential: one after
+another, which takes minutes: the GPU lock is a flock, not a queue, and each waits among 12), competing for
+the GPU lock with the search's workers. When they are done and the search ran at least --search-s, the
+search is stopped and its best read from its run store. Reported: the best's per-case wall speedup, 95 % CI,
+half-width and claimable lower bound; the N re-evaluations' wall speedups (aggregate and per case), their
+spread (max / min - 1), and whether the search was running throughout each. Targets (docs/benchmarks.md):
 half-widths <= 3 %, spread <= 2 %.
 
     PYTHONPATH=. python bench/wall_load.py --out bench-out/wall-load        # on the GPU machine
@@ -194,7 +195,7 @@ def _env() -> dict[str, str]:
 
 def load_command(args: argparse.Namespace, run_dir: Path) -> list[str]:
     """The search that is the load; it may run until the re-evaluations are done (then it is stopped)."""
-    limit = args.search_s + args.reevals * args.child_timeout
+    limit = args.search_s + (args.reevals if args.sequential else 1) * args.child_timeout
     cmd = [sys.executable, "-m", "kernelbot.cli", "evolve", str(args.task), "--iterations", "100000"]
     cmd += ["--time-limit", f"{limit:g}s", "--out", str(run_dir), "--workers-per-device", str(args.workers)]
     return [*cmd, "--json"]
@@ -219,6 +220,41 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
         proc.wait()
 
 
+def reevaluate(
+    args: argparse.Namespace, indices: list[int], load: subprocess.Popen[bytes]
+) -> list[dict[str, Any]]:
+    """Fresh-process re-evaluations, started together (each its own process and one-worker pool: they queue
+    for the GPU lock with the search's workers); each row says whether the search ran throughout it."""
+    running_before = load.poll() is None
+    children = [
+        subprocess.Popen(
+            child_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+        )
+        for _ in indices
+    ]
+    deadline = time.monotonic() + args.child_timeout
+    rows = []
+    for i, child in zip(indices, children, strict=True):
+        try:
+            stdout, stderr = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            rows.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
+            continue
+        row = _parse(stdout) if child.returncode == 0 else None
+        if row is None:
+            rows.append({"index": i, "error": f"exit {child.returncode}: {stderr[-2000:]}"})
+            continue
+        row.update(index=i, under_load=running_before and load.poll() is None)
+        rows.append(row)
+        print(
+            f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}",
+            flush=True,
+        )
+    return rows
+
+
 def drive(args: argparse.Namespace) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -230,29 +266,8 @@ def drive(args: argparse.Namespace) -> int:
         load = subprocess.Popen(load_command(args, run_dir), stdout=summary, stderr=log, env=_env(), cwd=REPO)
         try:
             time.sleep(args.reeval_delay)
-            reevals = []
-            for i in range(args.reevals):
-                running_before = load.poll() is None
-                try:
-                    done = subprocess.run(
-                        child_command(args),
-                        capture_output=True,
-                        text=True,
-                        env=_env(),
-                        timeout=args.child_timeout,
-                    )
-                except subprocess.TimeoutExpired:
-                    reevals.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
-                    continue
-                row = _parse(done.stdout) if done.returncode == 0 else None
-                if row is None:
-                    reevals.append({"index": i, "error": f"exit {done.returncode}: {done.stderr[-2000:]}"})
-                    continue
-                row.update(index=i, under_load=running_before and load.poll() is None)
-                reevals.append(row)
-                print(
-                    f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}"
-                )
+            batches = [[i] for i in range(args.reevals)] if args.sequential else [list(range(args.reevals))]
+            reevals = [row for batch in batches for row in reevaluate(args, batch, load)]
             remaining = args.search_s - (time.monotonic() - started)
             if remaining > 0 and load.poll() is None:
                 time.sleep(remaining)
@@ -300,7 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--reeval-delay", type=float, default=20.0, help="seconds the search warms up before the first"
     )
-    parser.add_argument("--child-timeout", type=float, default=120.0, help="seconds per re-evaluation")
+    parser.add_argument(
+        "--child-timeout",
+        type=float,
+        default=150.0,
+        help="seconds per re-evaluation (per batch when together)",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="one re-evaluation after another (default: all at once, each still a fresh process)",
+    )
     add_set_option(parser, "timing.wall_ci_target=0.01")
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
     parser.add_argument("--child", nargs=2, type=Path, metavar=("TASK", "CANDIDATE"), help=argparse.SUPPRESS)

@@ -122,6 +122,12 @@ def machine_gpus(proc_root: Path, sys_root: Path) -> tuple[GpuSlot, ...]:
     return tuple(slots)
 
 
+def pci_key(address: str) -> tuple[int, int, int] | None:
+    """'0000:17:00.0' -> (domain, bus, device) as torch's device properties give them; None if malformed."""
+    match = re.fullmatch(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.[0-7]", address.strip())
+    return (int(match.group(1), 16), int(match.group(2), 16), int(match.group(3), 16)) if match else None
+
+
 def read_topology(sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> Topology:
     getaffinity = getattr(os, "sched_getaffinity", None)
     if getaffinity is None:
@@ -150,10 +156,12 @@ def plan_cores(
     uuid: str | None = None,
     device_index: int = 0,
     device_count: int = 1,
+    pci: tuple[int, int, int] | None = None,
     override: str | None = None,
     min_shared: int | None = None,
 ) -> CorePlan:
-    """The plan for the GPU named by `uuid` (else `device_index` of `device_count` visible devices)."""
+    """The plan for the GPU named by `uuid` or, failing that, by its PCI (domain, bus, device); else the
+    `device_index` of `device_count` visible devices stands in for its place in the machine."""
     min_shared = MIN_SHARED_CPUS if min_shared is None else min_shared
     if topology.notes:
         return CorePlan(None, note="not pinned: " + "; ".join(topology.notes))
@@ -161,8 +169,7 @@ def plan_cores(
     if override is not None and override.strip():
         return _plan_from_override(override.strip(), allowed, device_index, uuid, topology)
     gpus = topology.gpus
-    wanted = normalise_uuid(uuid) if uuid else ""
-    slot = next((i for i, g in enumerate(gpus) if wanted and g.uuid == wanted), None)
+    slot = machine_slot(gpus, uuid, pci)
     if slot is not None:
         slots, how = len(gpus), f"GPU {slot} of {len(gpus)} in PCI order ({gpus[slot].pci})"
     else:
@@ -189,6 +196,17 @@ def plan_cores(
     return CorePlan(cpu, reserved, frozenset(shared), note)
 
 
+def machine_slot(gpus: Sequence[GpuSlot], uuid: str | None, pci: tuple[int, int, int] | None) -> int | None:
+    wanted = normalise_uuid(uuid) if uuid else ""
+    for i, g in enumerate(gpus):
+        if wanted and g.uuid == wanted:
+            return i
+    for i, g in enumerate(gpus):
+        if pci is not None and pci_key(g.pci) == pci:
+            return i
+    return None
+
+
 def _plan_from_override(
     text: str, allowed: frozenset[int], device_index: int, uuid: str | None, topology: Topology
 ) -> CorePlan:
@@ -198,8 +216,8 @@ def _plan_from_override(
         listed = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         return CorePlan(None, note=f"not pinned: ${TIMING_CPUS_ENV}={text!r} is not a list of CPUs")
-    wanted = normalise_uuid(uuid) if uuid else ""
-    slot = next((i for i, g in enumerate(topology.gpus) if wanted and g.uuid == wanted), device_index)
+    found = machine_slot(topology.gpus, uuid, None)
+    slot = device_index if found is None else found
     reserved = frozenset(listed) & allowed
     if slot >= len(listed) or listed[slot] not in allowed:
         why = f"has no allowed CPU for GPU {slot}"

@@ -193,18 +193,22 @@ def place_early(sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) 
     return place_process(plan) if plan is not None else "placement waits for the device"
 
 
-def _device_identity(device: str) -> tuple[str | None, int, int]:
+def _device_identity(device: str) -> tuple[str | None, tuple[int, int, int] | None, int, int]:
+    """(UUID, PCI (domain, bus, device), index, visible count) of a CUDA device; what is unknown is None."""
     if not device.startswith("cuda"):
-        return None, 0, 1
+        return None, None, 0, 1
     import torch
 
     index = torch.device(device).index or 0
     try:
-        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        props = torch.cuda.get_device_properties(index)
         count = torch.cuda.device_count()
-    except Exception:  # a build without the property: the index stands in (the plan's note says so)
-        uuid, count = None, index + 1
-    return (str(uuid) if uuid else None), index, count
+    except Exception:  # the index stands in (the plan's note says so)
+        return None, None, index, index + 1
+    uuid = getattr(props, "uuid", None)
+    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    pci = (int(parts[0]), int(parts[1]), int(parts[2])) if all(isinstance(p, int) for p in parts) else None
+    return (str(uuid) if uuid else None), pci, index, count
 
 
 def process_plan(device: str, enabled: bool = True) -> CorePlan:
@@ -214,10 +218,11 @@ def process_plan(device: str, enabled: bool = True) -> CorePlan:
         return CorePlan(None, note="not pinned: turned off (timing.cpu_affinity)")
     with _PROCESS.lock:
         if _PROCESS.plan is None:
-            uuid, index, count = _device_identity(device)
+            uuid, pci, index, count = _device_identity(device)
             _PROCESS.plan = plan_cores(
                 read_topology(),
                 uuid=uuid,
+                pci=pci,
                 device_index=index,
                 device_count=count,
                 override=os.environ.get(TIMING_CPUS_ENV),

@@ -126,6 +126,7 @@ def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: s
         ("vs-compile", ("PAIRS=rmsnorm_residual=bench/variants/rmsnorm_residual/*.py", "COMPILE_ONLY=1")),
         ("scaling", ("GPUS=1,2,4",)),
         ("wall-load", ("SET=timing.wall_ci_target=0.01 timing.wall_time_cap_s=0.2", "REEVALS=3")),
+        ("wall-load", ("SEQUENTIAL=1",)),
         ("stability", ("TRITON_BENCH=do_bench", "EVALUATIONS=10")),
     ],
 )

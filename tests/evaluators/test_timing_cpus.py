@@ -72,6 +72,14 @@ def test_each_gpu_gets_a_whole_core_near_it_and_the_workers_get_the_rest(tmp_pat
     assert "SMT siblings [11] kept idle" in first.note and "GPU 0 of 2 in PCI order" in first.note
 
 
+def test_a_gpu_whose_uuid_reads_otherwise_is_found_by_its_pci_address(tmp_path):
+    topo = topology(tmp_path, set(range(16)))
+    assert [g.pci for g in topo.gpus] == ["0000:17:00.0", "0000:57:00.0"]
+    by_pci = plan_cores(topo, uuid="<torch._C._CUuuid object>", pci=(0, 0x57, 0))
+    assert by_pci.timing_cpu == plan_cores(topo, uuid=UUIDS[1]).timing_cpu == 7
+    assert "GPU 1 of 2 in PCI order (0000:57:00.0)" in by_pci.note
+
+
 def test_without_smt_or_locality_cores_go_from_the_top(tmp_path):
     topo = topology(tmp_path, set(range(16)), smt=False, gpus=1)
     plan = plan_cores(topo, uuid=UUIDS[0])
