@@ -45,7 +45,8 @@ while read -r name default; do  # defaults for what neither the arguments nor th
 done < <(params "$FILE")
 : "${DRY_RUN:=0}" "${PYTHON:=python3}" "${BENCH_PACK:=}"
 : "${BENCH_OUT:=bench-out/$SCENARIO-$(date -u +%Y%m%dT%H%M%S)}"
-: "${BENCH_SITE:=$([ -f .devsite/devsite.tar.xz ] && echo .devsite/devsite.tar.xz)}"
+# BENCH_SITE= (set and empty) unpacks nothing, even where .devsite/ holds an archive for another Python.
+: "${BENCH_SITE=$([ -f .devsite/devsite.tar.xz ] && echo .devsite/devsite.tar.xz)}"
 
 # Packages the GPU image lacks (libcst, tomli_w, ray) can travel as one archive unpacked onto PYTHONPATH.
 SITE=/tmp/kernelbot-bench-site
