@@ -55,8 +55,10 @@ if [ -n "$BENCH_SITE" ] && [ "$DRY_RUN" != 1 ]; then
     { mkdir -p "$SITE" && tar -xJf "$BENCH_SITE" -C "$SITE" && touch "$SITE/.unpacked"; } ||
       fail "cannot unpack BENCH_SITE=$BENCH_SITE"
   fi
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+  [ -d "$SITE/bin" ] && export PATH="$SITE/bin:$PATH"  # tools carried as binaries (ruff)
 fi
-export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELBOT_HOME=${KERNELBOT_HOME:-/tmp/kernelbot-bench-home} RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 # NVLink multicast stays off: on a shared multi-GPU host a program using it can take every GPU out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
