@@ -77,8 +77,11 @@ def integrate(
     for path in (placement.kernel_file, placement.test_file):
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
-    derived = derive_envelope(view)
-    call, passed = _kernel_call(target, view, placement, names)
+    reads = GatherParamReadsVisitor.of(
+        view.task.reference_path.read_text(), view.task.entry, {p.name for p in view.signature}
+    )
+    derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
+    call, passed = _kernel_call(target, view, placement, names, reads)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -142,7 +145,7 @@ def _locate(repo: Path, placement: Placement, view: TaskView) -> tuple[str, cst.
 
 
 def _kernel_call(
-    target: Target, view: TaskView, placement: Placement, names: KernelNames
+    target: Target, view: TaskView, placement: Placement, names: KernelNames, reads: set[str]
 ) -> tuple[KernelCall, dict[str, str]]:
     """The call of the kernel from the function: its own parameters forwarded as they are declared, and
     `param=self.<attr>` for each attribute the entry reads. Returns it and {param: attr} of those."""
@@ -169,9 +172,6 @@ def _kernel_call(
             f"{view.qualname} in {placement.source_file} takes other parameters than the task's reference "
             "entry: the tree changed since the extraction; extract the task again"
         )
-    reads = GatherParamReadsVisitor.of(
-        view.task.reference_path.read_text(), view.task.entry, attribute_params
-    )
     written = set(view.written_attributes)
     passed = {
         param: attr for attr, param in view.attribute_params.items() if attr not in written or param in reads
