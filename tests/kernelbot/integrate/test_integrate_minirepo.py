@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from extractors.extract import ExtractOptions, extract
+from kernelbot.formatting import FormatterError
 from kernelbot.integrate import Integration, IntegrationError, integrate, op_slug
 from kernelbot.profiles import load_profile
 from tests.kernelbot.integrate.conftest import git, make_git_repo
@@ -175,9 +176,10 @@ def test_bad_input_is_refused_with_the_tree_untouched(tmp_path: Path, tool_venvs
         (_candidate("silu").replace("(x: torch.Tensor)", "(x: torch.Tensor, y=None)"), "must match"),
         ("def silu_and_mul_forward_native(x:\n", "not valid Python"),
     ]
+    cases.append((_candidate("silu"), "op slug 'X' must be lowercase"))
     for candidate, message in cases:
         with pytest.raises(IntegrationError, match=message):
-            integrate(repo, profile, task, candidate, op_slug="x")
+            integrate(repo, profile, task, candidate, op_slug="X" if "slug" in message else "x")
         assert git(repo, "status", "--porcelain") == ""
     activation = repo / "minisglang/layers/activation.py"
     activation.write_text(
@@ -195,3 +197,16 @@ def test_bad_input_is_refused_with_the_tree_untouched(tmp_path: Path, tool_venvs
     integrate(repo, profile, task, _candidate("silu"), op_slug="x")
     with pytest.raises(IntegrationError, match="already exists"):
         integrate(repo, profile, task, _candidate("silu"), op_slug="x")
+
+
+def test_a_formatter_that_cannot_be_installed_leaves_the_tree_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_git_repo(MINIREPO, tmp_path / "repo")
+    task = _task(repo, tmp_path, "silu")
+    monkeypatch.setenv("KERNELBOT_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no index, no find-links: nothing to install from
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(FormatterError, match=r"formatter ruff==0\.15\.4 is not installed and could not be"):
+        integrate(repo, load_profile("example"), task, _candidate("silu"), op_slug="silu")
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
