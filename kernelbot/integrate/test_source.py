@@ -26,6 +26,8 @@ from kernelbot.profiles.model import Profile
 class TestSubject:
     """What the test exercises: the rewritten function in `source_module` and the kernel module."""
 
+    __test__ = False  # not a test class, whatever pytest infers from its name
+
     source_module: str
     kernel_module: str
     entry: str
