@@ -63,6 +63,11 @@ class ArgDraft:
             return f"{self.kind} = {self.value} ({shown})"
         return f"{self.kind} = {self.value!r}"
 
+    @property
+    def value_kind(self) -> str:
+        """The kind it has when given a value (an optional argument drafted as None has one too)."""
+        return self.kind if self.kind != "none" else next((k for k in self.kinds if k != "none"), "none")
+
     def set_kind(self, kind: str) -> None:
         self.kind = kind
         if kind == "tensor" and not self.shaped:

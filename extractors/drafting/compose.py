@@ -1,7 +1,7 @@
 """From the kept assignments to one input spec: arguments that are the same in every kept assignment are
 written once; one that is None in some cases and a value in others gets `when = "with_<name>"`; one that
 takes several literals or numbers reads the case's own key (`value = "scoring_func"`). Cases are the
-serving cases of the first assignment plus the smallest and largest of each switch."""
+serving cases of the first assignment plus the largest one for each switch."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def compose(result: SearchResult, profile: ServingProfile) -> ComposedDraft:
     for i, variant in enumerate(variants):
         serving = token_cases(variant.assignment, profile)
         if i:
-            serving = serving[:1] + serving[-1:] if len(serving) > 1 else serving
+            serving = serving[-1:]
         for case in serving:
             name = case["name"] + (f"_{variant.suffix}" if variant.suffix else "")
             cases.append({**case, "name": name, **keys[i]})

@@ -6,7 +6,6 @@ path (a set of executed reference lines) that no kept case takes."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,12 +14,12 @@ from extractors.drafting.assignment import ArgDraft, Assignment
 from extractors.drafting.facts import UseFacts
 from extractors.drafting.repair import repairs
 from extractors.drafting.serving_shapes import ServingProfile
-from extractors.drafting.solver import PROBE_SIZES
+from extractors.drafting.solver import PROBE_SIZES, symbols
 from extractors.drafting.trials import TrialOutcome, TrialRunner
 
 MAX_ATTEMPTS = 24  # trials to settle the first assignment
 MAX_VARIANT_ATTEMPTS = 5  # trials to settle one switch
-MAX_CASE_GROUPS = 6  # the first assignment and at most five switches
+MAX_CASE_GROUPS = 4  # the first assignment and at most three switches
 
 
 @dataclass
@@ -53,7 +52,7 @@ class SearchResult:
 
 def token_cases(assignment: Assignment, profile: ServingProfile) -> list[dict[str, Any]]:
     """Serving cases: decode batches and, when the inputs have a token dimension, a prefill chunk."""
-    used = {s for a in assignment.args.values() if a.kind != "none" for s in _words(a)}
+    used = {s for a in assignment.args.values() if a.kind != "none" for s in symbols(a)}
     cases: list[dict[str, Any]] = []
     if not ({"tokens", "batch"} & used):
         return [{"name": "default"}]
@@ -111,7 +110,7 @@ class DraftSearch:
     ) -> tuple[Assignment | None, TrialOutcome, list[dict[str, Any]]]:
         """Repair until the probe case and the serving cases run and pass; None when the budget runs out.
         `frozen`: when given, the only arguments a repair may change (a switch must not reshape the base),
-        and only the smallest and the largest serving case are run (they are the switch's cases)."""
+        and only the largest serving case is run (the switch's case: the first assignment covers the rest)."""
         current, tried = start, {start.key()}
         self._last = start
         outcome = TrialOutcome("probe", False, "not run")
@@ -119,12 +118,14 @@ class DraftSearch:
             self.attempts += 1
             cases = [{"name": "probe", **current.sizes, **PROBE_SIZES}]
             serving = [{**current.sizes, **c} for c in token_cases(current, self.profile)]
-            if frozen is not None and len(serving) > 2:
-                serving = [serving[0], serving[-1]]
-            outcomes = self.runner.run(current.spec_args(), current.sizes, cases, full=False)
+            if frozen is not None:
+                serving = serving[-1:]
+            outcomes = self.runner.run(current.spec_args(), current.sizes, cases)
             if outcomes[0].ok:
+                # the probe case is judged in full here; the serving cases run once, and the extraction's own
+                # probe applies the judge's degenerate check to every one of them
                 outcomes = self.runner.run(
-                    current.spec_args(), current.sizes, [*cases, *serving], full=True, repeat=("probe",)
+                    current.spec_args(), current.sizes, [*cases, *serving], full=("probe",), repeat=("probe",)
                 )
             failed = next((o for o in outcomes if not o.accepted), None)
             self._last = current
@@ -170,7 +171,9 @@ class DraftSearch:
                             result.dropped.append(f"{label}: {outcome.reason()}")
                         continue
                     if any(outcome.lines == v.lines for v in result.variants):
-                        continue  # the same path as a kept case
+                        if depth == 0:
+                            result.dropped.append(f"{label}: takes the same path as a kept case")
+                        continue
                     variant = Variant(settled, flips, outcome.lines)
                     result.variants.append(variant)
                     grown.append(variant)
@@ -201,12 +204,3 @@ def _allowed(start: Assignment, candidate: Assignment, frozen: set[str] | None) 
     if frozen is None:
         return True
     return all(candidate.args[n].spec() == start.args[n].spec() for n in start.args if n not in frozen)
-
-
-def _words(arg: ArgDraft) -> set[str]:
-    texts = [
-        *arg.dims,
-        str(arg.value) if arg.kind == "int" else "",
-        *(str(v) for k, v in arg.fill.items() if k != "init"),
-    ]
-    return {w for t in texts for w in re.findall(r"\b[A-Za-z_]\w*\b", t)}

@@ -51,7 +51,7 @@ def initial_assignment(
     solve_ties(args, facts)
     _bounded_ints(args, facts)
     _resolve_placeholders(args)
-    needed = {s for arg in args.values() if arg.kind != "none" for s in _symbols(arg)}
+    needed = {s for arg in args.values() if arg.kind != "none" for s in symbols(arg)}
     model = profile.model_for(needed)
     _model_values(args, model, facts)
     _unify_dtypes(args, facts)
@@ -378,7 +378,7 @@ def dim_expression(args: dict[str, ArgDraft], ref: DimRef) -> str | None:
 # -- values ------------------------------------------------------------------------------------------------
 def _bounded_ints(args: dict[str, ArgDraft], facts: UseFacts) -> None:
     for name, arg in args.items():
-        if "int" not in arg.kinds or (isinstance(arg.value, (str, int)) and arg.value is not None):
+        if arg.value_kind != "int" or (isinstance(arg.value, (str, int)) and arg.value is not None):
             continue
         semantic = int_rule(base_name(name)[0])
         if semantic is not None:
@@ -397,7 +397,7 @@ def _bounded_ints(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         else:
             arg.value = 4
     for arg in args.values():
-        if "int" in arg.kinds and arg.value is None:
+        if arg.value_kind == "int" and arg.value is None:
             arg.value = 4
 
 
@@ -429,9 +429,9 @@ def _model_values(args: dict[str, ArgDraft], model: ModelShapes, facts: UseFacts
             choices = arg.literals or ([str(arg.value)] if arg.value is not None else [])
             if arg.value is None or arg.default is None:
                 arg.value = preset if preset in choices else (choices[0] if choices else "")
-        elif "float" in arg.kinds and arg.value is None:
+        elif arg.value_kind == "float" and arg.value is None:
             arg.value = preset if isinstance(preset, (int, float)) else (float_rule(base) or 1.0)
-        elif "bool" in arg.kinds and arg.value is None:
+        elif arg.value_kind == "bool" and arg.value is None:
             arg.value = bool(preset) if isinstance(preset, bool) else False
 
 
@@ -464,16 +464,19 @@ def _linear_weights(args: dict[str, ArgDraft], facts: UseFacts) -> None:
             weight.fill["std"] = f"({fan_in}) ** -0.5"
 
 
-def _symbols(arg: ArgDraft) -> set[str]:
-    texts = [*arg.dims, *(str(v) for k, v in arg.fill.items() if k != "init")]
-    if "int" in arg.kinds:
-        texts.append(str(arg.value))
+def symbols(arg: ArgDraft, every_kind: bool = False) -> set[str]:
+    """Sizes the argument's value uses (`every_kind`: also those of the kinds a repair may move it to)."""
+    texts = [str(arg.value)] if arg.value_kind == "int" or (every_kind and isinstance(arg.value, str)) else []
+    if arg.value_kind == "tensor" or every_kind:
+        texts += [*arg.dims, *(str(v) for k, v in arg.fill.items() if k != "init")]
     return {w for t in texts for w in re.findall(r"\b[A-Za-z_]\w*\b", t) if w not in ("min", "max")}
 
 
 def size_values(args: dict[str, ArgDraft], profile: ServingProfile, model: ModelShapes) -> dict[str, int]:
     sizes: dict[str, int] = {}
-    used = sorted({s for arg in args.values() for s in _symbols(arg)})
+    used = sorted(
+        {s for arg in args.values() for s in symbols(arg, every_kind=True)} - {"True", "False", "None"}
+    )
     fresh = (v for v in itertools.chain(_FRESH_VALUES, itertools.count(432, 32)))
     taken = set(model.sizes.values()) | set(PROBE_SIZES.values())
     for name in used:

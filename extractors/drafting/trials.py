@@ -69,10 +69,10 @@ class TrialRunner:
         args: dict[str, dict[str, Any]],
         sizes: dict[str, Any],
         cases: list[dict[str, Any]],
-        full: bool,
+        full: tuple[str, ...] = (),
         repeat: tuple[str, ...] = (),
     ) -> list[TrialOutcome]:
-        """Run each case once (seed 0); with `full`, also the degenerate check, and for the cases named in
+        """Run each case once (seed 0); for the cases named in `full` also the degenerate check, for those in
         `repeat` a second run with the same seed (the reference must not draw random numbers of its own)."""
         self.count += 1
         spec = InputSpec(sizes={k: [v] for k, v in sizes.items()}, args=args, source="draft")
@@ -82,7 +82,7 @@ class TrialRunner:
         request = {
             "root": str(self.root),
             "cases": [c["name"] for c in cases],
-            "full": full,
+            "full": list(full),
             "repeat": list(repeat),
         }
         reply = self._ask(request)

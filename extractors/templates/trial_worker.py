@@ -1,10 +1,10 @@
 """Runs a draft task's reference on its own inputs, in a process of its own, one request per line on stdin.
 
-Request:  {"root": task dir, "cases": [case names], "full": bool, "repeat": [case names]}
+Request:  {"root": task dir, "cases": [case names], "full": [case names], "repeat": [case names]}
 Response: one JSON line per request on the original stdout: for each case, whether it ran, the error and the
 reference.py frames it passed through when it did not, the reference lines it executed (which path it took),
-and with "full" also the judge's degenerate verdict and, for the cases in "repeat", whether the same seed
-gives the same outputs.
+for the cases in "full" also the judge's degenerate verdict, and for those in "repeat" whether the same
+seed gives the same outputs.
 
 The reference is the user's code: whatever it prints goes to stderr, and whatever it raises is reported.
 """
@@ -126,9 +126,9 @@ def main():
         try:
             task = load_task(request["root"])
             reference = task.load_reference()
-            repeat = set(request.get("repeat", []))
+            full, repeat = set(request.get("full", [])), set(request.get("repeat", []))
             results = {
-                name: _one(task, reference, task.case(name), request["full"], name in repeat)
+                name: _one(task, reference, task.case(name), name in full, name in repeat)
                 for name in request["cases"]
             }
         except Exception as exc:  # inputs.py or reference.py do not even import
