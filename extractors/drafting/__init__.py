@@ -66,10 +66,13 @@ def draft_inputs(
     finally:
         runner.close()
     if result.error:
-        last = result.last or start
-        spec = InputSpec(sizes={k: [v] for k, v in last.sizes.items()}, args=last.spec_args(), source="draft")
+        # the refusal shows (and draft_spec.toml holds) the assignment inferred from the code, the best
+        # starting point for an edit; the repairs tried from it are in the failure's `repairs`
+        spec = InputSpec(
+            sizes={k: [v] for k, v in start.sizes.items()}, args=start.spec_args(), source="draft"
+        )
         raise DraftRefused(
-            DraftFailure(result.error, result.error_case, result.attempts, last.describe(), spec, result.log)
+            DraftFailure(result.error, result.error_case, result.attempts, start.describe(), spec, result.log)
         )
     composed = compose(result, profile)
     record = {
