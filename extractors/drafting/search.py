@@ -18,7 +18,7 @@ from extractors.drafting.solver import PROBE_SIZES, symbols
 from extractors.drafting.trials import TrialOutcome, TrialRunner
 
 MAX_ATTEMPTS = 24  # trials to settle the first assignment
-MAX_VARIANT_ATTEMPTS = 5  # trials to settle one switch
+MAX_VARIANT_ATTEMPTS = 3  # trials to settle one switch
 MAX_CASE_GROUPS = 4  # the first assignment and at most three switches
 
 
