@@ -298,3 +298,10 @@ def test_force_never_deletes_an_edited_draft_spec(tmp_path: Path, capsys: pytest
     assert main([*args, "--force", "--spec", str(draft)]) == 0  # the edited draft, passed back
     assert draft.read_text() == edited
     assert load_task(out).cases[0].params["extra"] == 3
+
+
+def test_error_lines_print_brackets_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelbot.console import error
+
+    error("inferred: x: tensor [tokens, hidden] bfloat16; y: [1, 2]")
+    assert "x: tensor [tokens, hidden] bfloat16; y: [1, 2]" in capsys.readouterr().err
