@@ -5,7 +5,6 @@ gatherer (gather_param_uses) maps the facts of helper functions onto the entry's
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -14,59 +13,20 @@ from libcst.metadata import CodeRange
 
 from extractors.drafting.facts import DimRef, IntRef, ParamFacts, Tie
 from extractors.drafting.local_values import LocalValues, arg_value, dotted, int_literal
-
-_MODULES = {"torch", "F", "nn", "math", "np", "numpy"}
-# torch.<fn>(...) whose positional arguments are sizes (for `full`, only the first one).
-_SIZE_FUNCTIONS = {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm"}
-# Tensor methods whose arguments are sizes (all positional arguments; `topk`/`kthvalue`: only k).
-_SIZE_METHODS = {
-    "view",
-    "reshape",
-    "expand",
-    "repeat",
-    "new_zeros",
-    "new_ones",
-    "new_empty",
-    "tile",
-    "resize_",
-    "split",
-    "chunk",
-    "narrow",
-    "unflatten",
-}
-_K_METHODS = {"topk", "kthvalue"}
-_CASTS = {
-    "float": "float32",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-    "double": "float64",
-    "long": "int64",
-    "int": "int32",
-    "bool": "bool",
-}
-# method -> (position of dim, position of index) for methods whose index argument indexes `dim` of the owner.
-_INDEX_METHODS = {
-    "index_select": (0, 1),
-    "gather": (0, 1),
-    "scatter": (0, 1),
-    "scatter_": (0, 1),
-    "scatter_add": (0, 1),
-    "scatter_add_": (0, 1),
-    "scatter_reduce": (0, 1),
-    "scatter_reduce_": (0, 1),
-    "index_add_": (0, 1),
-    "index_copy_": (0, 1),
-    "index_fill_": (0, 1),
-}
-_MASK_METHODS = {"masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_", "masked_select"}
-_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
-
-
-@functools.lru_cache(maxsize=1)
-def tensor_attributes() -> frozenset[str]:
-    import torch
-
-    return frozenset(a for a in dir(torch.Tensor) if not a.startswith("__"))
+from extractors.drafting.torch_vocabulary import (
+    ARITHMETIC,
+    CASTS,
+    INDEX_METHODS,
+    K_METHODS,
+    MASK_METHODS,
+    MODULES,
+    SIZE_FUNCTIONS,
+    SIZE_METHODS,
+    dtype_argument,
+    is_none_index,
+    string_literals,
+    tensor_attributes,
+)
 
 
 @dataclass
@@ -180,7 +140,7 @@ class GatherFunctionUses(cst.CSTVisitor):
         head = name.split(".")[0] if name else ""
         if (
             isinstance(node.func, cst.Attribute)
-            and head in _MODULES
+            and head in MODULES
             and self.lv.param_of(cst.Name(head)) is None
         ):
             self._module_call(node, name.rsplit(".", 1)[-1])
@@ -191,14 +151,14 @@ class GatherFunctionUses(cst.CSTVisitor):
 
     def _module_call(self, node: cst.Call, fn: str) -> None:
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
-        if fn in _SIZE_FUNCTIONS:
+        if fn in SIZE_FUNCTIONS:
             for value in positional[:1] if fn == "full" else positional:
                 self._mark_ints(value, f"torch.{fn}() size", node)
             size = arg_value(node, 99, "size")
             self._mark_ints(size, f"torch.{fn}() size", node)
             return
         first = positional[0] if positional else None
-        if fn in _K_METHODS:
+        if fn in K_METHODS:
             self._mark_ints(arg_value(node, 1, "k"), f"torch.{fn}(k=)", node)
         elif fn in ("gather", "index_select"):
             target = self._dim_of(first, arg_value(node, 1, "dim"))
@@ -227,19 +187,19 @@ class GatherFunctionUses(cst.CSTVisitor):
         if fact is not None:
             bucket = "tensor_uses" if method in tensor_attributes() else "object_uses"
             fact.note(bucket, f".{method}(), line {self._line(node)}")
-        if method in _SIZE_METHODS:
+        if method in SIZE_METHODS:
             args = [a.value for a in node.args if a.keyword is None or a.keyword.value in ("size", "sizes")]
             if method in ("narrow", "unflatten", "chunk", "split"):
                 args = args[1:] if method in ("narrow", "unflatten") else args[:1]
             for value in args:
                 self._mark_ints(value, f".{method}() size", node)
-        elif method in _K_METHODS:
+        elif method in K_METHODS:
             self._mark_ints(arg_value(node, 0, "k"), f".{method}(k=)", node)
-        elif method in _INDEX_METHODS:
-            dim_at, index_at = _INDEX_METHODS[method]
+        elif method in INDEX_METHODS:
+            dim_at, index_at = INDEX_METHODS[method]
             target = self._dim_of(owner, arg_value(node, dim_at, "dim"))
             self._index(arg_value(node, index_at, "index"), target, f".{method}() index", node)
-        elif method in _MASK_METHODS:
+        elif method in MASK_METHODS:
             self._note(arg_value(node, 0, "mask"), "mask_uses", f".{method}() mask", node)
         if fact is not None and method in ("view", "reshape", "unsqueeze"):
             shape = [int_literal(a.value) for a in node.args]
@@ -247,8 +207,8 @@ class GatherFunctionUses(cst.CSTVisitor):
                 fact.note("row_vector", f".{method}({', '.join(map(str, shape))}), line {self._line(node)}")
             elif method == "unsqueeze" and shape == [0]:
                 fact.note("col_vector", f".unsqueeze(0), line {self._line(node)}")
-        if fact is not None and (method in _CASTS or method == "to"):
-            dtype = _CASTS.get(method) or _dtype_argument(node)
+        if fact is not None and (method in CASTS or method == "to"):
+            dtype = CASTS.get(method) or dtype_argument(node)
             if dtype:
                 fact.note("casts", dtype)
 
@@ -302,7 +262,7 @@ class GatherFunctionUses(cst.CSTVisitor):
         owner = self.lv.shape_param(base)
         self._note(base, "tensor_uses", "indexed", node)
         elements = [e.slice for e in node.slice]
-        consumed = [e for e in elements if not _is_none_index(e)]
+        consumed = [e for e in elements if not is_none_index(e)]
         after_ellipsis = None
         for position, element in enumerate(consumed):
             if isinstance(element, cst.Index) and isinstance(element.value, cst.Ellipsis):
@@ -310,7 +270,7 @@ class GatherFunctionUses(cst.CSTVisitor):
                 break
         axis = 0
         for element in elements:
-            if _is_none_index(element):
+            if is_none_index(element):
                 continue
             if isinstance(element, cst.Index) and isinstance(element.value, cst.Ellipsis):
                 axis = -(after_ellipsis or 0)
@@ -328,14 +288,14 @@ class GatherFunctionUses(cst.CSTVisitor):
 
     def _vectors(self, node: cst.Subscript, elements: list[cst.BaseSlice]) -> None:
         fact = self._fact(node.value)
-        if fact is not None and len(elements) == 1 and _is_none_index(elements[0]):
+        if fact is not None and len(elements) == 1 and is_none_index(elements[0]):
             fact.note("col_vector", f"[None], line {self._line(node)}")
         if fact is None or len(elements) != 2:
             return
         first, second = elements
-        if isinstance(first, cst.Slice) and _is_none_index(second):
+        if isinstance(first, cst.Slice) and is_none_index(second):
             fact.note("row_vector", f"[:, None], line {self._line(node)}")
-        elif _is_none_index(first) and isinstance(second, cst.Slice):
+        elif is_none_index(first) and isinstance(second, cst.Slice):
             fact.note("col_vector", f"[None, :], line {self._line(node)}")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -393,7 +353,7 @@ class GatherFunctionUses(cst.CSTVisitor):
             if isinstance(y, cst.Name) and y.value == "None":
                 self._note(x, "none_tests", "is None test", node)
                 return
-            literals = _string_literals(y)
+            literals = string_literals(y)
             fact = self._fact(x)
             if literals and fact is not None:
                 for literal in literals:
@@ -442,43 +402,10 @@ class GatherFunctionUses(cst.CSTVisitor):
                 if fact is not None and not fact.int_uses:
                     self._note(side, "mask_uses", "& / |", node)
             return
-        if not isinstance(node.operator, _ARITHMETIC):
+        if not isinstance(node.operator, ARITHMETIC):
             return
         for side in (node.left, node.right):
             self._note(side, "number_uses", "arithmetic", node)
         a, b = self.lv.shape_param(node.left), self.lv.shape_param(node.right)
         if a and b and a != b:
             self.uses.broadcasts.append((a, b, f"elementwise, line {self._line(node)}"))
-
-
-def _is_none_index(element: cst.BaseSlice) -> bool:
-    return (
-        isinstance(element, cst.Index)
-        and isinstance(element.value, cst.Name)
-        and element.value.value == "None"
-    )
-
-
-def _string_literals(expr: cst.BaseExpression) -> list[str]:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return [value] if isinstance(value, str) else []
-    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
-        out: list[str] = []
-        for element in expr.elements:
-            inner = _string_literals(element.value)
-            if not inner:
-                return []
-            out += inner
-        return out
-    return []
-
-
-def _dtype_argument(node: cst.Call) -> str:
-    for arg in node.args:
-        name = dotted(arg.value)
-        if name.startswith("torch.") and (arg.keyword is None or arg.keyword.value == "dtype"):
-            return {"float": "float32", "long": "int64", "int": "int32", "half": "float16"}.get(
-                name.removeprefix("torch."), name.removeprefix("torch.")
-            )
-    return ""
