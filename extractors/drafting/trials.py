@@ -22,6 +22,7 @@ from extractors.toml_writer import dumps
 
 WORKER = Path(__file__).resolve().parents[1] / "templates" / "trial_worker.py"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = 300.0  # importing torch on a loaded machine; trials are timed once the worker is ready
 
 
 @dataclass
@@ -95,6 +96,8 @@ class TrialRunner:
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
         proc = self._worker()
+        if proc is None:
+            return None
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(json.dumps(request) + "\n")
@@ -115,7 +118,8 @@ class TrialRunner:
         log = (self.root / "worker.log").read_text(errors="replace").strip().splitlines()
         return "the trial process died" + (f": {log[-1]}" if log else "")
 
-    def _worker(self) -> subprocess.Popen[str]:
+    def _worker(self) -> subprocess.Popen[str] | None:
+        """The running worker, or a fresh one once it has imported torch (None when it never gets there)."""
         if self.proc is not None and self.proc.poll() is None:
             return self.proc
         env = dict(os.environ)
@@ -133,6 +137,12 @@ class TrialRunner:
             env=env,
             cwd=self.root,
         )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_TIMEOUT)
+        if not ready or not self.proc.stdout.readline():
+            self.died = True  # it exited, or never finished importing: either way, say what its log says
+            self._stop()
+            return None
         return self.proc
 
     def _stop(self) -> None:

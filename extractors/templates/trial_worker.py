@@ -121,6 +121,8 @@ def _one(task, reference, case, full, repeat):
 
 
 def main():
+    RESPONSES.write(json.dumps({"ready": True}) + "\n")  # imports done: trials are timed from here
+    RESPONSES.flush()
     for line in sys.stdin:
         request = json.loads(line)
         try:

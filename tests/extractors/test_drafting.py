@@ -305,3 +305,21 @@ def test_error_lines_print_brackets_as_written(capsys: pytest.CaptureFixture[str
 
     error("inferred: x: tensor [tokens, hidden] bfloat16; y: [1, 2]")
     assert "x: tensor [tokens, hidden] bfloat16; y: [1, 2]" in capsys.readouterr().err
+
+
+def test_a_trial_that_hangs_is_killed_and_the_next_one_starts_a_fresh_worker(tmp_path: Path) -> None:
+    from extractors.drafting.trials import TrialRunner
+    from extractors.signature import entry_signature
+
+    source = "import time\n\n\ndef f(x, wait: int):\n    time.sleep(wait)\n    return x * 2\n"
+    runner = TrialRunner(source, "f", entry_signature(source, "f"), timeout=3.0)
+    try:
+        args = {"x": {"shape": [4], "dtype": "float32"}, "wait": {"value": "wait"}}
+        hung = runner.run(args, {"wait": 60}, [{"name": "probe", "wait": 60}])
+        assert not hung[0].ok and hung[0].error == "ran past 3s"
+        ran = runner.run(
+            args, {"wait": 0}, [{"name": "probe", "wait": 0}], full=("probe",), repeat=("probe",)
+        )
+        assert ran[0].accepted and ran[0].outputs == ["return: float32[4]"], ran[0]
+    finally:
+        runner.close()
