@@ -381,12 +381,15 @@ class GatherFunctionUses(cst.CSTVisitor):
                             bounds.append(other)
             return
         for x, y in ((a, b), (b, a)):
-            if isinstance(x, cst.Name) and x.value in self.lv.aranges:
+            base = x
+            while isinstance(base, cst.Subscript):  # token_idx[None, :] >= topk[:, None]
+                base = base.value
+            if isinstance(base, cst.Name) and base.value in self.lv.aranges:
                 for param in self.lv.index_roots(y):
                     fact = self.uses.facts[param]
                     fact.note("index_uses", f"compared with an arange, line {line}")
-                    if self.lv.aranges[x.value] not in fact.value_range:
-                        fact.value_range.append(self.lv.aranges[x.value])
+                    if self.lv.aranges[base.value] not in fact.value_range:
+                        fact.value_range.append(self.lv.aranges[base.value])
                 return
             if isinstance(y, (cst.Integer, cst.Float)) and self._fact(x) is not None:
                 bucket = "int_uses" if isinstance(y, cst.Integer) and not equality else "number_uses"

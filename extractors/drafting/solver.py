@@ -226,7 +226,11 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
         arg.dtype = rule.pop("dtype", "float32")
         arg.fill = rule
         arg.why.append("shape from the name")
-    elif fact.index_uses and all("compared with an arange" in u for u in fact.index_uses):
+    elif (
+        fact.index_uses
+        and all("compared with an arange" in u for u in fact.index_uses)
+        and not (fact.row_vector or fact.col_vector)
+    ):
         arg.dims, arg.confidence = [], []
         arg.why.append("a count compared with an arange: a 0-d tensor")
     elif fact.row_vector:
