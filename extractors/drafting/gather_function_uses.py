@@ -6,12 +6,11 @@ gatherer (gather_param_uses) maps the facts of helper functions onto the entry's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from extractors.drafting.facts import DimRef, IntRef, ParamFacts, Tie
+from extractors.drafting.facts import CallSite, DimRef, FunctionUses, IntRef, ParamFacts, Tie
 from extractors.drafting.local_values import LocalValues, arg_value, dotted, int_literal
 from extractors.drafting.torch_vocabulary import (
     ARITHMETIC,
@@ -27,27 +26,6 @@ from extractors.drafting.torch_vocabulary import (
     string_literals,
     tensor_attributes,
 )
-
-
-@dataclass
-class CallSite:
-    callee: str
-    line: int
-    positional: list[cst.BaseExpression]
-    keywords: dict[str, cst.BaseExpression]
-
-
-@dataclass
-class FunctionUses:
-    name: str
-    params: list[str]
-    facts: dict[str, ParamFacts]
-    ties: list[Tie] = field(default_factory=list)
-    broadcasts: list[tuple[str, str, str]] = field(default_factory=list)  # two tensors combined elementwise
-    dtype_ties: list[tuple[str, str, str]] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
-    line_roots: dict[int, set[str]] = field(default_factory=dict)
-    values: LocalValues | None = None
 
 
 class GatherFunctionUses(cst.CSTVisitor):
