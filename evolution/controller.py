@@ -25,7 +25,7 @@ from evolution.executors import Executor
 from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
 from evolution.operators import OperatorSet
-from evolution.progress import NullProgress, ProgressSink, Snapshot
+from evolution.progress import NullProgress, ProgressSink, Snapshot, case_bests
 from evolution.replay import rebuild_archive
 from evolution.sampling import ParentSampler
 from evolution.stopping import StopRules
@@ -363,6 +363,7 @@ class Controller:
             evaluations_this_session=self.stop.evaluations_this_session,
             islands=self.archive.summary(),
             event=event,
+            cases=case_bests(best.result) if best and best.correct else (),
         )
 
 
