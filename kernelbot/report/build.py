@@ -22,7 +22,7 @@ from kernelbot import __version__
 from kernelbot.errors import KernelbotError, RunStateError
 from kernelbot.report.blocks import Section
 from kernelbot.report.highlight import style_sheet
-from kernelbot.report.search_data import NoSearch, SearchData, load_search
+from kernelbot.report.search_data import EVOLVE_RESUME, NoSearch, SearchData, load_search
 from kernelbot.report.search_sections import (
     failures_section,
     growth_section,
@@ -43,6 +43,7 @@ from kernelbot.report.winner_sections import code_section, feedback_section, lin
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
+TARGET_RESUME = "running the same `kernelbot target` command again continues it"
 
 
 class ReportError(KernelbotError):
@@ -59,7 +60,8 @@ def sections_of(run_dir: Path) -> tuple[str, list[Section]]:
             f"{run_dir} holds no kernelbot run: neither {STORE_FILE} (kernelbot evolve) nor target.toml"
             " (kernelbot target)"
         )
-    search = load_search(_search_dir(run_dir, target))
+    hint = EVOLVE_RESUME if target is None else TARGET_RESUME
+    search = load_search(_search_dir(run_dir, target), hint)
     if target is None and isinstance(search, NoSearch):
         raise RunStateError(
             search.reason
@@ -69,7 +71,12 @@ def sections_of(run_dir: Path) -> tuple[str, list[Section]]:
         facts += target_facts(target)
     sections = [overview_section(search, facts)]
     if target is not None:
-        sections.append(timeline_section(target))
+        last = (
+            search.evaluations[-1]["finished_at"]
+            if isinstance(search, SearchData) and search.evaluations
+            else None
+        )
+        sections.append(timeline_section(target, last))
     sections += [
         growth_section(search),
         rate_section(search),

@@ -73,6 +73,5 @@ def svg_of(fig: Figure, name: str) -> str:
     text = _PROLOGUE.sub("", buf.getvalue(), count=1)
     text = _ID.sub(lambda m: f'id="{name}-{m.group(1)}"', text)
     text = _REF.sub(lambda m: f"{m.group(1)}{name}-{m.group(2)}", text)
-    # Size by the page, not in points: the viewBox keeps the aspect ratio.
-    text = re.sub(r'<svg([^>]*?) width="[^"]+" height="[^"]+"', r'<svg\1 class="figure"', text, count=1)
+    text = text.replace("<svg ", '<svg class="figure" ', 1)  # the page shrinks it to fit (CSS)
     return text.strip()

@@ -83,7 +83,11 @@ class NoSearch:
     reason: str
 
 
-def load_search(run_dir: Path) -> SearchData | NoSearch:
+EVOLVE_RESUME = "`kernelbot evolve --resume` continues it"
+
+
+def load_search(run_dir: Path, resume_hint: str = EVOLVE_RESUME) -> SearchData | NoSearch:
+    """The search in `run_dir`; `resume_hint` says how a stopped one is continued."""
     if not (run_dir / STORE_FILE).is_file():
         return NoSearch(f"there is no search store ({run_dir / STORE_FILE}): the search has not started")
     try:
@@ -98,8 +102,8 @@ def load_search(run_dir: Path) -> SearchData | NoSearch:
                 evaluations=store.evaluations(),
                 mutations=store.mutations(),
                 placements=store.placements(),
-                islands=len(store.island_generations()) or 1,
-                status=_status(run_dir, store.state("finished")),
+                islands=len(store.island_generations()) or _configured_islands(meta),
+                status=_status(run_dir, store.state("finished"), resume_hint),
                 best=best_program(store),
                 pending=sum(1 for p in programs if p.result is None),
                 by_id={p.id: p for p in programs},
@@ -117,16 +121,19 @@ def _config(meta: dict[str, str]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _status(run_dir: Path, finished: Any) -> RunStatus:
+def _configured_islands(meta: dict[str, str]) -> int:
+    islands = (_config(meta).get("archive") or {}).get("islands")
+    return islands if isinstance(islands, int) and islands > 0 else 1
+
+
+def _status(run_dir: Path, finished: Any, resume_hint: str) -> RunStatus:
     if finished:
         return RunStatus("finished", str(finished))
     pid = _lock_holder(run_dir)
     if pid is not None:
         return RunStatus("running", f"a kernelbot process (pid {pid}) is driving this search now")
     return RunStatus(
-        "stopped",
-        "the search stopped without finishing (killed, interrupted or crashed);"
-        " `kernelbot evolve --resume` continues it",
+        "stopped", f"the search stopped without finishing (killed, interrupted or crashed); {resume_hint}"
     )
 
 

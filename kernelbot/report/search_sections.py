@@ -30,6 +30,8 @@ def when(t: float | None) -> str:
 
 def duration(seconds: float) -> str:
     seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.2g} s" if seconds < 1 else f"{seconds:.1f} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -48,7 +50,7 @@ def empty_reason(data: SearchData) -> str:
     why = NO_EVALUATIONS
     if data.pending:
         why += f" ({data.pending} candidate(s) recorded and waiting to be judged)"
-    return f"{why}; {data.status.detail}" if not data.status.finished else why
+    return why + ("" if data.status.finished else f" (the search is {data.status.kind}: see the overview)")
 
 
 def search_facts(data: SearchData) -> list[tuple[str, str]]:

@@ -44,7 +44,9 @@ def _outcome_text(outcome: dict[str, Any]) -> str:
     return text if len(text) <= _OUTCOME_CHARS else text[: _OUTCOME_CHARS - 1] + "…"
 
 
-def timeline_section(t: TargetData) -> Section:
+def timeline_section(t: TargetData, last_seen: float | None = None) -> Section:
+    """`last_seen`: the latest sign of life of the run (its search's last evaluation), where an unfinished
+    stage's bar ends."""
     title = "Stage timeline"
     if t.state.missing:
         return Section.absent("timeline", title, t.state.missing)
@@ -53,7 +55,7 @@ def timeline_section(t: TargetData) -> Section:
         return Section.absent("timeline", title, "target.toml records no stage that has started")
     origin = float((t.state.value or {}).get("created_at") or min(s.started_at for s in started))  # type: ignore[type-var]
     ends = [s.finished_at or s.started_at for s in started]
-    now = max(e for e in ends if e is not None)
+    now = max([e for e in ends if e is not None] + ([last_seen] if last_seen else []))
     rows = tuple(
         (
             s.name,
