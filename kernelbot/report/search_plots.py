@@ -122,7 +122,7 @@ class CaseSpeedups:
 
 def speedups_svg(cases: list[CaseSpeedups]) -> str:
     rows = len(cases)
-    with figure("speedups", height_in=max(1.8, 0.42 * rows + 1.0)) as (fig, ax):
+    with figure("speedups", width_in=7.2, height_in=max(1.8, 0.42 * rows + 1.0)) as (fig, ax):
         offsets = {"graph": -0.16, "wall": 0.16}
         for regime, offset in offsets.items():
             ys = [i + offset for i, c in enumerate(cases) if regime in c.winner]
@@ -154,7 +154,7 @@ def speedups_svg(cases: list[CaseSpeedups]) -> str:
         ax.set_yticks(range(rows), [c.name for c in cases])
         ax.invert_yaxis()
         ax.set_xlabel("speedup over the reference (95 % CI)")
-        ax.legend(loc="best", fontsize=7)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7)
         return svg_of(fig, "speedups")
 
 

@@ -15,6 +15,7 @@ from kernelbot.report.series import (
     buckets,
     failure_reasons,
     growth,
+    operator_misses,
     outcome_counts,
     programs_by_operator,
 )
@@ -173,34 +174,46 @@ def failures_section(search: SearchData | NoSearch) -> Section:
     title = "Failures by stage and reason"
     if isinstance(search, NoSearch):
         return Section.absent("failures", title, search.reason)
-    if not search.evaluations:
+    misses = operator_misses(search)
+    if not search.evaluations and not misses:
         return Section.absent("failures", title, empty_reason(search))
     counts = outcome_counts(search)
     failed = sum(v for k, v in counts.items() if k != "passed")
+    blocks: list = []
     if not failed:
-        return Section(
-            "failures", title, (Note(f"None of the {len(search.evaluations)} evaluations failed."),)
+        blocks.append(Note(f"None of the {len(search.evaluations)} evaluations failed."))
+    else:
+        reasons = failure_reasons(search)
+        rows = tuple(
+            (r.stage, r.example, str(r.count), f"#{r.first_evaluation}", f"#{r.last_evaluation}")
+            for r in reasons
         )
-    reasons = failure_reasons(search)
-    stage_row = tuple(str(counts.get(k, 0)) for k in FAILURE_KINDS)
-    rows = tuple(
-        (r.stage, r.example, str(r.count), f"#{r.first_evaluation}", f"#{r.last_evaluation}") for r in reasons
-    )
-    return Section(
-        "failures",
-        title,
-        (
+        blocks += [
             Figure(
                 failures_svg(buckets(search), reasons),
                 "Top: failed evaluations per time bucket by the stage that stopped them ('flagged': a hack"
                 " check). Bottom: how often each of the most common reasons had been seen, over time.",
             ),
-            Table(FAILURE_KINDS, (stage_row,), caption="failures by stage", numeric=tuple(range(5))),
+            Table(
+                FAILURE_KINDS,
+                (tuple(str(counts.get(k, 0)) for k in FAILURE_KINDS),),
+                caption="failed evaluations by stage",
+                numeric=tuple(range(len(FAILURE_KINDS))),
+            ),
             Table(
                 ("stage", "reason (latest of its kind; numbers vary)", "count", "first", "last"),
                 rows,
-                caption="failures by reason (first and last: evaluation number)",
+                caption="failed evaluations by reason (first and last: evaluation number)",
                 numeric=(2, 3, 4),
             ),
-        ),
-    )
+        ]
+    if misses:
+        blocks.append(
+            Table(
+                ("operator", "outcome", "reason (latest of its kind)", "count"),
+                tuple((m.operator, m.outcome, m.example, str(m.count)) for m in misses),
+                caption="operator calls that gave nothing to judge",
+                numeric=(3,),
+            )
+        )
+    return Section("failures", title, tuple(blocks))

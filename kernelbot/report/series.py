@@ -14,6 +14,7 @@ from kernelbot.report.search_data import SearchData
 
 FAILURE_KINDS = ("static", "compile", "correctness", "timing", "flagged")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_PROGRAM_ID = re.compile(r"\b[0-9a-f]{8,64}\b")  # program ids and shas
 _BUCKETS = 24  # time buckets of the per-minute plots
 _NICE_SECONDS = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 
@@ -117,9 +118,10 @@ class Reason:
 
 
 def reason_key(text: str) -> str:
-    """A failure's first line with its numbers blanked, so "error 3.1e-2 at (0, 5)" groups with its kin."""
+    """A failure's first line with its numbers and program ids blanked, so that "error 3.1e-2 at (0, 5)"
+    groups with its kin."""
     first = (text.strip().splitlines() or [""])[0]
-    return _NUMBER.sub("#", first)[:160]
+    return _NUMBER.sub("#", _PROGRAM_ID.sub("<id>", first))[:160]
 
 
 def failure_reasons(data: SearchData) -> list[Reason]:
@@ -144,6 +146,29 @@ def failure_reasons(data: SearchData) -> list[Reason]:
         for (kind, _), e in seen.items()
     ]
     return sorted(rows, key=lambda r: (-r.count, r.first_evaluation))
+
+
+@dataclass(frozen=True)
+class OperatorMiss:
+    """Operator calls of one kind that gave nothing to judge (duplicate, malformed, rejected, error)."""
+
+    operator: str
+    outcome: str
+    example: str
+    count: int
+
+
+def operator_misses(data: SearchData) -> list[OperatorMiss]:
+    seen: dict[tuple[str, str, str], list] = {}
+    for m in data.mutations:
+        if m.get("outcome") == "child":
+            continue
+        error = (str(m.get("error") or "").strip().splitlines() or ["(no reason recorded)"])[0][:300]
+        key = (str(m.get("operator")), str(m.get("outcome")), reason_key(error))
+        entry = seen.setdefault(key, [error, 0])
+        entry[0], entry[1] = error, entry[1] + 1
+    rows = [OperatorMiss(op, outcome, e[0], e[1]) for (op, outcome, _), e in seen.items()]
+    return sorted(rows, key=lambda r: -r.count)
 
 
 def outcome_counts(data: SearchData) -> Counter[str]:

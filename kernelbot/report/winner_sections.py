@@ -68,7 +68,8 @@ class _Inductor:
             self.note = (
                 "torch.compile: the Triton code Inductor generated for the reference, made standalone and"
                 " judged in this run like any candidate (same evaluator, cases and device). 'vs compile' is"
-                " the ratio of the two candidates' median times, taken in separate evaluations (no interval)."
+                " the winner's speedup over the Inductor seed's, each measured against the reference in its"
+                " own evaluation (a ratio of two estimates: no interval is claimed for it)."
             )
             return
         elif result is not None and not (result.correct and not result.hacks):
@@ -126,7 +127,7 @@ def speedups_section(search: SearchData | NoSearch) -> Section:
         row += [_x(case.timings[r]) if r in case.timings else "-" for r in REGIMES]
         for regime in REGIMES:
             mine, theirs = case.timings.get(regime), inductor.timing(case.name, regime)
-            ratio = theirs.candidate.median_us / mine.candidate.median_us if mine and theirs else None
+            ratio = mine.speedup / theirs.speedup if mine and theirs and theirs.speedup > 0 else None
             row.append(f"{ratio:.3f}x" if ratio else "-")
         rows.append(tuple(row))
         if case.timings:
