@@ -73,5 +73,5 @@ class Section:
     missing: str = ""  # why this section has nothing to show ("" when it has)
 
     @classmethod
-    def absent(cls, id: str, title: str, why: str) -> Section:
-        return cls(id, title, missing=why)
+    def absent(cls, section_id: str, title: str, why: str) -> Section:
+        return cls(section_id, title, missing=why)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,8 @@ def load_search(run_dir: Path, resume_hint: str = EVOLVE_RESUME) -> SearchData |
             )
     except RunStoreError as exc:
         return NoSearch(str(exc))
+    except sqlite3.DatabaseError as exc:  # a damaged store: readable enough to open, not to read
+        return NoSearch(f"{run_dir / STORE_FILE} cannot be read: {exc}")
     return data
 
 

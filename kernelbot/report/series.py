@@ -50,8 +50,8 @@ def growth(data: SearchData) -> Growth:
         t = data.elapsed_s(ev["finished_at"]) / 60.0
         evaluations.append((t, i))
         program = data.by_id.get(ev["program_id"])
-        if counts_toward_best(program) and (best is None or program.score > best):  # type: ignore[union-attr]
-            best = program.score  # type: ignore[union-attr]
+        if program is not None and counts_toward_best(program) and (best is None or program.score > best):
+            best = program.score
             overall.append((t, best))
     # An island's best: the best program placed there so far (seeds land on every island, children on
     # their home island, migrants where they travel). A placement is written with its evaluation, and a
@@ -63,12 +63,11 @@ def growth(data: SearchData) -> Growth:
         if row.kind != "migration" and row.program_id in finished:
             now = max(now, data.elapsed_s(finished[row.program_id]) / 60.0)
         program = data.by_id.get(row.program_id)
-        if not counts_toward_best(program):
+        if program is None or not counts_toward_best(program):
             continue
-        score = program.score  # type: ignore[union-attr]
-        if score > island_best.get(row.island, -math.inf):
-            island_best[row.island] = score
-            islands.setdefault(row.island, []).append((now, score))
+        if program.score > island_best.get(row.island, -math.inf):
+            island_best[row.island] = program.score
+            islands.setdefault(row.island, []).append((now, program.score))
     return Growth(overall, islands, evaluations)
 
 

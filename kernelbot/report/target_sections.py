@@ -53,7 +53,9 @@ def timeline_section(t: TargetData, last_seen: float | None = None) -> Section:
     started = [s for s in t.stages if s.started_at is not None]
     if not started:
         return Section.absent("timeline", title, "target.toml records no stage that has started")
-    origin = float((t.state.value or {}).get("created_at") or min(s.started_at for s in started))  # type: ignore[type-var]
+    starts = [s.started_at for s in started if s.started_at is not None]
+    created = (t.state.value or {}).get("created_at")
+    origin = float(created) if isinstance(created, (int, float)) else min(starts)
     ends = [s.finished_at or s.started_at for s in started]
     now = max([e for e in ends if e is not None] + ([last_seen] if last_seen else []))
     rows = tuple(

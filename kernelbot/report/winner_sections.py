@@ -5,8 +5,9 @@ and the structured feedback of the latest failures."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from evaluators.result import CaseResult, EvalResult
+from evaluators.result import CaseResult, EvalResult, RegimeTiming
 from evolution.types import Program
 from kernelbot.report.blocks import Code, Details, Facts, Figure, Note, Section, Table
 from kernelbot.report.highlight import diff_html, diff_text, plain_html, python_html
@@ -16,6 +17,7 @@ from kernelbot.report.search_sections import NO_EVALUATIONS, duration, empty_rea
 from kernelbot.report.series import latest_failures, lineage
 
 INDUCTOR = "seed:inductor"
+NOT_MEASURED = "torch.compile was not measured"
 REGIMES = ("graph", "wall")
 _FAILURES_SHOWN = 6
 _LOG_TAIL = 4000
@@ -27,7 +29,7 @@ def _no_winner(search: SearchData) -> str:
     return f"no candidate has passed the evaluator yet (of {len(search.evaluations)} evaluated)"
 
 
-def _interval(t) -> tuple[float, float, float]:
+def _interval(t: RegimeTiming) -> tuple[float, float, float]:
     return (t.speedup, t.ci_low, t.ci_high)
 
 
@@ -45,7 +47,7 @@ def _status(case: CaseResult) -> str:
     return "ok" if case.passed else "FAILED"
 
 
-def _x(t) -> str:
+def _x(t: RegimeTiming) -> str:
     return f"{t.speedup:.3f}x [{t.ci_low:.3f}, {t.ci_high:.3f}]"
 
 
@@ -53,60 +55,53 @@ def _error(value: float | None) -> str:
     return "-" if value is None else f"{value:.2e}"
 
 
-class _Inductor:
-    """What the store says about torch.compile: the Inductor seed's result, or why there is none."""
+@dataclass(frozen=True)
+class CompileBaseline:
+    """What the store says about torch.compile: the judged Inductor seed to compare with, or why none."""
 
-    def __init__(self, search: SearchData, winner: Program) -> None:
-        self.program = next((p for p in search.programs if p.operator == INDUCTOR), None)
-        self.note = ""
-        result = self.program.result if self.program else None
-        if self.program is not None and self.program.id == winner.id:
-            self.note = (
-                "The winner is the Inductor seed itself (torch.compile's Triton code made standalone)."
-            )
-        elif result is not None and result.correct and not result.hacks and _timed(result):
-            self.note = (
-                "torch.compile: the Triton code Inductor generated for the reference, made standalone and"
-                " judged in this run like any candidate (same evaluator, cases and device). 'vs compile' is"
-                " the winner's speedup over the Inductor seed's, each measured against the reference in its"
-                " own evaluation (a ratio of two estimates: no interval is claimed for it)."
-            )
-            return
-        elif result is not None and not (result.correct and not result.hacks):
-            self.note = (
-                f"torch.compile was not measured: the Inductor seed failed at {result.stage.value}"
-                f" ({_first_line(result.reason)})."
-            )
-        elif result is not None:
-            self.note = (
-                "torch.compile was not measured: the Inductor seed passed, but this backend does not time."
-            )
-        elif self.program is not None:
-            self.note = (
-                "torch.compile was not measured: the Inductor seed was never judged (the run stopped first)."
-            )
-        else:
-            self.note = _no_inductor_reason(search)
-        self.program = None
+    program: Program | None
+    note: str
 
-    def timing(self, case: str, regime: str):
-        if self.program is None or self.program.result is None:
-            return None
-        found = next((c for c in self.program.result.cases if c.name == case), None)
+    def timing(self, case: str, regime: str) -> RegimeTiming | None:
+        result = self.program.result if self.program is not None else None
+        found = next((c for c in result.cases if c.name == case), None) if result else None
         return found.timings.get(regime) if found else None
+
+
+def compile_baseline(search: SearchData, winner: Program) -> CompileBaseline:
+    seeds = [p for p in search.programs if p.operator == INDUCTOR]
+    usable = [p for p in seeds if p.result and p.correct and _timed(p.result)]
+    if any(p.id == winner.id for p in seeds):
+        return CompileBaseline(None, "The winner is the Inductor seed itself (torch.compile's code).")
+    if usable:
+        return CompileBaseline(
+            max(usable, key=lambda p: p.score),
+            "torch.compile: the Triton code Inductor generated for the reference, made standalone and"
+            " judged in this run like any candidate (same evaluator, cases and device). 'vs compile' is"
+            " the winner's speedup over the Inductor seed's, each measured against the reference in its"
+            " own evaluation (a ratio of two estimates: no interval is claimed for it).",
+        )
+    judged = [p for p in seeds if p.result is not None]
+    failed = next((p.result for p in judged if p.result is not None and not p.correct), None)
+    if failed is not None:
+        why = f"the Inductor seed failed at {failed.stage.value} ({_first_line(failed.reason)})"
+    elif judged:
+        why = "the Inductor seed passed, but this backend does not time"
+    elif seeds:
+        why = "the Inductor seed was never judged (the run stopped first)"
+    else:
+        why = _no_inductor_reason(search)
+    return CompileBaseline(None, f"{NOT_MEASURED}: {why}.")
 
 
 def _no_inductor_reason(search: SearchData) -> str:
     calls = [m for m in search.mutations if m.get("operator") == INDUCTOR]
     if calls:
         error = _first_line(str(calls[-1].get("error") or calls[-1].get("outcome")))
-        return f"torch.compile was not measured: the Inductor seed produced no candidate ({error})."
+        return f"the Inductor seed produced no candidate ({error})"
     if (search.config.get("mutation") or {}).get("inductor_seed") is False:
-        return (
-            "torch.compile was not measured: the run was started without the Inductor seed"
-            " (--no-inductor-seed)."
-        )
-    return "torch.compile was not measured: this run's store holds no Inductor seed."
+        return "the run was started without the Inductor seed (--no-inductor-seed)"
+    return "this run's store holds no Inductor seed"
 
 
 def speedups_section(search: SearchData | NoSearch) -> Section:
@@ -117,7 +112,7 @@ def speedups_section(search: SearchData | NoSearch) -> Section:
     if winner is None or winner.result is None:
         return Section.absent("speedups", title, _no_winner(search))
     result = winner.result
-    inductor = _Inductor(search, winner)
+    inductor = compile_baseline(search, winner)
     header = ("case", "params", "result", "max abs err", "graph speedup [95% CI]", "wall speedup [95% CI]")
     header += ("vs compile (graph)", "vs compile (wall)")
     rows, plotted = [], []
@@ -170,7 +165,7 @@ def speedups_section(search: SearchData | NoSearch) -> Section:
                 "warn",
             )
         )
-    blocks.append(Note(inductor.note, "info" if inductor.program else "warn"))
+    blocks.append(Note(inductor.note, "warn" if inductor.note.startswith(NOT_MEASURED) else "info"))
     blocks.append(Table(header, tuple(rows), numeric=(3, 4, 5, 6, 7)))
     return Section("speedups", title, tuple(blocks))
 

@@ -86,3 +86,35 @@ def test_bad_input_is_one_line_and_exit_1(tmp_path, empty_run, capsys, problem) 
         "unwritable": "cannot write the report",
     }[problem]
     assert expected in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("inductor", ["failed", "winner", "pending"])
+def test_what_the_report_says_about_torch_compile(tmp_path, inductor) -> None:
+    from search_fakes import fake_result, make_tiny_task, program_source
+
+    from evaluators.task import load_task
+    from evolution.config import SearchConfig
+    from evolution.dedup import candidate_sha
+    from evolution.redact import Redactor
+    from evolution.store import RunStore
+    from evolution.types import Program
+
+    task = load_task(make_tiny_task(tmp_path / "task"))
+    run = tmp_path / "run"
+    sources = {
+        "seed:file": program_source(1.0 if inductor == "winner" else 1.5),
+        "seed:inductor": program_source(0, fail="compile") if inductor == "failed" else program_source(1.2),
+    }
+    with RunStore.create(run, task, SearchConfig(), Redactor()) as store:
+        for i, (operator, source) in enumerate(sources.items()):
+            program = Program(f"p{i}", source, candidate_sha(source, task.entry), None, operator, 0, -1)
+            store.add_pending(program)
+            if not (inductor == "pending" and operator == "seed:inductor"):
+                store.record_evaluation(program.id, fake_result(task.name, task.entry, source))
+    speedups = text(sections(parse_strict(make_report(run)))["speedups"])
+    expected = {
+        "failed": "not measured: the Inductor seed failed at compile (fake failure at compile)",
+        "winner": "The winner is the Inductor seed itself",
+        "pending": "torch.compile was not measured: the Inductor seed was never judged",
+    }[inductor]
+    assert expected in speedups
