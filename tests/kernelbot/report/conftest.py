@@ -125,10 +125,3 @@ def target_run(tmp_path_factory, llm_run) -> Path:
 def stopped_target_run(tmp_path_factory, interpreter_runs) -> Path:
     root = tmp_path_factory.mktemp("target-stopped")
     return make_stopped_target_run(root / "run", interpreter_runs.killed, interpreter_runs.task)
-
-
-def make_report(run: Path, out: Path | None = None) -> str:
-    """`kernelbot report RUN --out FILE` through the CLI; the page's text."""
-    out = out or run.parent / f"report-{run.name}.html"
-    assert main(["report", str(run), "--out", str(out)]) == exit_codes.OK
-    return out.read_text()

@@ -259,3 +259,13 @@ def make_stopped_target_run(run: Path, killed_search: Path, task: Path) -> Path:
         t0,
     )
     return run
+
+
+def make_report(run: Path, out: Path | None = None) -> str:
+    """`kernelbot report RUN --out FILE` through the CLI; the page's text."""
+    from kernelbot import exit_codes
+    from kernelbot.cli import main
+
+    out = out or run.parent / f"report-{run.name}.html"
+    assert main(["report", str(run), "--out", str(out)]) == exit_codes.OK
+    return out.read_text()

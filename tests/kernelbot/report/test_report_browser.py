@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_report
 from PIL import Image
+from report_runs import make_report
 
 from kernelbot.report.figures import BEST_COLOUR
 

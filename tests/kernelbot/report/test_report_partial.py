@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import make_report
 from html_check import EVOLVE_SECTIONS, TARGET_SECTIONS, figures, missing, parse_strict, sections, text
+from report_runs import make_report
 
 from kernelbot import exit_codes
 from kernelbot.cli import main
@@ -118,3 +118,24 @@ def test_what_the_report_says_about_torch_compile(tmp_path, inductor) -> None:
         "pending": "torch.compile was not measured: the Inductor seed was never judged",
     }[inductor]
     assert expected in speedups
+
+
+def test_a_search_being_driven_is_reported_as_running(tmp_path, empty_run) -> None:
+    import os
+    import shutil
+
+    run = shutil.copytree(empty_run, tmp_path / "run")
+    (run / "run.lock").write_text(str(os.getpid()))  # the lock's holder is alive: this process
+    overview = text(sections(parse_strict(make_report(run)))["overview"])
+    assert f"running: a kernelbot process (pid {os.getpid()}) is driving this search now" in overview
+
+
+@pytest.mark.parametrize("opened", [True, False])
+def test_open_shows_the_page_in_a_browser(tmp_path, empty_run, monkeypatch, capsys, opened) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr("kernelbot.commands.report.webbrowser.open", lambda url: asked.append(url) or opened)
+    out = tmp_path / "page.html"
+    assert main(["report", str(empty_run), "--out", str(out), "--open"]) == exit_codes.OK
+    assert asked == [out.resolve().as_uri()]
+    err = " ".join(capsys.readouterr().err.split())
+    assert ("no web browser could be started here" in err) is not opened

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import make_report
 from html_check import EVOLVE_SECTIONS, figures, missing, parse_strict, sections, text
-from report_runs import LLM_KEY
+from report_runs import LLM_KEY, make_report
 
 from kernelbot.report.figures import BEST_COLOUR
 

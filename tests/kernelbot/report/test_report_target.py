@@ -3,8 +3,8 @@ benchmark with the delta's interval, and the PR body as kernelbot.propose wrote 
 
 from __future__ import annotations
 
-from conftest import make_report
 from html_check import EVOLVE_SECTIONS, TARGET_SECTIONS, figures, missing, parse_strict, sections, text
+from report_runs import make_report
 
 
 def test_a_target_run_has_every_section(target_run) -> None:
