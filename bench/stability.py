@@ -5,9 +5,12 @@ Three synthetic kernels sized for an H200 (4.3 TB/s measured copy bandwidth, 60 
 elementwise op on 128 KiB), `mid` (~10 µs, a row-norm reduction over 32 MiB) and `large` (~200 µs, an 800 MiB
 copy). Each is a real Task directory (task.toml, reference.py in PyTorch, inputs.py) with a Triton candidate.
 Every evaluation is a FRESH process (new CUDA context, new allocations, new hidden seeds) that runs
-evaluators.timing.time_cases (graph and wall regimes) and then do_bench and do_bench_cudagraph on the same
+evaluators.timing.time_cases twice: as the task is (graph regime scored, then the wall regime's short look,
+`kernelbot-wall-look`), and with the task declared a wall task (`kernelbot-wall`: the wall regime as a wall
+task's verdict gets it, with its stop rule, pinning and cap); then do_bench and do_bench_cudagraph on the same
 reference and candidate, in an order rotated per evaluation. The parent reports, per kernel and method, the
-cross-process coefficient of variation of the reported candidate time and of the speedup over the reference.
+cross-process coefficient of variation of the reported candidate time and of its speedup over the reference,
+and rewrites stability.json after every process, so a run cut short still leaves what it measured.
 
 Run from the repository root on the GPU machine:
     PYTHONPATH=. python bench/stability.py --out bench-out/stability
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import importlib.util
 import json
@@ -120,8 +124,27 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _timing_record(timing: Any) -> dict[str, Any]:
+    from evaluators import stats
+
+    return {
+        "candidate_us": timing.candidate.median_us,
+        "reference_us": timing.reference.median_us,
+        "speedup": timing.speedup,
+        "ci": [timing.ci_low, timing.ci_high],
+        "half_width": stats.relative_half_width(timing.speedup, timing.ci_low, timing.ci_high),
+        "claim_low": timing.claim_low,
+        "samples": timing.candidate.samples + timing.candidate.outliers,
+        "cv_within": timing.candidate.cv,
+    }
+
+
 def run_child(
-    task_dir: Path, index: int, overrides: dict[str, Any], simple_check: bool = False
+    task_dir: Path,
+    index: int,
+    overrides: dict[str, Any],
+    simple_check: bool = False,
+    triton_benches: tuple[str, ...] = ("do_bench", "do_bench_cudagraph"),
 ) -> dict[str, Any]:
     import torch
     import triton
@@ -167,24 +190,26 @@ def run_child(
         raise SystemExit(f"candidate of {task.name} disagrees with its reference")
     torch.cuda.synchronize()
 
-    record: dict[str, Any] = {"kernel": case.name, "index": index, "methods": {}}
+    record: dict[str, Any] = {"kernel": case.name, "index": index, "methods": {}, "log": []}
+    # The same judge once more, as a wall task: the wall regime scored, alone.
+    wall_ctx = dataclasses.replace(
+        ctx,
+        task=dataclasses.replace(task, regime="wall"),
+        config=EvalConfig(timing=dataclasses.replace(config.timing, regimes=("wall",))),
+    )
+    names = {("graph", "graph"): "kernelbot-graph", ("graph", "wall"): "kernelbot-wall-look"}
+    names[("wall", "wall")] = "kernelbot-wall"
 
     def ours() -> None:
         start = time.perf_counter()
-        report = time_cases(ctx, [case], check_call=check_call)
-        took = time.perf_counter() - start
-        if not report.passed:
-            raise SystemExit(f"timing failed: {report.reason}")
-        for regime, timing in report.timings[case.name].items():
-            record["methods"][f"kernelbot-{regime}"] = {
-                "candidate_us": timing.candidate.median_us,
-                "reference_us": timing.reference.median_us,
-                "speedup": timing.speedup,
-                "ci": [timing.ci_low, timing.ci_high],
-                "samples": timing.candidate.samples + timing.candidate.outliers,
-                "cv_within": timing.candidate.cv,
-            }
-        record["timing_stage_s"] = took
+        for judge in (ctx, wall_ctx):
+            judge = dataclasses.replace(judge, log=record["log"].append)
+            report = time_cases(judge, [case], check_call=check_call)
+            if not report.passed:
+                raise SystemExit(f"timing failed: {report.reason}")
+            for regime, timing in report.timings[case.name].items():
+                record["methods"][names[(judge.task.regime, regime)]] = _timing_record(timing)
+        record["timing_stage_s"] = time.perf_counter() - start
 
     def triton_bench(name: str, bench: Any) -> None:
         start = time.perf_counter()
@@ -197,10 +222,9 @@ def run_child(
             "wall_s": time.perf_counter() - start,
         }
 
-    steps = [
-        ours,
-        lambda: triton_bench("do_bench", do_bench),
-        lambda: triton_bench("do_bench_cudagraph", do_bench_cudagraph),
+    benches = {"do_bench": do_bench, "do_bench_cudagraph": do_bench_cudagraph}
+    steps = [ours] + [
+        (lambda name=name: triton_bench(name, benches[name])) for name in triton_benches if name in benches
     ]
     shift = index % len(steps)  # rotate the order so no method always runs first (coldest)
     for step in steps[shift:] + steps[:shift]:
@@ -224,12 +248,16 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def child_command(task_dir: Path, index: int, timing: list[str], simple_check: bool = False) -> list[str]:
+def child_command(
+    task_dir: Path, index: int, timing: list[str], simple_check: bool = False, triton_bench: str | None = None
+) -> list[str]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(task_dir), "--index", str(index)]
     for item in timing:
         cmd += ["--timing", item]
     if simple_check:
         cmd.append("--simple-check")
+    if triton_bench is not None:
+        cmd += ["--triton-bench", triton_bench]
     return cmd
 
 
@@ -263,6 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-check the last timed call with allclose instead of evaluators.correctness.check_call",
     )
+    parser.add_argument(
+        "--triton-bench",
+        default="do_bench,do_bench_cudagraph",
+        help="triton.testing's timers to run beside: do_bench, do_bench_cudagraph (comma-separated) or none",
+    )
     parser.add_argument("--child-timeout", type=float, default=600.0, help="seconds per evaluation process")
     parser.add_argument(
         "--dry-run", action="store_true", help="write the tasks and print the plan; run nothing"
@@ -275,8 +308,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     overrides = parse_overrides(args.timing)
+    benches = tuple(b.strip() for b in args.triton_bench.split(",") if b.strip() not in ("", "none"))
+    unknown_bench = [b for b in benches if b not in ("do_bench", "do_bench_cudagraph")]
+    if unknown_bench:
+        print(f"error: --triton-bench: unknown {unknown_bench}", file=sys.stderr)
+        return 2
     if args.child is not None:
-        record = run_child(args.child, args.index, overrides, args.simple_check)
+        record = run_child(args.child, args.index, overrides, args.simple_check, benches)
         print(RESULT_PREFIX + json.dumps(record), flush=True)
         return 0
     if args.out is None:
@@ -290,13 +328,20 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     tasks = {name: write_task(out / "tasks" / name, name) for name in names}
     plan = [(i, name) for i in range(args.evaluations) for name in names]  # kernels interleaved over time
+    bench_arg = ",".join(benches) or "none"
     if args.dry_run:
         for i, name in plan:
-            print(" ".join(child_command(tasks[name], i, args.timing, args.simple_check)))
+            print(" ".join(child_command(tasks[name], i, args.timing, args.simple_check, bench_arg)))
         return 0
-    records = []
+    records: list[dict[str, Any]] = []
+    meta = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "timing_overrides": overrides,
+    }
+    table = ""
     for i, name in plan:
-        cmd = child_command(tasks[name], i, args.timing, args.simple_check)
+        cmd = child_command(tasks[name], i, args.timing, args.simple_check, bench_arg)
         try:
             proc = subprocess.run(
                 cmd, capture_output=True, text=True, env=_child_env(), check=False, timeout=args.child_timeout
@@ -310,20 +355,27 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         record = parse_child_output(proc.stdout)
         records.append(record)
-        graph = record["methods"].get("kernelbot-graph", {})
-        us, speedup = graph.get("candidate_us", math.nan), graph.get("speedup", math.nan)
-        print(
-            f"[{len(records)}/{len(plan)}] {name} #{i}: graph {us:.3f} µs, speedup {speedup:.4f}",
-            flush=True,
-        )
+        print(f"[{len(records)}/{len(plan)}] {name} #{i}: {progress_line(record)}", flush=True)
+        table = write_results(out, records, meta)  # after every process: a run cut short keeps its numbers
+    print(table)
+    return 0
+
+
+def progress_line(record: dict[str, Any]) -> str:
+    parts = []
+    for method, label in (("kernelbot-graph", "graph"), ("kernelbot-wall", "wall")):
+        m = record["methods"].get(method, {})
+        us, speedup = m.get("candidate_us", math.nan), m.get("speedup", math.nan)
+        half = m.get("half_width")
+        ci = f" ±{100 * half:.2f} %" if isinstance(half, float) and math.isfinite(half) else ""
+        parts.append(f"{label} {us:.3f} µs, speedup {speedup:.4f}{ci}")
+    return "; ".join(parts)
+
+
+def write_results(out: Path, records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """stability.json (meta, summary, every record) and stability.md; returns the markdown."""
     first = records[0]
-    meta = {
-        "device": first.get("device"),
-        **first.get("versions", {}),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "timing_overrides": overrides,
-    }
+    meta = {"device": first.get("device"), **first.get("versions", {}), **meta, "evaluations": len(records)}
     rows = summarize(records)
     out.mkdir(parents=True, exist_ok=True)
     (out / "stability.json").write_text(
@@ -331,8 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     table = markdown(rows, meta)
     (out / "stability.md").write_text(table)
-    print(table)
-    return 0
+    return table
 
 
 if __name__ == "__main__":

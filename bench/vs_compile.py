@@ -62,6 +62,7 @@ def _time_pair(
     module: Any,
     path: Path,
     config: Any,
+    gpu_lock: Any = None,
 ) -> Any:
     from evaluators.context import JudgeContext
     from evaluators.correctness import check_call
@@ -85,6 +86,7 @@ def _time_pair(
         ctx,
         cases,
         check_call=lambda _c, case, before, ret, after: check_call(check_ctx, case, before, ret, after),
+        **({"gpu_lock": gpu_lock} if gpu_lock is not None else {}),
     )
     return report
 
@@ -95,9 +97,13 @@ def measure(
     case_names: frozenset[str] | None = None,
     pairings: tuple[str, ...] = PAIRINGS,
     config: Any = None,
+    gpu_lock: Any = None,
+    compiled: Any = None,
 ) -> dict[str, Any]:
     """Time `pairings` of one task on its cases (only those in `case_names` when given), with `config` (an
-    EvalConfig; its defaults when None)."""
+    EvalConfig; its defaults when None). `gpu_lock` (an evaluators.timing.GpuHold) is held around each
+    case's sampling, as the evaluator's workers do, when other processes time on the same GPU; `compiled`
+    is a torch.compile of the reference to time (and keep compiled for the caller), else one is made here."""
     import torch
     import torch._dynamo
 
@@ -113,7 +119,7 @@ def measure(
     backend.init_device()
     module, best = _load_candidate(candidate_path, task.entry)
     eager = task.load_reference()
-    compiled = torch.compile(eager, dynamic=False)
+    compiled = compiled if compiled is not None else torch.compile(eager, dynamic=False)
     pairs = {
         "best_vs_eager": (eager, best),
         "compile_vs_eager": (eager, compiled),
@@ -127,7 +133,9 @@ def measure(
     out: dict[str, Any] = {"task": task.name, "regime": task.regime, "candidate": str(candidate_path)}
     for name in pairings:
         baseline, contender = pairs[name]
-        report = _time_pair(task, cases, backend, baseline, contender, module, candidate_path, config)
+        report = _time_pair(
+            task, cases, backend, baseline, contender, module, candidate_path, config, gpu_lock
+        )
         out[name] = {
             "passed": report.passed,
             "reason": report.reason,

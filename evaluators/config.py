@@ -25,10 +25,13 @@ class TimingConfig:
     # H200 with 12 workers, GPU lock time per candidate went 0.80-0.82 s -> 0.72-0.77 s, and candidates per
     # GPU-minute 58.7-61.7 -> 62.0-65.7 (docs/benchmarks.md: H200 runs of 2026-11-30 at 9cb329a and d13b348).
     secondary_time_cap_s: float = 0.01
-    # A wall task's scored regime: host noise (several % per sample) keeps its medians from ever reaching
-    # cv_target, so sampling always ran to time_cap_s (98 of 98 decode_metadata cases on the H200); this
-    # shorter cap (~25 pairs) costs its median ~25 % more standard error and a wall candidate ~0.3 s of GPU.
-    wall_time_cap_s: float = 0.06
+    # A wall task's scored regime stops on its speedup's confidence interval instead of the medians' CVs
+    # (host time scatters by several % per sample, so those never reached cv_target: 98 of 98
+    # decode_metadata cases ran to the cap on the H200); this is its cap. A ~10 us launch-bound call's ratio
+    # scatters ~6 % per pair on the H200, so its interval reaches ~+-0.8 % in 0.2 s; more pairs would barely
+    # move the cross-process spread (per-process effects of ~0.8 % dominate it, 2026-12-01 probe), and every
+    # case of a wall candidate holds the GPU lock that long.
+    wall_time_cap_s: float = 0.2
     secondary_min_samples: int = 5
     # Graph regime: each implementation replays this many separately allocated copies of its inputs in
     # turn, so where one allocation happens to land in memory weighs less (evaluators.timing_graph).
@@ -46,6 +49,22 @@ class TimingConfig:
     # took 4-7 calls, not 10, on the H200. That saved little GPU time: the secondary look still runs to its
     # cap (secondary_time_cap_s) on every case.
     wall_sample_target_us: float = 2000.0
+    # Wall regime (evaluators.timing_wall_sampler): sampling stops once the 95 % CI of the median paired
+    # speedup is within this fraction of it on either side (after min_samples and min_time_s), or at
+    # wall_time_cap_s / wall_max_samples. The half-width is ~2.5 sigma / sqrt(pairs) for a per-pair
+    # scatter sigma: 0.5 % takes ~100 pairs at 2 %, ~220 at 3 %, ~900 at 6 % (then the cap ends it).
+    wall_ci_target: float = 0.005
+    wall_max_samples: int = 1000  # the summary's Harrell-Davis medians cost O(pairs) Beta weights each
+    # The lower bound a PR may claim (RegimeTiming.claim_low): the CI's lower end, less what a fresh
+    # process moves a speedup on top of its own interval (the cross-process targets of docs/benchmarks.md).
+    graph_claim_margin: float = 0.0025
+    wall_claim_margin: float = 0.01
+    # While it holds the GPU lock for wall timing, the worker's timing thread runs alone on one reserved core
+    # that no other evaluation worker (nor anything it starts: compilers) may use (evaluators.timing_host).
+    cpu_affinity: bool = True
+    # ...and first spins until that core's clock is steady, for at most this long (2 ms when the core was
+    # timing for another worker moments before).
+    cpu_warmup_ms: float = 20.0
     l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
     regimes: tuple[str, ...] = ("graph", "wall")
 

@@ -73,6 +73,10 @@ class RegimeTiming:
     speedup: float  # reference time / candidate time (median of paired ratios)
     ci_low: float
     ci_high: float
+    # The lowest speedup a PR may state for this case and regime: ci_low less the cross-process margin
+    # (TimingConfig.graph_claim_margin / wall_claim_margin); None when too few pairs for a 95 % interval
+    # or the result predates the field.
+    claim_low: float | None = None
 
     @property
     def real(self) -> bool:

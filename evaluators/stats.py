@@ -9,9 +9,10 @@ of paired ratios instead of a t-interval.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # The relative standard error of a sample median is sqrt(pi/2) times that of the mean for normal data.
@@ -154,6 +155,7 @@ def _log_binom_pmf(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0)
 
 
+@functools.lru_cache(maxsize=8192)  # the wall regime's stop rule asks again for every few more pairs
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
     """0-based ranks (lo, hi) of the sorted sample bounding a distribution-free CI for the median.
 
@@ -231,6 +233,86 @@ def paired_speedup(
     lo, hi = median_ci(ratios, confidence)
     centre = harrell_davis(ratios)
     return PairedSpeedup(centre, min(lo, centre), max(hi, centre), len(ratios))
+
+
+def log_ratio_mask(
+    reference: Sequence[float], candidate: Sequence[float], k: float = 1.5, min_rel_iqr: float = 0.0
+) -> list[bool]:
+    """True for each pair whose ratio reference / candidate lies inside the Tukey fences of the log ratios.
+
+    Fencing the ratios rather than each series keeps what pairing is for: a load change that slows both
+    samples of a round alike leaves its ratio alone (per-series fences would drop such rounds wholesale,
+    and with them the rounds' balance), while an interrupt or a preemption that hits one sample of a round
+    makes that round's ratio an outlier. `min_rel_iqr` floors the IQR of the logs at log(1 + min_rel_iqr).
+    A pair with a non-positive time is never kept; fewer than four usable pairs are all kept.
+    """
+    if len(reference) != len(candidate):
+        raise ValueError(f"paired samples need equal lengths, got {len(reference)} and {len(candidate)}")
+    usable = [r > 0.0 and c > 0.0 for r, c in zip(reference, candidate, strict=True)]
+    logs = [math.log(r / c) for r, c, ok in zip(reference, candidate, usable, strict=True) if ok]
+    if len(logs) < 4:
+        return usable
+    q1, q3 = quantile(logs, 0.25), quantile(logs, 0.75)
+    iqr = max(q3 - q1, math.log1p(min_rel_iqr))
+    lo, hi = q1 - k * iqr, q3 + k * iqr
+    kept = iter(lo <= v <= hi for v in logs)
+    return [ok and next(kept) for ok in usable]
+
+
+def fenced_ratios(
+    reference: Sequence[float], candidate: Sequence[float], min_rel_iqr: float = 0.0
+) -> list[float]:
+    """The per-pair ratios reference / candidate inside the log-ratio fences (see log_ratio_mask)."""
+    mask = log_ratio_mask(reference, candidate, min_rel_iqr=min_rel_iqr)
+    return [r / c for r, c, keep in zip(reference, candidate, mask, strict=True) if keep]
+
+
+def ratio_speedup(
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    confidence: float = 0.95,
+    min_rel_iqr: float = 0.0,
+    centre: Callable[[Sequence[float]], float] = harrell_davis,
+) -> PairedSpeedup:
+    """Speedup from paired samples with the fences on the ratios (log_ratio_mask), not on each series.
+
+    The estimate is `centre` of the kept ratios (Harrell-Davis by default; the stop rule of the wall regime
+    passes the plain median, which costs a sort instead of a Beta weight per sample), the interval the
+    distribution-free one from their order statistics; it always contains the estimate.
+    """
+    if not reference:
+        raise ValueError("paired speedup of no samples")
+    ratios = fenced_ratios(reference, candidate, min_rel_iqr)
+    if not ratios:
+        return PairedSpeedup(math.inf, math.inf, math.inf, 0)
+    lo, hi = median_ci(ratios, confidence)
+    mid = centre(ratios)
+    return PairedSpeedup(mid, min(lo, mid), max(hi, mid), len(ratios))
+
+
+def relative_half_width(estimate: float, ci_low: float, ci_high: float) -> float:
+    """The larger distance from the estimate to an end of its interval, as a fraction of the estimate."""
+    if not (math.isfinite(estimate) and estimate > 0 and math.isfinite(ci_low) and math.isfinite(ci_high)):
+        return math.inf
+    return max(estimate - ci_low, ci_high - estimate) / estimate
+
+
+def ci_covers(n: int, confidence: float = 0.95) -> bool:
+    """Whether n samples can give a distribution-free median interval at `confidence` at all: the widest
+    one, (min, max), covers the median with probability 1 - 2^(1-n) (n >= 6 for 95 %)."""
+    return n >= 1 and 1.0 - 2.0 ** (1 - n) >= confidence
+
+
+def claim_lower_bound(ci_low: float, margin: float, pairs: int, confidence: float = 0.95) -> float | None:
+    """The lowest speedup a claim may state: the interval's lower end, divided by 1 + `margin`.
+
+    The interval covers the noise within one process; `margin` stands for what a fresh process adds on top
+    (new allocations, clocks, placement: the cross-process scatter the stability benchmark measures). None
+    when the pairs are too few for an interval at `confidence` (see ci_covers) or the lower end is unusable.
+    """
+    if not ci_covers(pairs, confidence) or not (math.isfinite(ci_low) and ci_low > 0):
+        return None
+    return ci_low / (1.0 + max(0.0, margin))
 
 
 def geometric_mean(values: Sequence[float]) -> float:

@@ -9,16 +9,17 @@ evaluators.correctness.check_call. A candidate measured faster than the hardware
 
 Called by the worker after the correctness stage passed. The device's GPU lock (`gpu_lock`) is held only while
 samples are taken (warm-up, sampling, the re-check's replay): inputs, captures and the verdict happen outside
-it, so other workers' timing goes on meanwhile. Import this module in the worker before the candidate is
-imported: the timers and CUDA entry points are bound at import time.
+it, so other workers' timing goes on meanwhile. In the wall regime, which measures host work, holding the lock
+also holds the GPU's timing core: the sampling thread moves onto it for the case (evaluators.timing_host),
+where no other worker runs, spins the core's clock up, and samples until the speedup's interval is narrow
+(evaluators.timing_wall_sampler). Import this module in the worker before the candidate is imported: the
+timers and CUDA entry points are bound at import time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import inspect
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -27,21 +28,38 @@ from typing import Any
 
 from evaluators.context import JudgeContext
 from evaluators.errors import TaskError
-from evaluators.result import HackFinding, Hardware, RegimeTiming
+from evaluators.result import HackFinding, RegimeTiming
 from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
 from evaluators.task import REGIMES, Case
+from evaluators.timing_cpus import CorePlan
 from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
-from evaluators.timing_graph import device_synchronize as _cuda_synchronize
+from evaluators.timing_host import FOLLOW_UP_CPU_WARMUP_MS, gc_paused, pinned, process_plan, warm_cpu
 from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, graph_input_sets, run_and_diff
 from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
 from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
+from evaluators.timing_support import RegimeFailure as _RegimeFailure
+from evaluators.timing_support import RegimeSkipped as _RegimeSkipped
+from evaluators.timing_support import armed as _armed
+from evaluators.timing_support import bind as _bind
+from evaluators.timing_support import derive_seed as derive_seed
+from evaluators.timing_support import describe_error as _describe_error
+from evaluators.timing_support import device_sync as _device_sync
+from evaluators.timing_support import guarded as _guarded
+from evaluators.timing_support import hardware as _hardware
+from evaluators.timing_support import l2_bytes as _l2_bytes
+from evaluators.timing_support import release_cached_memory as _release_cached_memory
 from evaluators.timing_wall import WallRunner, wall_calls_for
+from evaluators.timing_wall_cuda import CudaFeed, can_feed
+from evaluators.timing_wall_sampler import CiStop, ci_half_width, sample_until_ci, summarize_wall
 
 # Per-call copies of mutated arguments may take this much device memory per implementation.
 COPY_BUDGET_BYTES = 1 << 30
 # The full warm-up (config.timing.warmup_ms) brings the clocks up once per evaluation; every later case and
 # regime, which follows with the GPU still busy, only needs its own first calls out of the way.
 FOLLOW_UP_WARMUP_MS = 2.0
+# Wall warm-up rounds at least: a fed runner's first sample sizes its busy-wait, and code that synchronises
+# shows itself in the next few (evaluators.timing_wall.STARVED_SAMPLES_TO_SYNC).
+WALL_WARMUP_ROUNDS = 5
 
 # Holds the device's GPU lock for one case and regime's sampling; yields True when the GPU was timing for
 # another worker moments before (its clocks are up: the short warm-up is enough).
@@ -75,49 +93,15 @@ class TimingReport:
         return self
 
 
-class _RegimeFailure(Exception):
-    def __init__(self, reason: str, findings: list[HackFinding] | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.findings = findings or []
-
-
-class _RegimeSkipped(Exception):
-    pass
-
-
-def derive_seed(seeds: tuple[int, ...], *parts: object) -> int:
-    """A 31-bit seed from the evaluation's hidden seeds and a purpose, stable within one evaluation."""
-    digest = hashlib.blake2b(repr((tuple(seeds), *parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & 0x7FFFFFFF
-
-
-def _device_sync(ctx: JudgeContext) -> Callable[[], None]:
-    if ctx.backend.device.startswith("cuda"):
-        return _cuda_synchronize
-    return ctx.backend.synchronize
-
-
-def _l2_bytes(ctx: JudgeContext) -> int | None:
-    if not ctx.backend.device.startswith("cuda"):
-        return None
-    import torch
-
-    props = torch.cuda.get_device_properties(torch.device(ctx.backend.device))
-    return int(getattr(props, "L2_cache_size", 0) or 0) or None
-
-
-def _hardware(ctx: JudgeContext) -> Hardware:
-    # The worker may leave the Hardware it recorded before the candidate import (no subprocess needed then).
-    hw = ctx.notes.get("hardware")
-    return hw if isinstance(hw, Hardware) else ctx.backend.hardware()
-
-
 class CaseTimer:
     """Times one case in each regime; holds the two implementations' own inputs and the case's roofline."""
 
-    def __init__(self, ctx: JudgeContext, case: Case, index: int, check: CheckCall) -> None:
+    def __init__(
+        self, ctx: JudgeContext, case: Case, index: int, check: CheckCall, plan: CorePlan | None = None
+    ) -> None:
         self.ctx, self.case, self.check = ctx, case, check
+        self.plan = plan or CorePlan(None, note="not pinned: no plan given")
+        self.where = ""  # where the wall regime's timing thread ran, for the log line
         self.seeds = ctx.seeds or (0,)
         self.index = index
         self.device = ctx.backend.device
@@ -164,11 +148,14 @@ class CaseTimer:
                     self.case, derive_seed(self.seeds, self.index, regime, "recheck"), self.device
                 )
                 asked_at = time.monotonic()
-                with hold() as gpu_warm:
+                # Holding the lock holds the timing core too: the wall regime's host work is what it measures.
+                with hold() as gpu_warm, self._pinned(regime) as self.where:
                     locked_at, self.locked_epoch = time.monotonic(), time.time()
                     self.lock_wait_s = locked_at - asked_at
                     warm = min(warmup_ms, FOLLOW_UP_WARMUP_MS) if gpu_warm else warmup_ms
-                    samples, checked = self._sample(regime, ref_runner, cand_runner, cand_set, warm, fresh)
+                    samples, checked = self._sample(
+                        regime, ref_runner, cand_runner, cand_set, warm, fresh, gpu_warm
+                    )
                     self.lock_held_s = time.monotonic() - locked_at
             finally:
                 ref_runner.release()
@@ -177,6 +164,9 @@ class CaseTimer:
             if regime == "graph":
                 self.graph_us = (timing.reference.median_us, timing.candidate.median_us)
             return timing
+
+    def _pinned(self, regime: str) -> contextlib.AbstractContextManager[str]:
+        return pinned(self.plan) if regime == "wall" else contextlib.nullcontext("")
 
     def _graph_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
         if not self.device.startswith("cuda"):
@@ -220,17 +210,26 @@ class CaseTimer:
         target = cfg.wall_sample_target_us
         ref_calls = wall_calls_for(ref_us, target, min(cfg.wall_calls, self._max_calls(ref_set)))
         cand_calls = wall_calls_for(cand_us, target, min(cfg.wall_calls, self._max_calls(cand_set)))
+        # Fed where the wall regime is scored on a CUDA device; the other regime's short look (and every other
+        # device) times sync to sync: no warm-up rounds to spend on sizing busy-waits.
+        fed = self.ctx.task.regime == "wall" and self.device.startswith("cuda") and can_feed()
+        ref_feed, cand_feed = (CudaFeed(), CudaFeed()) if fed else (None, None)
         return (
-            WallRunner(self.ctx.reference, ref_set, self.sync, ref_calls, flush),
-            WallRunner(self.ctx.candidate, cand_set, self.sync, cand_calls, flush),
+            WallRunner(self.ctx.reference, ref_set, self.sync, ref_calls, flush, ref_feed),
+            WallRunner(self.ctx.candidate, cand_set, self.sync, cand_calls, flush, cand_feed),
         )
 
     def _sample(
-        self, regime: str, ref: Any, cand: Any, cand_set: InputSet, warmup_ms: float, fresh: Inputs
+        self,
+        regime: str,
+        ref: Any,
+        cand: Any,
+        cand_set: InputSet,
+        warmup_ms: float,
+        fresh: Inputs,
+        gpu_warm: bool = False,
     ) -> tuple[Samples, dict[str, Any]]:
         cfg = self.ctx.config.timing
-        if regime == self.ctx.task.regime == "wall":
-            cfg = dataclasses.replace(cfg, time_cap_s=min(cfg.time_cap_s, cfg.wall_time_cap_s))
         if regime != self.ctx.task.regime:
             cfg = dataclasses.replace(
                 cfg,
@@ -264,6 +263,22 @@ class CaseTimer:
         final_measure = _guarded("candidate", regime, self.case, final_candidate)
         # The secondary regime follows the scored one on the same implementations: their first calls are over.
         secondary = regime != self.ctx.task.regime
+        if regime == "wall":
+            if not secondary:  # the core the thread just moved to may have idled in a low clock state
+                cpu = warm_cpu(FOLLOW_UP_CPU_WARMUP_MS if gpu_warm else cfg.cpu_warmup_ms)
+                self.where = f"{self.where}, {cpu.describe()}".strip(", ")
+            rule = CiStop(
+                ci_target=cfg.wall_ci_target,
+                min_samples=cfg.min_samples,
+                max_samples=cfg.wall_max_samples,
+                min_time_s=cfg.min_time_s,
+                time_cap_s=cfg.time_cap_s if secondary else cfg.wall_time_cap_s,
+            )
+            with gc_paused():
+                rounds = 1 if secondary else WALL_WARMUP_ROUNDS
+                warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=rounds)
+                self.modes = (ref.settle(), cand.settle())
+                return sample_until_ci(ref_measure, cand_measure, rule, rng, final_measure), checked
         warm_up([ref_measure, cand_measure], warmup_ms, min_rounds=1 if secondary else MIN_WARMUP_ROUNDS)
         samples = sample_interleaved(ref_measure, cand_measure, cfg, rng, final_candidate=final_measure)
         return samples, checked
@@ -291,32 +306,17 @@ class CaseTimer:
             f"{self.lock_held_s * 1e3:.0f} ms with the GPU lock held at {self.locked_epoch:.3f} "
             f"after {self.lock_wait_s * 1e3:.0f} ms waiting, "
             f"{(time.monotonic() - self.started) * 1e3:.0f} ms with set-up and re-check"
+            + (self._wall_note(samples) if regime == "wall" else "")
         )
-        return summarize(samples)
+        cfg = self.ctx.config.timing
+        if regime == "wall":
+            return summarize_wall(samples, cfg.wall_claim_margin)
+        return summarize(samples, claim_margin=cfg.graph_claim_margin)
 
-
-def _release_cached_memory(ctx: JudgeContext) -> None:
-    """Hand the allocator's cached blocks back before a case is captured: during a capture it cannot free
-    them, so under a worker's memory share (EvalConfig.device_memory_share) a capture would fail on memory
-    that the previous case (or the correctness stage) only keeps cached."""
-    if ctx.backend.device.startswith("cuda"):
-        import torch
-
-        torch.cuda.empty_cache()
-
-
-def _armed(ctx: JudgeContext) -> contextlib.AbstractContextManager[Any]:
-    armed = getattr(ctx.sandbox, "armed", None)
-    return armed() if callable(armed) else contextlib.nullcontext()
-
-
-def _bind(fn: Callable[..., Any], inputs: Inputs) -> dict[str, Any]:
-    args, kwargs = inputs
-    try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-    except (TypeError, ValueError):
-        return {f"arg{i}": a for i, a in enumerate(args)} | dict(kwargs)
-    return dict(bound.arguments)
+    def _wall_note(self, samples: Samples) -> str:
+        half = ci_half_width(samples.reference, samples.candidate)
+        modes = "/".join(getattr(self, "modes", ("?", "?")))
+        return f"; speedup CI +-{half * 100:.2f} %, {modes} samples, {self.where}"
 
 
 def _regimes(ctx: JudgeContext) -> list[str]:
@@ -325,48 +325,32 @@ def _regimes(ctx: JudgeContext) -> list[str]:
     return sorted(dict.fromkeys(wanted), key=lambda r: r != ctx.task.regime)
 
 
-def _describe_error(who: str, when: str, case: Case, exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"the {who} raised during {when} of case {case.name!r}: {type(exc).__name__}: " + (
-        text[0] if text else ""
-    )
-
-
-def _guarded(who: str, regime: str, case: Case, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """fn, with any exception it raises (other than a capture error) turned into a failure naming `who`."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (_RegimeFailure, _RegimeSkipped, CaptureError):
-            raise
-        except Exception as exc:
-            raise _RegimeFailure(_describe_error(who, f"{regime} timing", case, exc)) from exc
-
-    return call
-
-
 def time_cases(
     ctx: JudgeContext,
     cases: list[Case],
     *,
     check_call: CheckCall | None = None,
     gpu_lock: GpuHold = no_lock,
+    cpu_plan: CorePlan | None = None,
 ) -> TimingReport:
     """Time every case in every configured regime; stop at the first failure (the cascade's rule).
 
-    `gpu_lock` is entered around each case and regime's sampling (see the module docstring)."""
+    `gpu_lock` is entered around each case and regime's sampling (see the module docstring); inside it the
+    wall regime runs on `cpu_plan`'s timing core (default: this process's plan, evaluators.timing_host)."""
     report = TimingReport()
     if not getattr(ctx.backend, "can_time", False):
         report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"
         return report
     check = check_call or default_check_call()
+    if cpu_plan is None and "wall" in ctx.config.timing.regimes:
+        cpu_plan = process_plan(ctx.backend.device, ctx.config.timing.cpu_affinity)
+    plan = cpu_plan or CorePlan(None, note="not pinned: no wall regime")
     ceilings = Ceilings.for_hardware(_hardware(ctx), _l2_bytes(ctx))
     warmup_ms = ctx.config.timing.warmup_ms
     for index, case in enumerate(cases):
         _release_cached_memory(ctx)
         try:
-            timer = CaseTimer(ctx, case, index, check)
+            timer = CaseTimer(ctx, case, index, check, plan)
         except TaskError:
             raise  # a malformed task (e.g. [roofline] read names no argument): the user's to fix
         except Exception as exc:  # the reference (or make_inputs) raised on its own inputs

@@ -77,7 +77,7 @@ def sample_interleaved(
     min_samples = max(2, config.min_samples)
     max_samples = max(min_samples, config.max_samples)
     while True:
-        pair = _round(reference, candidate, rng)
+        pair = paired_round(reference, candidate, rng)
         out.reference.append(pair[0])
         out.candidate.append(pair[1])
         n = len(out.reference) + (1 if final_candidate is not None else 0)
@@ -98,14 +98,14 @@ def sample_interleaved(
             out.stopped = "time cap"
             break
     if final_candidate is not None:
-        pair = _round(reference, final_candidate, rng)
+        pair = paired_round(reference, final_candidate, rng)
         out.reference.append(pair[0])
         out.candidate.append(pair[1])
     out.elapsed_s = clock() - start
     return out
 
 
-def _round(reference: Measure, candidate: Measure, rng: random.Random) -> tuple[float, float]:
+def paired_round(reference: Measure, candidate: Measure, rng: random.Random) -> tuple[float, float]:
     if rng.random() < 0.5:
         r = reference()
         c = candidate()
@@ -126,7 +126,8 @@ def series_stats(samples: Sequence[float]) -> TimingStats:
     )
 
 
-def summarize(samples: Samples, confidence: float = 0.95) -> RegimeTiming:
+def summarize(samples: Samples, confidence: float = 0.95, claim_margin: float = 0.0) -> RegimeTiming:
+    """The graph regime's summary: pairs dropped where either sample is outside its own series' fences."""
     paired = stats.paired_speedup(samples.reference, samples.candidate, confidence, MIN_REL_IQR)
     return RegimeTiming(
         reference=series_stats(samples.reference),
@@ -134,4 +135,5 @@ def summarize(samples: Samples, confidence: float = 0.95) -> RegimeTiming:
         speedup=paired.speedup,
         ci_low=paired.ci_low,
         ci_high=paired.ci_high,
+        claim_low=stats.claim_lower_bound(paired.ci_low, claim_margin, paired.pairs, confidence),
     )

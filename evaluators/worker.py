@@ -126,6 +126,18 @@ _STAGE_MODULES = (
 )
 
 
+def place_off_timing_cores() -> None:
+    """Keep this process (and all it starts) off the cores reserved for wall timing, as far as they are known
+    before the device is (evaluators.timing_host); the plan is completed once the job names the device."""
+    try:
+        from evaluators.timing_host import place_early
+
+        note = place_early()
+    except Exception as exc:  # placement is an optimisation of timing quality, never a reason not to start
+        note = f"skipped ({type(exc).__name__}: {exc})"
+    print(f"kernelbot worker: cpu placement at start: {note}", file=sys.stderr, flush=True)
+
+
 def warm_cuda_tools(device: str) -> None:
     """The profiler (kernel and stream checks) and CUDA graphs (graph-regime timing) each have a one-time
     set-up cost per process; a worker pays it while it waits in the warm pool."""
@@ -141,6 +153,7 @@ def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, wo
     faulthandler.enable(file=sys.stderr)  # a segfault leaves the Python stack in the log tail
     channel = Channel(control_fd)
     jobs = LineReader(job_fd)
+    place_off_timing_cores()  # warming up (CUDA context, profiler) is heavy: not on a core that times
 
     # Warm-up: everything expensive happens before a candidate exists.
     preload()
@@ -165,6 +178,9 @@ def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, wo
     channel.nonce = job.nonce
     apply_limits(job.config, backend.name)
     limit_device_memory(job.config, backend)
+    from evaluators.timing_host import place_worker
+
+    place_worker(job.config, backend)  # now with its GPU known; the candidate's compiler inherits it
 
     try:
         prepared = pipeline.prepare(job, backend, hardware, workdir=workdir, progress=channel.progress)

@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     worker.die_with_parent(args.parent_pid)
     sock = socket.socket(fileno=args.socket_fd)
+    worker.place_off_timing_cores()  # its forks start where it is
     worker.preload()
     import torch
 

@@ -79,6 +79,9 @@ class StopConfig:
     max_cost_usd: float | None = None
     plateau: int | None = None  # stop after this many evaluations without a better best
     exhausted: int = 40  # stop after this many mutation attempts in a row that produced no new candidate
+    # Stop at the first correct candidate when the evaluator cannot time (the interpreter scores every correct
+    # candidate 1.0, so a longer search has nothing left to rank).
+    untimed_correct: bool = False
     drain_timeout_s: float = 180.0  # at a stop, how long evaluations already running may take to finish
 
 

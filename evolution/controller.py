@@ -14,25 +14,24 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from evaluators.candidate import check_evolve_block, parse_candidate
+from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.result import Hardware
 from evaluators.task import Task
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
-from evolution.errors import SearchError
 from evolution.executors import Executor
 from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
+from evolution.moves import Move, MoveChooser, needs_correct_parent
 from evolution.operators import OperatorSet
 from evolution.progress import NullProgress, ProgressSink, Snapshot, case_bests
 from evolution.replay import rebuild_archive
 from evolution.sampling import ParentSampler
+from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, seed_sources
 from evolution.stopping import StopRules
 from evolution.store import MutationRecord, PlacementRow, RunStore, new_program_id
 from evolution.types import MutationOutcome, MutationRequest, Mutator, Program, TokenUsage
-
-SEED_FILE_OPERATOR = "seed:file"
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,8 @@ class Controller:
         self._hardware = _latest_hardware(store, executor.backend_name)
         # Breeding jobs in flight and their phase ("mutating" | "evaluating"): a time stop drops the former.
         self._jobs: dict[asyncio.Task[None], str] = {}
+        self.moves = MoveChooser(operators, self.sampler, self.rng)
+        self.seeding = SeedingReport()
 
     # --- the loop -------------------------------------------------------------------------------------------
 
@@ -91,6 +92,7 @@ class Controller:
         if not self.store.state("seeded", False):
             await self._seed()
             self.store.set_state(seeded=True)
+            self._check_seeded()
         reason = await self._evolve()
         self.store.set_state(finished=reason, finished_at=time.time())
         snapshot = self.snapshot(f"stopped: {reason}")
@@ -116,11 +118,15 @@ class Controller:
                     await self._wait(running)
                     continue
                 if self.archive.is_empty():
-                    raise SearchError(
-                        f"no program to mutate: no seed for task {self.task.name!r} produced a result "
-                        "(add candidates/ to the task, pass --seed FILE or configure an --llm endpoint)"
-                    )
-                job = asyncio.create_task(self._breed(self.iterations))
+                    raise self.seeding.no_program(self.task.name)
+                move = self.moves.next(self.archive, self.iterations % len(self.archive.islands))
+                if move is None:  # nothing new for any parent: wait for what is in flight, or stop
+                    if running:
+                        await self._wait(running)
+                        continue
+                    reason = self.moves.reason(self.archive)
+                    break
+                job = asyncio.create_task(self._breed(self.iterations, move))
                 running[job] = "mutating"
                 self.iterations += 1
             await self._drain(running, reason)
@@ -161,7 +167,7 @@ class Controller:
 
     async def _seed(self) -> None:
         jobs = []
-        for i, (path, source) in enumerate(self._seed_sources()):
+        for i, (path, source) in enumerate(seed_sources(self.task, self.seed_files, self.progress.note)):
             sha = candidate_sha(source, self.task.entry)
             if sha in self.seen:
                 continue
@@ -177,39 +183,28 @@ class Controller:
                 jobs.append(self._mutate_and_evaluate(seeder, request, "seed", ""))
         await asyncio.gather(*jobs)
 
-    def _seed_sources(self) -> list[tuple[Path, str]]:
-        found: list[tuple[Path, str]] = []
-        for path in sorted((self.task.root / "candidates").glob("*.py")):
-            try:  # a task's own candidates may include deliberately broken examples: skip, do not fail
-                found.append((path, parse_candidate(path.read_text(), self.task.entry, path).source))
-            except (CandidateError, OSError, UnicodeDecodeError) as exc:
-                self.progress.note(f"skipping seed {path.name}: {exc}")
-        for path in self.seed_files:  # given by the user: a bad one is an error
-            try:
-                source = path.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise CandidateError(f"cannot read seed file {path}: {exc}") from exc
-            found.append((path, parse_candidate(source, self.task.entry, path).source))
-        return found
+    def _check_seeded(self) -> None:
+        """After seeding: end the run when nothing can be evolved; else note each seeder that failed."""
+        if self.archive.is_empty():
+            raise self.seeding.no_program(self.task.name)
+        programs = self.archive.all_elites()
+        repairs = [m for m in self.operators.evolvers if not needs_correct_parent(m)]
+        if self.operators.evolvers and not repairs and not any(p.correct for p in programs):
+            unique = list({p.id: p for p in programs}.values())
+            raise self.seeding.no_correct_program(
+                self.task.name, unique, [m.name for m in self.operators.evolvers]
+            )
+        for line in self.seeding.notes():
+            self.progress.note(line)
 
     # --- one iteration --------------------------------------------------------------------------------------
 
-    async def _breed(self, iteration: int) -> None:
-        islands = self.archive.islands
-        index = iteration % len(islands)
-        # An island may still be empty early on (its seeds failed): borrow the next non-empty one.
-        for step in range(len(islands)):
-            if len(islands[(index + step) % len(islands)]):
-                index = (index + step) % len(islands)
-                break
-        operator = self.operators.pick(self.rng)
-        # Launch tuning keeps what a kernel computes, so a wrong parent only yields wrong children.
-        correct_only = bool(getattr(operator, "needs_correct_parent", False))
-        choice = self.sampler.choose(islands[index], correct_only=correct_only)
+    async def _breed(self, iteration: int, move: Move) -> None:
+        choice = move.choice
         request = MutationRequest(
-            self.task, choice.parent, choice.inspirations, self._hardware, index, iteration
+            self.task, choice.parent, choice.inspirations, self._hardware, move.island, iteration
         )
-        await self._mutate_and_evaluate(operator, request, "evolve", choice.mode)
+        await self._mutate_and_evaluate(move.operator, request, "evolve", choice.mode)
 
     async def _mutate_and_evaluate(
         self, operator: Mutator, request: MutationRequest, phase: str, mode: str
@@ -220,7 +215,10 @@ class Controller:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an operator's failure costs one iteration, never the run
-            outcome = MutationOutcome(operator.name, None, error=f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc} (at {_where(exc)})"
+            outcome = MutationOutcome(operator.name, None, error=error, internal=True)
+        if outcome.exhausted and request.parent is not None:
+            self.moves.mark_spent(operator, request.parent, request.inspirations, outcome.error)
         child, verdict, error = self._judge_outcome(request, outcome)
         self.tokens = self.tokens + outcome.usage
         self.store.record_mutation(
@@ -243,7 +241,10 @@ class Controller:
         )
         self.stop.attempted(produced=child is not None)
         if child is None:
-            self.progress.note(f"{outcome.operator or operator.name}: {verdict} ({error[:120]})")
+            if phase == "seed":  # said once, after seeding (or in the error that ends the run)
+                self.seeding.add(outcome.operator or operator.name, error, outcome.internal)
+            else:
+                self.progress.note(f"{outcome.operator or operator.name}: {verdict} ({error[:120]})")
             return
         await self._evaluate(child)
 
@@ -292,7 +293,7 @@ class Controller:
         before = self.archive.best
         rows = self._place(program)
         improved = self.archive.best is not before and self.archive.best is not None
-        self.stop.evaluated(improved)
+        self.stop.evaluated(improved, evaluated.result)
         island = self.archive.island(program.island)
         generation = None
         if not is_seed(program):
@@ -378,6 +379,16 @@ def _describe(program: Program) -> str:
         return program.id
     verdict = "passed" if r.passed and not r.hacks else f"failed at {r.stage.value}"
     return f"{program.operator} {program.id}: {verdict}, score {r.score:.3f}"
+
+
+def _where(exc: BaseException) -> str:
+    """file:line of the innermost frame of `exc`'s traceback (where an operator's bug raised)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
 
 
 def _latest_hardware(store: RunStore, backend: str) -> Hardware:

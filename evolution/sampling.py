@@ -9,6 +9,7 @@ inspirations shown beside it (the island's best, its top-N, and elites of neighb
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from evolution.config import SamplingConfig
@@ -37,13 +38,21 @@ class ParentSampler:
         return self.rng.choices(MODES, weights=self._ratios)[0]
 
     def parent(
-        self, island: Island, mode: str | None = None, *, correct_only: bool = False
+        self,
+        island: Island,
+        mode: str | None = None,
+        *,
+        correct_only: bool = False,
+        eligible: Callable[[Program], bool] | None = None,
     ) -> tuple[Program, str]:
         """`correct_only`: for operators that cannot repair a wrong kernel (launch tuning), choose among the
-        island's correct elites (all of them when it has none yet)."""
+        island's correct elites (all of them when it has none yet). `eligible`: only elites it accepts (the
+        controller leaves out parents an operator has nothing new for)."""
         elites = island.elites()
+        if eligible is not None:
+            elites = [p for p in elites if eligible(p)]
         if not elites:
-            raise ValueError(f"island {island.index} is empty")
+            raise ValueError(f"island {island.index} has no eligible parent")
         if correct_only and any(p.correct for p in elites):
             elites = [p for p in elites if p.correct]
         mode = mode or self.mode()
@@ -79,8 +88,14 @@ class ParentSampler:
                     add(p)
         return tuple(chosen.values())
 
-    def choose(self, island: Island, *, correct_only: bool = False) -> Choice:
-        parent, mode = self.parent(island, correct_only=correct_only)
+    def choose(
+        self,
+        island: Island,
+        *,
+        correct_only: bool = False,
+        eligible: Callable[[Program], bool] | None = None,
+    ) -> Choice:
+        parent, mode = self.parent(island, correct_only=correct_only, eligible=eligible)
         return Choice(parent, mode, self.inspirations(island, parent))
 
 

@@ -1,10 +1,12 @@
-"""When a search stops: iterations, wall time, token/cost budget, plateau, or an exhausted operator set."""
+"""When a search stops: iterations, wall time, token/cost budget, plateau, an exhausted operator set, or (when
+asked) a correct candidate on a backend that cannot time."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from evaluators.result import EvalResult
 from evolution.config import StopConfig
 from evolution.store import RunStore
 from evolution.types import TokenUsage
@@ -19,6 +21,8 @@ class StopRules:
         self.since_improvement = int(store.state("evals_since_improvement", 0))
         self.no_child_streak = 0
         self.started_iterations = started_iterations
+        # A correct candidate that was not timed has been found (persisted like the plateau count).
+        self.correct_untimed = bool(store.state("correct_untimed", False))
 
     def reason(self, iterations: int, tokens: TokenUsage) -> str:
         """Why the search should start no more mutations ("" to go on)."""
@@ -32,6 +36,8 @@ class StopRules:
             return f"token budget: {used} tokens used of {c.max_tokens}"
         if c.max_cost_usd is not None and tokens.cost_usd >= c.max_cost_usd:
             return f"cost budget: ${tokens.cost_usd:.2f} spent of ${c.max_cost_usd:.2f}"
+        if c.untimed_correct and self.correct_untimed:
+            return "untimed: a candidate is correct and the backend does not time, so none can rank higher"
         if c.plateau is not None and self.since_improvement >= c.plateau:
             return f"plateau: {self.since_improvement} evaluations without a better program"
         if self.no_child_streak >= c.exhausted:
@@ -41,12 +47,14 @@ class StopRules:
     def attempted(self, *, produced: bool) -> None:
         self.no_child_streak = 0 if produced else self.no_child_streak + 1
 
-    def evaluated(self, improved: bool) -> None:
+    def evaluated(self, improved: bool, result: EvalResult | None = None) -> None:
         self.evaluations_this_session += 1
         self.since_improvement = 0 if improved else self.since_improvement + 1
+        if result is not None and result.passed and not result.hacks and result.speedup is None:
+            self.correct_untimed = True  # correct, and the backend gave no speedup: it does not time
 
     def checkpoint(self) -> dict[str, Any]:
-        return {"evals_since_improvement": self.since_improvement}
+        return {"evals_since_improvement": self.since_improvement, "correct_untimed": self.correct_untimed}
 
     def elapsed(self) -> float:
         return time.monotonic() - self._t0

@@ -12,6 +12,7 @@ import libcst as cst
 
 from extractors.bindings import ThirdParty
 from extractors.closure import STUB_HELPER, ClosureBuilder
+from extractors.gather_typing_names import GatherTypingNames
 from extractors.replace_nodes import FillEmptyBlocksTransformer, ReplaceNodesTransformer
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -33,8 +34,7 @@ def render_reference(builder: ClosureBuilder, provenance: Provenance, notes: lis
         *(f"# {line}" for line in notes),
     ]
     parts = ["\n".join(header), "from __future__ import annotations"]
-    if builder.imports:
-        parts.append("\n".join(_sorted_imports(builder.imports)))
+    imports = _sorted_imports(builder.imports) if builder.imports else []
     if builder.stubs:
         stub_lines = [(TEMPLATES / "unavailable.py.tmpl").read_text().rstrip()]
         for name, reason in builder.stubs.items():
@@ -47,6 +47,11 @@ def render_reference(builder: ClosureBuilder, provenance: Provenance, notes: lis
         node = node.visit(FillEmptyBlocksTransformer())
         code = cst.Module(body=[node]).code.strip("\n")  # type: ignore[list-item]
         parts.append(code)
+    typing_names = GatherTypingNames.missing(cst.parse_module("\n\n\n".join([*imports, *parts[2:]]) + "\n"))
+    if typing_names:  # hints name them without an import (the closure leaves hints out): import them
+        imports.insert(0, f"from typing import {', '.join(typing_names)}")
+    if imports:
+        parts.insert(2, "\n".join(imports))
     return format_source("\n\n\n".join(parts) + "\n")
 
 

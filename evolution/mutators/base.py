@@ -19,8 +19,11 @@ def failed(
     prompt: str | None = None,
     response: str | None = None,
     usage: TokenUsage | None = None,
+    exhausted: bool = False,
+    internal: bool = False,
 ) -> MutationOutcome:
-    """An outcome with no child; `error` says why (it is stored and shown: one clear sentence)."""
+    """An outcome with no child; `error` says why (it is stored and shown: one clear sentence).
+    `exhausted`: asking again for this parent can only give the same answer; `internal`: a kernelbot bug."""
     return MutationOutcome(
         operator=operator,
         child_source=None,
@@ -28,6 +31,8 @@ def failed(
         response=response,
         usage=usage or TokenUsage(),
         error=error,
+        exhausted=exhausted,
+        internal=internal,
     )
 
 

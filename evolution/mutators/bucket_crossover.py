@@ -8,6 +8,10 @@ speedup. The best (B, cut, side) wins if it beats A's own geometric mean over th
 child is A's file with A's code, B's code (names suffixed) and a dispatcher routing on the same byte
 count (evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
 
+The answer is a function of the parent and the inspirations it is shown: every refusal (and a child the run
+has already seen, skipped through `seen` when the controller hands the run's duplicate check over) says the
+parent is exhausted, so the controller stops offering it until the archive changes.
+
 Input bytes come from the task's make_inputs run under torch's FakeTensorMode (shapes and dtypes, no memory);
 when an input builder does not work with fake tensors the real CPU inputs are built once. Either way each
 case is sized once per mutator (cached by task and case), never on a GPU.
@@ -21,6 +25,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from evaluators.candidate import find_evolve_block
@@ -28,6 +33,7 @@ from evaluators.errors import CandidateError
 from evaluators.result import EvalResult
 from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
+from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover_source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program
@@ -96,7 +102,8 @@ class BucketCrossoverMutator(ParentRewriter):
     description = "bucket crossover"
     needs_correct_parent = True  # routing a wrong parent's calls keeps it wrong on its share of them
 
-    def __init__(self) -> None:
+    def __init__(self, seen: Callable[[str], bool] | None = None) -> None:
+        self.seen = seen  # the run's duplicate check on Candidate.sha, when the controller provides it
         self._sizes: dict[tuple[str, str], int | None] = {}  # (task, case) -> input bytes (None: unsized)
         self._builders: dict[str, Callable[..., tuple[tuple, dict]]] = {}  # task root -> make_inputs
         self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
@@ -104,19 +111,17 @@ class BucketCrossoverMutator(ParentRewriter):
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:
         parent, task = request.parent, request.task
         assert parent is not None
+        refuse = partial(failed, OPERATOR, exhausted=True)  # the same parent and archive: the same answer
         regime = task.regime
         mine = case_speedups(parent.result, regime)
         if not parent.correct or not mine:
-            return failed(
-                OPERATOR, f"the parent has no per-case speedups in the {regime!r} regime to split on"
-            )
+            return refuse(f"the parent has no per-case speedups in the {regime!r} regime to split on")
         partners = [
             (p, case_speedups(p.result, regime)) for p in request.inspirations if _usable(p, parent, task)
         ]
         partners = [(p, s) for p, s in partners if s]
         if not partners:
-            return failed(
-                OPERATOR,
+            return refuse(
                 f"no inspiration to cross with: none is correct, timed per case in the {regime!r} regime, "
                 f"different from the parent and defining {task.entry}() inside its EVOLVE-BLOCK",
             )
@@ -124,14 +129,11 @@ class BucketCrossoverMutator(ParentRewriter):
         sizes = {n: b for n in names if (b := self.case_bytes(task, n, parent.result)) is not None}
         splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
         if not splits:
-            return failed(
-                OPERATOR, "the parent and its inspirations share no two cases of different input sizes"
-            )
+            return refuse("the parent and its inspirations share no two cases of different input sizes")
         splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
         top = splits[0][0]
         if top.gain < MIN_GAIN:
-            return failed(
-                OPERATOR,
+            return refuse(
                 f"no size split beats the parent by {MIN_GAIN:.0%} (best: {top.gain:+.2%} with "
                 f"{top.partner.id} on the {'small' if top.b_small else 'large'} side)",
             )
@@ -140,17 +142,25 @@ class BucketCrossoverMutator(ParentRewriter):
         for split, theirs in (st for st in splits if st[0].gain >= MIN_GAIN):
             try:  # the best partner first; one whose code cannot be combined gives way to the next
                 route = _route(split, mine, theirs)
-                child = build_child(parent.source, split.partner.source, task.entry, route)
-                break
+                made = build_child(parent.source, split.partner.source, task.entry, route)
             except CrossoverError as exc:
                 reasons.append(f"{split.partner.id}: {exc}")
+                continue
+            if self.seen is not None and self.seen(candidate_sha(made, task.entry)):
+                reasons.append(f"{split.partner.id}: the routed child was already proposed")
+                continue
+            child = made
+            break
         if child is None:
-            return failed(
-                OPERATOR, "cannot combine the parent with an inspiration that gains: " + "; ".join(reasons)
-            )
+            return refuse("cannot combine the parent with an inspiration that gains: " + "; ".join(reasons))
         problem = child_problem(parent.source, child, task.entry)
         if problem is not None:  # a bug here, never the candidates' fault: say so rather than hide it
-            return failed(OPERATOR, f"the crossover child is not a valid candidate: {problem}")
+            return failed(
+                OPERATOR,
+                f"the crossover child is not a valid candidate: {problem}",
+                exhausted=True,
+                internal=True,
+            )
         return MutationOutcome(operator=OPERATOR, child_source=child)
 
     def case_bytes(self, task: Task, name: str, result: EvalResult | None) -> int | None:

@@ -4,7 +4,12 @@ torch.compile runs in a subprocess (evolution.mutators.inductor.capture): it tak
 global torch/Inductor/Triton state, and must not block the search's event loop. The subprocess hands back
 Inductor's output code; turning it into a standalone candidate (evolution.mutators.inductor.render) happens
 here. When Inductor falls back to an ATen op it cannot express in Triton (topk, sort...), the outcome's error
-says so and no candidate is written: a seed that computes with PyTorch would only be rejected as a cheat.
+says so, naming the ops, and no candidate is written: a seed that computes with PyTorch would only be
+rejected as a cheat (the fusion seed covers such references).
+
+Why a seed fails decides how a run without any program ends (evolution.seeding): a construct the seed does
+not cover or a reference that does not trace is reported as such; kernelbot's own failures (the capture
+process crashed, output it misread, a converted candidate that does not hold together) are marked internal.
 """
 
 from __future__ import annotations
@@ -18,14 +23,14 @@ import tempfile
 from pathlib import Path
 
 from evolution.mutators.base import failed
-from evolution.mutators.inductor.kernels import InductorConversionError
+from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported
 from evolution.mutators.inductor.model import CaptureReport
 from evolution.mutators.inductor.render import render_candidate
 from evolution.types import MutationOutcome, MutationRequest
 
 OPERATOR = "seed:inductor"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
-_STDERR_TAIL = 1500
+_STDERR_TAIL = 4000  # enough of a crashed capture's traceback for the crash report
 
 
 class InductorSeedMutator:
@@ -44,19 +49,26 @@ class InductorSeedMutator:
             return failed(OPERATOR, "the Inductor seed only writes first candidates (it takes no parent)")
         task = request.task
         with tempfile.TemporaryDirectory(prefix="kb-inductor-") as workdir:
-            report, problem = await self._capture(str(task.root), Path(workdir))
+            report, problem, crashed = await self._capture(str(task.root), Path(workdir))
         if report is None:
-            return failed(OPERATOR, problem)
+            return failed(OPERATOR, problem, internal=crashed)
         if report.error:
             return failed(OPERATOR, f"Inductor seed: {report.error}")
         try:
             source = await asyncio.to_thread(render_candidate, report, task.name, task.entry)
-        except InductorConversionError as exc:
+        except InductorUnsupported as exc:
             return failed(OPERATOR, f"Inductor seed: {exc}")
+        except InductorConversionError as exc:
+            return failed(OPERATOR, f"Inductor seed: conversion bug: {exc}", internal=True)
+        except Exception as exc:  # our bug, on a reference torch.compile handled: say where it broke
+            return failed(
+                OPERATOR, f"Inductor seed: {type(exc).__name__} while converting: {exc}", internal=True
+            )
         return MutationOutcome(operator=OPERATOR, child_source=await _formatted(source))
 
-    async def _capture(self, task_dir: str, workdir: Path) -> tuple[CaptureReport | None, str]:
-        """Run the capture subprocess; (report, "") or (None, why it failed)."""
+    async def _capture(self, task_dir: str, workdir: Path) -> tuple[CaptureReport | None, str, bool]:
+        """Run the capture subprocess; (report, "", False) or (None, why it failed, whether the failure is
+        a crash of our code rather than a slow compile)."""
         out = workdir / "capture.json"
         env = dict(os.environ)
         env["TORCHINDUCTOR_CACHE_DIR"] = str(workdir / "inductor-cache")
@@ -82,6 +94,7 @@ class InductorSeedMutator:
             return (
                 None,
                 f"Inductor seed: torch.compile took longer than {self.timeout_s:.0f} s and was stopped",
+                False,
             )
         except asyncio.CancelledError:
             process.kill()
@@ -89,8 +102,12 @@ class InductorSeedMutator:
             raise
         if process.returncode != 0 or not out.is_file():
             tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
-            return None, f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}"
-        return CaptureReport.from_json(out.read_text()), ""
+            return (
+                None,
+                f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}",
+                True,
+            )
+        return CaptureReport.from_json(out.read_text()), "", False
 
 
 async def _formatted(source: str) -> str:

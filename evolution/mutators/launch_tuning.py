@@ -5,19 +5,23 @@ block size doubles or halves (sometimes x4), warps double or halve, pipelining s
 sizes of one kernel keep their product bounded.
 
 Order of moves, per parent: first every single-site neighbour (the value a better relative uses for that
-site, then each site one step down and up), so a few dozen evaluations see what each knob alone does; only
-then random moves of several sites at once. A source already proposed, or already known to the run (the
-parent, its inspirations, and `seen`, the run's duplicate check when the controller hands it over), is never
-proposed again: duplicates would only be rejected. Moves are deterministic given the mutator's seed and the
+site, then each site one step down and up), so a few dozen evaluations see what each knob alone does; then
+random moves of several sites at once; when the random draws find nothing new, the rest of the parent's
+neighbourhood (every change of up to `max_moves` sites, each to one of its step values) is walked in order,
+so that "nothing left" is a fact rather than a bad draw: the outcome then says the parent is exhausted. A
+source already proposed, or already known to the run (the parent, its inspirations, and `seen`, the run's
+duplicate check when the controller hands it over), is never proposed again: duplicates would only be
+rejected. Moves are deterministic given the mutator's seed and the
 sequence of requests, and only ever touch integer literals inside the EVOLVE-BLOCK, so the child parses and
 computes the same function.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from evaluators.candidate import check_evolve_block
@@ -32,6 +36,7 @@ from evolution.mutators.tuning_sites import (
     ParsedCandidate,
     Site,
     find_sites,
+    valid_value,
 )
 from evolution.types import MutationOutcome, MutationRequest
 
@@ -52,6 +57,7 @@ class LaunchTuningMutator(ParentRewriter):
     name = OPERATOR
     description = "launch tuning"
     needs_correct_parent = True  # a launch change never fixes a wrong kernel: tune correct parents only
+    exhaustion_ignores_inspirations = True  # a parent's neighbourhood is fixed: once spent, spent for good
 
     def __init__(
         self,
@@ -66,7 +72,8 @@ class LaunchTuningMutator(ParentRewriter):
         self.recombine = recombine
         self.seen = seen  # the run's duplicate check on Candidate.sha, when the controller provides it
         self._known: set[str] = set()  # shas proposed by this mutator or shown to it
-        self._neighbours: dict[str, list[dict[str, int]]] = {}  # parent sha -> single-site moves not yet made
+        self._neighbours: dict[str, Iterator[dict[str, int]]] = {}  # parent sha -> single-site moves left
+        self._remaining: dict[str, Iterator[dict[str, int]]] = {}  # parent sha -> multi-site moves left
         self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
 
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:
@@ -77,12 +84,15 @@ class LaunchTuningMutator(ParentRewriter):
             parsed = ParsedCandidate(parent)
             sites = parsed.sites()
         except Exception as exc:  # libcst cannot parse it: nothing this operator can do
-            return failed(OPERATOR, f"cannot parse the parent for tuning: {type(exc).__name__}: {exc}")
+            return failed(
+                OPERATOR, f"cannot parse the parent for tuning: {type(exc).__name__}: {exc}", exhausted=True
+            )
         if not sites:
             return failed(
                 OPERATOR,
                 "no launch parameter to tune inside the EVOLVE-BLOCK (block sizes assigned as NAME = <int> "
                 "and passed to a launch, or num_warps=/num_stages= literals)",
+                exhausted=True,
             )
         entry = request.task.entry
         with self._lock:
@@ -92,12 +102,18 @@ class LaunchTuningMutator(ParentRewriter):
             inspired = _inspiration_values(request)
             queue = self._neighbours.get(parent_sha)
             if queue is None:
-                queue = self._neighbours[parent_sha] = self.single_site_moves(sites, inspired, parent_sha)
+                moves = self.single_site_moves(sites, inspired, parent_sha)
+                queue = self._neighbours[parent_sha] = iter(moves)
             child = self._next_unseen(parsed, queue, entry)
             if child is None:
                 draws = (self.choose_moves(sites, rng, inspired) for _ in range(RANDOM_ATTEMPTS))
                 changes = [{m.site.key: m.new_value for m in moves} for moves in draws if moves]
                 child = self._next_unseen(parsed, changes, entry)
+            if child is None:
+                rest = self._remaining.get(parent_sha)
+                if rest is None:
+                    rest = self._remaining[parent_sha] = self.multi_site_moves(sites, inspired, parent_sha)
+                child = self._next_unseen(parsed, rest, entry)
         if child is None:
             at_bounds = not any(_neighbours(s) for s in sites)
             return failed(
@@ -105,17 +121,21 @@ class LaunchTuningMutator(ParentRewriter):
                 "every launch parameter is already at its bounds"
                 if at_bounds
                 else "every nearby launch configuration of this parent was already proposed",
+                exhausted=True,
             )
         try:
             check_evolve_block(parent, child)
         except CandidateError as exc:  # cannot happen for in-block literals; keep the guarantee explicit
-            return failed(OPERATOR, f"tuning produced an invalid child: {exc}")
+            return failed(OPERATOR, f"tuning produced an invalid child: {exc}", internal=True)
         return MutationOutcome(operator=OPERATOR, child_source=child)
 
-    def _next_unseen(self, parsed: ParsedCandidate, queue: list[dict[str, int]], entry: str) -> str | None:
-        """Pop changes from the front of `queue` until one gives a source nobody has seen; that source."""
-        while queue:
-            child = parsed.with_changes(queue.pop(0))
+    def _next_unseen(
+        self, parsed: ParsedCandidate, moves: Iterable[dict[str, int]], entry: str
+    ) -> str | None:
+        """Take changes from `moves` (an iterator keeps its place for the next call) until one gives a source
+        nobody has seen; that source, or None when `moves` ran out."""
+        for changes in moves:
+            child = parsed.with_changes(changes)
             sha = candidate_sha(child, entry)
             if sha in self._known or (self.seen is not None and self.seen(sha)):
                 continue
@@ -140,6 +160,24 @@ class LaunchTuningMutator(ParentRewriter):
                 if {site.key: value} not in moves and _tile_ok(site, value, sites, values):
                     moves.append({site.key: value})
         return moves
+
+    def multi_site_moves(
+        self, sites: list[Site], inspired: dict[str, int], key: str
+    ) -> Iterator[dict[str, int]]:
+        """Every change of 2 to `max_moves` sites at once, each to one of its step values (a better
+        relative's value among them), every kernel's tile within bounds: what is left of the parent's
+        neighbourhood after its single-site moves, fewer sites first, in an order fixed by the seed."""
+        rng = random.Random(f"{self.seed}:{key}:multi")
+        order = rng.sample(sites, len(sites))
+        values = {s.key: s.value for s in sites}
+        options = {s.key: _step_values(s, inspired.get(s.key)) for s in order}
+        for count in range(2, min(self.max_moves, len(sites)) + 1):
+            for group in itertools.combinations(order, count):
+                for picked in itertools.product(*(options[s.key] for s in group)):
+                    change = {s.key: v for s, v in zip(group, picked, strict=True)}
+                    updated = {**values, **change}
+                    if all(_tile_ok(s, change[s.key], sites, updated) for s in group):
+                        yield change
 
     def choose_moves(self, sites: list[Site], rng: random.Random, inspired: dict[str, int]) -> list[Move]:
         """One to `max_moves` moves on distinct sites, each keeping its kernel's tile within bounds."""
@@ -170,6 +208,19 @@ def _neighbours(site: Site) -> list[int]:
     return [
         v for v in (site.value // 2, site.value * 2) if low <= v <= MAX_BLOCK and v >= 1 and v != site.value
     ]
+
+
+def _step_values(site: Site, inspired: int | None) -> list[int]:
+    """Every value a single move may give the site (what _step draws from), a relative's value included."""
+    if site.kind == "block":
+        low = _lowest_block(site)
+        candidates = [site.value // f for f in (2, 4)] + [site.value * f for f in (2, 4)]
+        found = [v for v in candidates if low <= v <= MAX_BLOCK and v >= 1 and v != site.value]
+    else:
+        found = _neighbours(site)
+    if inspired is not None and inspired != site.value and valid_value(site.kind, inspired):
+        found.append(inspired)
+    return sorted(set(found))
 
 
 def _step(site: Site, rng: random.Random) -> int | None:

@@ -18,7 +18,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.sh"
-SCENARIOS = ("smoke", "stability", "throughput", "search", "vs-compile", "scaling")
+SCENARIOS = ("smoke", "stability", "throughput", "search", "vs-compile", "scaling", "wall-load")
 # What the runs need from this environment; nothing else, so no scenario parameter leaks in from it.
 PASSED_ENV = ("PATH", "HOME", "TMPDIR", "LANG", "KERNELBOT_HOME", "TRITON_INTERPRET", "VIRTUAL_ENV")
 
@@ -27,7 +27,8 @@ def run_sh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     return subprocess.run(
         ["bash", str(RUN), *args],
         cwd=REPO,
-        env={k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+        # BENCH_SITE empty: a local .devsite/ archive holds packages for the GPU image's Python, not this one.
+        env={**{k: os.environ[k] for k in PASSED_ENV if k in os.environ}, "BENCH_SITE": ""},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -125,6 +126,9 @@ def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: s
         ),
         ("vs-compile", ("PAIRS=rmsnorm_residual=bench/variants/rmsnorm_residual/*.py", "COMPILE_ONLY=1")),
         ("scaling", ("GPUS=1,2,4",)),
+        ("wall-load", ("SET=timing.wall_ci_target=0.01 timing.wall_time_cap_s=0.2", "REEVALS=3")),
+        ("wall-load", ("SEQUENTIAL=1",)),
+        ("stability", ("TRITON_BENCH=do_bench", "EVALUATIONS=10")),
     ],
 )
 def test_every_dry_run_step_is_accepted_by_its_tool(scenario, params, tmp_path, monkeypatch) -> None:

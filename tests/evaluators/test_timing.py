@@ -33,6 +33,9 @@ FAST = TimingConfig(
     cv_target=0.5,
     time_cap_s=0.5,
     wall_calls=3,
+    wall_ci_target=0.5,
+    wall_max_samples=12,
+    cpu_warmup_ms=1.0,
     regimes=("wall",),
 )
 
@@ -558,13 +561,13 @@ def test_alternating_graphs_switch_allocations_in_blocks_and_recheck_on_the_prim
 
 
 def test_gpu_lock_is_held_per_case_for_sampling_and_a_wall_task_stops_at_its_cap(tmp_path):
-    # Host noise keeps a wall task's medians from converging (cv_target unreachable here): its scored regime
-    # stops at wall_time_cap_s, not time_cap_s. The GPU lock is entered once per case and regime.
+    # An interval the wall regime never gets narrow enough (wall_ci_target unreachable here): its scored
+    # regime stops at wall_time_cap_s, not time_cap_s. The GPU lock is entered once per case and regime.
     cfg = TimingConfig(
         **{
             **FAST.__dict__,
-            "cv_target": 1e-12,
-            "max_samples": 10**6,
+            "wall_ci_target": 1e-12,
+            "wall_max_samples": 10**6,
             "time_cap_s": 5.0,
             "wall_time_cap_s": 0.05,
         }
@@ -635,8 +638,8 @@ def test_wall_samples_are_sized_by_the_graph_regimes_medians(
     built: list[tuple[str, int]] = []
 
     class RecordingWallRunner(WallRunner):
-        def __init__(self, fn, inputs, sync, calls, flush_l2=None) -> None:
-            super().__init__(fn, inputs, sync, calls, flush_l2)
+        def __init__(self, fn, inputs, sync, calls, flush_l2=None, feed=None) -> None:
+            super().__init__(fn, inputs, sync, calls, flush_l2, feed)
             built.append(("reference" if fn is ctx.reference else "candidate", self.calls))
 
     monkeypatch.setattr("evaluators.timing.WallRunner", RecordingWallRunner)

@@ -5,6 +5,7 @@ dry runs and the candidate variants. The GPU runs themselves are for the H200 (d
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.stability_report import target_for
 from evaluators.candidate import check_evolve_block, parse_candidate
 from evaluators.task import load_task
 
@@ -83,6 +85,34 @@ def test_meets_target_needs_both_cvs_under_a_quarter_percent():
     assert not stability.MethodSummary("k", "kernelbot-graph", 10, 1.0, 0.001, 1.0, 0.003).meets_target
 
 
+def _wall_record(kernel: str, index: int, speedup: float, half: float) -> dict:
+    timing = {"candidate_us": 10.0, "speedup": speedup, "half_width": half, "claim_low": speedup * 0.98}
+    graph = {"candidate_us": 1.0, "speedup": 2.0}
+    return {"kernel": kernel, "index": index, "methods": {"kernelbot-graph": graph, "kernelbot-wall": timing}}
+
+
+def test_the_wall_regime_is_judged_on_its_speedup_against_its_own_targets(tmp_path):
+    assert target_for("tiny", "kernelbot-wall") == 0.01
+    assert target_for("large", "kernelbot-wall") == 0.0025
+    assert target_for("tiny", "kernelbot-wall-look") is None
+    # tiny: speedups 2.00 / 2.02 (CV 0.7 %, within 1 %); large: 1.00 / 1.01 (0.7 %, over 0.25 %).
+    records = [_wall_record("tiny", 0, 2.0, 0.004), _wall_record("tiny", 1, 2.02, 0.006)]
+    records += [_wall_record("large", 0, 1.0, 0.001), _wall_record("large", 1, 1.01, 0.001)]
+    rows = {(r.kernel, r.method): r for r in stability.summarize(records)}
+    tiny, large = rows[("tiny", "kernelbot-wall")], rows[("large", "kernelbot-wall")]
+    assert tiny.meets_target and not large.meets_target
+    assert tiny.mean_half_width == pytest.approx(0.005) and tiny.mean_claim_low == pytest.approx(1.9698)
+    table = stability.write_results(tmp_path, records, {"date": "d", "command": "c"})
+    assert "| tiny (~1 µs) | 0.000 % / 0.000 % ✓ | 0.000 % / 0.704 % ✓ | - |" in table
+    assert "| large (~1 µs) | 0.000 % / 0.000 % ✓ | 0.000 % / 0.704 % | - |" in table
+    assert "| tiny | kernelbot-wall ✓ | 2 |" in table and "| 1.00 % | 0.50 % | 1.9698 |" in table
+    saved = json.loads((tmp_path / "stability.json").read_text())
+    assert saved["meta"]["evaluations"] == 4 and len(saved["records"]) == 4
+    assert stability.progress_line(records[0]) == (
+        "graph 1.000 µs, speedup 2.0000; wall 10.000 µs, speedup 2.0000 ±0.40 %"
+    )
+
+
 def test_overrides_and_child_output_parsing():
     assert stability.parse_overrides(
         ["cv_target=0.001", "wall_calls=5", "regimes=graph", "l2_flush=true"]
@@ -109,9 +139,14 @@ def test_stability_dry_run_writes_tasks_and_prints_one_process_per_evaluation(tm
     )
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4
-    assert "--child" in lines[0] and lines[0].endswith("--index 0") and "tasks/large" in lines[1]
+    assert "--child" in lines[0] and "--index 0 " in lines[0] and "tasks/large" in lines[1]
+    assert lines[0].endswith("--triton-bench do_bench,do_bench_cudagraph")
     assert (tmp_path / "tasks" / "tiny" / "candidate.py").is_file()
     assert stability.main(["--out", str(tmp_path), "--kernels", "nope"]) == 2
+    assert stability.main(["--out", str(tmp_path), "--triton-bench", "do_bench,nope", "--dry-run"]) == 2
+    only_ours = ["--out", str(tmp_path), "--evaluations", "1", "--triton-bench", "none", "--dry-run"]
+    assert stability.main(only_ours) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("--triton-bench none")
     with pytest.raises(SystemExit) as exc:
         stability.main(["--help"])
     assert exc.value.code == 0

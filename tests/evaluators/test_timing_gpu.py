@@ -139,3 +139,24 @@ def test_a_candidate_doing_no_work_is_beyond_the_roofline(tmp_path):
     report = time_cases(ctx, [ctx.task.cases[1]], check_call=lambda *a: True)
     assert not report.passed and report.quarantine
     assert report.findings[0].kind == "beyond_roofline"
+
+
+def test_the_wall_regime_feeds_the_gpu_unless_the_code_synchronises(tmp_path):
+    import dataclasses
+
+    def syncing(x):
+        out = triton_scale(x)
+        torch.cuda.synchronize()  # like a .item(): the host waits for the GPU on every call
+        return out
+
+    for candidate, modes in ((triton_scale, "fed/fed"), (syncing, "fed/sync")):
+        lines: list[str] = []
+        ctx = dataclasses.replace(make_ctx(tmp_path, candidate, regime="wall"), log=lines.append)
+        report = time_cases(ctx, list(ctx.task.cases), check_call=check)
+        assert report.passed, report.reason
+        walls = [line for line in lines if line.startswith("timed") and "[wall]" in line]
+        assert walls and all(f"{modes} samples" in line for line in walls), walls
+        for case in ("tiny", "big"):
+            wall = report.timings[case]["wall"]
+            assert wall.ci_low <= wall.speedup <= wall.ci_high
+            assert wall.claim_low is not None and wall.claim_low < wall.ci_low

@@ -241,3 +241,91 @@ def test_cuda_seed_refuses_the_topk_router():
         InductorSeedMutator(device="cuda:0").mutate(MutationRequest(task=task, parent=None))
     )
     assert outcome.child_source is None and "aten.topk" in outcome.error
+
+
+# What extracted methods look like: `from __future__` hints naming typing and engine names nothing imports,
+# self attributes become keyword-only parameters with defaults the case leaves out, a None default, a
+# module-level number, an in-place write into an argument and a tuple return.
+EXTRACTED_REFERENCE = """from __future__ import annotations
+
+import torch
+
+_EPSILON = 1e-20
+
+
+def fused_add_norm_forward(
+    x: torch.Tensor,
+    residual: Optional[torch.Tensor] = None,
+    batch: Optional[ForwardBatch] = None,
+    *,
+    scale=2.0,
+    cast_first=False,
+    weight,
+) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    if residual is not None:
+        residual.add_(x)
+        x = residual
+    h = x.float()
+    out = h / (h.abs().sum(dim=-1, keepdim=True) + _EPSILON) * scale
+    out = (out * weight.float()).to(x.dtype) if not cast_first else out.to(x.dtype) * weight
+    return out, residual
+"""
+EXTRACTED_INPUTS = """import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    t, h = case["tokens"], case["hidden"]
+    x = torch.randn(t, h, generator=g).to(device)
+    residual = torch.randn(t, h, generator=g).to(device)
+    weight = (1 + 0.1 * torch.randn(h, generator=g)).to(device)
+    return (x, residual), {"weight": weight}
+"""
+EXTRACTED_TOML = """name = "fused_add_norm_forward"
+entry = "fused_add_norm_forward"
+dynamic = ["tokens"]
+seeds = 1
+
+[[cases]]
+name = "t1"
+tokens = 1
+hidden = 24
+
+[[cases]]
+name = "t6"
+tokens = 6
+hidden = 24
+"""
+
+
+@pytest.mark.slow
+def test_seed_of_an_extracted_method_passes_the_evaluator(tmp_path):
+    task = load_task(write_task(tmp_path / "task", EXTRACTED_TOML, EXTRACTED_REFERENCE, EXTRACTED_INPUTS))
+    outcome = asyncio.run(InductorSeedMutator(device="cpu").mutate(MutationRequest(task=task, parent=None)))
+    assert outcome.child_source is not None, outcome.error
+    source = outcome.child_source
+    # Hints it can resolve stay (typing names imported), the engine's class is dropped with its hint only.
+    assert "from typing import Optional, Tuple, Union" in source and "ForwardBatch" not in source
+    assert "batch=None" in source and "scale=2.0" in source and "1e-20" in source
+    result = evaluate_candidate(task, source, EvalConfig(backend="triton-interpret", seeds_per_case=1))
+    assert result.correct and not result.hacks, (result.stage, result.reason, result.logs[-2000:])
+
+
+def test_a_crashed_capture_is_kernelbots_own_failure(tmp_path, rms_task):
+    crashing = tmp_path / "python"
+    crashing.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho 'KeyError: placeholder' >&2\nexit 1\n"
+    )
+    crashing.chmod(0o755)
+    outcome = asyncio.run(InductorSeedMutator(python=str(crashing)).mutate(MutationRequest(rms_task, None)))
+    assert outcome.child_source is None and outcome.internal
+    assert "capture process failed (exit 1)" in outcome.error and "KeyError: placeholder" in outcome.error
+
+
+@pytest.mark.slow
+def test_an_op_left_to_aten_is_the_tasks_limit_not_a_bug(tmp_path):
+    toml = 'name = "route"\nentry = "route"\n[[cases]]\nname = "t4"\ntokens = 4\n'
+    task = load_task(write_task(tmp_path / "task", toml, TOPK_REFERENCE, TOPK_INPUTS))
+    outcome = asyncio.run(InductorSeedMutator(device="cpu").mutate(MutationRequest(task=task, parent=None)))
+    assert outcome.child_source is None and not outcome.internal
+    assert outcome.error.count("aten.topk.default") == 1

@@ -16,25 +16,30 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import inspect
 import math
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from unittest import mock
 
+from evolution.mutators.inductor.case_choice import choose_cases
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
+from evolution.mutators.inductor.settings import inductor_settings
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
-_MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
-_PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
+_SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
+E = TypeVar("E", bound=BaseException)
 
 
 class CaptureError(Exception):
     """The reference cannot be captured as one Inductor graph with Triton kernels; the message says why."""
+
+
+class CaptureBug(Exception):
+    """Our own capture code failed on a graph torch.compile traced (not the reference's fault). It is never
+    turned into a report: the capture process exits with its traceback, which the seed reports as internal."""
 
 
 def capture_task(task_dir: str, device: str, case_name: str | None = None) -> CaptureReport:
@@ -47,11 +52,13 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
     try:
         reference = task.load_reference()
         signature = _signature_text(task.reference_path, task.entry)
-        chosen, notes = _choose_cases(task, device, case_name)
+        chosen, notes = choose_cases(task, device, case_name)
+        if not chosen:
+            raise CaptureError("the task has no case with generated inputs to trace")
         captures: list[Capture] = []
         seen: set[tuple[tuple[str, str], ...]] = set()
         for case, args, kwargs in chosen:
-            arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+            arguments = bound_arguments(reference, args, kwargs)
             dtypes = {
                 n: str(v.dtype).removeprefix("torch.") for n, v in arguments.items() if torch.is_tensor(v)
             }
@@ -76,87 +83,15 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
     )
 
 
-# --- which cases to trace --------------------------------------------------------------------------------
-
-
-def _choose_cases(
-    task: Any, device: str, case_name: str | None
-) -> tuple[list[tuple[Any, tuple, dict]], list[str]]:
-    """One case per dtype group; within a group, the smallest whose inputs hold no size or int of 0 or 1
-    (torch.compile specialises those to constants, which would bake them into the kernels) and no int equal
-    to a tensor size (see _coincidences)."""
-    if case_name is not None:
-        case = task.case(case_name)
-        return [(case, *task.make_inputs(case, 0, device))], []
-    groups: dict[tuple, list[Any]] = {}
-    for case in task.cases:
-        if case.is_captured:
-            continue
-        key = tuple(sorted((k, v) for k, v in case.params.items() if isinstance(v, (str, bool))))
-        groups.setdefault(key, []).append(case)
-    chosen, notes = [], []
-    for cases in groups.values():
-        ranked = sorted(cases, key=_case_size)[:_MAX_PROBED_CASES]
-        best = None
-        for case in ranked:
-            for seed in range(_PROBED_SEEDS):
-                args, kwargs = task.make_inputs(case, seed, device)
-                specials = _special_values(args, kwargs) + _coincidences(args, kwargs)
-                if best is None or specials < best[0]:
-                    best = (specials, case, args, kwargs)
-                if specials == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
-        assert best is not None
-        specials, case, args, kwargs = best
-        if specials:
-            notes.append(
-                f"case {case.name} has {specials} sizes/ints of 0 or 1 or ints equal to a tensor size, "
-                "which torch.compile specialises or guards on"
-            )
-        chosen.append((case, args, kwargs))
-    if not chosen:
-        raise CaptureError("the task has no case with generated inputs to trace")
-    return chosen, notes
-
-
-def _case_size(case: Any) -> float:
-    ints = [v for v in case.params.values() if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    return math.prod(ints) if ints else 0
-
-
-def _special_values(args: tuple, kwargs: dict) -> int:
-    import torch
-
-    count = 0
-    for value in _leaves([*args, *kwargs.values()]):
-        if torch.is_tensor(value):
-            count += sum(1 for d in value.shape if d in (0, 1))
-        elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-            count += 1
-    return count
-
-
-def _coincidences(args: tuple, kwargs: dict) -> int:
-    """Int arguments equal to a size of some tensor argument. Tracing `t[:, :n]` with n == t.shape[1]
-    makes Dynamo guard on that equality and Inductor size the kernel by the tensor, not by n: the seed
-    would then write the whole row for every n (seen on the H200 with decode_metadata's max_seq_pages)."""
-    import torch
-
-    leaves = list(_leaves([*args, *kwargs.values()]))
-    sizes = {d for v in leaves if torch.is_tensor(v) for d in v.shape if d > 1}
-    return sum(1 for v in leaves if isinstance(v, int) and not isinstance(v, bool) and v > 1 and v in sizes)
-
-
-def _leaves(values: list[Any]) -> Iterator[Any]:
-    for value in values:
-        if isinstance(value, (list, tuple)):
-            yield from _leaves(list(value))
-        elif isinstance(value, dict):
-            yield from _leaves(list(value.values()))
-        else:
-            yield value
+def bound_arguments(reference: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Every parameter of the reference by name, as one call with (args, kwargs) sees it: defaults the case
+    leaves out included (an extracted method's `self.eps` is a keyword-only parameter with a default)."""
+    try:
+        bound = inspect.signature(reference).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise CaptureError(f"the case's inputs do not fit the reference's signature: {exc}") from exc
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 # --- one capture ----------------------------------------------------------------------------------------
@@ -167,16 +102,30 @@ def _capture_case(
 ) -> Capture:
     import torch
 
-    arguments = inspect.signature(reference).bind(*args, **kwargs).arguments
+    arguments = bound_arguments(reference, args, kwargs)
     state: dict[str, Any] = {}
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         if "wrapper" in state:
             raise CaptureError("torch.compile split the reference into several graphs")
-        state["inputs"] = [
-            _graph_input(node, arguments) for node in gm.graph.nodes if node.op == "placeholder"
-        ]
-        state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        try:
+            state["inputs"] = [
+                _graph_input(node, arguments, reference)
+                for node in gm.graph.nodes
+                if node.op == "placeholder"
+            ]
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureBug(
+                f"mapping the graph's inputs to the reference's arguments failed: {exc!r}"
+            ) from exc
+        try:
+            state["wrapper"], state["graph_outputs"] = _inductor_code(gm, example_inputs)
+        except CaptureError:
+            raise
+        except Exception as exc:  # Inductor's own lowering or code generation refused the graph
+            raise CaptureError(f"Inductor cannot generate code for the reference: {_one_line(exc)}") from exc
 
         def run(*inputs: Any) -> Any:
             outputs = gm(*inputs)
@@ -188,14 +137,18 @@ def _capture_case(
     torch._dynamo.reset()
     compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)
     try:
-        with _inductor_settings(device):
+        with inductor_settings(device):
             result = compiled(*args, **kwargs)
     except CaptureError:
         raise
     except Exception as exc:
+        bug = _first_of(exc, CaptureBug)
+        if bug is not None:
+            raise bug from exc
+        ours = _first_of(exc, CaptureError)
+        if ours is not None:
+            raise ours from exc
         cause = _root_cause(exc)
-        if isinstance(cause, CaptureError):
-            raise cause from exc
         raise CaptureError(
             f"torch.compile cannot trace the reference as one graph: {_one_line(cause)}"
         ) from exc
@@ -213,7 +166,7 @@ def _capture_case(
     )
 
 
-def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
+def _graph_input(node: Any, arguments: dict[str, Any], reference: Any) -> GraphInput:
     """Which reference argument (or size of one) a placeholder of Dynamo's graph stands for."""
     import torch
 
@@ -222,13 +175,16 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if source is None:
         raise CaptureError(f"graph input {node.name} has no source in the reference's arguments")
     name = source.name() if callable(source.name) else source.name
+    module_level = _SOURCE_GLOBAL.match(name)
+    if module_level is not None:
+        return _module_constant(module_level.group(1), reference)
     expr = _SOURCE_ARG.sub(r"\1", name)
     expr = re.sub(r"\.size\(\)\[(\d+)\]", r".shape[\1]", expr)
     expr = re.sub(r"\.stride\(\)\[(\d+)\]", r".stride(\1)", expr)
     try:
         value = eval(compile(expr, "<graph input>", "eval"), {"__builtins__": {}}, dict(arguments))
     except Exception as exc:
-        raise CaptureError(f"graph input {name} is not an expression of the reference's arguments") from exc
+        raise CaptureBug(f"graph input {name} is not an expression of the reference's arguments") from exc
     example = node.meta.get("example_value")
     if torch.is_tensor(value):
         return GraphInput("tensor", expr)
@@ -237,6 +193,21 @@ def _graph_input(node: Any, arguments: dict[str, Any]) -> GraphInput:
     if isinstance(value, int):
         return GraphInput("symint", expr)
     raise CaptureError(f"graph input {name} is a {type(value).__name__}, which kernelbot cannot pass on")
+
+
+def _module_constant(name: str, reference: Any) -> GraphInput:
+    """A module-level Python number the reference reads (`_EPSILON = 1e-20`), which Dynamo lifts into a graph
+    input: the candidate cannot import the reference's module, so the value is written in as a literal."""
+    globals_ = getattr(reference, "__globals__", {})
+    if name not in globals_:
+        raise CaptureError(f"graph input {name!r} is a module-level name the reference's module lacks")
+    value = globals_[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaptureError(
+            f"the reference reads the module-level {type(value).__name__} {name!r} as a graph input "
+            "(only finite Python numbers can be written into a candidate)"
+        )
+    return GraphInput("scalar" if isinstance(value, float) else "symint", repr(value))
 
 
 def _inductor_code(gm: Any, example_inputs: list[Any]) -> tuple[str, int]:
@@ -292,69 +263,6 @@ def _structure(value: Any, graph_outputs: list[Any], arguments: dict[str, Any]) 
     raise CaptureError(f"the reference returns a {type(value).__name__}, which kernelbot cannot rebuild")
 
 
-# --- settings -------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _inductor_settings(device: str) -> Iterator[None]:
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
-    import torch.fx.experimental._config as fx_config
-
-    wanted = {
-        "force_disable_caches": True,
-        "fx_graph_cache": False,
-        "size_asserts": False,
-        "alignment_asserts": False,
-        "assert_indirect_indexing": False,
-        "cpu_backend": "triton",
-        "compile_threads": 1,  # nothing is compiled: no pool of compile workers to start
-        # Kernel shapes a plain launch cannot reproduce (split/cooperative launches, runtime kernel choice,
-        # combined kernels) or helpers we do not re-implement (online softmax): ask for the classic forms.
-        "online_softmax": False,
-        "combo_kernels": False,
-        "triton.mix_order_reduction": False,
-        "triton.cooperative_reductions": False,
-        "triton.multi_kernel": 0,
-    }
-    # Only the settings this torch knows (names move between releases).
-    try:
-        known = set(inductor_config.get_config_copy())
-    except AttributeError:  # pragma: no cover - very old config modules
-        known = {k for k in wanted if "." not in k and hasattr(inductor_config, k)}
-    settings = {k: v for k, v in wanted.items() if k in known}
-    # Python floats (eps, scales) stay arguments of the graph instead of constants baked into the kernels
-    # (older releases specialise them by default); ints are not specialised either.
-    dynamo = {k: False for k in ("specialize_float", "specialize_int") if hasattr(dynamo_config, k)}
-    with (
-        inductor_config.patch(settings),
-        fx_config.patch(use_duck_shape=False),
-        dynamo_config.patch(dynamo),
-        _target_for(device),
-    ):
-        yield
-
-
-@contextlib.contextmanager
-def _target_for(device: str) -> Iterator[None]:
-    """Without a GPU, give Triton's driver registry a target description so Inductor can generate code."""
-    if device.startswith("cuda"):
-        yield
-        return
-    from triton.backends.compiler import GPUTarget
-    from triton.runtime.driver import driver
-
-    class CodegenOnlyDriver:
-        def get_current_target(self) -> GPUTarget:
-            return GPUTarget("cuda", 90, 32)
-
-    driver.set_active(CodegenOnlyDriver())
-    try:
-        yield
-    finally:
-        driver._active = None
-
-
 def _signature_text(path: Path, entry: str) -> str:
     """`def entry(params) -> returns:` from reference.py, with defaults made literal."""
     tree = ast.parse(path.read_text())
@@ -369,6 +277,17 @@ def _signature_text(path: Path, entry: str) -> str:
             raise CaptureError(f"{entry}: a default value is not a literal: {ast.unparse(node)}") from None
     returns = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
+
+
+def _first_of(exc: BaseException, kind: type[E]) -> E | None:
+    """The `kind` exception our backend raised, wherever torch wrapped it (its own causes are not the
+    story)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return seen
+        seen = getattr(seen, "inner_exception", None) or seen.__cause__
+    return None
 
 
 def _root_cause(exc: BaseException) -> BaseException:

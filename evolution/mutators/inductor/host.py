@@ -22,6 +22,7 @@ from evolution.mutators.inductor.kernels import (
     NUMEL_PARAMS,
     NUMEL_PARAMS_OLD,
     InductorConversionError,
+    InductorUnsupported,
     Kernel,
 )
 from evolution.mutators.inductor.model import Capture
@@ -36,6 +37,7 @@ _ALLOWED_QUALIFIED = frozenset(
     {"torch.empty_strided", "torch.as_strided", "triton.cdiv", "triton.next_power_of_2"}
 )
 _ATEN_ROOTS = ("torch.ops.", "aten.", "extern_kernels.", "torch._ops.", "inductor_ops.", "torch.")
+_FALLBACK_ROOTS = ("torch.ops.", "aten.", "extern_kernels.")
 _SIZE_SOURCE = re.compile(r"^(\w+)\.shape\[(\d+)\]$")
 
 
@@ -67,6 +69,9 @@ def translate_host(
     `outputs_expr` builds the return value from the graph's output expressions."""
     module = ast.parse(capture.wrapper)
     call = find_call(module)
+    fallbacks = aten_fallbacks(call)
+    if fallbacks:
+        raise InductorUnsupported(_fallback_text(fallbacks))
     lines = capture.wrapper.splitlines()
     host = HostCode()
     translator = _Translator(capture, kernels, host, device_var, tunable_prefix, lines)
@@ -75,6 +80,26 @@ def translate_host(
     if not translator.returned:
         raise InductorConversionError("Inductor's wrapper has no return statement (unknown output format)")
     return host
+
+
+def aten_fallbacks(call: ast.FunctionDef) -> list[str]:
+    """The ATen ops Inductor's host code calls (`torch.ops.aten.topk.default`, `extern_kernels.mm`), each
+    once, in order: the ops it did not lower to Triton."""
+    found: dict[str, None] = {}
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call):
+            func = _unparse(node.func)
+            if func.startswith(_FALLBACK_ROOTS):
+                found[func.removeprefix("torch.ops.").removeprefix("extern_kernels.")] = None
+    return list(found)
+
+
+def _fallback_text(ops: list[str]) -> str:
+    return (
+        f"Inductor falls back to ATen for {', '.join(ops)} (it writes no Triton kernel for "
+        f"{'it' if len(ops) == 1 else 'them'}), and a candidate may not compute with PyTorch: the Inductor "
+        "seed writes no candidate for this task"
+    )
 
 
 class _Translator:
@@ -111,9 +136,7 @@ class _Translator:
         elif isinstance(stmt, ast.With):
             for item in stmt.items:  # torch.cuda._DeviceGuard(0): the evaluator already selected the device
                 if "DeviceGuard" not in _unparse(item.context_expr):
-                    raise InductorConversionError(
-                        f"unsupported context in Inductor's wrapper: {_unparse(item)}"
-                    )
+                    raise InductorUnsupported(f"unsupported context in Inductor's wrapper: {_unparse(item)}")
             for inner in stmt.body:
                 self.statement(inner, outputs_expr)
         elif isinstance(stmt, ast.Return):
@@ -123,9 +146,7 @@ class _Translator:
         elif isinstance(stmt, ast.If):
             self._emit(self._rewrite(stmt))
         else:
-            raise InductorConversionError(
-                f"unsupported statement in Inductor's wrapper: {_unparse(stmt)[:120]}"
-            )
+            raise InductorUnsupported(f"unsupported statement in Inductor's wrapper: {_unparse(stmt)[:120]}")
 
     def _bind_inputs(self, stmt: ast.Assign) -> None:
         target = stmt.targets[0]
@@ -148,7 +169,7 @@ class _Translator:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "run":
             self._launch(call, stmt.lineno)
             return
-        raise InductorConversionError(self._fallback_message(func))
+        raise InductorUnsupported(self._fallback_message(func))
 
     def _assign(self, stmt: ast.Assign) -> None:
         value = stmt.value
@@ -319,10 +340,7 @@ class _Translator:
         for prefix in ("torch.ops.", "extern_kernels."):
             op = op.removeprefix(prefix)
         if func.startswith(("torch.ops.aten.", "aten.", "extern_kernels.")):
-            return (
-                f"Inductor falls back to ATen for {op} (it emits no Triton kernel for it here), so a seed "
-                "would compute with PyTorch; kernelbot does not seed this task from Inductor"
-            )
+            return _fallback_text([op])
         return f"Inductor's host code calls {func}, which a standalone candidate cannot do"
 
 
@@ -347,13 +365,13 @@ class _Rewriter(ast.NodeTransformer):
             node.func = _dotted("torch.as_strided")
         elif isinstance(node.func, ast.Name):
             if node.func.id not in _ALLOWED_FUNCTIONS:
-                raise InductorConversionError(self.t._fallback_message(func))
+                raise InductorUnsupported(self.t._fallback_message(func))
         elif isinstance(node.func, ast.Attribute):
             allowed = func in _ALLOWED_QUALIFIED or func.startswith("math.")
             if not allowed and node.func.attr in _ALLOWED_METHODS and not func.startswith(_ATEN_ROOTS):
                 allowed = True
             if not allowed:
-                raise InductorConversionError(self.t._fallback_message(func))
+                raise InductorUnsupported(self.t._fallback_message(func))
         self.generic_visit(node)
         return node
 

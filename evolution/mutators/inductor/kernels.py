@@ -26,8 +26,14 @@ _INDUCTOR_MODULES = ("triton_helpers", "triton_heuristics", "libdevice", "tl_mat
 
 
 class InductorConversionError(Exception):
-    """Inductor's output uses something a standalone Triton candidate cannot express (a fallback op,
-    an unsupported kernel kind or helper). The message names it; the seed mutator reports it as its error."""
+    """Inductor's output could not be made into a candidate. Raised as such, it is kernelbot's own failure
+    (output it misread, a converted candidate that does not hold together): the seed reports it as internal.
+    InductorUnsupported is the other kind."""
+
+
+class InductorUnsupported(InductorConversionError):
+    """Inductor's output uses something a standalone Triton candidate cannot express (an op left to ATen, a
+    kernel kind or helper the seed does not re-implement). The message names the construct; it is no bug."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ def convert_kernel(original: str, module_source: str, new_name: str) -> Kernel:
         out_functions.append(rewriter.visit(fn))
     if rewriter.unsupported:
         names = ", ".join(sorted(rewriter.unsupported))
-        raise InductorConversionError(
+        raise InductorUnsupported(
             f"kernel {original} calls Inductor helpers with no standalone version: {names}"
         )
     params = tuple(a.arg for a in main.args.args)
@@ -80,17 +86,15 @@ def convert_kernel(original: str, module_source: str, new_name: str) -> Kernel:
     }
     unknown = sorted(c for c in constexprs if c not in BLOCK_PARAMS)
     if unknown:
-        raise InductorConversionError(
+        raise InductorUnsupported(
             f"kernel {original} has launch parameters kernelbot cannot choose: {unknown}"
         )
     block_params = tuple(p for p in params if p in constexprs)
     grid_type = str(meta.get("grid_type", ""))
     if grid_type not in SUPPORTED_GRIDS:
-        raise InductorConversionError(
-            f"kernel {original} needs Inductor's {grid_type} launch grid (unsupported)"
-        )
+        raise InductorUnsupported(f"kernel {original} needs Inductor's {grid_type} launch grid (unsupported)")
     if any(p in block_params for p in ("R1_BLOCK",)):
-        raise InductorConversionError(f"kernel {original} is a 2-D reduction (unsupported)")
+        raise InductorUnsupported(f"kernel {original} is a 2-D reduction (unsupported)")
     source = "\n\n\n".join(ast.unparse(ast.fix_missing_locations(f)) for f in out_functions)
     return Kernel(
         original=original,
@@ -115,7 +119,7 @@ def _read_heuristics(fn: ast.FunctionDef, original: str) -> tuple[str, dict[str,
             continue
         kind = deco.func.attr
         if kind not in SUPPORTED_KINDS:
-            raise InductorConversionError(
+            raise InductorUnsupported(
                 f"kernel {original} is an Inductor {kind!r} kernel (supported: {', '.join(SUPPORTED_KINDS)})"
             )
         meta: dict[str, object] = {}

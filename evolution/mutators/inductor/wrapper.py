@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from evolution.mutators.inductor.kernels import InductorConversionError, Kernel
+from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported, Kernel
 
 _ORIGIN_COMMENT = re.compile(r"Original ATen: \[([^\]]*)\]")
 
@@ -36,7 +36,7 @@ def kernel_sources(wrapper: str) -> dict[str, tuple[str, str]]:
         if not (isinstance(func, ast.Attribute) and ast.unparse(func.value) == "async_compile"):
             continue
         if func.attr != "triton":
-            raise InductorConversionError(
+            raise InductorUnsupported(
                 f"Inductor generated a {func.attr!r} kernel, not Triton (is Triton Inductor's backend here?)"
             )
         name_node, source_node = node.value.args[:2]

@@ -1,0 +1,99 @@
+"""The next move of the search (an operator, an island, a parent and its inspirations), never one known to
+have nothing new, and why the search stops when no move is left.
+
+An outcome with `exhausted` set says that its operator can only repeat the answer for that parent. Most
+operators answer from the parent *and* the inspirations shown beside it (bucket crossover needs a partner
+that gains): their mark holds for the same inspirations only, and a changed archive (a new best, a new
+neighbour) makes the pair worth asking again. An operator whose answer depends on the parent alone says so
+with `exhaustion_ignores_inspirations = True` (launch tuning: a parent's neighbourhood is fixed), and its
+mark holds for good. Operators with `needs_correct_parent` are only handed correct parents.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from evolution.islands import Archive, Island
+from evolution.operators import OperatorSet
+from evolution.sampling import Choice, ParentSampler
+from evolution.types import Mutator, Program
+
+_Key = tuple[str, str, frozenset[str] | None]
+
+
+@dataclass(frozen=True)
+class Move:
+    operator: Mutator
+    island: int
+    choice: Choice
+
+
+class MoveChooser:
+    def __init__(self, operators: OperatorSet, sampler: ParentSampler, rng: random.Random) -> None:
+        self.operators = operators
+        self.sampler = sampler
+        self.rng = rng
+        self._spent: set[_Key] = set()
+        self._why: dict[str, str] = {}  # operator -> its latest "nothing new" answer
+
+    def mark_spent(
+        self, operator: Mutator, parent: Program, inspirations: Sequence[Program], why: str
+    ) -> None:
+        self._spent.add(_key(operator, parent, inspirations))
+        self._why[operator.name] = why
+
+    def next(self, archive: Archive, start: int) -> Move | None:
+        """A move on island `start` (else the next island that has one), its operator drawn by the
+        configured weights among those with a parent left; None when no operator has one."""
+        islands = archive.islands
+        order = [(start + step) % len(islands) for step in range(len(islands))]
+        order = [i for i in order if len(islands[i])]  # an island may be empty early on: borrow the next
+        operator = self.operators.pick(self.rng)
+        left = list(zip(self.operators.evolvers, self.operators.weights, strict=True))
+        while True:
+            correct_only = needs_correct_parent(operator)
+            for index in order:
+                eligible = self._eligible(operator, islands[index], correct_only)
+                try:
+                    choice = self.sampler.choose(islands[index], correct_only=correct_only, eligible=eligible)
+                except ValueError:  # nothing eligible on this island for this operator
+                    continue
+                return Move(operator, index, choice)
+            left = [(m, w) for m, w in left if m is not operator]
+            if not left:
+                return None
+            operator = self.rng.choices([m for m, _ in left], weights=[w for _, w in left])[0]
+
+    def reason(self, archive: Archive) -> str:
+        """Why no move is left (the run's stop reason)."""
+        has_correct = any(p.correct for p in archive.all_elites())
+        parts = []
+        for op in self.operators.evolvers:
+            if needs_correct_parent(op) and not has_correct:
+                parts.append(f"{op.name}: no correct program to start from")
+            else:
+                parts.append(f"{op.name}: {self._why.get(op.name, 'nothing new for any parent')}")
+        return "move space exhausted: no operator has anything new to propose for any parent (" + (
+            "; ".join(parts) + ")"
+        )
+
+    def _eligible(self, operator: Mutator, island: Island, correct_only: bool) -> Callable[[Program], bool]:
+        def eligible(program: Program) -> bool:
+            if correct_only and not program.correct:
+                return False
+            return _key(operator, program, self.sampler.inspirations(island, program)) not in self._spent
+
+        return eligible
+
+
+def needs_correct_parent(operator: Mutator) -> bool:
+    """Launch tuning and crossover keep what a kernel computes: a wrong parent only yields wrong children."""
+    return bool(getattr(operator, "needs_correct_parent", False))
+
+
+def _key(operator: Mutator, parent: Program, inspirations: Sequence[Program]) -> _Key:
+    if getattr(operator, "exhaustion_ignores_inspirations", False):
+        return (operator.name, parent.id, None)
+    return (operator.name, parent.id, frozenset(p.id for p in inspirations))

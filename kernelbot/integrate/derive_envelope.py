@@ -1,0 +1,158 @@
+"""Derives the Envelope from a task: builds every case's inputs with the task's own make_inputs on the CPU,
+binds them to the reference's signature (so defaults count as the values the evaluator ran with), then
+builds each case again with each `dynamic` size moved to nearby unlisted values, to see which dims and
+scalars follow it. The moved cases that build are returned too: the generated test runs them."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from evaluators.task import Case
+from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
+from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.task_view import TaskView
+
+_SCALARS = (bool, int, float, str, type(None), torch.dtype)
+
+
+@dataclass(frozen=True)
+class DerivedEnvelope:
+    envelope: Envelope
+    other_cases: tuple[dict[str, Any], ...]  # dynamic sizes moved to values the task does not list
+
+
+def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozenset()) -> DerivedEnvelope:
+    """The envelope of `view`'s cases; parameters in `ignore` (whose incoming value the reference never
+    reads) get no rule."""
+    task = view.task
+    runnable = [c for c in task.cases if not c.is_captured]
+    if not task.cases:
+        raise IntegrationError(f"{task.root}/task.toml lists no cases: nothing was proved")
+    signature = inspect.signature(task.load_reference())
+    bound = [_bind(view, signature, case) for case in task.cases]
+    variants: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (key, base, moved)
+    other_cases: list[dict[str, Any]] = []
+    for case, base in zip(task.cases, bound, strict=True):
+        if case.is_captured:
+            continue
+        for key in task.dynamic:
+            value = case.params.get(key)
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            listed = {c.params.get(key) for c in task.cases}
+            built = 0
+            for moved in _nearby(value, listed):
+                params = {**case.params, key: moved}
+                try:
+                    variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
+                except IntegrationError:
+                    continue
+                built += 1
+                if params not in other_cases and case in _extremes(runnable, key):
+                    other_cases.append(params)
+                if built == 2:  # two unlisted sizes per case are enough to see what follows the key
+                    break
+    rules_t: list[TensorRule] = []
+    rules_v: list[ValueRule] = []
+    for name in signature.parameters:
+        if name in ignore:
+            continue
+        seen = [b[name] for b in bound]
+        moved = [(key, base[name], var[name]) for key, base, var in variants]
+        tensors = [v for v in seen if isinstance(v, torch.Tensor)]
+        if tensors:
+            if len(tensors) + sum(v is None for v in seen) != len(seen):
+                raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
+            rules_t.append(_tensor_rule(name, seen, moved))
+        else:
+            rules_v.append(_value_rule(view, name, seen, moved))
+    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
+    return DerivedEnvelope(envelope, tuple(other_cases))
+
+
+def _bind(view: TaskView, signature: inspect.Signature, case: Case) -> dict[str, Any]:
+    try:
+        args, kwargs = view.task.make_inputs(case, 0, "cpu")
+        arguments = signature.bind(*args, **kwargs)
+    except Exception as exc:  # the task's own code: any failure means this case cannot be built
+        raise IntegrationError(f"cannot build the inputs of case {case.name!r}: {exc}") from exc
+    arguments.apply_defaults()
+    return dict(arguments.arguments)
+
+
+def _nearby(value: int, listed: set[object]) -> Iterable[int]:
+    """Unlisted sizes near `value` (as the evaluator's hidden cases pick them), small first."""
+    for moved in (value + value // 2 + 1, 2 * value + 1, value + 3, max(1, value - 1)):
+        if moved not in listed and moved != value:
+            yield moved
+
+
+def _extremes(cases: list[Case], key: str) -> tuple[Case, ...]:
+    """The cases with the smallest and the largest value of `key`: the test moves those two."""
+    with_key = sorted(
+        (c for c in cases if isinstance(c.params.get(key), int)), key=lambda c: int(c.params[key])
+    )
+    return (with_key[0], with_key[-1]) if with_key else ()
+
+
+def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> TensorRule:
+    tensors = [v for v in seen if isinstance(v, torch.Tensor)]
+    ranks = sorted({t.dim() for t in tensors})
+    dynamic: dict[int, set[str]] = {}
+    for key, base, var in moved:
+        if isinstance(base, torch.Tensor) and isinstance(var, torch.Tensor):
+            if base.dim() != var.dim():
+                dynamic.update({d: dynamic.get(d, set()) | {key} for d in range(base.dim())})
+                continue
+            for dim, (a, b) in enumerate(zip(base.shape, var.shape, strict=True)):
+                if a != b:
+                    dynamic.setdefault(dim, set()).add(key)
+    fixed: list[tuple[int, tuple[int, ...]]] = []
+    if len(ranks) == 1:
+        for dim in range(ranks[0]):
+            if dim not in dynamic:
+                fixed.append((dim, tuple(sorted({int(t.shape[dim]) for t in tensors}))))
+    return TensorRule(
+        name=name,
+        dtypes=tuple(sorted({str(t.dtype).removeprefix("torch.") for t in tensors})),
+        ranks=tuple(ranks),
+        fixed_dims=tuple(fixed),
+        dynamic_dims=tuple((d, tuple(sorted(k))) for d, k in sorted(dynamic.items())),
+        contiguous=all(t.is_contiguous() for t in tensors),
+        optional=any(v is None for v in seen),
+    )
+
+
+def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> ValueRule:
+    for value in seen:
+        if not _renderable(value):
+            raise IntegrationError(
+                f"cannot guard parameter {name!r} of {view.qualname}: its value in the task's cases is a "
+                f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers, "
+                "strings, dtypes and tuples of them)"
+            )
+    if any(not _same(base, var) for _, base, var in moved):
+        return ValueRule(name, (), free=True)
+    values: list[object] = []
+    for value in seen:
+        if not any(_same(value, v) for v in values):
+            values.append(value)
+    return ValueRule(name, tuple(values))
+
+
+def _renderable(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (tuple, list)):
+        return all(_renderable(v) for v in value)
+    return isinstance(value, _SCALARS)
+
+
+def _same(a: object, b: object) -> bool:
+    return type(a) is type(b) and a == b

@@ -1,0 +1,256 @@
+"""integrate(): puts a winning kernel into a work tree of the target repository.
+
+1. reads the task (task_view) and derives the envelope the evaluator proved (derive_envelope);
+2. writes the kernel module where the profile places it (kernel_module, with its guard);
+3. rewrites the original function to call the kernel behind the guard (route_to_kernel) and, when the
+   profile asks, exports the kernel from its package (export_from_init);
+4. writes the unit test in the repository's style (test_source);
+5. formats what it touched with the repository's pinned formatters (kernelbot.formatting), keeping lines it
+   did not touch as upstream wrote them (line_merge).
+Every refusal is an IntegrationError raised before any file is written.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from kernelbot.formatting import format_files
+from kernelbot.integrate.derive_envelope import derive_envelope
+from kernelbot.integrate.envelope import Envelope
+from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.export_from_init import ExportFromInitCommand
+from kernelbot.integrate.gather_param_reads import GatherParamReadsVisitor
+from kernelbot.integrate.gather_target import GatherTargetVisitor, Target
+from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
+from kernelbot.integrate.line_merge import merge_formatted
+from kernelbot.integrate.naming import guard_name, kernel_entry_name, op_name
+from kernelbot.integrate.placement import Placement, place
+from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
+from kernelbot.integrate.task_view import TaskView, load_view
+from kernelbot.integrate.test_source import TestSubject, render_test
+from kernelbot.profiles.model import Profile
+
+
+@dataclass(frozen=True)
+class Integration:
+    """What integrate() did, for the change named `op_slug`. Paths are relative to the repo root.
+    `test_command` runs only the generated test (the profile's test command plus its path). `cpu_test_env` is
+    the environment to add when running tests on a machine without a GPU: the generated test turns Triton's
+    interpreter on itself, but only when triton is not imported yet, and in a whole test run another module
+    usually imports it first (the test then skips, saying so). `notes` are things a reviewer should know (a
+    file formatted whole because its untouched lines could not be kept apart, a checker's leftover
+    findings)."""
+
+    op_slug: str
+    kernel_module: Path
+    test_file: Path
+    touched: tuple[Path, ...]
+    envelope: Envelope
+    test_command: list[str]
+    kernel_entry: str = ""
+    guard: str = ""
+    notes: tuple[str, ...] = ()
+    cpu_test_env: dict[str, str] = field(default_factory=lambda: {"TRITON_INTERPRET": "1"})
+
+
+def integrate(
+    repo: Path, profile: Profile, task_dir: Path, candidate_source: str, *, op_slug: str
+) -> Integration:
+    """Edit `repo` (a work tree) in place so that the task's function calls the candidate's kernel inside the
+    envelope the evaluator proved, add the generated test, and format the touched files.
+
+    `op_slug` (see naming.op_slug) names the change for the branch and PR and comes back in the Integration;
+    the files are named after the op (e.g. rms_norm_triton.py). Raises IntegrationError (a KernelbotError) for
+    bad input: the function is not in the tree, a construct the codemod cannot rewrite, a candidate without
+    the entry, a task whose inputs the test cannot rebuild, a file that already exists; FormatterError when a
+    formatter cannot be installed or fails. Whatever it raises, the tree is left as it was."""
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", op_slug):
+        raise IntegrationError(f"op slug {op_slug!r} must be lowercase words joined by '-' (see op_slug())")
+    repo = Path(repo).resolve()
+    profile = profile.for_tree(repo)
+    view = load_view(Path(task_dir))
+    op = op_name(view.qualname)
+    names = KernelNames(kernel_entry_name(op), guard_name(op))
+    placement = place(profile, view.task.source.path, op)
+    original, module, target = _locate(repo, placement, view)
+    for path in (placement.kernel_file, placement.test_file):
+        if (repo / path).exists():
+            raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
+    reads = GatherParamReadsVisitor.of(
+        view.task.reference_path.read_text(), view.task.entry, {p.name for p in view.signature}
+    )
+    derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
+    call, passed = _kernel_call(target, view, placement, names, reads)
+    kernel_source = build_kernel_module(
+        candidate_source,
+        view,
+        derived.envelope,
+        names,
+        summary=_summary(target),
+        line_length=profile.formatter.line_length,
+        header=profile.formatter.new_file_header,
+    )
+    command = RouteToKernelCommand(CodemodContext(filename=str(placement.source_file)), view.qualname, call)
+    rewritten = command.transform_module(module).code
+    if command.rewritten != 1:
+        raise IntegrationError(f"{view.qualname} was found but not rewritten (kernelbot bug?)")
+    edits = {placement.source_file: (original, rewritten)}
+    if placement.init_file is not None:
+        edits[placement.init_file] = _exported(repo, placement, names.entry)
+    subject = TestSubject(placement.source_module, placement.kernel_module, names.entry, names.guard, passed)
+    test_source = render_test(view, subject, profile, repo, derived.other_cases)
+
+    created = {placement.kernel_file: kernel_source, placement.test_file: test_source}
+    touched = (placement.kernel_file, *edits, placement.test_file)
+    try:
+        for path, text in created.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        for path, (_, text) in edits.items():
+            (repo / path).write_text(text)
+        notes = _format(repo, profile, list(created), {p: before for p, (before, _) in edits.items()})
+        for path in touched:
+            _check_parses(repo / path)
+    except BaseException:  # a formatter that cannot be installed, say: leave the tree as it was
+        for path in created:
+            (repo / path).unlink(missing_ok=True)
+        for path, (before, _) in edits.items():
+            (repo / path).write_text(before)
+        raise
+    return Integration(
+        op_slug=op_slug,
+        kernel_module=placement.kernel_file,
+        test_file=placement.test_file,
+        touched=touched,
+        envelope=derived.envelope,
+        test_command=[*profile.test_command, str(placement.test_file)],
+        kernel_entry=names.entry,
+        guard=names.guard,
+        notes=tuple(notes),
+    )
+
+
+def _locate(repo: Path, placement: Placement, view: TaskView) -> tuple[str, cst.Module, Target]:
+    path = repo / placement.source_file
+    if not path.is_file():
+        raise IntegrationError(f"{placement.source_file} (the task's [source] path) is not in {repo}")
+    original = path.read_text()
+    try:
+        module = cst.parse_module(original)
+    except cst.ParserSyntaxError as exc:
+        raise IntegrationError(f"{placement.source_file} does not parse: {exc.message}") from exc
+    gatherer = GatherTargetVisitor(view.qualname)
+    module.visit(gatherer)
+    if not gatherer.found:
+        raise IntegrationError(f"{view.qualname} is not defined in {placement.source_file} of {repo}")
+    if len(gatherer.found) > 1:
+        raise IntegrationError(f"{placement.source_file} defines {view.qualname} more than once")
+    target = gatherer.found[0]
+    if target.refusals:
+        raise IntegrationError(f"cannot rewrite {view.qualname}: {'; '.join(target.refusals)}")
+    return original, module, target
+
+
+def _kernel_call(
+    target: Target, view: TaskView, placement: Placement, names: KernelNames, reads: set[str]
+) -> tuple[KernelCall, dict[str, str]]:
+    """The call of the kernel from the function: its own parameters forwarded as they are declared, and
+    `param=self.<attr>` for each attribute the entry reads. Returns it and {param: attr} of those."""
+    params = target.node.params
+    positional = [*params.posonly_params, *params.params]
+    self_name = ""
+    if target.is_method:
+        if not positional:
+            raise IntegrationError(f"{view.qualname} is a method without a self parameter")
+        self_name = positional[0].name.value
+        positional = positional[1:]
+    own = [p.name.value for p in positional]
+    arguments = list(own)
+    if isinstance(params.star_arg, cst.Param):
+        own.append(params.star_arg.name.value)
+        arguments.append(f"*{params.star_arg.name.value}")
+    own += [p.name.value for p in params.kwonly_params]
+    arguments += [f"{p.name.value}={p.name.value}" for p in params.kwonly_params]
+    attribute_params = set(view.attribute_params.values())
+    if own + ([params.star_kwarg.name.value] if isinstance(params.star_kwarg, cst.Param) else []) != [
+        p.name for p in view.signature if p.name not in attribute_params
+    ]:
+        raise IntegrationError(
+            f"{view.qualname} in {placement.source_file} takes other parameters than the task's reference "
+            "entry: the tree changed since the extraction; extract the task again"
+        )
+    written = set(view.written_attributes)
+    passed = {
+        param: attr for attr, param in view.attribute_params.items() if attr not in written or param in reads
+    }
+    arguments += [f"{param}={self_name}.{attr}" for param, attr in passed.items()]
+    if isinstance(params.star_kwarg, cst.Param):
+        arguments.append(f"**{params.star_kwarg.name.value}")
+    returns_value = "return" in view.outputs and target.returns_value
+    call = KernelCall(
+        module=placement.kernel_module,
+        kernel=names.entry,
+        guard=names.guard,
+        arguments=tuple(arguments),
+        returns_value=returns_value,
+        assign_to=tuple(f"{self_name}.{attr}" for attr in view.written_attributes),
+    )
+    return call, passed
+
+
+def _summary(target: Target) -> str:
+    """What the function computes, in its authors' words: the first paragraph of its docstring, else of
+    its class's."""
+    for node in (target.node, target.owner):
+        text = node.get_docstring() if node is not None else None
+        if text:
+            return " ".join(text.strip().split("\n\n")[0].split())
+    return ""
+
+
+def _exported(repo: Path, placement: Placement, entry: str) -> tuple[str, str]:
+    assert placement.init_file is not None
+    path = repo / placement.init_file
+    if not path.is_file():
+        raise IntegrationError(f"{placement.init_file} does not exist: the profile exports kernels from it")
+    before = path.read_text()
+    command = ExportFromInitCommand(CodemodContext(), placement.kernel_file.stem, entry)
+    return before, command.transform_module(cst.parse_module(before)).code
+
+
+def _format(repo: Path, profile: Profile, created: list[Path], edited: dict[Path, str]) -> list[str]:
+    """Format the new files whole, the edited ones keeping their untouched lines (see line_merge)."""
+    untouched = {path: path.with_name(f"_kernelbot_untouched_{path.name}") for path in edited}
+    for path, copy in untouched.items():
+        (repo / copy).write_text(edited[path])
+    try:
+        outcome = format_files(repo, [*edited, *untouched.values()], profile.formatter, new_files=created)
+        formatted_original = {path: (repo / copy).read_text() for path, copy in untouched.items()}
+    finally:
+        for copy in untouched.values():
+            (repo / copy).unlink(missing_ok=True)
+    notes = []
+    for path, before in edited.items():
+        merged = merge_formatted(before, formatted_original[path], (repo / path).read_text())
+        if merged is None:
+            notes.append(f"{path}: formatted whole (the formatter also changes lines next to the edit)")
+        else:
+            (repo / path).write_text(merged)
+    copies = {str(c) for c in untouched.values()}
+    notes += [f"formatter: {line}" for line in outcome.findings if not any(c in line for c in copies)]
+    return notes
+
+
+def _check_parses(path: Path) -> None:
+    try:
+        ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise IntegrationError(
+            f"{path} does not parse after the integration (kernelbot bug?): {exc}"
+        ) from exc

@@ -1,0 +1,139 @@
+"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped,
+the entry renamed to a public name, a docstring saying what it computes, where it came from and what it was
+checked on, and the guard (guard_source) appended. Formatting is left to the repository's formatter."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from extractors.signature import entry_signature
+from kernelbot.integrate.envelope import Envelope
+from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.guard_source import render_guard
+from kernelbot.integrate.rename_function import RenameFunctionTransformer
+from kernelbot.integrate.set_module_docstring import SetModuleDocstringTransformer
+from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransformer
+from kernelbot.integrate.task_view import TaskView
+
+_GUARD_HELPERS = ("ENABLED", "_is_checked_tensor", "_needs_autograd")
+
+
+@dataclass(frozen=True)
+class KernelNames:
+    entry: str  # public name of the kernel's entry
+    guard: str
+
+
+def build_kernel_module(
+    candidate_source: str,
+    view: TaskView,
+    envelope: Envelope,
+    names: KernelNames,
+    *,
+    summary: str,
+    line_length: int,
+    header: str = "",
+) -> str:
+    try:
+        module = cst.parse_module(candidate_source)
+    except cst.ParserSyntaxError as exc:
+        raise IntegrationError(
+            f"the candidate is not valid Python: {exc.message} (line {exc.raw_line})"
+        ) from exc
+    entry = _entry(module, view.task.entry)
+    _check_signature(candidate_source, view)
+    taken = _module_names(module) - {view.task.entry}
+    clash = sorted(taken & {names.entry, names.guard, *_GUARD_HELPERS})
+    if clash:
+        raise IntegrationError(
+            f"the candidate already defines {', '.join(clash)}, names the integration needs"
+        )
+    docstring = _docstring(view, envelope, names, summary, _existing_docstring(module), line_length)
+    module = module.visit(StripEvolveMarkersTransformer())
+    module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
+    module = module.visit(SetModuleDocstringTransformer(docstring, header))
+    guard = _statements(render_guard(envelope, entry, names.guard, names.entry, line_length))
+    module = module.with_changes(body=[*module.body, *guard])
+    context = CodemodContext()
+    AddImportsVisitor.add_needed_import(context, "torch")
+    return AddImportsVisitor(context).transform_module(module).code
+
+
+def _statements(source: str) -> list[cst.BaseStatement]:
+    """The statements of `source`, its leading comments kept on the first one (parse_module files them
+    under the module's header)."""
+    parsed = cst.parse_module(source)
+    body = list(parsed.body)
+    body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(), *parsed.header, *body[0].leading_lines])
+    return body
+
+
+def _entry(module: cst.Module, name: str) -> cst.FunctionDef:
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    raise IntegrationError(f"the candidate defines no module-level function {name}(), the task's entry")
+
+
+def _check_signature(candidate_source: str, view: TaskView) -> None:
+    ours = [(p.name, p.kind) for p in entry_signature(candidate_source, view.task.entry)]
+    theirs = [(p.name, p.kind) for p in view.signature]
+    if ours != theirs:
+        raise IntegrationError(
+            f"the candidate's {view.task.entry}() takes ({', '.join(n for n, _ in ours)}), the reference "
+            f"({', '.join(n for n, _ in theirs)}): they must match"
+        )
+
+
+def _module_names(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            names.add(statement.name.value)
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                targets = small.targets if isinstance(small, cst.Assign) else []
+                for target in targets:
+                    if isinstance(target.target, cst.Name):
+                        names.add(target.target.value)
+    return names
+
+
+def _existing_docstring(module: cst.Module) -> str:
+    return module.get_docstring() or ""
+
+
+def _docstring(
+    view: TaskView, envelope: Envelope, names: KernelNames, summary: str, how: str, width: int
+) -> str:
+    source = view.task.source
+    where = f"{source.path}:{view.qualname}" + (f" ({source.commit})" if source.commit else "")
+    # The first line follows the opening quotes.
+    first = textwrap.fill(
+        f"Triton kernel for `{view.qualname}` ({source.path}).", width, initial_indent='"""'
+    )
+    paragraphs = [first.removeprefix('"""')]
+    if summary:
+        paragraphs.append(textwrap.fill(summary, width))
+    if how:
+        paragraphs += [textwrap.fill(" ".join(p.split()), width) for p in how.strip().split("\n\n")]
+    cases = ", ".join(c.name for c in view.task.cases)
+    dynamic = f" and on other values of {', '.join(view.task.dynamic)}" if view.task.dynamic else ""
+    paragraphs.append(
+        textwrap.fill(
+            f"Generated by kernelbot from {where}, and checked against it by kernelbot's evaluator on the "
+            f"cases {cases}{dynamic}. `{names.guard}` lets a call through only inside what was checked; "
+            "any other call runs the original code:",
+            width,
+        )
+    )
+    bullets = [
+        textwrap.fill(line, width, initial_indent="- ", subsequent_indent="  ")
+        for line in envelope.describe()
+    ]
+    return "\n\n".join(paragraphs) + "\n" + "\n".join(bullets)

@@ -1,0 +1,97 @@
+"""Codemod: makes a function (or method) call the new kernel where the guard allows it. Its signature,
+decorators, docstring and body stay as they were; one `if <guard>(...): <call the kernel>` block goes right
+after the docstring, so everything the guard refuses runs the original code below it. The imports of the
+kernel and its guard are scheduled on the codemod context (AddImportsVisitor), not written here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """How the function calls the kernel: `arguments` forwards its own parameters (and `self.<attr>` for
+    the attributes the entry takes); `assign_to` holds `self.<attr>` targets the entry returns after its
+    result; `returns_value` is False for functions that only work in place (the kernel is called for its
+    effect) or return nothing but attributes."""
+
+    module: str  # dotted module of the kernel
+    kernel: str
+    guard: str
+    arguments: tuple[str, ...]
+    returns_value: bool
+    assign_to: tuple[str, ...] = ()
+
+    def statement(self) -> cst.If:
+        args = ", ".join(self.arguments)
+        call = f"{self.kernel}({args})"
+        if self.assign_to:
+            targets = ", ".join((["result"] if self.returns_value else []) + list(self.assign_to))
+            lines = [f"{targets} = {call}", "return result" if self.returns_value else "return"]
+        elif self.returns_value:
+            lines = [f"return {call}"]
+        else:
+            lines = [call, "return"]
+        body = "".join(f"    {line}\n" for line in lines)
+        statement = cst.parse_statement(f"if {self.guard}({args}):\n{body}")
+        assert isinstance(statement, cst.If)
+        return statement
+
+
+class RouteToKernelCommand(VisitorBasedCodemodCommand):
+    DESCRIPTION = "Call a Triton kernel from a function, inside the envelope its guard checks."
+
+    def __init__(self, context: CodemodContext, qualname: str, call: KernelCall) -> None:
+        super().__init__(context)
+        self.qualname = qualname
+        self.call = call
+        self.rewritten = 0
+        self._classes: list[str] = []
+        self._functions = 0
+
+    def visit_Module(self, node: cst.Module) -> None:
+        AddImportsVisitor.add_needed_import(self.context, self.call.module, self.call.guard)
+        AddImportsVisitor.add_needed_import(self.context, self.call.module, self.call.kernel)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        self._classes.pop()
+        return updated_node
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions += 1
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self._functions -= 1
+        path = ".".join([*self._classes, original_node.name.value])
+        if self._functions or path != self.qualname:
+            return updated_node
+        self.rewritten += 1
+        return updated_node.with_changes(
+            body=_insert_after_docstring(updated_node.body, self.call.statement())
+        )
+
+
+def _insert_after_docstring(body: cst.BaseSuite, statement: cst.If) -> cst.IndentedBlock:
+    if isinstance(body, cst.SimpleStatementSuite):  # `def f(x): return x` on one line
+        body = cst.IndentedBlock([cst.SimpleStatementLine([s]) for s in body.body])
+    assert isinstance(body, cst.IndentedBlock)
+    statements = list(body.body)
+    at = 1 if statements and _is_docstring(statements[0]) else 0
+    return body.with_changes(body=[*statements[:at], statement, *statements[at:]])
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

@@ -1,0 +1,168 @@
+"""Renders the generated unit test (templates/test.py.j2) in the repository's style: pytest functions, or a
+unittest class deriving the profile's base class (SGLang's CustomTestCase) when the tree has it.
+
+The test needs nothing from kernelbot: it builds the task's inputs itself (inputs_source), compares the
+original code with the kernel over the evaluator's cases and other values of the dynamic sizes, and on a
+machine without a GPU runs the kernel through Triton's interpreter."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluators.tolerances import DEFAULT_TOLERANCES, tolerance_for
+from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
+from kernelbot.integrate.naming import snake
+from kernelbot.integrate.task_view import TaskView
+from kernelbot.integrate.templates_env import environment
+from kernelbot.profiles.model import Profile
+
+
+@dataclass(frozen=True)
+class TestSubject:
+    """What the test exercises: the rewritten function in `source_module` and the kernel module."""
+
+    __test__ = False  # not a test class, whatever pytest infers from its name
+
+    source_module: str
+    kernel_module: str
+    entry: str
+    guard: str
+    passed_attributes: dict[str, str]  # entry parameter -> self attribute, for the attributes it reads
+
+
+def render_test(
+    view: TaskView,
+    subject: TestSubject,
+    profile: Profile,
+    repo: Path,
+    other_cases: tuple[dict[str, Any], ...],
+) -> str:
+    if view.inputs is None:
+        raise IntegrationError(
+            f"{view.task.inputs_path} holds no input spec (hand-written or captured inputs): the generated "
+            "test builds its inputs from one; re-extract the task with --spec"
+        )
+    cases = [(c.params, "checked by kernelbot's evaluator") for c in view.task.cases if not c.is_captured]
+    dynamic = ", ".join(view.task.dynamic)
+    cases += [(params, f"another value of {dynamic}") for params in other_cases]
+    sizes = list(dict.fromkeys(k for params, _ in cases for k in params))
+    make_inputs = render_make_inputs(view.inputs, sizes)
+    base_module, base_class = _base_class(profile, repo)
+    parts = view.qualname.split(".")
+    owner, method = (parts[-2], parts[-1]) if view.is_method else ("", parts[-1])
+    bound = {attr: function for attr, function in view.bound_callables.items()}
+    source_names = sorted({owner or method, *bound.values()})
+    kernel_import = _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init)
+    context = {
+        "header": profile.formatter.new_file_header,
+        "docstring": _docstring(view, subject, profile, dynamic),
+        "unittest": profile.tests.style == "unittest-customtestcase",
+        "base_module": base_module,
+        "base_class": base_class,
+        "needs_math": needs_math(make_inputs),
+        "needs_importlib": profile.kernel.export_from_init,
+        "kernel_import": kernel_import,
+        "source_module": subject.source_module,
+        "source_names": ", ".join(source_names),
+        "tolerances": _tolerances(view),
+        "cases": [(_dict_source(params), note) for params, note in cases],
+        "is_method": view.is_method,
+        "owner": owner,
+        "owner_snake": snake(owner) if owner else "",
+        "method": method,
+        "function": method,
+        "attributes": _dict_source(subject.passed_attributes),
+        "has_attributes": bool(subject.passed_attributes),
+        "attribute_defaults": _dict_source(_attribute_defaults(view, subject)),
+        "bound": "{" + ", ".join(f'"{a}": {f}' for a, f in bound.items()) + "}" if bound else "",
+        "written": repr(list(view.written_attributes)) if view.written_attributes else "",
+        "make_inputs": make_inputs,
+        "entry": subject.entry,
+        "guard": subject.guard,
+        "outputs": list(view.outputs),
+        "test_class": "Test" + "".join(w.capitalize() for w in subject.entry.split("_")),
+        "test_function": f"test_{subject.entry}_matches_the_original",
+    }
+    return environment(profile.formatter.line_length).get_template("test.py.j2").render(**context)
+
+
+def _base_class(profile: Profile, repo: Path) -> tuple[str, str]:
+    """("module", "Class") of the profile's base class when the tree defines it, else ("", "")."""
+    if profile.tests.style != "unittest-customtestcase" or not profile.tests.base_class:
+        return "", ""
+    module, name = profile.tests.base_class.split(":")
+    path = repo / profile.source_root / Path(*module.split(".")).with_suffix(".py")
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return "", ""
+    defined = any(isinstance(node, ast.ClassDef) and node.name == name for node in tree.body)
+    return (module, name) if defined else ("", "")
+
+
+def _import_as(module: str, alias: str, exported: bool) -> str:
+    """The import binding the kernel module to `alias`. When the package exports the kernel function
+    under the module's own name, `from package import module` would bind that function instead."""
+    package, _, name = module.rpartition(".")
+    if exported:
+        return f'{alias} = importlib.import_module("{module}")'
+    return f"from {package} import {name} as {alias}" if package else f"import {module} as {alias}"
+
+
+def _tolerances(view: TaskView) -> list[tuple[str, str, str]]:
+    names = list(DEFAULT_TOLERANCES)
+    names += [n for n in view.task.tolerances if n not in names]
+    out = []
+    for name in names:
+        tol = tolerance_for(name, view.task)
+        out.append((name, repr(2 * tol.atol), repr(2 * tol.rtol)))
+    return out
+
+
+def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:
+    defaults: dict[str, Any] = {}
+    for param in subject.passed_attributes:
+        text = view.param(param).default
+        if text is None:
+            continue
+        try:
+            defaults[param] = ast.literal_eval(text)
+        except ValueError as exc:
+            raise IntegrationError(
+                f"the default of {param} ({text}) is not a literal the test can hold"
+            ) from exc
+    return defaults
+
+
+def _dict_source(values: dict[str, Any]) -> str:
+    return "{" + ", ".join(f'"{k}": {v!r}' for k, v in values.items()) + "}"
+
+
+def _docstring(view: TaskView, subject: TestSubject, profile: Profile, dynamic: str) -> str:
+    path = view.task.source.path
+    width = profile.formatter.line_length
+    lines = [
+        textwrap.fill(
+            f"Tests for `{subject.entry}`, the Triton path of `{view.qualname}`.",
+            width=width,
+            initial_indent='"""',
+        ).removeprefix('"""'),
+        "",
+        textwrap.fill(
+            f"Generated by kernelbot for {path}. Each case builds the same inputs twice and compares the "
+            "original PyTorch code with the kernel: the result, every tensor argument afterwards (in-place "
+            "writes)"
+            + (" and the attributes it sets" if view.written_attributes else "")
+            + ". The cases are those kernelbot's evaluator checked the kernel on"
+            + (f", then other values of the sizes that vary at serving time ({dynamic})" if dynamic else "")
+            + ". On a GPU the kernel runs behind its guard in the rewritten code; without one, through "
+            "Triton's interpreter on the CPU.",
+            width=width,
+        ),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""The propose stage: the bundle in RUN/pr/ always; with --open-pr, the PR opened or updated through the
+forge (kernelbot.propose.open_or_update decides open / update / skip / refuse from what the forge holds).
+
+Nothing is proposed from a verification that found a broken test: the verdict in RUN/verify.json is read
+again here, whatever target.toml says.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from kernelbot import git
+from kernelbot.errors import ConfigError, RunStateError
+from kernelbot.target.repo import EXAMPLE_SOURCE
+from kernelbot.target.runner import ProposalRefused, RunContext
+
+DEFAULT_FORK_REMOTE = "fork"
+
+
+def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
+    from kernelbot.propose import build_evidence, open_or_update, write_bundle
+
+    state, options, profile = ctx.state, ctx.options, ctx.profile
+    verify_data = _verify_report(ctx.run_dir / ctx.state.outcome("verify")["report"])
+    if not verify_data.get("ok", False):
+        raise ProposalRefused(str(verify_data.get("refusal") or "verification did not pass"))
+    base = state.repo.base_commit
+    worktree = ctx.run_dir / state.outcome("integrate")["worktree"]
+    ctx.view.step("writing the bundle")
+    evidence = build_evidence(
+        search_dir=ctx.run_dir / state.outcome("evolve")["search_dir"],
+        task_dir=ctx.run_dir / state.outcome("extract")["task_dir"],
+        profile=profile,
+        integration=integration,
+        verify=verify_data,
+        repo_url=str(getattr(profile, "repo_url", "") or state.repo.source),
+        base_sha=base,
+        base_branch=state.repo.branch or str(getattr(profile, "default_branch", "") or "main"),
+        function=state.function,
+        op_slug=state.outcome("integrate")["op_slug"],
+        reproduce=reproduce_command(ctx),
+    )
+    bundle = write_bundle(
+        ctx.run_dir, evidence, profile, git.diff_against(worktree, base), secret_envs=(options.token_env,)
+    )
+    outcome: dict[str, Any] = {
+        "bundle": state.relative(bundle.dir),
+        "branch": bundle.branch,
+        "kernel_hash": evidence.op.kernel_hash,
+        "title": bundle.title,
+    }
+    if not options.open_pr:
+        return outcome
+    from kernelbot.forge import GitHubForge
+
+    repo = state.resolve(state.repo.path)
+    fork = options.fork or _default_fork(repo, profile)
+    ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")
+    forge = GitHubForge.for_profile(
+        profile, token_env=options.token_env
+    )  # $KERNELBOT_GITHUB_API, else the profile's
+    result = open_or_update(bundle, profile, forge, repo, fork=fork, token_env=options.token_env)
+    outcome["pr"] = {
+        "action": result.action,
+        "reason": result.reason,
+        "number": result.number,
+        "url": result.url,
+        "pushed_sha": result.pushed_sha or None,
+    }
+    return outcome
+
+
+def reproduce_command(ctx: RunContext) -> str:
+    """The one line that runs this whole road again."""
+    argv = ["kernelbot", "target", ctx.state.profile, "--function", ctx.state.function]
+    if ctx.state.repo.source != EXAMPLE_SOURCE:
+        argv += ["--repo", ctx.state.repo.source]
+    if ctx.options.spec is not None:
+        argv += ["--spec", str(ctx.options.spec)]
+    return shlex.join(argv)
+
+
+def _verify_report(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunStateError(
+            f"cannot read {path}: {exc}; run the verify stage again (delete it from target.toml)"
+        ) from exc
+
+
+def _default_fork(repo: Path, profile: Any) -> str:
+    name = str(getattr(profile, "fork_remote", "") or DEFAULT_FORK_REMOTE)
+    if git.remote_url(repo, name) != name:  # a remote of that name exists
+        return name
+    raise ConfigError(
+        f"--open-pr needs your fork: pass --fork URL (or add a git remote named {name!r} to {repo})"
+    )

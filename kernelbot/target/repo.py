@@ -1,0 +1,131 @@
+"""The repository a target run changes, made ready once at the start of the run.
+
+    (no --repo), example profile   the bundled examples/minirepo copied into RUN/upstream and committed:
+                                   the "upstream" the change is made against
+    --repo PATH                    a local checkout, used in place: it must be clean and on a branch
+    --repo URL (or a bare repo)    cloned into RUN/upstream (no --repo for another profile: its repo_url)
+    --repo pypi:NAME==VERSION      the release's sources (extractors.release_sources) copied into
+                                   RUN/upstream and committed, so the change has a base commit to diff against
+
+The change itself is then made in RUN/worktree, a git work tree of the base commit, so the user's checkout
+is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelbot import git
+from kernelbot.errors import ConfigError, GitError
+
+UPSTREAM_DIR = "upstream"
+EXAMPLE_SOURCE = "example"
+EXAMPLE_PROFILE = "example"
+# Left out when a tree is copied: caches and build output that are no part of the sources.
+_COPY_IGNORED = shutil.ignore_patterns(
+    ".git",
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    "*.egg-info",
+    "build",
+    "dist",
+)
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
+_SHOWN_DIRTY = 5
+
+
+@dataclass(frozen=True)
+class PreparedRepo:
+    source: str
+    path: Path
+    base_commit: str
+    branch: str
+
+
+def bundled_example() -> Path:
+    """examples/minirepo of the kernelbot checkout this code runs from."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "minirepo"
+    if not (path / "minisglang").is_dir():
+        raise ConfigError(
+            f"the bundled example is not in this install ({path} is missing): run kernelbot from a checkout "
+            "of its repository, or pass --repo"
+        )
+    return path
+
+
+def is_remote(source: str) -> bool:
+    if "://" in source or _SCP_LIKE.match(source):
+        return True
+    path = Path(source).expanduser()
+    return path.is_dir() and (path / "HEAD").is_file() and (path / "objects").is_dir()  # a bare repository
+
+
+def prepare(source: str | None, profile_name: str, repo_url: str, run_dir: Path) -> PreparedRepo:
+    """Make the repository ready; raises ConfigError / GitError with what to fix."""
+    if source is None:
+        source = EXAMPLE_SOURCE if profile_name == EXAMPLE_PROFILE else repo_url
+        if not source:
+            raise ConfigError(f"the {profile_name} profile names no repository: pass --repo PATH|URL")
+    upstream = run_dir / UPSTREAM_DIR
+    if source == EXAMPLE_SOURCE:
+        return _committed_copy(source, bundled_example(), upstream, "the bundled example repository")
+    if source.startswith("pypi:"):
+        from extractors.release_sources import fetch_release
+
+        release = source.removeprefix("pypi:")
+        tree = fetch_release(release)
+        return _committed_copy(source, tree, upstream, f"the sources of the {release} release")
+    if is_remote(source):
+        _clear(upstream)
+        git.clone(source, upstream)
+        return _checkout(source, upstream)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--repo {source}: no such directory, and not a URL or pypi:NAME==VERSION")
+    return local_checkout(source, path)
+
+
+def local_checkout(source: str, path: Path) -> PreparedRepo:
+    """A user's checkout, used in place: refused when it has uncommitted changes or no branch checked out."""
+    try:
+        root = git.repo_root(path)
+    except GitError as exc:
+        raise GitError(f"--repo {source}: not a git checkout ({exc})") from exc
+    dirty = git.dirty_paths(root)
+    if dirty:
+        more = len(dirty) - _SHOWN_DIRTY
+        shown = ", ".join(dirty[:_SHOWN_DIRTY]) + (f" and {more} more" if more > 0 else "")
+        raise GitError(
+            f"--repo {root} has uncommitted changes ({shown}): commit or stash them first, so the change is "
+            "made against a known commit"
+        )
+    if git.is_detached(root):
+        raise GitError(
+            f"--repo {root} is on a detached HEAD: check out the branch the change should be based on"
+        )
+    return _checkout(source, root)
+
+
+def _checkout(source: str, path: Path) -> PreparedRepo:
+    return PreparedRepo(source, path, git.head_commit(path), git.current_branch(path) or "")
+
+
+def _committed_copy(source: str, tree: Path, dest: Path, what: str) -> PreparedRepo:
+    """`tree` copied into a new repository at `dest`, committed as its first commit."""
+    _clear(dest)
+    shutil.copytree(tree, dest, ignore=_COPY_IGNORED, symlinks=True)
+    git.init_repository(dest)
+    git.commit_all(dest, f"Import {what}")
+    return _checkout(source, dest)
+
+
+def _clear(path: Path) -> None:
+    """A copy or clone left half-made by a killed run is ours (it lies under RUN): start it again."""
+    if path.exists():
+        shutil.rmtree(path)

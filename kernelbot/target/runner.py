@@ -1,0 +1,81 @@
+"""Running a target run's stages in order, each recording its outcome in RUN/target.toml before the next.
+
+A stage is a function from the run's context to its outcome (a TOML-able dict). A stage already `done` is
+skipped, unless it asks to run again (`rerun`: the propose stage does when a PR is to be opened or updated,
+since the forge, not the local record, is the truth about PRs). A stage that raises is recorded `failed`
+with its message, and the exception goes on to the command line's one error boundary; the next invocation
+starts again at that stage. An outcome with a `refusal` ends the run with that message, now and at every
+later invocation, without the stage being redone: it is a finished verdict, not a failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelbot.errors import KernelbotError
+from kernelbot.target.options import TargetOptions
+from kernelbot.target.state import STAGES, TargetState
+from kernelbot.target.view import StageView
+
+
+class ProposalRefused(KernelbotError):
+    """Raised when verification found that the change breaks a test: nothing is proposed."""
+
+
+@dataclass
+class RunContext:
+    run_dir: Path
+    state: TargetState
+    options: TargetOptions
+    profile: Any  # kernelbot.profiles.Profile
+    view: StageView
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[RunContext], dict[str, Any]]
+    summary: Callable[[dict[str, Any]], str] = lambda outcome: ""
+    rerun: Callable[[RunContext, dict[str, Any]], bool] = lambda ctx, outcome: False
+
+
+def run_stages(stages: list[Stage], ctx: RunContext) -> None:
+    names = [s.name for s in stages]
+    if tuple(names) != STAGES:
+        raise ValueError(f"stages must be {STAGES}, got {names}")  # a kernelbot bug, not a user error
+    state = ctx.state
+    for stage in stages:
+        if state.is_done(stage.name):
+            outcome = state.outcome(stage.name)
+            if not stage.rerun(ctx, outcome):
+                ctx.view.skipped(stage.name, stage.summary(outcome))
+                _refuse_if_asked(outcome)
+                continue
+        started = time.monotonic()
+        state.started(stage.name)
+        ctx.view.started(stage.name)
+        try:
+            outcome = stage.run(ctx)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                message = "interrupted"
+            elif isinstance(exc, KernelbotError):
+                message = str(exc)
+            else:
+                message = f"crashed: {type(exc).__name__}: {exc}"
+            state.failed(stage.name, message)
+            ctx.view.failed(stage.name, message, time.monotonic() - started)
+            raise
+        state.finished(stage.name, outcome)
+        ctx.view.finished(stage.name, stage.summary(outcome), time.monotonic() - started)
+        _refuse_if_asked(outcome)
+
+
+def _refuse_if_asked(outcome: dict[str, Any]) -> None:
+    refusal = outcome.get("refusal")
+    if refusal:
+        raise ProposalRefused(str(refusal))

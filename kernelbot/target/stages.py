@@ -1,0 +1,268 @@
+"""The five stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
+
+extract    RUN/task/        the function as a Task (the user's --spec, or the one shipped for it)
+evolve     RUN/search/      the search (kernelbot.target.search)
+integrate  RUN/worktree/    a work tree of the base commit with the winning kernel put in
+verify     RUN/verify.json  tests and benchmark on clean trees of the base and of the change
+propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the PR opened or updated
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelbot import git
+from kernelbot.console import warn
+from kernelbot.errors import GitError
+from kernelbot.target.runner import RunContext, Stage
+from kernelbot.target.search import run_search, search_outcome
+from kernelbot.target.specs import shipped_spec
+
+TASK_DIR = "task"
+WORKTREE_DIR = "worktree"
+SCRATCH_DIR = ".verify-trees"  # clean trees of the base and of the change, removed after verification
+_SHOWN = 5
+
+
+def repo_path(ctx: RunContext) -> Path:
+    return ctx.state.resolve(ctx.state.repo.path)
+
+
+# --- extract ------------------------------------------------------------------------------------------------
+
+
+def extract_stage(ctx: RunContext) -> dict[str, Any]:
+    from extractors.extract import ExtractOptions, extract
+
+    options = ctx.options
+    spec = options.spec or shipped_spec(ctx.state.profile, options.function)
+    task_dir = ctx.run_dir / TASK_DIR
+    ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
+    summary = extract(
+        ExtractOptions(repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True)
+    )
+    if summary.inputs_source == "draft":
+        warn(
+            f"{task_dir}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
+            "inputs (a kernel is only as good as the cases it is judged on)"
+        )
+    probe = summary.probe
+    return {
+        "task_dir": TASK_DIR,
+        "name": summary.name,
+        "entry": summary.entry,
+        "target": summary.target,
+        "inputs": summary.inputs_source,
+        "spec": str(spec) if spec else None,
+        "probe": "ok"
+        if probe is not None and probe.ran
+        else (probe.error if probe is not None else "skipped"),
+    }
+
+
+def _extract_summary(outcome: dict[str, Any]) -> str:
+    return f"{outcome['task_dir']}/ (entry {outcome['entry']}, {outcome['inputs']} inputs)"
+
+
+# --- evolve -------------------------------------------------------------------------------------------------
+
+
+def evolve_stage(ctx: RunContext) -> dict[str, Any]:
+    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
+    summary = run_search(task_dir, ctx.run_dir, ctx.options.search)
+    return search_outcome(summary, ctx.run_dir)
+
+
+def _evolve_summary(outcome: dict[str, Any]) -> str:
+    speed = (
+        f", speedup {outcome['speedup']:.3f}x" if outcome.get("speedup") else " (correct; speed not measured)"
+    )
+    return (
+        f"kernel {outcome['program_id']} ({outcome['operator']}){speed}; "
+        f"{outcome['evaluations']} evaluation(s); stopped: {outcome['stop_reason']}"
+    )
+
+
+# --- integrate ----------------------------------------------------------------------------------------------
+
+
+def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
+    """A clean work tree of `repo` at `commit` at `path`; one left there by an interrupted run is replaced."""
+    if path.exists():
+        try:
+            git.remove_worktree(repo, path)
+        except GitError:  # not (or no longer) a registered work tree: it is our own leftover under RUN
+            shutil.rmtree(path)
+            git.remove_worktree(repo, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return git.add_worktree(repo, path, commit)
+
+
+def integrate_stage(ctx: RunContext) -> dict[str, Any]:
+    from kernelbot.integrate import integrate, op_slug
+
+    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
+    kernel = (ctx.run_dir / ctx.state.outcome("evolve")["kernel_file"]).read_text()
+    worktree = ctx.run_dir / WORKTREE_DIR
+    ctx.view.step(f"work tree of {ctx.state.repo.base_commit[:12]} at {worktree}")
+    fresh_worktree(repo_path(ctx), worktree, ctx.state.repo.base_commit)
+    slug = op_slug(task_dir)
+    integration = integrate(worktree, ctx.profile, task_dir, kernel, op_slug=slug)
+    return {"worktree": WORKTREE_DIR, "op_slug": slug, **integration_record(integration)}
+
+
+def integration_record(integration: Any) -> dict[str, Any]:
+    """What target.toml keeps of a kernelbot.integrate.Integration: what the later stages read of it."""
+    return {
+        "kernel_module": Path(integration.kernel_module).as_posix(),
+        "test_file": Path(integration.test_file).as_posix(),
+        "touched": [Path(p).as_posix() for p in integration.touched],
+        "test_command": [str(a) for a in integration.test_command],
+        "envelope": list(integration.envelope.describe()),
+        "cpu_test_env": dict(integration.cpu_test_env),
+        "notes": list(integration.notes),
+    }
+
+
+@dataclass(frozen=True)
+class DescribedEnvelope:
+    """An envelope as its recorded description (all that verify and propose read of it)."""
+
+    lines: tuple[str, ...]
+
+    def describe(self) -> list[str]:
+        return list(self.lines)
+
+
+@dataclass(frozen=True)
+class RecordedIntegration:
+    """The integrate stage's result read back from target.toml, in kernelbot.integrate.Integration's shape
+    (kernelbot.propose.collect.IntegrationLike), so a resumed run needs no second integration."""
+
+    kernel_module: Path
+    test_file: Path
+    touched: tuple[Path, ...]
+    envelope: DescribedEnvelope
+    test_command: list[str]
+    cpu_test_env: dict[str, str]
+    notes: tuple[str, ...] = ()
+
+
+def load_integration(ctx: RunContext) -> RecordedIntegration:
+    record = ctx.state.outcome("integrate")
+    return RecordedIntegration(
+        kernel_module=Path(record["kernel_module"]),
+        test_file=Path(record["test_file"]),
+        touched=tuple(Path(p) for p in record["touched"]),
+        envelope=DescribedEnvelope(tuple(record["envelope"])),
+        test_command=list(record["test_command"]),
+        cpu_test_env=dict(record.get("cpu_test_env", {})),
+        notes=tuple(record.get("notes", ())),
+    )
+
+
+def _integrate_summary(outcome: dict[str, Any]) -> str:
+    return f"{outcome['worktree']}/: kernel {outcome['kernel_module']}, test {outcome['test_file']}"
+
+
+# --- verify -------------------------------------------------------------------------------------------------
+
+
+def verify_stage(ctx: RunContext) -> dict[str, Any]:
+    from kernelbot.verify import REPORT_FILE, verify
+
+    integration = load_integration(ctx)
+    repo, base = repo_path(ctx), ctx.state.repo.base_commit
+    scratch = ctx.run_dir / SCRATCH_DIR
+    base_tree = fresh_worktree(repo, scratch / "base", base)
+    change_tree = fresh_worktree(repo, scratch / "change", base)
+    # The change tree is the base commit plus exactly the patch the bundle will carry.
+    worktree = ctx.run_dir / ctx.state.outcome("integrate")["worktree"]
+    git.apply_patch(change_tree, git.diff_against(worktree, base))
+    try:
+        report = verify(
+            base_tree,
+            change_tree,
+            ctx.profile,
+            integration,
+            benchmark_runs=ctx.options.benchmark_runs,
+            run_dir=ctx.run_dir,
+            progress=ctx.view.step,
+        )
+    finally:
+        for tree in (base_tree, change_tree):
+            git.remove_worktree(repo, tree)
+        shutil.rmtree(scratch, ignore_errors=True)
+    tests, e2e = report.tests, report.e2e
+    if tests.preexisting_failures:
+        warn(
+            f"{len(tests.preexisting_failures)} related test(s) already fail before the change (reported as "
+            f"pre-existing, not blocking): {_named(tests.preexisting_failures)}"
+        )
+    e2e_data = e2e.to_dict()
+    return {
+        "report": REPORT_FILE,
+        "ok": report.ok,
+        "refusal": f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
+        if report.refusal
+        else None,
+        "tests_run": list(tests.files),
+        "passed_before": tests.before.passed,
+        "passed_after": tests.after.passed,
+        "new_failures": list(tests.new_failures),
+        "preexisting_failures": list(tests.preexisting_failures),
+        "e2e_measured": e2e.measured,
+        "e2e_reason": e2e.reason,
+        "e2e_delta_pct": e2e_data["delta_pct"],
+        "e2e_ci_pct": e2e_data["ci_pct"],
+    }
+
+
+def _named(ids: list[str] | tuple[str, ...]) -> str:
+    return ", ".join(ids[:_SHOWN]) + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
+
+
+def _verify_summary(outcome: dict[str, Any]) -> str:
+    tests = (
+        f"tests {outcome['passed_before']} passed before, {outcome['passed_after']} after, "
+        f"{len(outcome['new_failures'])} new failure(s), {len(outcome['preexisting_failures'])} pre-existing"
+    )
+    if outcome["e2e_measured"]:
+        ci = outcome.get("e2e_ci_pct")
+        ci_text = f" (95% CI {ci[0]:+.2f}% .. {ci[1]:+.2f}%)" if ci else ""
+        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}"
+    return f"{tests}; e2e not measured: {outcome['e2e_reason']}"
+
+
+# --- propose ------------------------------------------------------------------------------------------------
+
+
+def propose_stage(ctx: RunContext) -> dict[str, Any]:
+    from kernelbot.target.proposal import propose
+
+    return propose(ctx, load_integration(ctx))
+
+
+def _propose_summary(outcome: dict[str, Any]) -> str:
+    pr = outcome.get("pr")
+    bundle = f"bundle in {outcome['bundle']}/"
+    if not pr:
+        return bundle
+    return f"{bundle}; PR {pr['action']}: {pr.get('url') or pr.get('reason', '')}"
+
+
+def _propose_again(ctx: RunContext, outcome: dict[str, Any]) -> bool:
+    # With --open-pr the forge is asked every time: it, not the last run's record, knows the PR's state.
+    return ctx.options.open_pr
+
+
+STAGE_LIST = [
+    Stage("extract", extract_stage, _extract_summary),
+    Stage("evolve", evolve_stage, _evolve_summary),
+    Stage("integrate", integrate_stage, _integrate_summary),
+    Stage("verify", verify_stage, _verify_summary),
+    Stage("propose", propose_stage, _propose_summary, _propose_again),
+]

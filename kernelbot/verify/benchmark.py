@@ -1,0 +1,216 @@
+"""The end-to-end benchmark before and after the change: the same command in the base work tree and in the
+changed one, alternating (base, change, base, change, ...) so that drift of the machine falls on both sides,
+each run's metric read from its output.
+
+A number is only ever read from a run that happened here and exited 0. When the benchmark cannot mean
+anything on this machine (no GPU for a kernel that only runs on one), is not configured, or fails, the outcome
+says why and carries no samples: a partial or borrowed number is never reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelbot.verify.process import resolve_command, run_captured, tail, worktree_env
+from kernelbot.verify.stats import relative_delta, summarize
+
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class BenchmarkCommand:
+    """How to run the benchmark in a work tree and read its metric (from a JSON key or a regex)."""
+
+    argv: tuple[str, ...]
+    metric: str  # the metric's name as shown (the JSON key when read from JSON)
+    cwd: str = ""  # relative to the work tree's root
+    env: dict[str, str] = field(default_factory=dict)
+    json_key: str | None = None  # dotted key into the last JSON object printed
+    regex: str | None = None  # group "value" (or group 1) of the last match
+    unit: str = ""
+    higher_is_better: bool = True
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+class MetricNotFound(ValueError):
+    pass
+
+
+def read_metric(output: str, command: BenchmarkCommand) -> float:
+    """The metric from a run's output (the last occurrence wins: benchmarks print warm-up results first)."""
+    if command.json_key:
+        for line in reversed(output.splitlines()):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                value: object = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            for part in command.json_key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        raise MetricNotFound(f"no JSON line with a numeric {command.json_key!r} in the output")
+    if command.regex:
+        matches = list(re.finditer(command.regex, output, re.MULTILINE))
+        if not matches:
+            raise MetricNotFound(f"the pattern {command.regex!r} does not match the output")
+        last = matches[-1]
+        text = last.group("value") if "value" in last.re.groupindex else last.group(1)
+        try:
+            return float(text)
+        except ValueError as exc:
+            raise MetricNotFound(f"{text!r} (matched by {command.regex!r}) is not a number") from exc
+    raise MetricNotFound("the benchmark names neither a JSON key nor a regex for its metric")
+
+
+@dataclass(frozen=True)
+class E2EOutcome:
+    """Both sides' samples (empty unless measured) and, when measured, their summary and relative change."""
+
+    measured: bool
+    reason: str
+    command: tuple[str, ...] = ()
+    cwd: str = ""
+    metric: str = ""
+    unit: str = ""
+    higher_is_better: bool = True
+    runs: int = 0
+    before: tuple[float, ...] = ()
+    after: tuple[float, ...] = ()
+    order: tuple[str, ...] = ()  # "base" / "change", in the order the runs happened
+    logs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "measured": self.measured,
+            "reason": self.reason,
+            "command": list(self.command),
+            "cwd": self.cwd,
+            "metric": self.metric,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "runs": self.runs,
+            "order": list(self.order),
+            "before": list(self.before),
+            "after": list(self.after),
+            "logs": list(self.logs),
+            "means": None,
+            "stdev": None,
+            "cv": None,
+            "delta_pct": None,
+            "ci_pct": None,
+            "confidence": None,
+            "method": None,
+        }
+        if self.measured:
+            b, a = summarize(self.before), summarize(self.after)
+            delta = relative_delta(self.before, self.after)
+            data.update(
+                means={"before": b.mean, "after": a.mean},
+                stdev={"before": b.stdev, "after": a.stdev},
+                cv={"before": b.cv, "after": a.cv},
+                delta_pct=delta.pct,
+                ci_pct=list(delta.ci_pct) if delta.ci_pct else None,
+                confidence=delta.confidence,
+                method=delta.method,
+            )
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> E2EOutcome:
+        return cls(
+            measured=bool(data["measured"]),
+            reason=data["reason"],
+            command=tuple(data.get("command", ())),
+            cwd=data.get("cwd", ""),
+            metric=data.get("metric", ""),
+            unit=data.get("unit", ""),
+            higher_is_better=bool(data.get("higher_is_better", True)),
+            runs=int(data.get("runs", 0)),
+            before=tuple(float(v) for v in data.get("before", ())),
+            after=tuple(float(v) for v in data.get("after", ())),
+            order=tuple(data.get("order", ())),
+            logs=tuple(data.get("logs", ())),
+        )
+
+
+def not_measured(reason: str, command: BenchmarkCommand | None = None, runs: int = 0) -> E2EOutcome:
+    if command is None:
+        return E2EOutcome(False, reason, runs=runs)
+    return E2EOutcome(
+        False,
+        reason,
+        command=command.argv,
+        cwd=command.cwd,
+        metric=command.metric,
+        unit=command.unit,
+        higher_is_better=command.higher_is_better,
+        runs=runs,
+    )
+
+
+def run_alternating(
+    command: BenchmarkCommand,
+    base: Path,
+    change: Path,
+    runs: int,
+    *,
+    log_dir: Path,
+    source_root: str = "",
+    progress: Callable[[str], None] = lambda message: None,
+) -> E2EOutcome:
+    """Run the benchmark `runs` times on each side, alternating, and collect the metric of every run."""
+    if runs < 2:
+        return not_measured(f"{runs} run(s) per side asked for; a spread needs two", command, runs)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    samples: dict[str, list[float]] = {"base": [], "change": []}
+    order: list[str] = []
+    logs: list[str] = []
+    argv = resolve_command(command.argv)
+    for i in range(runs):
+        for side, tree in (("base", base), ("change", change)):
+            progress(f"benchmark run {i + 1}/{runs} on the {side}")
+            exit_code, output = run_captured(
+                argv,
+                tree / command.cwd,
+                worktree_env(tree, source_root, command.env),
+                command.timeout_s,
+            )
+            log = log_dir / f"benchmark-{side}-{i + 1}.log"
+            log.write_text(output)
+            logs.append(str(log))
+            where = f"on the {side} (run {i + 1} of {runs})"
+            if exit_code is None:
+                reason = f"the benchmark ran past its {command.timeout_s:.0f}s limit {where}"
+                return not_measured(reason, command, runs)
+            if exit_code != 0:
+                reason = f"the benchmark failed {where}, exit {exit_code}: {tail(output, 300)}"
+                return not_measured(reason, command, runs)
+            try:
+                value = read_metric(output, command)
+            except MetricNotFound as exc:
+                return not_measured(f"{exc} {where} (log: {log})", command, runs)
+            samples[side].append(value)
+            order.append(side)
+    if summarize(samples["base"]).mean == 0.0:
+        return not_measured(f"{command.metric} is 0 on the base, no relative change", command, runs)
+    return E2EOutcome(
+        True,
+        f"{runs} runs per side, alternating base and change",
+        command=command.argv,
+        cwd=command.cwd,
+        metric=command.metric,
+        unit=command.unit,
+        higher_is_better=command.higher_is_better,
+        runs=runs,
+        before=tuple(samples["base"]),
+        after=tuple(samples["change"]),
+        order=tuple(order),
+        logs=tuple(logs),
+    )

@@ -1,0 +1,134 @@
+"""What verification found, as written to RUN/verify.json: the related tests before and after the change
+(new failures apart from those already there), the end-to-end benchmark of both sides, and the verdict.
+
+    {"schema": 1, "ok": bool, "refusal": str,
+     "tests": {"command": [...], "files": [...], "before": TestRun, "after": TestRun,
+               "new_failures": [id], "preexisting_failures": [id], "fixed": [id]},
+     "e2e": {"measured": bool, "reason": str, "command": [...], "metric", "unit", "higher_is_better",
+             "before": [..], "after": [..], "means": {"before", "after"}, "stdev": {...}, "cv": {...},
+             "delta_pct", "ci_pct": [lo, hi], "confidence", "method", "order", "runs", "logs"}}
+
+`ok` is false exactly when the change makes a test fail that did not fail before; `refusal` then names them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelbot.errors import RunStateError
+from kernelbot.verify.benchmark import E2EOutcome
+from kernelbot.verify.repo_tests import TestRun
+
+SCHEMA = 1
+REPORT_FILE = "verify.json"
+_NAMED = 5  # failing tests named in the one-line refusal (verify.json lists them all)
+
+
+@dataclass(frozen=True)
+class TestComparison:
+    """The related tests on the base and on the change, and how their failures differ."""
+
+    __test__ = False
+
+    command: tuple[str, ...]
+    files: tuple[str, ...]
+    before: TestRun
+    after: TestRun
+    new_failures: tuple[str, ...]
+    preexisting_failures: tuple[str, ...]
+    fixed: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, command: tuple[str, ...], files: tuple[str, ...], before: TestRun, after: TestRun
+    ) -> TestComparison:
+        failed_before, failed_after = set(before.failures), set(after.failures)
+        return cls(
+            command=command,
+            files=files,
+            before=before,
+            after=after,
+            new_failures=tuple(sorted(failed_after - failed_before)),
+            preexisting_failures=tuple(sorted(failed_after & failed_before)),
+            fixed=tuple(sorted(failed_before - failed_after)),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "command": list(self.command),
+            "files": list(self.files),
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "new_failures": list(self.new_failures),
+            "preexisting_failures": list(self.preexisting_failures),
+            "fixed": list(self.fixed),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TestComparison:
+        return cls(
+            command=tuple(data["command"]),
+            files=tuple(data["files"]),
+            before=TestRun.from_dict(data["before"]),
+            after=TestRun.from_dict(data["after"]),
+            new_failures=tuple(data["new_failures"]),
+            preexisting_failures=tuple(data["preexisting_failures"]),
+            fixed=tuple(data["fixed"]),
+        )
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    tests: TestComparison
+    e2e: E2EOutcome
+
+    @property
+    def ok(self) -> bool:
+        return not self.tests.new_failures
+
+    @property
+    def refusal(self) -> str:
+        """One line naming the tests the change breaks ("" when it breaks none)."""
+        new = self.tests.new_failures
+        if not new:
+            return ""
+        named = ", ".join(new[:_NAMED]) + (f" and {len(new) - _NAMED} more" if len(new) > _NAMED else "")
+        return f"with the change {len(new)} related test(s) fail that did not fail before it: {named}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "schema": SCHEMA,
+            "ok": self.ok,
+            "refusal": self.refusal,
+            "tests": self.tests.to_dict(),
+            "e2e": self.e2e.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> VerifyReport:
+        if data.get("schema") != SCHEMA:
+            raise RunStateError(
+                f"verify.json has schema {data.get('schema')!r}; this kernelbot reads {SCHEMA}"
+            )
+        return cls(tests=TestComparison.from_dict(data["tests"]), e2e=E2EOutcome.from_dict(data["e2e"]))
+
+    def write(self, path: Path) -> None:
+        """Atomically: a reader never sees half a report."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(self.to_dict(), handle, indent=2)
+            handle.write("\n")
+        os.replace(tmp, path)
+
+
+def load_report(path: Path) -> VerifyReport:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunStateError(f"cannot read {path}: {exc}") from exc
+    return VerifyReport.from_dict(data)

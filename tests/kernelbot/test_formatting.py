@@ -1,0 +1,73 @@
+"""Pinned formatters run from their own venvs in the tool cache: what they change, the findings a checker
+leaves, and the errors when a tool cannot be installed or fails."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelbot.formatting import FormatterError, format_files, tool_venv
+from kernelbot.profiles import load_profile
+from kernelbot.profiles.model import Formatter, FormatterTool
+from tests.kernelbot.integrate.conftest import tool_venvs  # noqa: F401  (the session fixture)
+
+MESSY = textwrap.dedent(
+    """
+    import torch
+    import os
+    from sglang.srt.utils import is_cuda
+    def f(x):
+        return {"a":x, 'b': os.sep, "c": is_cuda(torch)}
+    """
+).lstrip()
+
+
+def test_sglang_isort_then_black_and_nothing_left_to_do(tmp_path: Path, tool_venvs: dict) -> None:  # noqa: F811
+    (tmp_path / "mod.py").write_text(MESSY)
+    formatter = load_profile("sglang").formatter
+    outcome = format_files(tmp_path, [Path("mod.py")], formatter)
+    assert outcome.tools == ("isort==5.13.2", "black==24.10.0") and outcome.findings == ()
+    text = (tmp_path / "mod.py").read_text()
+    assert text.startswith(
+        "import os\n\nimport torch\n\nfrom sglang.srt.utils import is_cuda\n\n\ndef f(x):\n"
+    )
+    assert '{"a": x, "b": os.sep' in text
+    format_files(tmp_path, [Path("mod.py")], formatter)
+    assert (tmp_path / "mod.py").read_text() == text
+
+
+def test_lmdeploy_ruff_check_and_single_quotes_with_findings(tmp_path: Path, tool_venvs: dict) -> None:  # noqa: F811
+    (tmp_path / "mod.py").write_text(MESSY + "\n\nLONG = " + repr("x" * 130) + "\n")
+    outcome = format_files(tmp_path, [Path("mod.py")], load_profile("lmdeploy").formatter)
+    text = (tmp_path / "mod.py").read_text()
+    assert text.index("import os") < text.index("import torch")  # ruff's isort rules
+    assert "{'a':x, 'b': os.sep, 'c': is_cuda(torch)}" in text  # double-quote-string-fixer; layout as it was
+    assert [f for f in outcome.findings if "E501" in f] == [f for f in outcome.findings], outcome.findings
+    assert len(outcome.findings) == 1 and outcome.findings[0].startswith("mod.py:")
+
+
+def test_a_tool_that_fails_on_a_file_says_which(tmp_path: Path, tool_venvs: dict) -> None:  # noqa: F811
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    formatter = Formatter((FormatterTool("black", "black==24.10.0"),))
+    with pytest.raises(FormatterError, match=r"black==24\.10\.0 failed \(exit 123\) on bad\.py"):
+        format_files(tmp_path, [Path("bad.py")], formatter)
+
+
+def test_a_tool_that_cannot_be_installed_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELBOT_CACHE", str(tmp_path / "cache"))
+    # No index, no find-links, no config file: pip has nowhere to get black from.
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(FormatterError) as caught:
+        tool_venv("black==24.10.0")
+    message = str(caught.value)
+    assert message.startswith("formatter black==24.10.0 is not installed and could not be installed: ")
+    assert "pip install black==24.10.0" in message and "registry reachable" in message
+    assert not (tmp_path / "cache" / "tools" / "black-24.10.0").exists()  # nothing half-built is left
+    with pytest.raises(FormatterError, match="must pin a version"):
+        tool_venv("black")

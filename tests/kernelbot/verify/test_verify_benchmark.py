@@ -1,0 +1,104 @@
+"""The end-to-end benchmark, alternating real runs on two work trees, and the honest 'not measured' cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelbot.verify.benchmark import (
+    BenchmarkCommand,
+    E2EOutcome,
+    MetricNotFound,
+    read_metric,
+    run_alternating,
+)
+
+# A benchmark whose metric is the tree's own constant, with a little deterministic jitter per run; each run
+# appends its tree's name to a shared file, so the test sees the order the runs really happened in.
+SCRIPT = """
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import speed
+log = Path(os.environ["ORDER_LOG"])
+runs = log.read_text().count(speed.NAME) if log.exists() else 0
+with log.open("a") as f:
+    f.write(speed.NAME + "\\n")
+print("warming up")
+print(json.dumps({"result": {"tokens_per_s": 1.0}}))
+print(json.dumps({"result": {"tokens_per_s": speed.RATE + (runs % 3) - 1}, "device": "cpu"}))
+"""
+
+
+def tree(root: Path, name: str, rate: float) -> Path:
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "speed.py").write_text(f"NAME = {name!r}\nRATE = {rate}\n")
+    (root / "benchmarks" / "bench.py").write_text(SCRIPT)
+    return root
+
+
+def command(tmp_path: Path, **changes: object) -> BenchmarkCommand:
+    fields: dict = dict(
+        argv=("python", "benchmarks/bench.py"),
+        metric="tokens_per_s",
+        json_key="result.tokens_per_s",
+        unit="tok/s",
+        env={"ORDER_LOG": str(tmp_path / "order.txt")},
+    )
+    fields.update(changes)
+    return BenchmarkCommand(**fields)
+
+
+def test_alternating_runs_and_their_statistics(tmp_path: Path) -> None:
+    base, change = tree(tmp_path / "base", "base", 100.0), tree(tmp_path / "change", "change", 120.0)
+    seen: list[str] = []
+    outcome = run_alternating(
+        command(tmp_path), base, change, 3, log_dir=tmp_path / "logs", progress=seen.append
+    )
+    assert outcome.measured, outcome.reason
+    assert (tmp_path / "order.txt").read_text().split() == ["base", "change"] * 3
+    assert outcome.order == ("base", "change") * 3
+    assert outcome.before == (99.0, 100.0, 101.0) and outcome.after == (119.0, 120.0, 121.0)
+    assert seen[0] == "benchmark run 1/3 on the base" and len(seen) == 6
+    data = outcome.to_dict()
+    assert data["means"] == {"before": 100.0, "after": 120.0}
+    assert data["delta_pct"] == pytest.approx(20.0)
+    lo, hi = data["ci_pct"]
+    assert lo < 20.0 < hi and lo > 15.0
+    assert data["unit"] == "tok/s" and data["higher_is_better"] is True
+    assert len(data["logs"]) == 6 and all(Path(p).is_file() for p in data["logs"])
+    assert E2EOutcome.from_dict(json.loads(json.dumps(data))) == outcome
+
+
+def test_a_failing_run_means_no_numbers_at_all(tmp_path: Path) -> None:
+    base, change = tree(tmp_path / "base", "base", 100.0), tree(tmp_path / "change", "change", 120.0)
+    (change / "speed.py").write_text("raise RuntimeError('CUDA out of memory')\n")
+    outcome = run_alternating(command(tmp_path), base, change, 3, log_dir=tmp_path / "logs")
+    assert not outcome.measured and outcome.before == () and outcome.after == ()
+    assert "failed on the change (run 1 of 3), exit 1" in outcome.reason
+    assert "CUDA out of memory" in outcome.reason
+    assert outcome.to_dict()["delta_pct"] is None and outcome.to_dict()["means"] is None
+
+
+def test_missing_metric_and_too_few_runs(tmp_path: Path) -> None:
+    base, change = tree(tmp_path / "base", "base", 100.0), tree(tmp_path / "change", "change", 120.0)
+    wrong_key = command(tmp_path, json_key="result.latency_ms")
+    outcome = run_alternating(wrong_key, base, change, 2, log_dir=tmp_path / "logs")
+    assert not outcome.measured and "no JSON line with a numeric 'result.latency_ms'" in outcome.reason
+    single = run_alternating(command(tmp_path), base, change, 1, log_dir=tmp_path / "logs")
+    assert not single.measured and "a spread needs two" in single.reason
+
+
+def test_read_metric_by_regex_and_json() -> None:
+    by_regex = BenchmarkCommand(argv=("x",), metric="throughput", regex=r"throughput: (?P<value>[\d.]+)")
+    assert read_metric("throughput: 1.5\nthroughput: 2.25 tok/s\n", by_regex) == 2.25
+    by_group = BenchmarkCommand(argv=("x",), metric="latency", regex=r"latency=(\S+)ms")
+    assert read_metric("latency=3.5ms", by_group) == 3.5
+    with pytest.raises(MetricNotFound, match="not a number"):
+        read_metric("latency=fastms", by_group)
+    by_key = BenchmarkCommand(argv=("x",), metric="tps", json_key="tps")
+    assert read_metric('{"tps": 3}\nnot json {\n{"tps": true}\n', by_key) == 3.0
+    with pytest.raises(MetricNotFound):
+        read_metric("nothing here", by_key)
