@@ -17,6 +17,8 @@ for _helpers in (_TESTS / "evolution", _TESTS / "kernelbot" / "propose"):
         sys.path.insert(0, str(_helpers))
 
 from report_runs import (  # noqa: E402
+    EXAMPLE_FUNCTION,
+    EXAMPLE_SEED,
     LLM_KEY,
     LLM_KEY_ENV,
     copy_run,
@@ -119,6 +121,25 @@ def empty_run(tmp_path_factory) -> Path:
 def target_run(tmp_path_factory, llm_run) -> Path:
     root = tmp_path_factory.mktemp("target")
     return make_target_run(root / "run", llm_run, llm_run.parent / "task")
+
+
+@pytest.fixture(scope="session")
+def real_target_run(tmp_path_factory) -> Path:
+    """`kernelbot target example` on the bundled example, every stage for real (interpreter, no GPU)."""
+    run = tmp_path_factory.mktemp("target-real") / "run"
+    argv = [
+        "target",
+        "example",
+        "--function",
+        EXAMPLE_FUNCTION,
+        "--out",
+        str(run),
+        "--seed",
+        str(EXAMPLE_SEED),
+    ]
+    argv += ["--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed"]
+    assert main(argv) == exit_codes.OK
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,15 @@
 """Builders of the runs the report is tested on.
 
+- `kernelbot target example` on the bundled example, every stage for real on the interpreter;
 - a real `kernelbot evolve` on the Triton interpreter (a small SiLU-and-mul task, three seeds: a correct one
   with literal launch parameters for launch tuning to move, one the correctness stage rejects, one the static
   checks reject), SIGKILLed mid-search, copied as it was left, then resumed to the end;
 - `kernelbot evolve` with a scripted loopback LLM endpoint (tests/evolution/openai_fake.py) and the marker-
   judging executor of tests/evolution/search_fakes.py, so LLM steps (and a stand-in for the Inductor seed,
   which needs a GPU) appear in the store with timings in both regimes;
-- a `kernelbot target` run directory: the files that stage writes, in their documented shapes (target.toml,
-  verify.json), and the PR bundle written by kernelbot.propose itself from the LLM run's store.
+- a `kernelbot target` run directory with what only a GPU run has (a measured end-to-end benchmark): the
+  files in their documented shapes (target.toml, verify.json as kernelbot.verify writes it on a GPU) and the
+  PR bundle written by kernelbot.propose itself from the LLM run's store.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ dtype = "bfloat16"
 # Lighter judging than the defaults: the report is under test, not the evaluator's hidden-case and drift
 # checks.
 LIGHT_EVAL = "[eval]\nhidden_cases = 0\ndrift_calls = 1\n"
+# The bundled example's activation, and a correct seed for it (the target road's tests' own).
+EXAMPLE_FUNCTION = "minisglang.layers.activation:SiluAndMul.forward_native"
+EXAMPLE_SEED = REPO / "tests" / "kernelbot" / "target" / "data" / "silu_rowwise.py"
 LLM_KEY_ENV = "KB_REPORT_TEST_LLM_KEY"
 LLM_KEY = "sk-report-loopback-5f4e3d2c1b0a"
 

@@ -3,6 +3,9 @@ benchmark with the delta's interval, and the PR body as kernelbot.propose wrote 
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from html_check import EVOLVE_SECTIONS, TARGET_SECTIONS, figures, missing, parse_strict, sections, text
 from report_runs import make_report
 
@@ -45,3 +48,26 @@ def test_a_target_run_has_every_section(target_run) -> None:
     assert "kernelbot:" not in text(rendered) and "<!--" not in html.split('class="markdown"')[1]
     assert "kernel_hash" in text(body)  # the hidden marker, listed apart
     assert "patch.diff" in text(body) and "silu_and_mul_triton" in text(body)
+
+
+@pytest.mark.slow
+def test_a_real_target_run_of_the_bundled_example(real_target_run) -> None:
+    verify = json.loads((real_target_run / "verify.json").read_text())
+    found = sections(parse_strict(make_report(real_target_run)))
+    assert set(found) == {*EVOLVE_SECTIONS, *TARGET_SECTIONS}
+    assert [name for name, s in found.items() if missing(s)] == ["e2e"]  # no GPU here: said, not faked
+    assert "the benchmark was not measured: no GPU on this machine" in text(found["e2e"])
+
+    timeline = text(found["timeline"])
+    assert all(f"{s} done" in timeline for s in ("extract", "evolve", "integrate", "verify", "propose"))
+    tests = found["tests"]
+    rows = [[" ".join("".join(td.itertext()).split()) for td in tr.iter("td")] for tr in tests.iter("tr")]
+    sides = {row[0]: row[1:4] for row in rows if row and row[0] in ("base", "change")}
+    for side, key in (("base", "before"), ("change", "after")):
+        run = verify["tests"][key]
+        assert sides[side] == [str(run["passed"]), str(run["failed"]), str(run["skipped"])]
+
+    body = found["body"].find(".//div[@class='markdown']")
+    assert body is not None and "No speed was measured" in text(body)
+    assert body.find(".//details/summary") is not None  # the body's own collapsible parts
+    assert "untimed" in text(found["overview"]) and "triton-interpret" in text(found["speedups"])
