@@ -144,6 +144,7 @@ class Emitter:
         self.options = options
         self._cse: dict[str, Tile] = {}
         self._atom_tiles: dict[int, Tile] = {}
+        self._rounded: set[str] = set()  # tiles already rounded to a 16-bit float
 
     # --- bookkeeping -------------------------------------------------------------------------------------
 
@@ -258,6 +259,13 @@ class Emitter:
             return tile
         if tile.is_scalar and _is_literal(tile.code):
             return Tile(literal(_literal_value(tile.code), dtype), (), dtype)
+        param = self.params.params.get(tile.code)
+        if tile.is_scalar and param is not None and param.kind in ("size", "scalar"):
+            # A parameter may arrive as a Python number (a constexpr, or any scalar under the interpreter):
+            # no .to() on it. Floats are passed as float32 already.
+            if dtype in ("fp32", "fp64") and tile.dtype not in ("fp32", "fp64"):
+                return self.let(f"({tile.code} * 1.0)", (), dtype, tile.grid)
+            return Tile(tile.code, (), dtype, tile.grid)
         if dtype == "i1":
             zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
             return self.unary(f"({{a}} != {zero})", tile, "i1")
@@ -267,8 +275,18 @@ class Emitter:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
         if storage not in ("bfloat16", "float16") or not self.options.emulate_rounding or _is_literal(tile.code):
             return tile
-        dtype = "tl.bfloat16" if storage == "bfloat16" else "tl.float16"
-        return self.unary(f"{_wrapped('{a}')}.to({dtype}).to(tl.float32)", tile, tile.dtype)
+        return self.rounded(tile, storage)
+
+    def rounded(self, tile: Tile, storage: str) -> Tile:
+        """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
+        if tile.code in self._rounded:
+            return tile
+        if storage == "bfloat16":
+            result = self.unary("_kb_round_bf16({a})", tile, tile.dtype)
+        else:
+            result = self.unary(f"{_wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
+        self._rounded.add(result.code)
+        return result
 
     def where(self, cond: Tile, a: Tile, b: Tile, dtype: str) -> Tile:
         return self.combine("tl.where({}, {}, {})", [cond, a, b], dtype)

@@ -18,7 +18,7 @@ import sympy
 
 from evolution.fusion import symbols
 from evolution.fusion.emit import Emitter, LoweringError
-from evolution.fusion.model import Graph, Node, Placeholder
+from evolution.fusion.model import Graph, Node, Placeholder, TensorMeta
 from evolution.fusion.tiles import (
     Affine,
     Atom,
@@ -85,7 +85,11 @@ class Evaluator:
     def meta(self, ref: Any) -> Any:
         name, output = _ref(ref)
         if name in self.placeholders:
-            meta = self.placeholders[name].meta
+            placeholder = self.placeholders[name]
+            meta = placeholder.meta
+            if meta is None and placeholder.kind == "const":
+                kind = {bool: "bool", int: "int64", float: "float64"}[type(placeholder.value)]
+                return TensorMeta((), kind)
             if meta is None:
                 raise LoweringError(f"graph input {name} is not a tensor")
             return meta

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 
 from evolution.fusion import symbols
@@ -88,7 +89,9 @@ def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, 
         if axis.block == "ROWS":
             params.add(Param("ROWS", "ROWS", "size", True, "rows per program (a knob)"))
         elif axis.block:
-            host = f"min(BLOCK, triton.next_power_of_2({extent}))"
+            # A dynamic extent keeps the knob's block (a block sized by it would compile one kernel per size).
+            dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
+            host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
             params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
         host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
         name = f"GRID_{axis.atom.name.upper()}"
@@ -97,10 +100,30 @@ def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, 
     return counts
 
 
+def prune(regions: list[list[str]]) -> None:
+    """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place."""
+    assignment = re.compile(r"^\s*(\w+) = ")
+    while True:
+        text = "\n".join(line for lines in regions for line in lines)
+        counts: dict[str, int] = {}
+        for word in re.findall(r"\b\w+\b", text):
+            counts[word] = counts.get(word, 0) + 1
+        removed = False
+        for lines in regions:
+            for line in list(lines):
+                match = assignment.match(line)
+                if match and counts.get(match.group(1), 0) == 1:
+                    lines.remove(line)
+                    removed = True
+        if not removed:
+            return
+
+
 def _kernel_text(name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool) -> str:
     ordered = _ordered_params(params)
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
     lines = ["@triton.jit", f"def {name}({signature}):"]
+    prune([region.prologue for region, _ in plan.regions] + [region.body for region, _ in plan.regions])
     prologue = [line for region, _ in plan.regions for line in region.prologue]
     body: list[str] = []
     decomposition: list[str] = []

@@ -55,16 +55,13 @@ def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None)
         raw = emitter.let(f"tl.load({base})", (), dtype, frozenset(), prefix=f"{tensor_name(p.source)}_")
         return _to_compute(emitter, raw, storage, dtype)
     mask = emitter.mask(set(offset.atoms), guard)
-    arguments = [f"{base} + {offset.code}"]
+    atoms = emitter.union(offset, *([mask] if mask is not None else []))
+    arguments = [f"{base} + {emitter.align(offset, atoms)}"]
     if mask is not None:
-        arguments += [f"mask={emitter.align(mask, offset.atoms)}", "other=0"]
+        arguments += [f"mask={emitter.align(mask, atoms)}", "other=0"]
     if emitter.options.eviction:
         arguments.append('eviction_policy="evict_first"' if offset.grid else 'eviction_policy="evict_last"')
     grid = offset.grid | (mask.grid if mask is not None else frozenset())
-    atoms = emitter.union(offset, *([mask] if mask is not None else []))
-    if mask is not None and atoms != offset.atoms:  # the guard spans more atoms than the offset
-        arguments[0] = f"{base} + {emitter.align(offset, atoms)}"
-        arguments[1] = f"mask={emitter.align(mask, atoms)}"
     raw = emitter.let(f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_")
     return _to_compute(emitter, raw, storage, dtype)
 
@@ -84,6 +81,8 @@ def store_tensor(
     if storage not in STORAGE_DTYPE:
         raise KeyError(storage)
     target = STORAGE_DTYPE[storage]
+    if storage in ("bfloat16", "float16") and value.dtype in ("fp32", "fp64"):
+        value = emitter.rounded(value, storage)
     atoms = emitter.union(value, *([offset] if offset is not None else []))
     mask = emitter.mask(set(atoms))
     code = emitter.align(value, atoms) if atoms else value.code

@@ -137,7 +137,7 @@ def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAx
     inner = ordered[-1] if ordered else None
     inner_mode = knobs.inner
     if inner_mode == "auto":
-        inner_mode = "block" if not any(p.spanned for p in plans) else "row"
+        inner_mode = "block" if not primary.spanned else "row"
     blocked_inner = inner_mode == "block" and inner is not None and inner in rowlike
     scalar = [a for a in rowlike if a is not inner]
     if knobs.grid == "outer":

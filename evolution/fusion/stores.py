@@ -67,7 +67,11 @@ def _in_place(graph: Graph, nodes: dict, placeholder: str, source: str, meta: An
     placement = [(d, sympy.Integer(0), sympy.Integer(1)) for d in range(rank)]
     current = value
     node = nodes.get(current.get("node")) if isinstance(current, dict) else None
-    while node is not None and node.target == "aten.slice_scatter.default" and node.args[0] == {"node": placeholder}:
+    while (
+        node is not None
+        and node.target == "aten.slice_scatter.default"
+        and _is_region(nodes, node.args[0], placeholder, placement, graph)
+    ):
         dim = int(node.args[2]) if len(node.args) > 2 else 0
         dim = dim + rank if dim < 0 else dim
         start = node.args[3] if len(node.args) > 3 else 0
@@ -75,14 +79,36 @@ def _in_place(graph: Graph, nodes: dict, placeholder: str, source: str, meta: An
         start_expr = symbols.as_expr(start if start is not None else 0)
         if symbols.evaluate(start_expr, graph.hints) < 0:
             start_expr = start_expr + full[dim]
-        placement[dim] = (dim, start_expr, symbols.as_expr(step if step is not None else 1))
+        _, old_start, old_step = placement[dim]
+        new_step = symbols.as_expr(step if step is not None else 1)
+        placement[dim] = (dim, sympy.expand(old_start + old_step * start_expr), sympy.expand(old_step * new_step))
         current = node.args[1]
         node = nodes.get(current.get("node")) if isinstance(current, dict) else None
-        if node is not None and node.target == "aten.slice_scatter.default":
-            break  # nested slices of slices: write the whole outer value
     if node is None:
         raise LoweringError(f"the in-place write into {source} is not computed by the graph")
     shape = tuple(symbols.parse(s) for s in node.meta.shape)
     if len(shape) != rank:
         raise LoweringError(f"the in-place write into {source} changes its rank")
     return Store(source, current, shape, meta.dtype, False, full, tuple(placement), rank)
+
+
+def _is_region(nodes: dict, ref: Any, placeholder: str, placement: list, graph: Graph) -> bool:
+    """`ref` is the placeholder viewed through exactly the slices written so far (full slices allowed)."""
+    seen: dict[int, tuple] = {}
+    while isinstance(ref, dict) and ref.get("node") != placeholder:
+        node = nodes.get(ref.get("node"))
+        if node is None or node.target != "aten.slice.Tensor":
+            return False
+        dim = int(node.args[1]) if len(node.args) > 1 else 0
+        start = symbols.as_expr(node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0)
+        step = symbols.as_expr(node.args[4] if len(node.args) > 4 else 1)
+        if symbols.evaluate(start, graph.hints) != 0 or step != 1:
+            seen[dim] = (start, step)
+        ref = node.args[0]
+    if not isinstance(ref, dict):
+        return False
+    for dim, (_, start, step) in enumerate(placement):
+        wanted = seen.get(dim, (sympy.Integer(0), sympy.Integer(1)))
+        if (start, step) != wanted and not (start == 0 and step == 1 and dim not in seen):
+            return False
+    return all(placement[d][1:] == seen[d] for d in seen)

@@ -28,3 +28,12 @@ def _kb_truncdiv(a, b):
     q = a // b
     r = a - q * b
     return tl.where((r != 0) & ((r < 0) != (a < 0)), q + 1, q)
+
+
+@triton.jit
+def _kb_round_bf16(x):
+    """float32 -> the nearest bfloat16 value (ties to even), kept in float32; NaN stays NaN. A conversion
+    that rounds the same under the interpreter (whose own bfloat16 cast truncates) and on the GPU."""
+    bits = x.to(tl.int32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536
+    return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True))
