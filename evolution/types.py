@@ -67,6 +67,10 @@ class MutationOutcome:
     response: str | None = None  # LLM operators: the raw answer, kept even when malformed
     usage: TokenUsage = field(default_factory=TokenUsage)
     error: str = ""  # why no child: malformed answer, endpoint failure after retries, nothing to tune...
+    # This operator has nothing new to propose for this parent (given the archive it was shown): asking
+    # again can only repeat the answer. The controller stops picking the pair, and stops the run when no
+    # operator has a parent left.
+    exhausted: bool = False
 
 
 class Mutator(Protocol):

@@ -28,8 +28,8 @@ def predicates(graphs: list[Graph]) -> list[tuple[list[str], list[str]]]:
             test = _kind_test(graph, other) or _guard_test(graph, other, needed)
             if test is None:
                 raise LoweringError(
-                    f"the cases {', '.join(graph.cases)} and {', '.join(other.cases)} trace to different graphs "
-                    "that no argument kind or size test tells apart"
+                    f"the cases {', '.join(graph.cases)} and {', '.join(other.cases)} trace to different "
+                    "graphs that no argument kind or size test tells apart"
                 )
             if test not in tests:
                 tests.append(test)

@@ -66,7 +66,9 @@ class KernelParams:
         static = not (symbols.symbols_of(expr) & self.dynamic)
         name = self._size_name(expr, static)
         comment = self._describe(expr)
-        self.add(Param(name, self.host_size(expr), "size", static if constexpr is None else constexpr, comment))
+        self.add(
+            Param(name, self.host_size(expr), "size", static if constexpr is None else constexpr, comment)
+        )
         self._sizes[key] = name
         return name
 
@@ -163,7 +165,9 @@ class Emitter:
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self.names)}"
 
-    def let(self, code: str, atoms: tuple[Atom, ...], dtype: str, grid: frozenset[Atom], prefix: str = "v") -> Tile:
+    def let(
+        self, code: str, atoms: tuple[Atom, ...], dtype: str, grid: frozenset[Atom], prefix: str = "v"
+    ) -> Tile:
         """Bind `code` to a new name (or return the tile already bound to the same code)."""
         if _is_simple(code):
             return Tile(code, atoms, dtype, grid)
@@ -197,7 +201,9 @@ class Emitter:
             code = f"pid_{atom.name} * {binding.block} + tl.arange(0, {binding.block})"
             tile = self.let(code, (atom,), "i32", frozenset({atom}), prefix=f"{atom.name}_")
         else:
-            tile = self.let(f"tl.arange(0, {self.params.pad(atom.extent)})", (atom,), "i32", frozenset(), f"{atom.name}_")
+            tile = self.let(
+                f"tl.arange(0, {self.params.pad(atom.extent)})", (atom,), "i32", frozenset(), f"{atom.name}_"
+            )
         self._atom_tiles[id(atom)] = tile
         return tile
 
@@ -208,7 +214,9 @@ class Emitter:
         extent = self.params.size(atom.extent)
         return self.let(f"{index.code} < {extent}", index.atoms, "i1", index.grid, prefix=f"{atom.name}_mask")
 
-    def mask(self, atoms: set[Atom] | frozenset[Atom] | tuple[Atom, ...], extra: Tile | None = None) -> Tile | None:
+    def mask(
+        self, atoms: set[Atom] | frozenset[Atom] | tuple[Atom, ...], extra: Tile | None = None
+    ) -> Tile | None:
         tiles = [m for m in (self.atom_mask(a) for a in self.ordered(set(atoms))) if m is not None]
         if extra is not None:
             tiles.append(extra)
@@ -273,7 +281,11 @@ class Emitter:
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
-        if storage not in ("bfloat16", "float16") or not self.options.emulate_rounding or _is_literal(tile.code):
+        if (
+            storage not in ("bfloat16", "float16")
+            or not self.options.emulate_rounding
+            or _is_literal(tile.code)
+        ):
             return tile
         return self.rounded(tile, storage)
 
@@ -298,7 +310,9 @@ class Emitter:
         if not atoms:
             return value_tile
         shape = ", ".join(self.extent_code(a) for a in atoms)
-        zero = self.let(f"tl.zeros([{shape}], {TL_DTYPE[value_tile.dtype]})", atoms, value_tile.dtype, frozenset())
+        zero = self.let(
+            f"tl.zeros([{shape}], {TL_DTYPE[value_tile.dtype]})", atoms, value_tile.dtype, frozenset()
+        )
         return self.binary("({a} + {b})", zero, value_tile, value_tile.dtype)
 
     def extent_code(self, atom: Atom) -> str:

@@ -197,7 +197,9 @@ class Evaluator:
         if rank > out_rank:
             raise LoweringError("internal: an operand has more dims than the op's result")
         tail = out_index[out_rank - rank :]
-        return tuple(Affine.constant(0) if size == 1 else entry for size, entry in zip(shape, tail, strict=True))
+        return tuple(
+            Affine.constant(0) if size == 1 else entry for size, entry in zip(shape, tail, strict=True)
+        )
 
     def index_tile(self, entry: Any) -> Tile:
         return self.emitter.index_tile(entry)
@@ -216,7 +218,7 @@ def _ref(ref: Any) -> tuple[str, int]:
     return str(ref["node"]), int(ref.get("output", 0))
 
 
-def _scalar_param(p: Placeholder):  # noqa: ANN202 - a Param
+def _scalar_param(p: Placeholder):
     from evolution.fusion.emit import Param
 
     name = "".join(c if c.isalnum() else "_" for c in p.source)

@@ -4,7 +4,7 @@
     # EVOLVE-BLOCK-START
     # fusion-knobs: {...}                 what fusion:variant changes
     ROWS / BLOCK / PROGRAMS / WARPS_SCALE  the knobs the host code reads (launch tuning may move them too)
-    building blocks                        the _kb_* helpers the kernels call, copied from evolution.fusion.blocks
+    building blocks                        the _kb_* helpers the kernels call (from evolution.fusion.blocks)
     kernels                                one per specialisation
     host functions and the entry           (with a dispatch when the cases trace to several graphs)
     # EVOLVE-BLOCK-END
@@ -60,7 +60,9 @@ def generate(report: TraceReport, knobs: Knobs, *, entry: str, task_name: str) -
             suffix = f"_{k}" if len(graphs) > 1 else ""
             kernels.append(build_kernel(graph, knobs, f"_{entry}_kernel{suffix}"))
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
-        hosts = [_host_function(report, graphs[k], kernels[k], entry, k, len(graphs)) for k in range(len(graphs))]
+        hosts = [
+            _host_function(report, graphs[k], kernels[k], entry, k, len(graphs)) for k in range(len(graphs))
+        ]
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs)
@@ -85,8 +87,9 @@ def generate(report: TraceReport, knobs: Knobs, *, entry: str, task_name: str) -
 def _header(task_name: str, report: TraceReport, graphs: list[Graph]) -> list[str]:
     served = "; ".join(", ".join(g.cases) for g in graphs)
     return [
-        f'"""{task_name}: fused Triton kernels written by kernelbot\'s fusion generator from the reference\'s',
-        f"ATen graph (traced with torch {report.torch_version}); one kernel per specialisation ({served}).",
+        f'"""{task_name}: fused Triton kernels written by kernelbot\'s fusion generator from the',
+        f"reference's ATen graph (traced with torch {report.torch_version}); one kernel per specialisation",
+        f"({served}).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -107,7 +110,9 @@ def _constants(knobs: Knobs) -> list[str]:
     ]
 
 
-def _host_function(report: TraceReport, graph: Graph, kernel: KernelCode, entry: str, k: int, count: int) -> list[str]:
+def _host_function(
+    report: TraceReport, graph: Graph, kernel: KernelCode, entry: str, k: int, count: int
+) -> list[str]:
     tensors = [name for name, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
     if not tensors:
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
@@ -122,7 +127,9 @@ def _host_function(report: TraceReport, graph: Graph, kernel: KernelCode, entry:
     return [head, doc, *(f"    {line}" for line in body)]
 
 
-def _dispatcher(report: TraceReport, entry: str, tests: list[tuple[list[str], list[str]]], graphs: list[Graph]) -> list[str]:
+def _dispatcher(
+    report: TraceReport, entry: str, tests: list[tuple[list[str], list[str]]], graphs: list[Graph]
+) -> list[str]:
     returns = f" -> {report.returns}" if report.returns else ""
     lines = [f"def {entry}({report.signature}){returns}:"]
     call = ", ".join(f"{p}={p}" for p in report.params)

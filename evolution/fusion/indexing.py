@@ -36,7 +36,9 @@ def offset(emitter: Emitter, entry: IndexExpr, value: sympy.Expr) -> IndexExpr:
     return Computed(emitter.binary("({a} + {b})", entry.tile, size, entry.tile.dtype))
 
 
-def floordiv(emitter: Emitter, entry: IndexExpr, divisor: sympy.Expr, extents: dict[Atom, sympy.Expr]) -> IndexExpr:
+def floordiv(
+    emitter: Emitter, entry: IndexExpr, divisor: sympy.Expr, extents: dict[Atom, sympy.Expr]
+) -> IndexExpr:
     if divisor == 1:
         return entry
     if isinstance(entry, Affine):
@@ -48,7 +50,9 @@ def floordiv(emitter: Emitter, entry: IndexExpr, divisor: sympy.Expr, extents: d
     return Computed(emitter.binary("({a} // {b})", tile, size, tile.dtype))
 
 
-def mod(emitter: Emitter, entry: IndexExpr, divisor: sympy.Expr, extents: dict[Atom, sympy.Expr]) -> IndexExpr:
+def mod(
+    emitter: Emitter, entry: IndexExpr, divisor: sympy.Expr, extents: dict[Atom, sympy.Expr]
+) -> IndexExpr:
     if isinstance(entry, Affine):
         simplified = mod_affine(entry, divisor, extents)
         if simplified is not None:

@@ -1,10 +1,10 @@
 """The kernel of one specialisation: its stores planned on a grid, each region's code, the @triton.jit text.
 
-    pid = tl.program_id(0)                       (a persistent kernel loops over pid instead)
-    pid_<row> = pid % GRID_<row> ...             (one index per grid atom, innermost fastest)
-    <region>                                     (values first, then the stores)
-    if pid_<row> == 0:                           (a store that lacks a grid atom, or spans it)
-        <region>
+pid = tl.program_id(0)                       (a persistent kernel loops over pid instead)
+pid_<row> = pid % GRID_<row> ...             (one index per grid atom, innermost fastest)
+<region>                                     (values first, then the stores)
+if pid_<row> == 0:                           (a store that lacks a grid atom, or spans it)
+    <region>
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ from evolution.fusion.evaluate import Evaluator
 from evolution.fusion.knobs import Knobs
 from evolution.fusion.lower_memory import store_tensor
 from evolution.fusion.model import Graph
-from evolution.fusion.rows import GridAxis, Plan, StorePlan, check_cross_reads, dry_run, plan_grid, plan_regions
+from evolution.fusion.rows import (
+    GridAxis,
+    Plan,
+    StorePlan,
+    check_cross_reads,
+    dry_run,
+    plan_grid,
+    plan_regions,
+)
 from evolution.fusion.stores import Store, build_stores
 from evolution.fusion.tiles import Affine, AtomTable
 
@@ -119,7 +127,9 @@ def prune(regions: list[list[str]]) -> None:
             return
 
 
-def _kernel_text(name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool) -> str:
+def _kernel_text(
+    name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool
+) -> str:
     ordered = _ordered_params(params)
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
     lines = ["@triton.jit", f"def {name}({signature}):"]

@@ -8,13 +8,14 @@ inner       "row": the innermost written axis whole in registers; "block": split
             `block`; "auto": block when no op has to see the row whole (pure elementwise), else row
 block       elements per program along a blocked inner axis
 grid        "outer": only the outermost row axis indexes programs; "all": every row axis does
-persistent  0: one program per grid index; N: at most N programs, each looping over grid indices (row-invariant
-            loads such as a norm's weight then happen once per program)
+persistent  0: one program per grid index; N: at most N programs, each looping over grid indices
+            (row-invariant loads such as a norm's weight then happen once per program)
 warps       scale of num_warps (the base grows with the largest register tile)
 eviction    streaming loads evict_first, row-invariant loads evict_last
 rounding    round 16-bit intermediate results as eager PyTorch does (off: one rounding at the end)
-topk        where top-k keeps its candidates: "mask" (register keys rewritten each round), "threshold" (read-only
-            keys, each round below the last winner), "twopass" (value then index, no 64-bit keys), "bitonic"
+topk        where top-k keeps its candidates: "mask" (register keys rewritten each round), "threshold"
+            (read-only keys, each round below the last winner), "twopass" (value then index, no 64-bit keys),
+            "bitonic"
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Memory: masked loads of input tensors at any index (an affine index is a contiguous or strided read, a
 computed one a gather), and the stores of outputs and in-place writes.
 
-Offsets are `sum(index_d * stride_d)` with strides passed at run time (Triton specialises a stride of 1, so the
-innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64 before it
-meets a stride: rows times row stride overflow int32 on large tensors.
+Offsets are `sum(index_d * stride_d)` with strides passed at run time (Triton specialises a stride of 1, so
+the innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64 before
+it meets a stride: rows times row stride overflow int32 on large tensors.
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None)
     if emitter.options.eviction:
         arguments.append('eviction_policy="evict_first"' if offset.grid else 'eviction_policy="evict_last"')
     grid = offset.grid | (mask.grid if mask is not None else frozenset())
-    raw = emitter.let(f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_")
+    raw = emitter.let(
+        f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_"
+    )
     return _to_compute(emitter, raw, storage, dtype)
 
 

@@ -276,7 +276,7 @@ def _cast(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = ev.eval(node.args[0], index, guard) if ev.is_tensor(node.args[0]) else ev.scalar(node.args[0])
     target = node.meta.dtype
     tile = ev.emitter.cast(source, compute_dtype(target))
-    if is_float(tile.dtype) and source.dtype != tile.dtype or target in ("bfloat16", "float16"):
+    if (is_float(tile.dtype) and source.dtype != tile.dtype) or target in ("bfloat16", "float16"):
         tile = ev.emitter.round_to(tile, target)
     return tile
 
@@ -289,7 +289,9 @@ def _copy(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return ev.emitter.round_to(tile, node.meta.dtype) if is_float(tile.dtype) else tile
 
 
-@lowering("aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default", "aten.contiguous.default")
+@lowering(
+    "aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default", "aten.contiguous.default"
+)
 def _identity(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return ev.eval(node.args[0], index, guard)
 
@@ -307,7 +309,9 @@ def _zeros(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, 0)
 
 
-@lowering("aten.empty_like.default", "aten.empty.memory_format", "aten.new_empty.default", "aten.empty.default")
+@lowering(
+    "aten.empty_like.default", "aten.empty.memory_format", "aten.new_empty.default", "aten.empty.default"
+)
 def _empty(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, 0)  # an uninitialised buffer: any value is allowed, zero is one
 

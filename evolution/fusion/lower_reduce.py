@@ -96,7 +96,9 @@ def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     tile = ev.emitter.cast(ev.eval(source, full, guard), dtype)
     total = reduce_to(ev, tile, atoms, "sum")
     if node.target.startswith("aten.mean"):
-        total = ev.emitter.binary("({a} / {b})", total, ev.emitter.cast(count(ev, source, dims), dtype), dtype)
+        total = ev.emitter.binary(
+            "({a} / {b})", total, ev.emitter.cast(count(ev, source, dims), dtype), dtype
+        )
     return finish(ev, node, total)
 
 
@@ -142,7 +144,9 @@ def _arg_extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) ->
         position = ev.emitter.constant(0, "i32")
     else:
         hit = ev.emitter.binary("({a} == {b})", value, best, "i1")
-        where = ev.emitter.where(hit, ev.emitter.atom_index(atoms[0]), ev.emitter.constant(_BIG, "i32"), "i32")
+        where = ev.emitter.where(
+            hit, ev.emitter.atom_index(atoms[0]), ev.emitter.constant(_BIG, "i32"), "i32"
+        )
         position = reduce_to(ev, where, atoms, "min")
     position = ev.emitter.cast(position, "i64")
     if node.target.startswith("aten.arg"):
@@ -150,12 +154,14 @@ def _arg_extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) ->
     return [best, position]
 
 
-def _softmax_parts(ev: Evaluator, source: object, index: Index, dim: int, guard: Tile | None) -> tuple[Tile, Tile, Tile]:
+def _softmax_parts(
+    ev: Evaluator, source: object, index: Index, dim: int, guard: Tile | None
+) -> tuple[Tile, Tile, Tile]:
     """(x at index, max over dim, sum of exp(x - max) over dim), floats in float32."""
     shape = ev.shape(source)
     others = ev.index_atoms(index[:dim] + index[dim + 1 :])
     atom = ev.atom(shape[dim], others)
-    full = index[:dim] + (Affine.of(atom),) + index[dim + 1 :]
+    full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
     row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
     top = reduce_to(ev, row, [atom], "max")
     shifted = ev.emitter.unary("tl.exp({a})", ev.emitter.binary("({a} - {b})", row, top, "fp32"), "fp32")
@@ -231,11 +237,11 @@ def _cumulative(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> 
     direct = atom is not None and atom.extent == shape[dim] and ev.emitter.binding(atom).kind == "register"
     if not direct:
         others = ev.index_atoms(index[:dim] + index[dim + 1 :])
-        atom = ev.atom(shape[dim], others | (entry.atoms if not isinstance(entry, Affine) else entry.atoms))
+        atom = ev.atom(shape[dim], others | entry.atoms)
     assert atom is not None
     if ev.recorder is not None:
         ev.recorder.spanned(atom)
-    full = index[:dim] + (Affine.of(atom),) + index[dim + 1 :]
+    full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
     row = ev.emitter.cast(ev.eval(source, full, guard), dtype)
     row = masked(ev, row, [atom], 0 if fn == "cumsum" else 1)
     if atom not in row.atoms:

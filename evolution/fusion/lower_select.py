@@ -1,9 +1,10 @@
 """Selection: top-k and sort along a dimension held in registers, and scatters into a fresh tensor.
 
-Top-k and sort bring their operand into the canonical [rows, N] layout of the building blocks (a reshape of the
-tile with the selected axis last; rows are every other register axis, 1 when there is none), call the block
-the variant asks for, and lay the [rows, K] result back on the output's atoms. A scatter read at an index is a
-membership test: the index tensor is read along the scattered dimension and compared with the position.
+Top-k and sort bring their operand into the canonical [rows, N] layout of the building blocks (a reshape of
+the tile with the selected axis last; rows are every other register axis, 1 when there is none), call the
+block the variant asks for, and lay the [rows, K] result back on the output's atoms. A scatter read at an
+index is a membership test: the index tensor is read along the scattered dimension and compared with the
+position.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def to_rows(ev: Evaluator, tile: Tile, atom: Atom) -> tuple[str, tuple[Atom, ...
     return flat.code, rows, height
 
 
-def from_rows(ev: Evaluator, code: str, rows: tuple[Atom, ...], atom: Atom, dtype: str, grid: frozenset) -> Tile:
+def from_rows(
+    ev: Evaluator, code: str, rows: tuple[Atom, ...], atom: Atom, dtype: str, grid: frozenset
+) -> Tile:
     """A [R, K] block result laid on `rows` + `atom` in region order."""
     emitter = ev.emitter
     width = emitter.extent_code(atom)
@@ -96,7 +99,7 @@ def _topk(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
         ev.recorder.spanned(out_atom)
     others = ev.index_atoms(index[:dim] + index[dim + 1 :])
     atom = ev.atom(shape[dim], others | {out_atom})
-    full = index[:dim] + (Affine.of(atom),) + index[dim + 1 :]
+    full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
     values = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
     if not largest:
         values = ev.emitter.unary("(-{a})", values, "fp32")
@@ -140,7 +143,7 @@ def _sort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
     atom, direct = _target_atom(ev, index, dim, shape[dim])
     if ev.recorder is not None:
         ev.recorder.spanned(atom)
-    full = index[:dim] + (Affine.of(atom),) + index[dim + 1 :]
+    full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
     values = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
     if not descending:
         values = ev.emitter.unary("(-{a})", values, "fp32")
@@ -192,11 +195,16 @@ def _scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     else:
         atom = ev.atom(count, ev.index_atoms(index))
         lane, atoms = Affine.of(atom), [atom]
-    read = tuple(lane if d == dim else (Affine.constant(0) if ev.hint(index_shape[d]) == 1 else e) for d, e in enumerate(index))
+    read = tuple(
+        lane if d == dim else (Affine.constant(0) if ev.hint(index_shape[d]) == 1 else e)
+        for d, e in enumerate(index)
+    )
     target = ev.eval(positions, read, guard)
     position = ev.index_tile(index[dim])
     common = "i64" if "i64" in (target.dtype, position.dtype) else "i32"
-    hit = ev.emitter.binary("({a} == {b})", ev.emitter.cast(target, common), ev.emitter.cast(position, common), "i1")
+    hit = ev.emitter.binary(
+        "({a} == {b})", ev.emitter.cast(target, common), ev.emitter.cast(position, common), "i1"
+    )
     hits = ev.emitter.cast(hit, "i32")
     if node.target == "aten.scatter.value":
         any_hit = ev.emitter.cast(reduce_to(ev, hits, atoms, "max") if atoms else hits, "i1")

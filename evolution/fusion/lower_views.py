@@ -171,7 +171,7 @@ def _slice(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
         ev, shape[dim], _arg(node, 2, "start"), _arg(node, 3, "end"), _arg(node, 4, "step", 1)
     )
     entry = indexing.offset(ev.emitter, indexing.scale(ev.emitter, index[dim], step), start)
-    return ev.eval(source, index[:dim] + (entry,) + index[dim + 1 :], guard)
+    return ev.eval(source, (*index[:dim], entry, *index[dim + 1 :]), guard)
 
 
 def _arg(node: Node, position: int, name: str, default: object = None) -> object:
@@ -188,7 +188,7 @@ def _select(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     position = symbols.as_expr(node.args[2])
     if ev.hint(position) < 0:
         position = position + shape[dim]
-    return ev.eval(source, index[:dim] + (Affine.constant(position),) + index[dim:], guard)
+    return ev.eval(source, (*index[:dim], Affine.constant(position), *index[dim:]), guard)
 
 
 @lowering("aten.repeat_interleave.self_int")
@@ -200,7 +200,7 @@ def _repeat_interleave(ev: Evaluator, node: Node, index: Index, guard: Tile | No
         raise LoweringError("repeat_interleave without a dim (it flattens)")
     dim = _dim(int(dim), len(index))
     entry = indexing.floordiv(ev.emitter, index[dim], repeats, ev.extents())
-    return ev.eval(source, index[:dim] + (entry,) + index[dim + 1 :], guard)
+    return ev.eval(source, (*index[:dim], entry, *index[dim + 1 :]), guard)
 
 
 @lowering("aten.repeat.default")
@@ -209,7 +209,9 @@ def _repeat(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     shape = ev.shape(source)
     lead = len(index) - len(shape)
     entries = [
-        indexing.mod(ev.emitter, index[lead + d], size, ev.extents()) if ev.hint(size) != 1 else Affine.constant(0)
+        indexing.mod(ev.emitter, index[lead + d], size, ev.extents())
+        if ev.hint(size) != 1
+        else Affine.constant(0)
         for d, size in enumerate(shape)
     ]
     return ev.eval(source, tuple(entries), guard)
@@ -237,10 +239,12 @@ def _cat(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
         lo = Tile(ev.emitter.params.size(start), (), "i32")
         hi = Tile(ev.emitter.params.size(start + size), (), "i32")
         inside = ev.emitter.binary("({a} >= {b})", position, lo, "i1")
-        inside = ev.emitter.binary("({a} & {b})", inside, ev.emitter.binary("({a} < {b})", position, hi, "i1"), "i1")
+        inside = ev.emitter.binary(
+            "({a} & {b})", inside, ev.emitter.binary("({a} < {b})", position, hi, "i1"), "i1"
+        )
         piece_guard = inside if guard is None else ev.emitter.binary("({a} & {b})", guard, inside, "i1")
         entry = indexing.offset(ev.emitter, index[dim], -start)
-        value = ev.emitter.cast(ev.eval(piece, index[:dim] + (entry,) + index[dim + 1 :], piece_guard), dtype)
+        value = ev.emitter.cast(ev.eval(piece, (*index[:dim], entry, *index[dim + 1 :]), piece_guard), dtype)
         result = value if result is None else ev.emitter.where(inside, value, result, dtype)
         start = start + size
     if result is None:
@@ -254,7 +258,9 @@ def _slice_scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) 
     shape = ev.shape(base)
     rank = len(shape)
     dim = _dim(int(_arg(node, 2, "dim", 0)), rank)  # type: ignore[arg-type]
-    start, end, step = slice_bounds(ev, shape[dim], _arg(node, 3, "start"), _arg(node, 4, "end"), _arg(node, 5, "step", 1))
+    start, end, step = slice_bounds(
+        ev, shape[dim], _arg(node, 3, "start"), _arg(node, 4, "end"), _arg(node, 5, "step", 1)
+    )
     dtype = ev.result_dtype(node)
     if ev.hint(start) == 0 and ev.hint(end) == ev.hint(shape[dim]) and step == 1:
         return ev.emitter.cast(ev.eval(source, index, guard), dtype)
@@ -270,7 +276,7 @@ def _slice_scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) 
         inside = ev.emitter.binary("({a} & {b})", inside, on_step, "i1")
         entry = indexing.floordiv(ev.emitter, entry, step, ev.extents())
     source_guard = inside if guard is None else ev.emitter.binary("({a} & {b})", guard, inside, "i1")
-    value = ev.emitter.cast(ev.eval(source, index[:dim] + (entry,) + index[dim + 1 :], source_guard), dtype)
+    value = ev.emitter.cast(ev.eval(source, (*index[:dim], entry, *index[dim + 1 :]), source_guard), dtype)
     outside = ev.emitter.unary("({a} == 0)", inside, "i1")
     base_guard = outside if guard is None else ev.emitter.binary("({a} & {b})", guard, outside, "i1")
     kept = ev.emitter.cast(ev.eval(base, index, base_guard), dtype)
@@ -285,7 +291,9 @@ def _select_scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None)
     position = symbols.as_expr(node.args[3])
     if ev.hint(position) < 0:
         position = position + shape[dim]
-    here = ev.emitter.binary("({a} == {b})", ev.index_tile(index[dim]), Tile(ev.emitter.params.size(position), (), "i32"), "i1")
+    here = ev.emitter.binary(
+        "({a} == {b})", ev.index_tile(index[dim]), Tile(ev.emitter.params.size(position), (), "i32"), "i1"
+    )
     dtype = ev.result_dtype(node)
     source_guard = here if guard is None else ev.emitter.binary("({a} & {b})", guard, here, "i1")
     value = ev.emitter.cast(ev.eval(source, index[:dim] + index[dim + 1 :], source_guard), dtype)
@@ -311,7 +319,7 @@ def _gather(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
     dim = _dim(dim, len(index))
     picked = data_index(ev, ev.eval(positions, index, guard))
-    return ev.eval(source, index[:dim] + (picked,) + index[dim + 1 :], guard)
+    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
 
 
 @lowering("aten.index_select.default")
@@ -319,7 +327,7 @@ def _index_select(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -
     source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
     dim = _dim(dim, len(index))
     picked = data_index(ev, ev.eval(positions, (index[dim],), guard), ev.shape(source)[dim])
-    return ev.eval(source, index[:dim] + (picked,) + index[dim + 1 :], guard)
+    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
 
 
 @lowering("aten.embedding.default")
@@ -364,7 +372,7 @@ def split_piece(ev: Evaluator, node: Node, item: int, index: Index, guard: Tile 
     shape = ev.shape(source)
     if node.target == "aten.unbind.int":
         dim = _dim(int(node.args[1]) if len(node.args) > 1 else 0, len(shape))
-        return ev.eval(source, index[:dim] + (Affine.constant(item),) + index[dim:], guard)
+        return ev.eval(source, (*index[:dim], Affine.constant(item), *index[dim:]), guard)
     dim = _dim(int(node.args[2]) if len(node.args) > 2 else 0, len(shape))
     if node.target.startswith("aten.split_with_sizes"):
         sizes = [symbols.as_expr(s) for s in node.args[1]]
@@ -374,7 +382,12 @@ def split_piece(ev: Evaluator, node: Node, item: int, index: Index, guard: Tile 
         sizes = [chunk] * count
     start = sum(sizes[:item], sympy.Integer(0))
     entry = indexing.offset(ev.emitter, index[dim], start)
-    return ev.eval(source, index[:dim] + (entry,) + index[dim + 1 :], guard)
+    return ev.eval(source, (*index[:dim], entry, *index[dim + 1 :]), guard)
 
 
-SPLITS = ("aten.split.Tensor", "aten.split_with_sizes.default", "aten.unbind.int", "aten.split_with_sizes_copy.default")
+SPLITS = (
+    "aten.split.Tensor",
+    "aten.split_with_sizes.default",
+    "aten.unbind.int",
+    "aten.split_with_sizes_copy.default",
+)

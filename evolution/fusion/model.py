@@ -9,8 +9,8 @@ the guards that differ).
 
 Node arguments are JSON values: a tensor produced by another node or a placeholder is {"node": name}, a size
 or int computed from symbols {"sym": "s27//2"}, a dtype {"dtype": "float32"}, anything else without meaning
-for the kernel (devices, layouts, memory formats) {"opaque": text}; numbers, bools, None and lists stay as they
-are. The reference's return value maps onto graph outputs as in evolution.mutators.inductor.model
+for the kernel (devices, layouts, memory formats) {"opaque": text}; numbers, bools, None and lists stay as
+they are. The reference's return value maps onto graph outputs as in evolution.mutators.inductor.model
 (OutputNode: {"out": i}, {"arg": name}, {"const": repr}, {"tuple"|"list": [...]}, {"dict": [[k, node]...]}).
 """
 

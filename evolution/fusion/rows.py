@@ -156,7 +156,10 @@ def check_cross_reads(graph: Graph, regions: list[tuple[Region, list[StorePlan]]
     run one after the other, so it would see new values where the reference reads old ones."""
     sources = {p.name: p.source for p in graph.placeholders}
     writer_region = {
-        plan.store.target: k for k, (_, members) in enumerate(regions) for plan in members if not plan.store.fresh
+        plan.store.target: k
+        for k, (_, members) in enumerate(regions)
+        for plan in members
+        if not plan.store.fresh
     }
     for k, (_, members) in enumerate(regions):
         for plan in members:
@@ -164,8 +167,8 @@ def check_cross_reads(graph: Graph, regions: list[tuple[Region, list[StorePlan]]
                 other = writer_region.get(sources.get(name, ""))
                 if other is not None and other != k:
                     raise LoweringError(
-                        f"the reference reads {sources[name]} while it also writes it in place from another part "
-                        "of the computation (the kernel would read values already overwritten)"
+                        f"the reference reads {sources[name]} while it also writes it in place from another "
+                        "part of the computation (the kernel would read values already overwritten)"
                     )
 
 

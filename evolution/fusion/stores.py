@@ -81,7 +81,11 @@ def _in_place(graph: Graph, nodes: dict, placeholder: str, source: str, meta: An
             start_expr = start_expr + full[dim]
         _, old_start, old_step = placement[dim]
         new_step = symbols.as_expr(step if step is not None else 1)
-        placement[dim] = (dim, sympy.expand(old_start + old_step * start_expr), sympy.expand(old_step * new_step))
+        placement[dim] = (
+            dim,
+            sympy.expand(old_start + old_step * start_expr),
+            sympy.expand(old_step * new_step),
+        )
         current = node.args[1]
         node = nodes.get(current.get("node")) if isinstance(current, dict) else None
     if node is None:

@@ -137,7 +137,9 @@ class Affine:
         return frozenset(a for a, _ in self.terms)
 
     def scaled(self, factor: sympy.Expr) -> Affine:
-        return Affine(tuple((a, sympy.expand(c * factor)) for a, c in self.terms), sympy.expand(self.const * factor))
+        return Affine(
+            tuple((a, sympy.expand(c * factor)) for a, c in self.terms), sympy.expand(self.const * factor)
+        )
 
     def plus(self, other: Affine) -> Affine:
         coefs: dict[Atom, sympy.Expr] = {}

@@ -6,9 +6,10 @@ state and takes seconds).
 The reference is compiled by Dynamo with dynamic shapes (no duck sizing, ints and floats not specialised)
 through a backend that hands the captured graph to AOTAutograd for its functional ATen form (input mutations
 kept in the graph as copy_ into the input) and records it; nothing is compiled, the graph runs eagerly. Every
-case's inputs are run through the compiled reference: a case whose guards an earlier graph satisfies reuses it,
-any other makes a new specialisation (a new dtype, another branch taken). The task's dynamic case keys are set
-to a proxy value for tracing (a size of 1 would be specialised to a constant), so those sizes stay symbolic.
+case's inputs are run through the compiled reference: a case whose guards an earlier graph satisfies reuses
+it, any other makes a new specialisation (a new dtype, another branch taken). The task's dynamic case keys are
+set to a proxy value for tracing (a size of 1 would be specialised to a constant), so those sizes stay
+symbolic.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evolution.fusion.model import Graph, Node, OutputNode, Placeholder, TensorMeta, TraceReport
+from evolution.fusion.model import Graph, OutputNode, TraceReport
 
 _PROXIES = (13, 11, 17, 19, 23, 29, 31, 37)  # dynamic-key values to trace with: primes, unlikely to coincide
 _RECOMPILE_LIMIT = 64
@@ -145,7 +146,9 @@ def _trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
                 cause = _root_cause(exc)
                 if isinstance(cause, TraceError):
                     raise cause from exc
-                raise TraceError(f"Dynamo cannot trace the reference as one graph: {_one_line(cause)}") from exc
+                raise TraceError(
+                    f"Dynamo cannot trace the reference as one graph: {_one_line(cause)}"
+                ) from exc
             if recorder.used < 0:
                 raise TraceError(f"case {case.name}: the reference ran without a graph (no tensor work)")
             entry = recorder.graphs[recorder.used]
@@ -228,7 +231,9 @@ def _host_expression(source: str) -> str | None:
 def _global_value(source: str, reference: Any) -> Any:
     match = re.fullmatch(r"G\['(\w+)'\]", source)
     if match is None or match.group(1) not in reference.__globals__:
-        raise TraceError(f"graph input {source} is neither an argument of the reference nor a module constant")
+        raise TraceError(
+            f"graph input {source} is neither an argument of the reference nor a module constant"
+        )
     value = reference.__globals__[match.group(1)]
     if not isinstance(value, (int, float, bool)):
         raise TraceError(f"the reference reads the module global {match.group(1)} ({type(value).__name__})")
@@ -284,11 +289,16 @@ def _placeholder_dict(node: Any, source: str, number: bool, reference: Any) -> d
     expr = _host_expression(source)
     if expr is None:
         raise TraceError(f"graph input {source} is not an expression of the reference's arguments")
-    if isinstance(value, torch.SymInt) or isinstance(value, int):
+    if isinstance(value, (torch.SymInt, int)):
         text = sym_text(value.node.expr) if isinstance(value, torch.SymInt) else str(value)
         return {"name": node.name, "kind": "symint", "source": expr, "symbol": text}
     if isinstance(value, (torch.SymFloat, float)):
-        return {"name": node.name, "kind": "scalar", "source": expr, "meta": {"shape": [], "dtype": "float64"}}
+        return {
+            "name": node.name,
+            "kind": "scalar",
+            "source": expr,
+            "meta": {"shape": [], "dtype": "float64"},
+        }
     if torch.is_tensor(value):
         kind = "scalar" if number else "tensor"
         return {"name": node.name, "kind": kind, "source": expr, "meta": _metas(value)[0]}
@@ -453,7 +463,7 @@ def _dynamic_symbols(task: Any, case: Any, proxy: int, symbols: dict[str, str], 
     dynamic = []
     for symbol, expr in symbols.items():
         try:
-            first, second = (eval(expr, {"__builtins__": {}}, v) for v in values)  # noqa: S307
+            first, second = (eval(expr, {"__builtins__": {}}, v) for v in values)
         except Exception:
             continue
         if first != second:
