@@ -171,7 +171,9 @@ class Emitter:
         """Bind `code` to a new name (or return the tile already bound to the same code)."""
         if _is_simple(code):
             return Tile(code, atoms, dtype, grid)
-        found = self._cse.get(code)
+        # Equal code over other atoms is another value (two aranges of one extent are two axes).
+        key = f"{code}@{','.join(a.name for a in atoms)}"
+        found = self._cse.get(key)
         if found is not None:
             return found
         name = self.fresh(prefix)
@@ -179,7 +181,7 @@ class Emitter:
         tile = Tile(name, atoms, dtype, grid)
         if atoms:
             self.region.shapes.add(tuple(self.extent_code(a) for a in atoms))
-        self._cse[code] = tile
+        self._cse[key] = tile
         return tile
 
     def statement(self, text: str, grid: frozenset[Atom]) -> None:

@@ -265,3 +265,39 @@ def pick(ev: Evaluator, tile: Tile, atom: Atom, position: Tile) -> Tile:
 
 def size_of(value: object) -> sympy.Expr:
     return symbols.as_expr(value)
+
+
+@lowering("aten.native_layer_norm.default")
+def _layer_norm(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[Tile]:
+    """(normalised, mean, rstd) over the trailing `normalized_shape` dims; the statistics keep those dims as 1."""
+    source, normalized, weight, bias, eps = node.args[:5]
+    rank = len(ev.shape(source))
+    dims = list(range(rank - len(normalized), rank))
+    outer = tuple(Affine.constant(0) if d in dims else e for d, e in enumerate(index))
+    full, atoms = reduce_index(ev, source, outer, dims, True)
+    row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+    n = ev.emitter.cast(count(ev, source, dims), "fp32")
+    mean = ev.emitter.binary("({a} / {b})", reduce_to(ev, row, atoms, "sum"), n, "fp32")
+    centred = ev.emitter.binary("({a} - {b})", row, mean, "fp32")
+    variance = ev.emitter.binary(
+        "({a} / {b})",
+        reduce_to(ev, ev.emitter.unary("({a} * {a})", centred, "fp32"), atoms, "sum"),
+        n,
+        "fp32",
+    )
+    rstd = ev.emitter.binary("tl.rsqrt({a} + {b})", variance, ev.emitter.cast(ev.scalar(eps), "fp32"), "fp32")
+    here = ev.emitter.cast(ev.eval(source, index, guard), "fp32")
+    value = ev.emitter.binary(
+        "({a} * {b})", ev.emitter.binary("({a} - {b})", here, mean, "fp32"), rstd, "fp32"
+    )
+    trailing = index[rank - len(normalized) :]
+    if weight is not None:
+        value = ev.emitter.binary(
+            "({a} * {b})", value, ev.emitter.cast(ev.eval(weight, trailing, guard), "fp32"), "fp32"
+        )
+    if bias is not None:
+        value = ev.emitter.binary(
+            "({a} + {b})", value, ev.emitter.cast(ev.eval(bias, trailing, guard), "fp32"), "fp32"
+        )
+    value = ev.emitter.round_to(value, node.outputs[0].dtype)
+    return [value, mean, rstd]

@@ -78,14 +78,16 @@ class Atom:
 
 
 class AtomTable:
-    """Atoms by extent: the canonical atom of an extent unless the caller must avoid it."""
+    """Atoms by extent: an existing atom of the extent unless the caller must avoid it. The latest one is
+    preferred: it belongs to the innermost op being lowered, whose other values already live on it (a top-p
+    filter's normalising sum then reuses the sort its scatter reads)."""
 
     def __init__(self) -> None:
         self.atoms: list[Atom] = []
         self._counter = itertools.count()
 
     def get(self, extent: sympy.Expr, hint: int, avoid: frozenset[Atom] | set[Atom] = frozenset()) -> Atom:
-        for atom in self.atoms:
+        for atom in reversed(self.atoms):
             if atom.extent == extent and atom not in avoid:
                 return atom
         atom = Atom(f"a{next(self._counter)}", extent, hint)

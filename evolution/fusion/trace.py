@@ -315,7 +315,8 @@ def _shape_env_facts(shape_env: Any) -> dict[str, Any]:
             if expr is not None:
                 symbols[str(symbol)] = expr
                 break
-    hints = {str(s): int(v) for s, v in shape_env.var_to_val.items() if _is_int(v)}
+    values = getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
+    hints = {str(s): int(v) for s, v in values.items() if _is_int(v)}
     guards = []
     for guard in shape_env.guards:
         try:

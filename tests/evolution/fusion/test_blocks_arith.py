@@ -45,7 +45,17 @@ def test_integer_division_follows_python(dtype: torch.dtype) -> None:
 
 
 def test_bf16_rounding_is_nearest_even() -> None:
-    special = [1.0 + 2**-8, 1.0 + 3 * 2**-8, -(1.0 + 2**-8), 172.9844, 3.3, 1e-3, 3.3895e38, float("inf"), 0.0]
+    special = [
+        1.0 + 2**-8,
+        1.0 + 3 * 2**-8,
+        -(1.0 + 2**-8),
+        172.9844,
+        3.3,
+        1e-3,
+        3.3895e38,
+        float("inf"),
+        0.0,
+    ]
     x = torch.cat([torch.tensor(special), torch.randn(200, generator=torch.Generator().manual_seed(0)) * 50])
     x = x.to(DEVICE)
     out = torch.empty_like(x)

@@ -44,7 +44,9 @@ def _take_kernel(src_ptr, index_ptr, out_ptr, picked_ptr, N: tl.constexpr, M: tl
 
 
 @pytest.mark.parametrize("exclusive", [False, True])
-@pytest.mark.parametrize(("rows", "n", "dtype"), [(1, 8, torch.int32), (4, 37, torch.int32), (2, 5, torch.float32)])
+@pytest.mark.parametrize(
+    ("rows", "n", "dtype"), [(1, 8, torch.int32), (4, 37, torch.int32), (2, 5, torch.float32)]
+)
 def test_prefix_sum(rows: int, n: int, dtype: torch.dtype, exclusive: bool) -> None:
     x = torch.randint(-5, 20, (rows, n), generator=torch.Generator().manual_seed(n)).to(dtype).to(DEVICE)
     out = torch.empty_like(x)

@@ -42,7 +42,9 @@ def _topk_kernel(
     tl.store(index_ptr + rows * K + slots, index, mask=slots < K)
 
 
-def run_topk(x: torch.Tensor, k: int, method: str, rows_per_program: int) -> tuple[torch.Tensor, torch.Tensor]:
+def run_topk(
+    x: torch.Tensor, k: int, method: str, rows_per_program: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     rows, n = x.shape
     values = torch.empty(rows, k, device=x.device)
     index = torch.empty(rows, k, dtype=torch.int32, device=x.device)
