@@ -269,7 +269,7 @@ def size_of(value: object) -> sympy.Expr:
 
 @lowering("aten.native_layer_norm.default")
 def _layer_norm(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[Tile]:
-    """(normalised, mean, rstd) over the trailing `normalized_shape` dims; the statistics keep those dims as 1."""
+    """(normalised, mean, rstd) over the trailing `normalized_shape` dims (the statistics keep them as 1)."""
     source, normalized, weight, bias, eps = node.args[:5]
     rank = len(ev.shape(source))
     dims = list(range(rank - len(normalized), rank))
