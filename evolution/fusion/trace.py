@@ -24,7 +24,7 @@ from typing import Any
 
 from evolution.fusion.model import Graph, OutputNode, TraceReport
 
-_PROXIES = (13, 11, 17, 19, 23, 29, 31, 37)  # dynamic-key values to trace with: primes, unlikely to coincide
+_PROXIES = (13, 11, 17, 7, 19, 5, 23, 3)  # dynamic-key values to trace with: primes, unlikely to coincide
 _RECOMPILE_LIMIT = 64
 _SOURCE_PATTERNS = (
     (re.compile(r"\.size\(\)\[(\d+)\]"), r".shape[\1]"),
@@ -84,19 +84,31 @@ def _sizes_and_ints(args: tuple, kwargs: dict) -> list[int]:
 
 
 def _proxy_inputs(task: Any, case: Any, device: str) -> tuple[tuple, dict, int]:
-    """Inputs of `case` with its dynamic keys set to a proxy that no other size or int of the case equals."""
+    """Inputs of `case` with its dynamic keys set to a proxy that no other size or int of the case equals
+    (a proxy the case's inputs cannot take, a batch larger than its request pool say, is skipped)."""
     if case.is_captured or not any(k in case.params for k in task.dynamic):
         args, kwargs = task.make_inputs(case, 0, device)
         return args, kwargs, 0
-    built = {p: task.make_inputs(_proxied(task, case, p), 0, device) for p in _PROXIES[:2]}
-    first, second = (_sizes_and_ints(*built[p]) for p in _PROXIES[:2])
-    fixed = [a for a, b in zip(first, second, strict=False) if a == b]
+    built: dict[int, tuple[tuple, dict]] = {}
     for proxy in _PROXIES:
+        try:
+            built[proxy] = task.make_inputs(_proxied(task, case, proxy), 0, device)
+        except Exception:  # the inputs do not take this size
+            continue
+        if len(built) == 2:
+            break
+    if not built:
+        args, kwargs = task.make_inputs(case, 0, device)
+        return args, kwargs, 0
+    proxies = list(built)
+    if len(proxies) == 1:
+        return *built[proxies[0]], proxies[0]
+    first, second = (_sizes_and_ints(*built[p]) for p in proxies)
+    fixed = [a for a, b in zip(first, second, strict=False) if a == b]
+    for proxy in proxies:
         if proxy not in fixed and proxy - 1 not in fixed and proxy + 1 not in fixed:
-            args, kwargs = built.get(proxy) or task.make_inputs(_proxied(task, case, proxy), 0, device)
-            return args, kwargs, proxy
-    args, kwargs = built[_PROXIES[0]]
-    return args, kwargs, _PROXIES[0]
+            return *built[proxy], proxy
+    return *built[proxies[0]], proxies[0]
 
 
 def _leaves(values: list[Any]) -> Any:
@@ -456,11 +468,17 @@ def _dynamic_symbols(task: Any, case: Any, proxy: int, symbols: dict[str, str], 
     import inspect
 
     signature = inspect.signature(task.load_reference())
-    other = next(p for p in _PROXIES if p != proxy)
-    values = []
-    for value in (proxy, other):
-        args, kwargs = task.make_inputs(_proxied(task, case, value), 0, device)
-        values.append(dict(signature.bind(*args, **kwargs).arguments))
+    values = [None, None]
+    for value in (proxy, *(p for p in _PROXIES if p != proxy)):
+        try:
+            args, kwargs = task.make_inputs(_proxied(task, case, value), 0, device)
+        except Exception:
+            continue
+        values[0 if value == proxy else 1] = dict(signature.bind(*args, **kwargs).arguments)
+        if values[1] is not None:
+            break
+    if values[0] is None or values[1] is None:
+        return []
     dynamic = []
     for symbol, expr in symbols.items():
         try:

@@ -21,7 +21,15 @@ def test_header_round_trips_inside_a_source() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"rows": 0}, {"rows": 3}, {"inner": "wide"}, {"block": 100}, {"grid": "some"}, {"warps": 0}, {"topk": "x"}],
+    [
+        {"rows": 0},
+        {"rows": 3},
+        {"inner": "wide"},
+        {"block": 100},
+        {"grid": "some"},
+        {"warps": 0},
+        {"topk": "x"},
+    ],
 )
 def test_invalid_knobs_are_refused(change: dict) -> None:
     with pytest.raises(ValueError):
@@ -32,7 +40,9 @@ def _differences(a: Knobs, b: Knobs) -> list[str]:
     return [f.name for f in fields(Knobs) if getattr(a, f.name) != getattr(b, f.name)]
 
 
-@pytest.mark.parametrize("start", [Knobs(), Knobs(rows=64, inner="block", block=16384, warps=4.0, persistent=1056)])
+@pytest.mark.parametrize(
+    "start", [Knobs(), Knobs(rows=64, inner="block", block=16384, warps=4.0, persistent=1056)]
+)
 def test_neighbours_change_one_knob_each_and_never_repeat(start: Knobs) -> None:
     moves = neighbours(start, uses_topk=True)
     assert len(moves) == len(set(moves)) and start not in moves

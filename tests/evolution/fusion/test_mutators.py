@@ -37,7 +37,9 @@ def _pool():
     config = EvalConfig(backend="triton-interpret")
     pool = WorkerPool(config.backend, size=1, device_index=0, config=config, replace_workers=False)
     with pool:
-        yield lambda task, source: pool.evaluate(task, Candidate(source=source, entry=task.entry), config=config)
+        yield lambda task, source: pool.evaluate(
+            task, Candidate(source=source, entry=task.entry), config=config
+        )
 
 
 def test_seed_then_variants_until_exhausted(tmp_path: Path) -> None:
@@ -76,7 +78,9 @@ def test_seed_then_variants_until_exhausted(tmp_path: Path) -> None:
 
 
 def test_refusal_is_one_sentence_naming_the_op_and_said_once(tmp_path: Path) -> None:
-    root = write_task(tmp_path / "mm", "project", MATMUL_REFERENCE, MATMUL_INPUTS, [{"name": "t4", "tokens": 4}])
+    root = write_task(
+        tmp_path / "mm", "project", MATMUL_REFERENCE, MATMUL_INPUTS, [{"name": "t4", "tokens": 4}]
+    )
     task = load_task(root)
     writer = FusionWriter()
     seed = FusionSeedMutator(writer)
