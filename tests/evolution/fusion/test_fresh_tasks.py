@@ -1,7 +1,7 @@
 """The LLM-free path on real engine code: the seven functions of the acceptance extracted fresh from their
 pip releases (cached under $KERNELBOT_CACHE/sources) with shrunk specs, no candidates/, no --seed, no LLM;
-seed:fusion writes the first candidate and the evaluator (the interpreter) finds it correct on every case, hidden dynamic
-sizes included. On the router, fusion:variant then yields distinct correct children."""
+seed:fusion writes the first candidate and the evaluator (the interpreter) finds it correct on every case,
+hidden dynamic sizes included. On the router, fusion:variant then yields distinct correct children."""
 
 from __future__ import annotations
 
