@@ -103,15 +103,34 @@ def compile_candidate(task_dir: Path, candidate: Path, arch: int) -> list[dict[s
         except Exception as exc:  # any compiler failure is the finding
             record_.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
         else:
-            metadata = compiled.metadata
-            record_.update(
-                ok=True,
-                shared=getattr(metadata, "shared", None),
-                registers=getattr(compiled, "n_regs", None),
-                spills=getattr(compiled, "n_spills", None),
-            )
+            record_.update(ok=True, shared=getattr(compiled.metadata, "shared", None), **_resources(compiled))
         results.append(record_)
     return results
+
+
+def _resources(compiled: Any) -> dict[str, int | None]:
+    """Registers per thread and stack (spill) bytes of the cubin, from cuobjdump; None when unavailable."""
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    cubin = compiled.asm.get("cubin") if hasattr(compiled, "asm") else None
+    if cubin is None or not tool.is_file():
+        return {"registers": None, "spill_stores": None}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+        handle.write(cubin)
+        handle.flush()
+        command = [str(tool), "--dump-resource-usage", handle.name]
+        done = subprocess.run(command, capture_output=True, text=True)
+    registers = re.search(r"REG:(\d+)", done.stdout)
+    spills = re.search(r"STACK:(\d+)", done.stdout)
+    return {
+        "registers": int(registers.group(1)) if registers else None,
+        "spill_stores": int(spills.group(1)) if spills else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     for result in results:
-        status = "ok" if result["ok"] else f"FAILED: {result['error']}"
+        status = f"ok ({result.get('registers')} registers)" if result["ok"] else f"FAILED: {result['error']}"
         print(f"{result['kernel']} {result['constexprs']}: {status}")
     if options.json is not None:
         options.json.write_text(
