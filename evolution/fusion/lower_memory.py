@@ -56,6 +56,8 @@ def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None)
         return _to_compute(emitter, raw, storage, dtype)
     mask = emitter.mask(set(offset.atoms), guard)
     atoms = emitter.union(offset, *([mask] if mask is not None else []))
+    if offset.atoms != atoms:  # a guard over more axes than the address: one address per masked lane
+        offset = emitter.full(offset, atoms)
     arguments = [f"{base} + {emitter.align(offset, atoms)}"]
     if mask is not None:
         arguments += [f"mask={emitter.align(mask, atoms)}", "other=0"]

@@ -354,3 +354,10 @@ def _arange(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     step_tile = ev.emitter.cast(ev.scalar(step), dtype)
     scaled = ev.emitter.binary("({a} * {b})", ev.emitter.cast(position, dtype), step_tile, dtype)
     return ev.emitter.binary("({a} + {b})", start_tile, scaled, dtype)
+
+
+@lowering("aten.fill.Scalar", "aten.fill.Tensor")
+def _fill_value(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    value = node.args[1]
+    tile = ev.eval(value, (), guard) if ev.is_tensor(value) else ev.scalar(value)
+    return ev.emitter.cast(tile, ev.result_dtype(node))

@@ -391,3 +391,44 @@ SPLITS = (
     "aten.unbind.int",
     "aten.split_with_sizes_copy.default",
 )
+
+
+@lowering("aten.stack.default")
+def _stack(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    pieces = list(node.args[0])
+    rank = len(index)
+    dim = _dim(int(node.args[1]) if len(node.args) > 1 else int(node.kwargs.get("dim", 0)), rank)
+    position = ev.index_tile(index[dim])
+    dtype = ev.result_dtype(node)
+    rest = index[:dim] + index[dim + 1 :]
+    result: Tile | None = None
+    for k, piece in enumerate(pieces):
+        here = ev.emitter.binary("({a} == {b})", position, ev.emitter.constant(k, "i32"), "i1")
+        value = ev.emitter.cast(ev.eval(piece, rest, guard), dtype)
+        result = value if result is None else ev.emitter.where(here, value, result, dtype)
+    if result is None:
+        raise LoweringError("stack of no tensors")
+    return result
+
+
+@lowering("aten.index_put.default")
+def _index_put(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    """x[mask] = values with one bool mask over x's leading dims: a select; integer indices would scatter
+    through memory, which the generator does not write."""
+    source, indices, values = node.args[0], list(node.args[1]), node.args[2]
+    accumulate = bool(node.args[3]) if len(node.args) > 3 else bool(node.kwargs.get("accumulate", False))
+    if len(indices) != 1 or indices[0] is None or ev.dtype(indices[0]) != "bool":
+        raise LoweringError("index_put with integer indices (a scatter through memory)")
+    mask_ref = indices[0]
+    mask_rank = len(ev.shape(mask_ref))
+    if ev.shape(values) not in ([], [sympy.Integer(1)]):
+        raise LoweringError("index_put of a tensor of values (its order follows the mask's true elements)")
+    dtype = ev.result_dtype(node)
+    mask = ev.emitter.cast(
+        ev.eval(mask_ref, ev.broadcast(mask_ref, index[:mask_rank], mask_rank), guard), "i1"
+    )
+    value = ev.emitter.cast(ev.eval(values, ev.broadcast(values, index), guard), dtype)
+    kept = ev.emitter.cast(ev.eval(source, index, guard), dtype)
+    if accumulate:
+        value = ev.emitter.binary("({a} + {b})", kept, value, dtype)
+    return ev.emitter.where(mask, value, kept, dtype)

@@ -266,10 +266,18 @@ def _graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dic
     nodes: list[dict[str, Any]] = []
     mutations: list[list[Any]] = []
     outputs: list[Any] = []
+    written: dict[str, str] = {}  # a copy_ into an input -> the input (a returned copy_ returns the input)
     for node in fw.graph.nodes:
         if node.op == "output":
             result = node.args[0]
             outputs = [_encode(a) for a in (result if isinstance(result, (list, tuple)) else [result])]
+            outputs = [
+                {"node": written[o["node"]]} if _is_ref(o) and o["node"] in written else o for o in outputs
+            ]
+            continue
+        if node.op == "get_attr":
+            inputs.append(_constant_dict(node.name, getattr(fw, str(node.target))))
+            names.add(node.name)
             continue
         if node.op != "call_function":
             continue
@@ -279,6 +287,7 @@ def _graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dic
         target = _target_name(node.target)
         if target == "aten.copy_.default" and getattr(node.args[0], "name", None) in names:
             mutations.append([node.args[0].name, _encode(node.args[1])])
+            written[node.name] = node.args[0].name
             continue
         nodes.append(
             {
@@ -290,6 +299,20 @@ def _graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dic
             }
         )
     return {"placeholders": inputs, "nodes": nodes, "outputs": outputs, "mutations": mutations}
+
+
+def _is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and "node" in value
+
+
+def _constant_dict(name: str, value: Any) -> dict[str, Any]:
+    """A tensor constant of the graph (a Python number the reference turned into a tensor)."""
+    import torch
+
+    if not torch.is_tensor(value) or value.numel() != 1:
+        raise TraceError("the reference computes with a constant tensor of more than one element")
+    number = value.item()
+    return {"name": name, "kind": "const", "source": "", "value": number}
 
 
 def _placeholder_dict(node: Any, source: str, number: bool, reference: Any) -> dict[str, Any]:
@@ -498,8 +521,11 @@ def _signature(path: Path, entry: str) -> tuple[str, str, tuple[str, ...]]:
     params = tuple(a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs])
     if fn.args.vararg is not None or fn.args.kwarg is not None:
         raise TraceError(f"{entry} takes *args or **kwargs, which a kernel entry cannot mirror")
-    returns = ast.unparse(fn.returns) if fn.returns is not None else ""
-    return ast.unparse(fn.args), returns, params
+    # Names, kinds and defaults are the signature a caller sees; the annotations name engine types
+    # (torch.LongTensor, engine classes) that a candidate need not and should not read.
+    for argument in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+        argument.annotation = None
+    return ast.unparse(fn.args), "", params
 
 
 def _root_cause(exc: BaseException) -> BaseException:

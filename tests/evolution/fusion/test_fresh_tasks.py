@@ -92,3 +92,39 @@ def test_variants_of_the_router_are_distinct_and_correct(
     for child in children[1:3]:  # the read-only-keys and the two-reduction top-k in the real kernel
         result = judge(task, child)
         assert result.correct, result.reason
+
+
+# Older releases' sampling and rotary code (the specs of tests/extractors/specs/real): a top-p filter written
+# in place over sorted scores, and SGLang's rotary embedding reading its cos/sin cache at the positions.
+OLDER = [
+    (
+        "lmdeploy==0.10.2",
+        "lmdeploy.pytorch.engine.logits_process:_filter_topp_sorted_",
+        "lmdeploy_filter_topp",
+    ),
+    (
+        "sglang==0.5.9",
+        "sglang.srt.layers.rotary_embedding:RotaryEmbedding.forward_native",
+        "sglang_rotary_forward_native",
+    ),
+]
+
+
+@pytest.mark.parametrize(("release", "function", "spec"), OLDER, ids=[o[2] for o in OLDER])
+def test_fusion_seed_on_older_sampling_code(
+    judge, writer: FusionWriter, tasks_dir: Path, release: str, function: str, spec: str
+) -> None:
+    from extractors.extract import ExtractOptions, extract
+
+    try:
+        repo = fetch_release(release)
+    except ExtractionError as exc:
+        pytest.skip(f"cannot obtain {release} (is the package registry reachable?): {exc}")
+    real_specs = Path(__file__).parents[2] / "extractors" / "specs" / "real"
+    out = tasks_dir / "older" / spec
+    extract(ExtractOptions(repo, function, out=out, spec=real_specs / f"{spec}.toml", force=True))
+    task = load_task(out)
+    outcome = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
+    assert outcome.child_source, outcome.error
+    result = judge(task, outcome.child_source)
+    assert result.correct, result.reason
