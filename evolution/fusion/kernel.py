@@ -83,9 +83,7 @@ def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
     store = plan.store
     index = [Affine.constant(0)] * store.target_rank
     for value_dim, (target_dim, start, step) in enumerate(store.placement):
-        atom = plan.atoms[value_dim]
-        entry = Affine.of(atom) if atom is not None else Affine.constant(0)
-        index[target_dim] = entry.scaled(step).offset(start)
+        index[target_dim] = plan.entries[value_dim].scaled(step).offset(start)
     sizes = [symbols.evaluate(e, ev.graph.hints) for e in store.full_shape]
     store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage)  # type: ignore[arg-type]
 

@@ -15,6 +15,8 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+import sympy
+
 from evolution.fusion.emit import Binding, Emitter, KernelParams, LoweringError, Options, Region
 from evolution.fusion.evaluate import Evaluator, LoadRecord
 from evolution.fusion.knobs import Knobs
@@ -40,17 +42,22 @@ class Recorder:
 @dataclass
 class StorePlan:
     store: Store
-    atoms: list[Atom | None]  # per dim of the written value (None: a dim of size 1)
+    entries: list[Affine]  # per dim of the written value: its index over the store's atoms
     spanned: set[Atom] = field(default_factory=set)
     hazards: set[Atom] = field(default_factory=set)
     reads: set[str] = field(default_factory=set)  # placeholders it loads
 
     @property
     def index(self) -> tuple:
-        return tuple(Affine.of(a) if a is not None else Affine.constant(0) for a in self.atoms)
+        return tuple(self.entries)
+
+    @property
+    def atoms(self) -> list[Atom]:
+        """The store's atoms, outermost first (a dim split by a view elsewhere contributes one per part)."""
+        return [atom for entry in self.entries for atom, _ in entry.terms]
 
     def rowlike(self) -> list[Atom]:
-        return [a for a in self.atoms if a is not None and a not in self.spanned and a not in self.hazards]
+        return [a for a in self.atoms if a not in self.spanned and a not in self.hazards]
 
 
 @dataclass
@@ -66,25 +73,86 @@ class Plan:
     regions: list[tuple[Region, list[StorePlan]]]
 
 
-def store_atoms(table: AtomTable, graph: Graph, store: Store) -> list[Atom | None]:
+def store_atoms(table: AtomTable, graph: Graph, store: Store, factors: dict[str, list]) -> list[Affine]:
+    """The index of every dim of the stored value. A dim whose extent a view of the graph splits (heads
+    times head size) gets one atom per part, so reads through that view stay contiguous along the last."""
     from evolution.fusion import symbols
 
-    atoms: list[Atom | None] = []
+    entries: list[Affine] = []
     taken: set[Atom] = set()
     for extent in store.shape:
         hint = symbols.evaluate(extent, graph.hints)
         if hint == 1:
-            atoms.append(None)
+            entries.append(Affine.constant(0))
             continue
-        atom = table.get(extent, hint, frozenset(taken))
-        taken.add(atom)
-        atoms.append(atom)
-    return atoms
+        parts = factors.get(str(extent), [extent])
+        entry = Affine.constant(0)
+        for k, part in enumerate(parts):
+            atom = table.get(part, symbols.evaluate(part, graph.hints), frozenset(taken))
+            taken.add(atom)
+            stride = sympy.Integer(1)
+            for later in parts[k + 1 :]:
+                stride = stride * later
+            entry = entry.plus(Affine.of(atom).scaled(sympy.expand(stride)))
+        entries.append(entry)
+    return entries
+
+
+def view_factors(graph: Graph) -> dict[str, list]:
+    """Extents a view splits into parts (or merges from them): extent text -> the parts' extents."""
+    import math
+
+    from evolution.fusion import symbols
+
+    views = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+    nodes = {n.name: n for n in graph.nodes}
+    metas = {p.name: p.meta for p in graph.placeholders if p.meta is not None}
+    found: dict[str, list] = {}
+    conflicting: set[str] = set()
+    for node in graph.nodes:
+        source = node.args[0] if node.args else None
+        if node.target not in views or not isinstance(source, dict) or "node" not in source:
+            continue
+        name = source["node"]
+        meta = metas.get(name) or (
+            nodes[name].outputs[int(source.get("output", 0))] if name in nodes else None
+        )
+        if meta is None:
+            continue
+        sides = [[symbols.parse(s) for s in meta.shape], [symbols.parse(s) for s in node.meta.shape]]
+        hints = [[symbols.evaluate(e, graph.hints) for e in side] for side in sides]
+        kept = [
+            [(e, h) for e, h in zip(side, hs, strict=True) if h != 1]
+            for side, hs in zip(sides, hints, strict=True)
+        ]
+        i = j = 0
+        a, b = kept
+        while i < len(a) and j < len(b):
+            group_a, group_b = [a[i]], [b[j]]
+            i, j = i + 1, j + 1
+            while math.prod(h for _, h in group_a) != math.prod(h for _, h in group_b):
+                if math.prod(h for _, h in group_a) < math.prod(h for _, h in group_b) and i < len(a):
+                    group_a.append(a[i])
+                    i += 1
+                elif j < len(b):
+                    group_b.append(b[j])
+                    j += 1
+                else:
+                    break
+            for single, many in ((group_a, group_b), (group_b, group_a)):
+                if len(single) == 1 and len(many) > 1:
+                    key = str(single[0][0])
+                    parts = [e for e, _ in many]
+                    if key in found and found[key] != parts:
+                        conflicting.add(key)
+                    found.setdefault(key, parts)
+    return {k: v for k, v in found.items() if k not in conflicting}
 
 
 def dry_run(graph: Graph, stores: list[Store], table: AtomTable, params: KernelParams) -> list[StorePlan]:
     """Evaluate every store with its atoms in registers; refuse (LoweringError) what cannot be lowered."""
-    plans = [StorePlan(store, store_atoms(table, graph, store)) for store in stores]
+    factors = view_factors(graph)
+    plans = [StorePlan(store, store_atoms(table, graph, store, factors)) for store in stores]
     sources = {p.name: p.source for p in graph.placeholders}
     writers = {sources[name]: None for name, _ in graph.mutations}
     for plan in plans:
@@ -114,7 +182,7 @@ def _hazards(record: LoadRecord, writer: StorePlan | None) -> set[Atom]:
         if writer is not None:
             for value_dim, (target_dim, start, step) in enumerate(writer.store.placement):
                 if target_dim == position and start == 0 and step == 1:
-                    own = writer.atoms[value_dim]
+                    own = writer.entries[value_dim].atom
         for atom in entry.atoms:
             if plain is not atom or atom is not own:
                 found.add(atom)
@@ -131,7 +199,7 @@ def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAx
         return math.prod(symbols.evaluate(e, graph.hints) for e in plan.store.shape)
 
     primary = max(plans, key=size)
-    ordered = [a for a in primary.atoms if a is not None]
+    ordered = primary.atoms
     rowlike = primary.rowlike()
     grid: list[GridAxis] = []
     inner = ordered[-1] if ordered else None
