@@ -5,12 +5,6 @@ ranges). Every fact keeps a short piece of evidence ("view() size, line 12") so 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import libcst as cst
-
-    from extractors.drafting.local_values import LocalValues
 
 
 @dataclass(frozen=True)
@@ -91,24 +85,3 @@ class UseFacts:
     def add_tie(self, tie: Tie) -> None:
         if tie.a != tie.b and tie not in self.ties:
             self.ties.append(tie)
-
-
-@dataclass
-class CallSite:
-    callee: str
-    line: int
-    positional: list[cst.BaseExpression]
-    keywords: dict[str, cst.BaseExpression]
-
-
-@dataclass
-class FunctionUses:
-    name: str
-    params: list[str]
-    facts: dict[str, ParamFacts]
-    ties: list[Tie] = field(default_factory=list)
-    broadcasts: list[tuple[str, str, str]] = field(default_factory=list)  # two tensors combined elementwise
-    dtype_ties: list[tuple[str, str, str]] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
-    line_roots: dict[int, set[str]] = field(default_factory=dict)
-    values: LocalValues | None = None

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from extractors.drafting.facts import CallSite, DimRef, FunctionUses, IntRef, ParamFacts, Tie
+from extractors.drafting.facts import DimRef, IntRef, ParamFacts, Tie
+from extractors.drafting.function_uses import CallSite, FunctionUses
 from extractors.drafting.local_values import LocalValues, arg_value, dotted, int_literal
 from extractors.drafting.torch_vocabulary import (
     ARITHMETIC,

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from extractors.drafting.facts import DimRef, FunctionUses, IntRef, ParamFacts, Ref, Tie, UseFacts
+from extractors.drafting.facts import DimRef, IntRef, ParamFacts, Ref, Tie, UseFacts
+from extractors.drafting.function_uses import FunctionUses
 from extractors.drafting.gather_function_uses import GatherFunctionUses
 
 _LIST_FIELDS = (
