@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from evaluators.result import KernelTime
+
 _MARKER_HINT = "bitwise_not"  # the marker kernel: an op no candidate has a reason to launch
 _FILL_HINTS = ("fill", "memset", "zero")
 # ATen's copy kernels (contiguous / clone / copy_ / dtype casts); concatenation and gathers have other names.
@@ -27,6 +29,7 @@ class KernelReport:
     foreign: list[str] = field(default_factory=list)  # kernels that are not the candidate's
     other_streams: list[str] = field(default_factory=list)  # "name on stream 13 (harness stream 7)"
     launched: list[str] = field(default_factory=list)
+    timed: list[KernelTime] = field(default_factory=list)  # every kernel but the marker, with its GPU time
 
 
 def jit_kernel_names(module: ModuleType) -> set[str]:
@@ -97,6 +100,7 @@ def analyse(events: Any, allowed: set[str]) -> KernelReport:
         if _MARKER_HINT in name:
             continue
         report.launched.append(name)
+        report.timed.append(KernelTime(name, _duration_us(e)))
         lowered = name.lower()
         is_copy_or_fill = (
             lowered.startswith("memcpy")
@@ -111,6 +115,15 @@ def analyse(events: Any, allowed: set[str]) -> KernelReport:
                 f"{name[:80]} on stream {stream} (the harness's stream is {marker_stream})"
             )
     return report
+
+
+def _duration_us(event: Any) -> float:
+    """A device event's GPU time: its interval on the device timeline (microseconds)."""
+    interval = getattr(event, "time_range", None)
+    try:
+        return max(0.0, float(interval.elapsed_us())) if interval is not None else 0.0
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
 
 
 def _stream(event: Any) -> int | None:

@@ -21,6 +21,7 @@ from evaluators.guards_dispatch import OpRecorder
 from evaluators.guards_kernels import analyse, jit_kernel_names
 from evaluators.guards_state import HarnessSnapshot, ModuleFingerprint, flag_changes, precision_flags
 from evaluators.guards_trace import CodeTracer
+from evaluators.result import KernelTime
 
 CANDIDATE = """
 import ctypes, os, socket, subprocess, sys, threading, time
@@ -329,6 +330,28 @@ def test_kernel_analysis_separates_foreign_kernels_and_streams() -> None:
     report = analyse(events, {"_scale_add_kernel"})
     assert report.foreign == ["triton_poi_fused_add_mul_0"]
     assert len(report.other_streams) == 1 and "stream 13" in report.other_streams[0]
+
+
+def test_kernel_analysis_times_each_launch_but_the_marker() -> None:
+    from torch.autograd.profiler_util import Interval
+
+    def event(name: str, start: float, end: float) -> SimpleNamespace:
+        return SimpleNamespace(
+            name=name, device_type="DeviceType.CUDA", device_resource_id=7, time_range=Interval(start, end)
+        )
+
+    events = [
+        event("void at::native::bitwise_not_kernel_cuda(...)", 0.0, 2.0),
+        event("_scale_add_kernel", 10.0, 14.5),
+        event("_reduce_kernel", 15.0, 16.25),
+        SimpleNamespace(name="no interval", device_type="DeviceType.CUDA", device_resource_id=7),
+    ]
+    report = analyse(events, {"_scale_add_kernel", "_reduce_kernel"})
+    assert report.timed == [
+        KernelTime("_scale_add_kernel", 4.5),
+        KernelTime("_reduce_kernel", 1.25),
+        KernelTime("no interval", 0.0),
+    ]
 
 
 def test_jit_kernel_names_sees_through_wrappers(tmp_path: Path) -> None:

@@ -81,8 +81,13 @@ def fake_result(task: str, entry: str, source: str) -> EvalResult:
         )
     m = _SCORE.search(source)
     score = float(m.group(1)) if m else 1.0
-    timing = RegimeTiming(
-        TimingStats(10.0 * score, 0.01, 20), TimingStats(10.0, 0.01, 20), score, score * 0.95, score * 1.05
+    timing = RegimeTiming(  # the candidate takes 10 us, twice the roofline floor of 5 us
+        TimingStats(10.0 * score, 0.01, 20),
+        TimingStats(10.0, 0.01, 20),
+        score,
+        score * 0.95,
+        score * 1.05,
+        floor_us=5.0,
     )
     case = CaseResult("n8", {"n": 8}, True, 0.0, 0.0, timings={"wall": timing, "graph": timing})
     return EvalResult(

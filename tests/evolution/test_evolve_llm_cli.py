@@ -95,6 +95,9 @@ def test_a_priced_endpoint_stops_the_run_at_its_cost_budget(
     (seed,) = [r for r in chats if SEED_ASK in r.prompt_text]
     assert "GPU: fake-gpu, 7 SMs, memory bandwidth 1234 GB/s" in seed.prompt_text
     assert "Triton 6.5.4, PyTorch 9.8.7" in seed.prompt_text and "unknown" not in seed.prompt_text
+    # The mutation prompts feed back how close the parent came to the roofline (the fake: 10 us, floor 5 us).
+    for mutation in (r for r in chats if r is not seed):
+        assert "reaches 50% of the roofline (floor 5.00 us)" in mutation.prompt_text
 
     # A resume counts what the run already spent: the budget is spent, no request goes out.
     code = main(["evolve", str(task), "--out", str(run), "--resume", "--json"])
