@@ -440,7 +440,7 @@ def test_kernel_analysis_separates_foreign_kernels_and_streams() -> None:
     assert len(report.other_streams) == 1 and "stream 13" in report.other_streams[0]
 
 
-def test_kernel_analysis_times_each_launch_but_the_marker() -> None:
+def test_kernel_analysis_times_the_launches_after_the_marker() -> None:
     from torch.autograd.profiler_util import Interval
 
     def event(name: str, start: float, end: float) -> SimpleNamespace:
@@ -449,7 +449,10 @@ def test_kernel_analysis_times_each_launch_but_the_marker() -> None:
         )
 
     events = [
-        event("void at::native::bitwise_not_kernel_cuda(...)", 0.0, 2.0),
+        event(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<signed char>>", 0, 1
+        ),
+        event("void at::native::bitwise_not_kernel_cuda(...)", 2.0, 3.0),  # the marker, after its zero fill
         event("_scale_add_kernel", 10.0, 14.5),
         event("_reduce_kernel", 15.0, 16.25),
         SimpleNamespace(name="no interval", device_type="DeviceType.CUDA", device_resource_id=7),
