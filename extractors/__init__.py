@@ -3,6 +3,7 @@
 extract(ExtractOptions(repo, "pkg.module:Qualname", spec=...))   -> ExtractionSummary (writes the task)
 capture(CaptureOptions(repo, function, ["python", "bench.py"]))  -> (summary, recorded calls)
 rank_static(repo) / profile_command(repo, "python bench.py")      -> scan rankings
+scan_static(repo)                                                -> the ranking, files read, files not parsed
 """
 
 from extractors.capture import CaptureOptions, capture
@@ -10,7 +11,7 @@ from extractors.errors import AmbiguousTarget, ExtractionError, SpecError, Targe
 from extractors.extract import ExtractionSummary, ExtractOptions, extract
 from extractors.release_sources import fetch_release
 from extractors.scan_profile import profile_command
-from extractors.scan_static import rank_static
+from extractors.scan_static import rank_static, scan_static
 
 __all__ = [
     "AmbiguousTarget",
@@ -26,4 +27,5 @@ __all__ = [
     "fetch_release",
     "profile_command",
     "rank_static",
+    "scan_static",
 ]
