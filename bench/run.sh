@@ -45,7 +45,8 @@ while read -r name default; do  # defaults for what neither the arguments nor th
 done < <(params "$FILE")
 : "${DRY_RUN:=0}" "${PYTHON:=python3}" "${BENCH_PACK:=}"
 : "${BENCH_OUT:=bench-out/$SCENARIO-$(date -u +%Y%m%dT%H%M%S)}"
-: "${BENCH_SITE:=$([ -f .devsite/devsite.tar.xz ] && echo .devsite/devsite.tar.xz)}"
+# BENCH_SITE= (set and empty) unpacks nothing, even where .devsite/ holds an archive for another Python.
+: "${BENCH_SITE=$([ -f .devsite/devsite.tar.xz ] && echo .devsite/devsite.tar.xz)}"
 
 # Packages the GPU image lacks (libcst, tomli_w, ray) can travel as one archive unpacked onto PYTHONPATH.
 SITE=/tmp/kernelbot-bench-site
@@ -54,8 +55,10 @@ if [ -n "$BENCH_SITE" ] && [ "$DRY_RUN" != 1 ]; then
     { mkdir -p "$SITE" && tar -xJf "$BENCH_SITE" -C "$SITE" && touch "$SITE/.unpacked"; } ||
       fail "cannot unpack BENCH_SITE=$BENCH_SITE"
   fi
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+  [ -d "$SITE/bin" ] && export PATH="$SITE/bin:$PATH"  # tools carried as binaries (ruff)
 fi
-export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELBOT_HOME=${KERNELBOT_HOME:-/tmp/kernelbot-bench-home} RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 # NVLink multicast stays off: on a shared multi-GPU host a program using it can take every GPU out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

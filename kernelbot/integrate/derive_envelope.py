@@ -27,7 +27,9 @@ class DerivedEnvelope:
     other_cases: tuple[dict[str, Any], ...]  # dynamic sizes moved to values the task does not list
 
 
-def derive_envelope(view: TaskView) -> DerivedEnvelope:
+def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozenset()) -> DerivedEnvelope:
+    """The envelope of `view`'s cases; parameters in `ignore` (whose incoming value the reference never
+    reads) get no rule."""
     task = view.task
     runnable = [c for c in task.cases if not c.is_captured]
     if not task.cases:
@@ -59,6 +61,8 @@ def derive_envelope(view: TaskView) -> DerivedEnvelope:
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
     for name in signature.parameters:
+        if name in ignore:
+            continue
         seen = [b[name] for b in bound]
         moved = [(key, base[name], var[name]) for key, base, var in variants]
         tensors = [v for v in seen if isinstance(v, torch.Tensor)]

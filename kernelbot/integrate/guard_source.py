@@ -4,17 +4,15 @@ templates/guard.py.j2; this module turns each rule into one boolean expression."
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
 import libcst as cst
 
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
+from kernelbot.integrate.templates_env import environment
 
-TEMPLATES = Path(__file__).parent / "templates"
 
-
-def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, kernel: str) -> str:
+def render_guard(
+    envelope: Envelope, entry: cst.FunctionDef, guard: str, kernel: str, line_length: int = 88
+) -> str:
     """Source of the guard for `entry` (the candidate's entry function, whose parameters it copies)."""
     conditions = ["ENABLED"]
     conditions += [_tensor_condition(rule) for rule in envelope.tensors]
@@ -22,14 +20,17 @@ def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, kernel:
     if envelope.tensors:
         names = ", ".join(rule.name for rule in envelope.tensors)
         conditions.append(f"not _needs_autograd({names})")
-    template = jinja2.Template((TEMPLATES / "guard.py.j2").read_text(), keep_trailing_newline=True)
-    return template.render(
-        guard=guard,
-        kernel=kernel,
-        params=_parameters(entry),
-        conditions=conditions,
-        has_tensors=bool(envelope.tensors),
-        device_type=envelope.device_type,
+    return (
+        environment(line_length)
+        .get_template("guard.py.j2")
+        .render(
+            guard=guard,
+            kernel=kernel,
+            params=_parameters(entry),
+            conditions=conditions,
+            has_tensors=bool(envelope.tensors),
+            device_type=envelope.device_type,
+        )
     )
 
 

@@ -13,6 +13,7 @@ Every refusal is an IntegrationError raised before any file is written.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,13 +39,15 @@ from kernelbot.profiles.model import Profile
 
 @dataclass(frozen=True)
 class Integration:
-    """What integrate() did. Paths are relative to the repo root. `test_command` runs only the generated
-    test (the profile's test command plus its path). `cpu_test_env` is the environment to add when running
-    tests on a machine without a GPU: the generated test turns Triton's interpreter on itself, but only
-    when triton is not imported yet, and in a whole test run another module usually imports it first (the
-    test then skips, saying so). `notes` are things a reviewer should know (a file formatted whole because
-    its untouched lines could not be kept apart, a checker's leftover findings)."""
+    """What integrate() did, for the change named `op_slug`. Paths are relative to the repo root.
+    `test_command` runs only the generated test (the profile's test command plus its path). `cpu_test_env` is
+    the environment to add when running tests on a machine without a GPU: the generated test turns Triton's
+    interpreter on itself, but only when triton is not imported yet, and in a whole test run another module
+    usually imports it first (the test then skips, saying so). `notes` are things a reviewer should know (a
+    file formatted whole because its untouched lines could not be kept apart, a checker's leftover
+    findings)."""
 
+    op_slug: str
     kernel_module: Path
     test_file: Path
     touched: tuple[Path, ...]
@@ -62,11 +65,13 @@ def integrate(
     """Edit `repo` (a work tree) in place so that the task's function calls the candidate's kernel inside the
     envelope the evaluator proved, add the generated test, and format the touched files.
 
-    `op_slug` (see naming.op_slug) names the change for the branch and PR; the files are named after the op
-    (e.g. rms_norm_triton.py). Raises IntegrationError (a KernelbotError) for bad input: the function is
-    not in the tree, a construct the codemod cannot rewrite, a candidate without the entry, a task whose
-    inputs the test cannot rebuild, a file that already exists; FormatterError when a formatter cannot be
-    installed or fails."""
+    `op_slug` (see naming.op_slug) names the change for the branch and PR and comes back in the Integration;
+    the files are named after the op (e.g. rms_norm_triton.py). Raises IntegrationError (a KernelbotError) for
+    bad input: the function is not in the tree, a construct the codemod cannot rewrite, a candidate without
+    the entry, a task whose inputs the test cannot rebuild, a file that already exists; FormatterError when a
+    formatter cannot be installed or fails. Whatever it raises, the tree is left as it was."""
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", op_slug):
+        raise IntegrationError(f"op slug {op_slug!r} must be lowercase words joined by '-' (see op_slug())")
     repo = Path(repo).resolve()
     profile = profile.for_tree(repo)
     view = load_view(Path(task_dir))
@@ -77,8 +82,11 @@ def integrate(
     for path in (placement.kernel_file, placement.test_file):
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
-    derived = derive_envelope(view)
-    call, passed = _kernel_call(target, view, placement, names)
+    reads = GatherParamReadsVisitor.of(
+        view.task.reference_path.read_text(), view.task.entry, {p.name for p in view.signature}
+    )
+    derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
+    call, passed = _kernel_call(target, view, placement, names, reads)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -99,16 +107,24 @@ def integrate(
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
 
     created = {placement.kernel_file: kernel_source, placement.test_file: test_source}
-    for path, text in created.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    for path, (_, text) in edits.items():
-        (repo / path).write_text(text)
-    notes = _format(repo, profile, list(created), {p: before for p, (before, _) in edits.items()})
     touched = (placement.kernel_file, *edits, placement.test_file)
-    for path in touched:
-        _check_parses(repo / path)
+    try:
+        for path, text in created.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        for path, (_, text) in edits.items():
+            (repo / path).write_text(text)
+        notes = _format(repo, profile, list(created), {p: before for p, (before, _) in edits.items()})
+        for path in touched:
+            _check_parses(repo / path)
+    except BaseException:  # a formatter that cannot be installed, say: leave the tree as it was
+        for path in created:
+            (repo / path).unlink(missing_ok=True)
+        for path, (before, _) in edits.items():
+            (repo / path).write_text(before)
+        raise
     return Integration(
+        op_slug=op_slug,
         kernel_module=placement.kernel_file,
         test_file=placement.test_file,
         touched=touched,
@@ -142,7 +158,7 @@ def _locate(repo: Path, placement: Placement, view: TaskView) -> tuple[str, cst.
 
 
 def _kernel_call(
-    target: Target, view: TaskView, placement: Placement, names: KernelNames
+    target: Target, view: TaskView, placement: Placement, names: KernelNames, reads: set[str]
 ) -> tuple[KernelCall, dict[str, str]]:
     """The call of the kernel from the function: its own parameters forwarded as they are declared, and
     `param=self.<attr>` for each attribute the entry reads. Returns it and {param: attr} of those."""
@@ -169,9 +185,6 @@ def _kernel_call(
             f"{view.qualname} in {placement.source_file} takes other parameters than the task's reference "
             "entry: the tree changed since the extraction; extract the task again"
         )
-    reads = GatherParamReadsVisitor.of(
-        view.task.reference_path.read_text(), view.task.entry, attribute_params
-    )
     written = set(view.written_attributes)
     passed = {
         param: attr for attr, param in view.attribute_params.items() if attr not in written or param in reads

@@ -57,7 +57,7 @@ def build_kernel_module(
     module = module.visit(StripEvolveMarkersTransformer())
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
-    guard = _statements(render_guard(envelope, entry, names.guard, names.entry))
+    guard = _statements(render_guard(envelope, entry, names.guard, names.entry, line_length))
     module = module.with_changes(body=[*module.body, *guard])
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, "torch")
@@ -113,7 +113,11 @@ def _docstring(
 ) -> str:
     source = view.task.source
     where = f"{source.path}:{view.qualname}" + (f" ({source.commit})" if source.commit else "")
-    paragraphs = [textwrap.fill(f"Triton kernel for `{view.qualname}` ({source.path}).", width)]
+    # The first line follows the opening quotes.
+    first = textwrap.fill(
+        f"Triton kernel for `{view.qualname}` ({source.path}).", width, initial_indent='"""'
+    )
+    paragraphs = [first.removeprefix('"""')]
     if summary:
         paragraphs.append(textwrap.fill(summary, width))
     if how:

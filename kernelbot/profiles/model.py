@@ -42,6 +42,8 @@ class TestPlacement:
     style: "pytest" functions, or "unittest-customtestcase" classes deriving `base_class`
     ("module:Class"; plain `unittest.TestCase` when that module is not in the tree)."""
 
+    __test__ = False  # not a test class, whatever pytest infers from its name
+
     directory: str
     style: str
     file: str = "test_{op}_triton.py"

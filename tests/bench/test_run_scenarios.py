@@ -27,7 +27,8 @@ def run_sh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     return subprocess.run(
         ["bash", str(RUN), *args],
         cwd=REPO,
-        env={k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+        # BENCH_SITE empty: a local .devsite/ archive holds packages for the GPU image's Python, not this one.
+        env={**{k: os.environ[k] for k in PASSED_ENV if k in os.environ}, "BENCH_SITE": ""},
         capture_output=True,
         text=True,
         timeout=timeout,

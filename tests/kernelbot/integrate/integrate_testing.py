@@ -45,19 +45,27 @@ def release_root(requirement: str) -> Path:
 
 
 def formatter_changes(
-    repo: Path, path: Path, text: str, formatter: Formatter
-) -> list[tuple[list[str], list[str]]]:
-    """What the formatter changes in `text` placed at `path` of `repo`: (old lines, new lines) per change."""
-    probe = path.with_name(f"_probe_{path.name}")
-    (repo / probe).write_text(text)
+    repo: Path, texts: dict[Path, str], formatter: Formatter
+) -> dict[Path, list[tuple[list[str], list[str]]]]:
+    """What the formatter changes in each text, placed beside its path in `repo` (one run for all of them):
+    (old lines, new lines) per change."""
+    probes = {path: path.with_name(f"_probe{i}_{path.name}") for i, path in enumerate(texts)}
+    for path, probe in probes.items():
+        (repo / probe).write_text(texts[path])
     try:
-        format_files(repo, [probe], formatter)
-        formatted = (repo / probe).read_text()
+        format_files(repo, list(probes.values()), formatter)
+        formatted = {path: (repo / probe).read_text() for path, probe in probes.items()}
     finally:
-        (repo / probe).unlink()
-    before, after = text.splitlines(), formatted.splitlines()
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return [(before[i1:i2], after[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+        for probe in probes.values():
+            (repo / probe).unlink()
+    changes = {}
+    for path, text in texts.items():
+        before, after = text.splitlines(), formatted[path].splitlines()
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        changes[path] = [
+            (before[i1:i2], after[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+        ]
+    return changes
 
 
 def assert_formatter_is_satisfied(
@@ -65,7 +73,7 @@ def assert_formatter_is_satisfied(
 ) -> None:
     """Running the formatter again changes nothing it would not change on the untouched file too (the lines
     upstream left unformatted stay as they were; see kernelbot.integrate.line_merge)."""
+    now = formatter_changes(repo, {path: (repo / path).read_text() for path in touched}, formatter)
+    before = formatter_changes(repo, {path: base[path] for path in touched if path in base}, formatter)
     for path in touched:
-        now = formatter_changes(repo, path, (repo / path).read_text(), formatter)
-        before = formatter_changes(repo, path, base[path], formatter) if path in base else []
-        assert now == before, f"{path}: the formatter would still change {now}"
+        assert now[path] == before.get(path, []), f"{path}: the formatter would still change {now[path]}"

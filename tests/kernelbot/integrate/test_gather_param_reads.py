@@ -11,18 +11,23 @@ REFERENCE = textwrap.dedent(
         return steps
 
 
-    def backend_update(bs, seq_lens, *, self_seq_lens, steps, last_bs=None):
+    def backend_update(bs, seq_lens, *, self_seq_lens, steps, last_bs=None, longest=0, shortest=0):
+        longest = int(seq_lens.max())
+        if bs:
+            shortest = int(seq_lens.min())
         self_seq_lens[:bs].copy_(seq_lens[:bs])
-        steps = helper(steps=steps) + bs
+        steps = helper(steps=steps) + bs + longest + shortest
         last_bs = bs
-        return (steps, last_bs)
+        return (steps, last_bs, longest, shortest)
     """
 )
 
 
 def test_written_only_attributes_are_not_reads() -> None:
-    reads = GatherParamReadsVisitor.of(REFERENCE, "backend_update", {"self_seq_lens", "steps", "last_bs"})
-    assert reads == {"self_seq_lens", "steps"}
+    params = {"bs", "seq_lens", "self_seq_lens", "steps", "last_bs", "longest", "shortest"}
+    reads = GatherParamReadsVisitor.of(REFERENCE, "backend_update", params)
+    # `longest` is overwritten before any read; `shortest` only under a condition, so its value may matter.
+    assert reads == {"bs", "seq_lens", "self_seq_lens", "steps", "shortest"}
 
 
 def test_leaves_other_functions_out() -> None:

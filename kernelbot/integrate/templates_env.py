@@ -1,0 +1,36 @@
+"""The Jinja environment the integration's templates render in: templates/ as the loader, and a `docwrap`
+filter that wraps a docstring's text to the repository's line length at a given indent, so generated
+docstrings stay within the limit whatever names are substituted into them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import jinja2
+
+TEMPLATES = Path(__file__).parent / "templates"
+_QUOTES = '"""'
+
+
+def environment(line_length: int) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+    def docwrap(text: str, indent: int) -> str:
+        """`text` wrapped for a docstring whose opening quotes sit at column `indent` (the template writes
+        the indent and the quotes); the closing quotes get room on the last line."""
+        pad = " " * indent
+        wrapped = textwrap.fill(
+            " ".join(text.split()),
+            line_length - len(_QUOTES),
+            initial_indent=pad + _QUOTES,
+            subsequent_indent=pad,
+        )
+        return wrapped.removeprefix(pad + _QUOTES)
+
+    env.filters["docwrap"] = docwrap
+    return env
