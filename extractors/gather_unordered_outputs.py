@@ -1,7 +1,8 @@
-"""Gatherer: outputs whose rows come in no fixed order. `torch.topk(..., sorted=False)` (and a sort that does
-not fix ties: `sort`/`argsort` without `stable=True`) leaves the order of each row to the implementation;
-when its indices reach a returned value, that value is a `[[compare.unordered]]` key, and the returned values
-computed from the selected values (`topk` values, `gather(dim, ids)`, elementwise ops on them) follow it.
+"""Gatherer: outputs whose rows come in no fixed order. `torch.topk(..., sorted=False)` leaves the order of
+each row to the implementation; when its indices reach a returned value, that value is a
+`[[compare.unordered]]` key, and the returned values computed from the selected values (`topk` values,
+`gather(dim, ids)`, elementwise ops on them) follow it. A sort is not unordered (its rows are ordered by
+value; only ties are open, which `gather_tied_outputs` declares), nor is a sorted top-k.
 
 Order-free consumers (`scatter`, reductions such as `sum`) end the trail: `zeros.scatter_(-1, idx, vals)`
 puts every element back in its place. `sorted=` given as an expression is evaluated with the parameters'
@@ -52,6 +53,8 @@ class UnorderedRule:
 class GatherUnorderedOutputs(cst.CSTVisitor):
     """Which names of one function hold unordered indices (KEY) or the values that follow them (VALUES)."""
 
+    GATHERED = VALUES  # the role of `x.gather(dim, ids)`: it follows the ids
+
     def __init__(self, known: Mapping[str, Any]) -> None:
         super().__init__()
         self.known = dict(known)
@@ -98,8 +101,7 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
 
     # -- roles of expressions ------------------------------------------------------------------------------
     def _selection(self, value: cst.BaseExpression) -> str | None:
-        """`torch.topk(..., sorted=False)` / `x.sort()` -> why its rows are unordered; None when they are
-        not."""
+        """`torch.topk(..., sorted=False)` -> why its rows are unordered; None when they are not."""
         if not isinstance(value, cst.Call):
             return None
         name = dotted(value.func) if not isinstance(value.func, cst.Attribute) else value.func.attr.value
@@ -109,11 +111,6 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
             if flag is None or self._evaluates_true(flag):
                 return None
             return "topk(sorted=False)"
-        if method in ("sort", "argsort"):
-            stable = arg_value(value, 99, "stable")
-            if stable is not None and self._evaluates_true(stable):
-                return None
-            return f"{method}() without stable=True"
         return None
 
     def _evaluates_true(self, expr: cst.BaseExpression) -> bool:
@@ -143,12 +140,20 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
                 )
                 role = self._name_role(index)
                 if role == KEY:
-                    return VALUES, self.why[_name(index)]
+                    return self.GATHERED, self.why[_name(index)]
+        if isinstance(value, cst.Call) and (why := self._selection(value)) is not None:
+            method = value.func.attr.value if isinstance(value.func, cst.Attribute) else dotted(value.func)
+            if method.rsplit(".", 1)[-1] == "argsort":
+                return KEY, why
         roles = [(n, self.roles[n]) for n in names_in(value) if n in self.roles]
         if not roles:
             return None, ""
-        chosen = next((r for r in roles if r[1] == KEY), roles[0])
+        chosen = next((r for r in roles if r[1] == KEY), None) or self._mixed(roles)
         return chosen[1], self.why[chosen[0]]
+
+    def _mixed(self, roles: list[tuple[str, str]]) -> tuple[str, str]:
+        """The role of an expression over several followers (no key among them)."""
+        return roles[0]
 
     def _name_role(self, expr: cst.BaseExpression | None) -> str | None:
         return self.roles.get(_name(expr)) if expr is not None else None
@@ -158,23 +163,31 @@ def _name(expr: cst.BaseExpression | None) -> str:
     return expr.value if isinstance(expr, cst.Name) else ""
 
 
-def unordered_outputs(source: str, entry: str, known: Mapping[str, Any] | None = None) -> list[UnorderedRule]:
-    """`[[compare.unordered]]` rules for `entry`'s returned values (empty when every row has one order)."""
+def entry_returns(
+    source: str, entry: str, gatherer: GatherUnorderedOutputs
+) -> list[dict[str, tuple[str | None, str]]]:
+    """Visit `entry` with `gatherer`; per return statement, each returned path's (role, why)."""
     module = cst.parse_module(source)
     function = next(
         (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry), None
     )
     if function is None:
         return []
-    gatherer = GatherUnorderedOutputs(known or {})
     function.body.visit(gatherer)
-    rules: list[UnorderedRule] = []
+    found = []
     for value in gatherer.returns:
         elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
         paths = (
             ["return"] if not isinstance(value, cst.Tuple) else [f"return[{i}]" for i in range(len(elements))]
         )
-        roles = {p: gatherer._role(e) for p, e in zip(paths, elements, strict=True)}
+        found.append({p: gatherer._role(e) for p, e in zip(paths, elements, strict=True)})
+    return found
+
+
+def unordered_outputs(source: str, entry: str, known: Mapping[str, Any] | None = None) -> list[UnorderedRule]:
+    """`[[compare.unordered]]` rules for `entry`'s returned values (empty when every row has one order)."""
+    rules: list[UnorderedRule] = []
+    for roles in entry_returns(source, entry, GatherUnorderedOutputs(known or {})):
         for path, (role, why) in roles.items():
             if role != KEY or any(r.key == path for r in rules):
                 continue
