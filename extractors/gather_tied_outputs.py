@@ -51,9 +51,9 @@ class GatherTiedOutputs(GatherUnorderedOutputs):
             return f"{method}() without stable=True"
         return None
 
-    def _mixed(self, roles: list[tuple[str, str]]) -> tuple[str, str]:
+    def _mixed(self, found: list[tuple[str | None, str]]) -> tuple[str | None, str]:
         # Selected values combined with gathered ones no longer keep the selection's ties.
-        return next((r for r in roles if r[1] == FOLLOW), roles[0])
+        return next((r for r in found if r[0] == FOLLOW), found[0])
 
 
 def tied_outputs(source: str, entry: str, known: Mapping[str, Any] | None = None) -> list[TieRule]:
