@@ -144,6 +144,10 @@ def evolve_command(
         Optional[bool],  # noqa: UP045
         typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
     ] = None,
+    fusion_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
+    ] = None,
     rng_seed: Annotated[
         Optional[int], typer.Option("--rng-seed", help="Seed of the search's random choices.")  # noqa: UP045
     ] = None,
@@ -170,6 +174,7 @@ def evolve_command(
         workers_per_device=workers_per_device,
         seed_files=seed,
         inductor_seed=inductor_seed,
+        fusion_seed=fusion_seed,
         seed=rng_seed,
     )
 
@@ -314,6 +319,10 @@ def target_command(
         Optional[bool],  # noqa: UP045
         typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
     ] = None,
+    fusion_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
+    ] = None,
     benchmark_runs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
@@ -354,6 +363,7 @@ def target_command(
         workers_per_device=workers_per_device,
         seed_files=tuple(seed or ()),
         inductor_seed=inductor_seed,
+        fusion_seed=fusion_seed,
     )
     options = TargetOptions(
         profile=profile,

@@ -20,6 +20,7 @@ class SearchFlags:
     workers_per_device: int | None = None
     seed_files: tuple[Path, ...] = ()
     inductor_seed: bool | None = None
+    fusion_seed: bool | None = None
 
     def as_evolve_flags(self) -> dict[str, object]:
         return {
@@ -33,6 +34,7 @@ class SearchFlags:
             "workers_per_device": self.workers_per_device,
             "seed_files": list(self.seed_files) or None,
             "inductor_seed": self.inductor_seed,
+            "fusion_seed": self.fusion_seed,
             "seed": None,
         }
 
