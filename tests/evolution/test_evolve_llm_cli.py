@@ -56,7 +56,8 @@ def search_config(tmp_path: Path, stop: str) -> Path:
     path.write_text(
         f"[stop]\n{stop}\n\n[archive]\nislands = 1\n\n"
         "[sampling]\nexplore = 0\nexploit = 1\nweighted = 0\nexploit_top = 1\n\n"
-        "[mutation]\nin_flight = 1\nrewrite_ratio = 0\nweights = { llm = 1, tune = 0, cross = 0, fusion = 0 }\n"
+        "[mutation]\nin_flight = 1\nrewrite_ratio = 0\n"
+        "weights = { llm = 1, tune = 0, cross = 0, fusion = 0 }\n"
     )
     return path
 
