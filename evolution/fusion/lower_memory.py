@@ -96,7 +96,7 @@ def store_tensor(
     arguments = [address, code]
     if mask is not None:
         arguments.append(f"mask={emitter.align(mask, atoms)}")
-    emitter.region.body.append(f"tl.store({', '.join(arguments)})")
+    emitter.store(f"tl.store({', '.join(arguments)})")
 
 
 def _paren(code: str) -> str:
