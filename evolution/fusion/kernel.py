@@ -43,6 +43,7 @@ class KernelCode:
     stores: list[Store]
     holders: dict[int, str]  # graph output -> host expression holding it
     tile_elements: str  # host expression: elements of the largest register tile (sizes num_warps)
+    persistent: bool = False  # the grid is at most PROGRAMS programs, each looping over grid indices
     notes: list[str] = field(default_factory=list)
 
 
@@ -85,6 +86,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
         stores=stores,
         holders=holders,
         tile_elements=_tile_elements(params, plan, knobs),
+        persistent=persistent,
     )
 
 
