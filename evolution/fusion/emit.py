@@ -438,12 +438,16 @@ class Emitter:
             return tile
         return self.rounded(tile, storage)
 
+    def emulation(self) -> str:
+        """The constexpr that says whether bf16 rounding must be emulated (true under the interpreter)."""
+        return self.params.add(Param("EMULATE_ROUNDING", "_interpreted()", "size", True, "CPU interpreter"))
+
     def rounded(self, tile: Tile, storage: str) -> Tile:
         """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
         if tile.code in self._rounded:
             return tile
         if storage == "bfloat16":
-            result = self.unary("_kb_round_bf16({a})", tile, tile.dtype)
+            result = self.unary(f"_kb_round_bf16({{a}}, {self.emulation()})", tile, tile.dtype)
         else:
             result = self.unary(f"{_wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
         self._rounded.add(result.code)

@@ -29,6 +29,9 @@ from evolution.fusion.knobs import Knobs
 from evolution.fusion.model import Graph, TraceReport
 from evolution.fusion.symbols import SizeError
 
+_INTERPRETED = '''def _interpreted():
+    """Whether the kernels run under Triton's CPU interpreter (it casts to bfloat16 by truncation)."""
+    return not torch.cuda.is_available()'''
 _NUM_WARPS = '''def _num_warps(elements):
     """Warps for a program whose largest register tile holds `elements` (about 512 per warp)."""
     warps = 1
@@ -75,6 +78,8 @@ def generate(report: TraceReport, knobs: Knobs, *, entry: str, task_name: str) -
     for kernel in kernels:
         lines += ["", "", kernel.text]
     lines += ["", "", _NUM_WARPS]
+    if "_interpreted()" in used:
+        lines += ["", "", _INTERPRETED]
     for host in hosts:
         lines += ["", "", *host]
     if len(graphs) > 1:

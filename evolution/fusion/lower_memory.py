@@ -85,12 +85,14 @@ def store_tensor(
     if storage not in STORAGE_DTYPE:
         raise KeyError(storage)
     target = STORAGE_DTYPE[storage]
-    if storage in ("bfloat16", "float16") and value.dtype in ("fp32", "fp64"):
+    if storage == "float16" and value.dtype in ("fp32", "fp64"):
         value = emitter.rounded(value, storage)
     atoms = emitter.union(value, *([offset] if offset is not None else []))
     mask = emitter.mask(set(atoms))
     code = emitter.align(value, atoms) if atoms else value.code
-    if not (storage == "bool" and value.dtype == "i1"):
+    if storage == "bfloat16" and value.dtype in ("fp32", "fp64"):
+        code = f"_kb_to_bf16({code}, {emitter.emulation()})"
+    elif not (storage == "bool" and value.dtype == "i1"):
         code = f"{_paren(code)}.to({target})"
     address = f"{base} + {emitter.align(offset, atoms)}" if offset is not None else base
     arguments = [address, code]
