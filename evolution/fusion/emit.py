@@ -160,7 +160,8 @@ class Region:
     prologue: list[str] = field(default_factory=list)  # row-invariant statements (hoisted when allowed)
     root: Block = field(default_factory=Block)
     hoist: bool = False
-    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes (sizes num_warps)
+    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes
+    load_shapes: set[tuple[str, ...]] = field(default_factory=set)  # shapes of loads (they size num_warps)
 
 
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")

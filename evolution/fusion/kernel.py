@@ -196,8 +196,11 @@ def _ordered_params(params: KernelParams) -> list[Param]:
 
 
 def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
-    """Expression (over the launch's own size variables) for the elements of the largest register tile."""
-    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
+    """Expression (over the launch's own size variables) for the elements of the largest tile a program
+    loads (what its threads share; a top-k's compare tiles do not need more warps), else of any tile."""
+    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.load_shapes})
+    if not shapes:
+        shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
     if not shapes:
         return "1"
     return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"

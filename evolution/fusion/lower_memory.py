@@ -67,6 +67,8 @@ def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None)
     raw = emitter.let(
         f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_"
     )
+    if atoms:
+        emitter.region.load_shapes.add(tuple(emitter.extent_code(a) for a in atoms))
     return _to_compute(emitter, raw, storage, dtype)
 
 
