@@ -76,7 +76,12 @@ def fake_result(task: str, entry: str, source: str) -> EvalResult:
     m = _SCORE.search(source)
     score = float(m.group(1)) if m else 1.0
     timing = RegimeTiming(
-        TimingStats(10.0 * score, 0.01, 20), TimingStats(10.0, 0.01, 20), score, score * 0.95, score * 1.05
+        TimingStats(10.0 * score, 0.01, 20),
+        TimingStats(10.0, 0.01, 20),
+        score,
+        score * 0.95,
+        score * 1.05,
+        claim_low=score * 0.95 / 1.01,
     )
     case = CaseResult("n8", {"n": 8}, True, 0.0, 0.0, timings={"wall": timing, "graph": timing})
     return EvalResult(
