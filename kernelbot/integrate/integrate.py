@@ -13,6 +13,7 @@ Every refusal is an IntegrationError raised before any file is written.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,9 @@ def integrate(
     )
     derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
     call, passed = _kernel_call(target, view, placement, names, reads)
+    if profile.kernel.lazy_import:
+        check = _device_check(derived.envelope, call)
+        call = dataclasses.replace(call, device_check=check, line_length=profile.formatter.line_length)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -202,6 +206,21 @@ def _kernel_call(
         assign_to=tuple(f"{self_name}.{attr}" for attr in view.written_attributes),
     )
     return call, passed
+
+
+def _device_check(envelope: Envelope, call: KernelCall) -> str:
+    """The condition a lazy import waits for: a tensor argument on the envelope's device (the guard
+    checks the rest). A required tensor when there is one; else an optional one that is not None."""
+    # What the call passes for each of the kernel's parameters: `x`, `k=k`, `weight=self.weight`.
+    passed = dict(arg.split("=", 1) if "=" in arg else (arg, arg) for arg in call.arguments if "*" not in arg)
+    for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
+        if rule.name in passed:
+            on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'
+            return f"{passed[rule.name]} is not None and {on_device}" if rule.optional else on_device
+    raise IntegrationError(
+        "the profile imports kernels lazily, behind a check of a tensor argument's device, but the "
+        "kernel takes no tensor argument the function passes on"
+    )
 
 
 def _summary(target: Target) -> str:

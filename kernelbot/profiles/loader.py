@@ -209,7 +209,13 @@ def _kernel(fields: _Fields) -> KernelPlacement:
     module = fields.get("module", str, "{op}_triton")
     if "{op}" not in module or not module.replace("{op}", "op").isidentifier():
         fields.fail("module", f"must be a module name containing {{op}} (got {module!r})")
-    placement = KernelPlacement(rule, directory, module, fields.get("export_from_init", bool, False))
+    placement = KernelPlacement(
+        rule,
+        directory,
+        module,
+        export_from_init=fields.get("export_from_init", bool, False),
+        lazy_import=fields.get("lazy_import", bool, False),
+    )
     fields.done()
     return placement
 

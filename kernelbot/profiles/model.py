@@ -28,12 +28,15 @@ class KernelPlacement:
     rule "directory": in `directory` (source-root relative), e.g. LMDeploy's `lmdeploy/pytorch/kernels/cuda`.
     `module` is the file stem, `{op}` standing for the op name (e.g. "rms_norm" -> rms_norm_triton.py).
     With `export_from_init`, the kernel's entry is also imported in that directory's `__init__.py` and
-    listed in its `__all__`."""
+    listed in its `__all__`. With `lazy_import`, the rewritten function imports the kernel itself, and only
+    once a tensor argument is on the kernel's device: its module (LMDeploy's backends/default/, imported by
+    every backend) then never imports the kernel module, nor Triton, on a machine or backend without them."""
 
     rule: str
     directory: str = ""
     module: str = "{op}_triton"
     export_from_init: bool = False
+    lazy_import: bool = False
 
 
 @dataclass(frozen=True)

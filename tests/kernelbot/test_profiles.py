@@ -26,6 +26,8 @@ def test_shipped_profiles() -> None:
     assert any("run-ci" in step for step in sglang.human_steps)
 
     assert lmdeploy.kernel.rule == "directory" and lmdeploy.kernel.export_from_init
+    # backends/default/ is imported by every backend: the kernel is imported inside the function.
+    assert lmdeploy.kernel.lazy_import and not sglang.kernel.lazy_import and not example.kernel.lazy_import
     assert lmdeploy.kernel.directory == "lmdeploy/pytorch/kernels/cuda"
     assert lmdeploy.tests.style == "pytest" and lmdeploy.tests.directory == "tests/pytorch/kernel"
     ruff = lmdeploy.formatter.tools[0]
