@@ -5,8 +5,9 @@
 3. rewrites the original function to call the kernel behind the guard (route_to_kernel) and, when the
    profile asks, exports the kernel from its package (export_from_init);
 4. writes the unit test in the repository's style (test_source);
-5. formats what it touched with the repository's pinned formatters (kernelbot.formatting), keeping lines it
-   did not touch as upstream wrote them (line_merge).
+5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
+   versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
+   upstream wrote them (line_merge).
 Every refusal is an IntegrationError raised before any file is written.
 """
 
@@ -36,6 +37,7 @@ from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
 from kernelbot.integrate.task_view import TaskView, load_view
 from kernelbot.integrate.test_source import TestSubject, render_test
 from kernelbot.profiles.model import Profile
+from kernelbot.tree_formatter import formatter_for_tree
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Integration:
     kernel_entry: str = ""
     guard: str = ""
     notes: tuple[str, ...] = ()
+    formatter: str = ""  # the tools the files were formatted with, and where their pins came from
     cpu_test_env: dict[str, str] = field(default_factory=lambda: {"TRITON_INTERPRET": "1"})
 
 
@@ -75,6 +78,9 @@ def integrate(
         raise IntegrationError(f"op slug {op_slug!r} must be lowercase words joined by '-' (see op_slug())")
     repo = Path(repo).resolve()
     profile = profile.for_tree(repo)
+    # The tools and versions the tree's pre-commit config pins (the profile's where it has none).
+    chosen = formatter_for_tree(profile.formatter, repo, profile.source_root)
+    profile = dataclasses.replace(profile, formatter=chosen.formatter)
     view = load_view(Path(task_dir))
     op = op_name(view.qualname)
     names = KernelNames(kernel_entry_name(op), guard_name(op))
@@ -137,6 +143,7 @@ def integrate(
         kernel_entry=names.entry,
         guard=names.guard,
         notes=tuple(notes),
+        formatter=chosen.source,
     )
 
 

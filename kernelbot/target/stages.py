@@ -124,6 +124,7 @@ def integration_record(integration: Any) -> dict[str, Any]:
         "envelope": list(integration.envelope.describe()),
         "cpu_test_env": dict(integration.cpu_test_env),
         "notes": list(integration.notes),
+        "formatter": str(getattr(integration, "formatter", "")),
     }
 
 
