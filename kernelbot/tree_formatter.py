@@ -4,7 +4,7 @@ formatter where the tree has no pre-commit config (an unpacked release) or pins 
 knows how to run.
 
     chosen = formatter_for_tree(profile.formatter, worktree, profile.source_root)
-    format_files(worktree, files, chosen.formatter)      # chosen.source says where the pins came from
+    format_files(worktree, files, chosen.formatter)      # chosen.describe(): the tools and their source
 
 The tools run as pre-commit would run the hooks in that tree: the hooks' arguments (less those that make a
 tool only report), on the files the hooks' patterns select, with the tools' own settings read from the tree
@@ -75,6 +75,12 @@ class ChosenFormatter:
     formatter: Formatter
     source: str  # where the tools and versions come from, in words
 
+    def describe(self) -> str:
+        """The tools and versions, and where they come from: "isort 5.13.2, black 24.8.0 (as
+        .pre-commit-config.yaml pins them)"."""
+        tools = [f"{t.name} {t.requirement.partition('==')[2]}" for t in self.formatter.tools]
+        return f"{', '.join(dict.fromkeys(tools))} ({self.source})"
+
 
 @dataclass(frozen=True)
 class ToolSettings:
@@ -89,17 +95,17 @@ def formatter_for_tree(profile_formatter: Formatter, repo: Path, source_root: st
     for a pre-commit config that cannot be read."""
     config = read_config(repo)
     if config is None:
-        return ChosenFormatter(profile_formatter, f"the profile's pins (the tree has no {CONFIG_FILE})")
+        return ChosenFormatter(profile_formatter, f"as the profile pins them: the tree has no {CONFIG_FILE}")
     hooks = [(hook, KNOWN_HOOKS.get((hook.repo_name, hook.id))) for hook in config.hooks]
     known = [(hook, kind) for hook, kind in hooks if kind is not None]
     unpinned = [f"{hook.id} at {hook.rev or 'no revision'}" for hook, _ in known if not _version(hook.rev)]
     if not known or unpinned:
         why = (
-            f"it pins {', '.join(unpinned)}, not a release kernelbot can install"
+            f"pins {', '.join(unpinned)}, not a release kernelbot can install"
             if unpinned
-            else "it runs no formatter kernelbot knows"
+            else "runs no formatter kernelbot knows"
         )
-        return ChosenFormatter(profile_formatter, f"the profile's pins ({CONFIG_FILE}: {why})")
+        return ChosenFormatter(profile_formatter, f"as the profile pins them: {CONFIG_FILE} {why}")
     settings = {name: tree_settings(repo, source_root, name) for name in _LINE_LENGTH_ORDER}
     tools = tuple(_tool(hook, kind, settings[kind.tool]) for hook, kind in known)
     pins = {kind.package: _version(hook.rev) for hook, kind in known}
@@ -114,7 +120,7 @@ def formatter_for_tree(profile_formatter: Formatter, repo: Path, source_root: st
         profile_formatter.new_file_header,
         new_file_tools,
     )
-    return ChosenFormatter(formatter, f"{CONFIG_FILE}: {', '.join(t.requirement for t in tools)}")
+    return ChosenFormatter(formatter, f"as {CONFIG_FILE} pins them")
 
 
 def _tool(hook: Hook, kind: KnownHook, settings: ToolSettings | None) -> FormatterTool:

@@ -143,7 +143,7 @@ def integrate(
         kernel_entry=names.entry,
         guard=names.guard,
         notes=tuple(notes),
-        formatter=chosen.source,
+        formatter=chosen.describe(),
     )
 
 

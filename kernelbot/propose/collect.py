@@ -185,6 +185,7 @@ def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
         kernel_module=str(integration.kernel_module),
         test_file=str(integration.test_file),
         envelope=tuple(integration.envelope.describe()),
+        formatter=str(getattr(integration, "formatter", "") or ""),
     )
 
 

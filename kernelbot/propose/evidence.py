@@ -77,6 +77,7 @@ class ModificationsEvidence:
     kernel_module: str
     test_file: str
     envelope: tuple[str, ...]  # the conditions under which the kernel runs (else the original path)
+    formatter: str = ""  # the tools the files were formatted with and where their pins came from
 
 
 @dataclass(frozen=True)

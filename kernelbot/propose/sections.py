@@ -110,6 +110,7 @@ def modifications(e: Evidence) -> dict[str, Any]:
         "test_file": m.test_file,
         "changed": others,
         "envelope": list(m.envelope),
+        "formatter": m.formatter,
     }
 
 

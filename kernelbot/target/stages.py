@@ -150,6 +150,7 @@ class RecordedIntegration:
     test_command: list[str]
     cpu_test_env: dict[str, str]
     notes: tuple[str, ...] = ()
+    formatter: str = ""
 
 
 def load_integration(ctx: RunContext) -> RecordedIntegration:
@@ -162,6 +163,7 @@ def load_integration(ctx: RunContext) -> RecordedIntegration:
         test_command=list(record["test_command"]),
         cpu_test_env=dict(record.get("cpu_test_env", {})),
         notes=tuple(record.get("notes", ())),
+        formatter=str(record.get("formatter", "")),
     )
 
 

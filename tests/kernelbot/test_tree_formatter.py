@@ -60,7 +60,10 @@ def test_without_a_config_the_profile_pins_hold(tmp_path: Path) -> None:
     profile = load_profile("sglang")
     chosen = formatter_for_tree(profile.formatter, tree(tmp_path, None))
     assert chosen.formatter == profile.formatter
-    assert chosen.source == "the profile's pins (the tree has no .pre-commit-config.yaml)"
+    assert chosen.describe() == (
+        "ruff-check 0.15.4, ruff-format 0.15.4 "
+        "(as the profile pins them: the tree has no .pre-commit-config.yaml)"
+    )
     # The shipped SGLang fallback is what current SGLang's files follow: ruff's import order, then its layout.
     assert [t.requirement for t in profile.formatter.tools] == ["ruff==0.15.4", "ruff==0.15.4"]
     assert [t.name for t in profile.formatter.tools] == ["ruff-check", "ruff-format"]
@@ -77,7 +80,10 @@ def test_the_config_pins_tools_versions_arguments_and_files(tmp_path: Path) -> N
     )
     chosen = formatter_for_tree(load_profile("sglang").formatter, repo, "python")
     isort, ruff, black = chosen.formatter.tools
-    assert chosen.source == ".pre-commit-config.yaml: isort==5.13.2, ruff==0.11.2, black==24.8.0"
+    assert (
+        chosen.describe()
+        == "isort 5.13.2, ruff-check 0.11.2, black 24.8.0 (as .pre-commit-config.yaml pins them)"
+    )
     # isort and black have the tree's settings: only the hooks' own arguments (--check dropped: it would
     # report instead of rewrite).
     assert (isort.name, isort.requirement, isort.args) == ("isort", "isort==5.13.2", ())
@@ -142,12 +148,12 @@ def test_frozen_shas_manual_hooks_and_pins_kernelbot_cannot_install(tmp_path: Pa
     chosen = formatter_for_tree(profile, tree(tmp_path / "sha", sha))
     assert chosen.formatter == profile
     assert chosen.source == (
-        "the profile's pins (.pre-commit-config.yaml: it pins black at "
-        "1b2427a2b785cc4aac97c19bb4b9a0de063f9547, not a release kernelbot can install)"
+        "as the profile pins them: .pre-commit-config.yaml pins black at "
+        "1b2427a2b785cc4aac97c19bb4b9a0de063f9547, not a release kernelbot can install"
     )
     unknown = "repos:\n  - repo: local\n    hooks:\n      - id: fmt\n        entry: ./fmt.sh\n"
     chosen = formatter_for_tree(profile, tree(tmp_path / "local", unknown))
-    assert chosen.formatter == profile and "it runs no formatter kernelbot knows" in chosen.source
+    assert chosen.formatter == profile and "runs no formatter kernelbot knows" in chosen.source
 
 
 def test_an_unreadable_config_is_one_clear_error(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ class IntegrationStandIn:
     test_command: list[str] = field(
         default_factory=lambda: ["python", "-m", "pytest", "-q", "tests/test_silu_and_mul_triton.py"]
     )
+    formatter: str = "isort 5.13.2, black 24.8.0 (as .pre-commit-config.yaml pins them)"
 
 
 @dataclass(frozen=True)

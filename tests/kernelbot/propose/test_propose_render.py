@@ -93,6 +93,8 @@ def test_claims_follow_the_lower_bound_of_each_interval(gpu_evidence: Evidence) 
         "Over all cases (graph regime, geometric mean): **1.27×**, 95 % CI [1.18, 1.34]; at least **1.180×** "
         "may be claimed." in body
     )
+    # The tools that ran, as the integration recorded them.
+    assert "- [x] Formatted with isort 5.13.2, black 24.8.0 (as .pre-commit-config.yaml pins them)." in body
     assert "Change: +4.0 %, 95 % CI [+3.6 %, +4.4 %]." in body
     assert "The interval lies entirely on the better side." in body
     assert (
