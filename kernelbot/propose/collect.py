@@ -295,6 +295,13 @@ def tests_evidence(tests: Mapping[str, Any] | None) -> TestsEvidence:
     """From verify.json's "tests" (None: verification did not run)."""
     if not tests:
         return TestsEvidence(ran=False, reason="the repository's tests were not run for this proposal")
+    if tests.get("cannot_run"):
+        return TestsEvidence(
+            ran=False,
+            reason=f"not run where this proposal was made: {tests['cannot_run']}",
+            command=tuple(tests.get("command", ())),
+            files=tuple(tests.get("files", ())),
+        )
     return TestsEvidence(
         ran=True,
         reason="",

@@ -2,7 +2,8 @@
 forge (kernelbot.propose.open_or_update decides open / update / skip / refuse from what the forge holds).
 
 Nothing is proposed from a verification that found a broken test: the verdict in RUN/verify.json is read
-again here, whatever target.toml says.
+again here, whatever target.toml says. When the tests could not run at all (the engine's dependencies are not
+installed here) the bundle is written, saying so, and no pull request is opened from it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     }
     if not options.open_pr:
         return outcome
+    tests = verify_data.get("tests") or {}
+    if tests.get("cannot_run"):
+        raise ProposalRefused(
+            f"no pull request is opened from a change whose tests could not run: {tests['cannot_run']}; "
+            f"{tests.get('advice') or 'install the engine and its dependencies'}. "
+            f"The bundle is in {bundle.dir}"
+        )
     repo = state.resolve(state.repo.path)
     fork = options.fork or _default_fork(repo, profile)
     ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")

@@ -200,6 +200,11 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
             git.remove_worktree(repo, tree)
         shutil.rmtree(scratch, ignore_errors=True)
     tests, e2e = report.tests, report.e2e
+    if not report.tests_ran:
+        warn(
+            f"the {ctx.profile.name} tests cannot run here: {tests.cannot_run}; {tests.advice}. "
+            "The bundle says its tests were not run; --open-pr opens no pull request from it"
+        )
     if tests.preexisting_failures:
         warn(
             f"{len(tests.preexisting_failures)} related test(s) already fail before the change (reported as "
@@ -209,6 +214,8 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
     return {
         "report": REPORT_FILE,
         "ok": report.ok,
+        "tests_ran": report.tests_ran,
+        "tests_reason": tests.cannot_run,
         "refusal": f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
         if report.refusal
         else None,
@@ -229,6 +236,8 @@ def _named(ids: list[str] | tuple[str, ...]) -> str:
 
 
 def _verify_summary(outcome: dict[str, Any]) -> str:
+    if not outcome.get("tests_ran", True):
+        return f"tests not run: {outcome['tests_reason']}; e2e not measured: {outcome['e2e_reason']}"
     tests = (
         f"tests {outcome['passed_before']} passed before, {outcome['passed_after']} after, "
         f"{len(outcome['new_failures'])} new failure(s), {len(outcome['preexisting_failures'])} pre-existing"
