@@ -339,6 +339,12 @@ def target_command(
     token_env: Annotated[
         str, typer.Option(help="Environment variable holding the GitHub token (for --open-pr).")
     ] = "GITHUB_TOKEN",
+    github_api: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            help="GitHub API URL for --open-pr (default $KERNELBOT_GITHUB_API, else the profile's api_url)."
+        ),
+    ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run in --out (it must exist).")
     ] = False,
@@ -376,6 +382,7 @@ def target_command(
         open_pr=open_pr,
         fork=fork,
         token_env=token_env,
+        github_api=github_api,
         resume=resume,
         config=config,
     )

@@ -272,14 +272,20 @@ def apply_patch(worktree: Path, patch: str) -> None:
             raise _git_error(exc, f"applying a patch in {worktree}", check) from exc
 
 
-def commit_all(worktree: Path, message: str, *, identity: Identity = BOT_IDENTITY) -> str:
+def commit_all(
+    worktree: Path, message: str, *, identity: Identity = BOT_IDENTITY, date: str | None = None
+) -> str:
     """Stage everything (junk excluded) and commit it as `identity`; returns the new commit's sha. The
-    repository's own hooks are not run (kernelbot formats the files itself) and no signing is asked for."""
+    repository's own hooks are not run (kernelbot formats the files itself) and no signing is asked for.
+
+    With `date` (git's date format, e.g. "2000-01-01T00:00:00+00:00") the commit is authored and committed
+    at that time: the same tree, parents, message and identity then always give the same sha."""
     env = {
         "GIT_AUTHOR_NAME": identity.name,
         "GIT_AUTHOR_EMAIL": identity.email,
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
+        **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}),
         **config_env({"commit.gpgsign": "false"}),
     }
     with _open(worktree) as repo:

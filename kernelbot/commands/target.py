@@ -55,6 +55,8 @@ def _check_flags(options: TargetOptions) -> None:
         raise ConfigError(f"--spec {options.spec}: no such file")
     if options.fork and not options.open_pr:
         raise ConfigError("--fork names where to push the PR's branch: it needs --open-pr")
+    if options.github_api and not options.open_pr:
+        raise ConfigError("--github-api names the API the PR is opened through: it needs --open-pr")
     if options.open_pr:
         from kernelbot.forge.github import read_token
 
