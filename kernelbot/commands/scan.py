@@ -1,13 +1,21 @@
-"""`kernelbot scan --repo R [--profile-cmd CMD] [--top N] [--json]`: rank functions worth a fused kernel."""
+"""`kernelbot scan --repo R [--profile-cmd CMD] [--top N] [--json]`: rank functions worth a fused kernel.
+
+With `--profile P` it is the periodic bot instead (`run_periodic`, kernelbot.scan): rank, skip what is
+proposed, merged or refused, and run `kernelbot target` on the best remaining region.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from kernelbot.console import console
+
+if TYPE_CHECKING:
+    from kernelbot.scan import ScanOptions
 
 
 def run(
@@ -64,4 +72,14 @@ def run(
             )
         console.print(table)
     console.print("next: kernelbot extract --repo REPO --function <function>")
+    return 0
+
+
+def run_periodic(options: ScanOptions) -> int:
+    """`kernelbot scan --profile P ...`: one scan of the bot (kernelbot.scan); prints what it did and why."""
+    from kernelbot.scan import run_scan
+
+    outcome = run_scan(options)
+    for line in outcome.lines():
+        console.print(line, markup=False, highlight=False)
     return 0

@@ -62,7 +62,9 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     forge = GitHubForge.for_profile(
         profile, token_env=options.token_env
     )  # $KERNELBOT_GITHUB_API, else the profile's
-    result = open_or_update(bundle, profile, forge, repo, fork=fork, token_env=options.token_env)
+    result = open_or_update(
+        bundle, profile, forge, repo, fork=fork, token_env=options.token_env, max_open=options.max_open
+    )
     outcome["pr"] = {
         "action": result.action,
         "reason": result.reason,
