@@ -130,7 +130,7 @@ class Scan:
         self._refresh_open_prs(view, outcome)
         self._walk_queue(regions, view, outcome)
         sync_ledger(self.ledger, view)
-        outcome.summary = self._summary(outcome, view)
+        outcome.summary = self._summary(outcome)
         self.ledger.finish_scan(scan_id, outcome.to_dict())
         outcome.write()
         return outcome
@@ -274,7 +274,7 @@ class Scan:
         )
         return run_region(self.ledger, target_opts, base_sha=self.repo.base_sha, purpose=purpose)
 
-    def _summary(self, outcome: ScanOutcome, view: ForgeView) -> str:
+    def _summary(self, outcome: ScanOutcome) -> str:
         if outcome.runs:
             return "; ".join(f"{run.purpose} {run.target}: {run.describe()}" for run in outcome.runs)
         waiting = [s for s in outcome.regions if s.standing is Standing.WAITING]
@@ -284,8 +284,13 @@ class Scan:
             return "proposed nothing: no region to rank" + (
                 " (all left out by --only / --exclude)" if outcome.left_out else ""
             )
+        counts: dict[str, int] = {}
+        for status in outcome.regions:
+            counts[status.standing.value] = counts.get(status.standing.value, 0) + 1
+        listed = ", ".join(f"{n} {standing}" for standing, n in sorted(counts.items()))
         return (
-            "proposed nothing: every ranked region is proposed, merged, refused or failed on this base commit"
+            "proposed nothing: every ranked region is proposed, merged, refused or failed on this base "
+            f"commit ({listed})"
         )
 
 
