@@ -30,7 +30,7 @@ FEATURE_SCALES = ("linear", "log")
 # Operator families' default weights; a config's `mutation.weights` that leaves a family out gets its default
 # here (1.0 for a family not listed), so a config written before an operator existed does not hand it a
 # full share of the iterations.
-DEFAULT_WEIGHTS = {"llm": 0.8, "tune": 0.2, "cross": 0.1}
+DEFAULT_WEIGHTS = {"llm": 0.8, "tune": 0.2, "cross": 0.1, "fusion": 0.4}
 
 
 @dataclass(frozen=True)

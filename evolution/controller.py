@@ -25,7 +25,7 @@ from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
 from evolution.moves import Move, MoveChooser, needs_correct_parent
 from evolution.operators import OperatorSet
-from evolution.progress import NullProgress, ProgressSink, Snapshot
+from evolution.progress import NullProgress, ProgressSink, Snapshot, case_bests
 from evolution.replay import rebuild_archive
 from evolution.sampling import ParentSampler
 from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, seed_sources
@@ -364,6 +364,7 @@ class Controller:
             evaluations_this_session=self.stop.evaluations_this_session,
             islands=self.archive.summary(),
             event=event,
+            cases=case_bests(best.result) if best and best.correct else (),
         )
 
 

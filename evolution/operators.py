@@ -1,7 +1,8 @@
 """The mutation operators of a run, built from config: which seed the population and which evolve it.
 
-Without an LLM endpoint the set is the embedded default: the Inductor seed (seeding only), launch-parameter
-tuning and bucket crossover (two correct candidates combined by input size). With endpoints, LLM mutation
+Without an LLM endpoint the set is the embedded default: the Inductor seed and the fusion seed (seeding only),
+fusion variants (a fusion candidate regenerated with one knob changed), launch-parameter tuning and bucket
+crossover (two correct candidates combined by input size). With endpoints, LLM mutation
 joins, weighted against them by `mutation.weights` (by family: the part of an operator's name before ':';
 a family the config leaves out gets evolution.config.DEFAULT_WEIGHTS). The operator classes live in
 evolution/mutators/ (imported lazily here).
@@ -62,6 +63,13 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
             from evolution.mutators.inductor_seed import InductorSeedMutator
 
             mutators.append(InductorSeedMutator(device=device))
+        from evolution.fusion.writer import FusionWriter
+        from evolution.mutators.fusion_seed import FusionSeedMutator
+        from evolution.mutators.fusion_variant import FusionVariantMutator
+
+        writer = FusionWriter()  # one trace per task, shared by the seed and the variants
+        mutators.append(FusionSeedMutator(writer))
+        mutators.append(FusionVariantMutator(writer))
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))

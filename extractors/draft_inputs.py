@@ -26,30 +26,45 @@ DEFAULT_SIZES: dict[str, list[Any]] = {
     "groups": [4],
     "topk_group": [2],
     "heads": [4],
+    "kv_heads": [2],
     "head_dim": [64],
-    "max_len": [64],
+    "rotary_dim": [64],
+    "max_positions": [128],
+    "context": [64],
+    "pool": [8],
     "page_size": [16],
 }
 
 # (parameter-name pattern, spec) — first match wins. Sizes refer to DEFAULT_SIZES.
 _TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
     (
-        r"(req_to_token|_table)$",
+        r"^req_to_tokens?$",
         {
-            "shape": ["batch", "max_len"],
+            "shape": ["pool", "context"],
             "dtype": "int32",
             "init": "randint",
             "low": 0,
-            "high": "batch * max_len",
+            "high": "pool * context",
+        },
+    ),
+    (
+        r"(req_to_token|_table)$",
+        {
+            "shape": ["batch", "context // page_size"],
+            "dtype": "int32",
+            "init": "randint",
+            "low": 0,
+            "high": "pool * context // page_size",
         },
     ),
     (
         r"^positions?$",
-        {"shape": ["tokens"], "dtype": "int64", "init": "randint", "low": 0, "high": "max_len"},
+        {"shape": ["tokens"], "dtype": "int64", "init": "randint", "low": 0, "high": "max_positions"},
     ),
+    (r"^cu_", {"shape": ["batch + 1"], "dtype": "int32", "init": "randint", "low": 0, "high": "context"}),
     (
         r"(seq_?lens?|lengths?|_lens)$",
-        {"shape": ["batch"], "dtype": "int32", "init": "randint", "low": 1, "high": "max_len"},
+        {"shape": ["batch"], "dtype": "int32", "init": "randint", "low": 1, "high": "context"},
     ),
     (
         r"(^|_)(ids|indices|idx|index|loc|locs)$",
@@ -58,27 +73,80 @@ _TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
     (r"(gating_output|router_logits|gate_logits)$", {"shape": ["tokens", "num_experts"], "dtype": "float32"}),
     (r"(correction_bias|e_score_correction_bias)$", {"shape": ["num_experts"], "dtype": "float32"}),
     (r"^probs$", {"shape": ["batch", "vocab"], "dtype": "float32", "init": "probs"}),
-    (r"logits$", {"shape": ["batch", "vocab"], "dtype": "float32"}),
+    (r"(logits|^scores)$", {"shape": ["batch", "vocab"], "dtype": "float32"}),
+    (r"^(top_?ps?)$", {"shape": ["batch"], "dtype": "float32", "init": "rand", "low": 0.3, "high": 0.95}),
+    (r"^(min_ps?)$", {"shape": ["batch"], "dtype": "float32", "init": "rand", "low": 0.0, "high": 0.2}),
+    (r"^temperatures?$", {"shape": ["batch"], "dtype": "float32", "init": "rand", "low": 0.5, "high": 1.5}),
+    (
+        r"^(cos_sin_cache|cos_sin|sin_cos_cache)$",
+        {
+            "shape": ["max_positions", "rotary_dim"],
+            "dtype": "float32",
+            "init": "rand",
+            "low": -1.0,
+            "high": 1.0,
+        },
+    ),
     (r"^(cos|sin)(_cache)?$", {"shape": ["tokens", "head_dim // 2"], "dtype": "float32"}),
-    (r"^(query|key|q|k|qk)$", {"shape": ["tokens", "heads", "head_dim"], "dtype": "float32"}),
+    (r"^(query|q|qk)$", {"shape": ["tokens", "heads", "head_dim"], "dtype": "float32"}),
+    (r"^(key|k|value|v)$", {"shape": ["tokens", "kv_heads", "head_dim"], "dtype": "float32"}),
+    (r"^(hidden_states|x|input|residual)$", {"shape": ["tokens", "hidden"], "dtype": "float32"}),
     (r"(weight|gamma)$", {"shape": ["hidden"], "dtype": "float32", "init": "randn", "mean": 1.0, "std": 0.1}),
     (r"(bias|beta)$", {"shape": ["hidden"], "dtype": "float32"}),
     (r"mask$", {"shape": ["tokens"], "dtype": "bool", "init": "randint", "low": 0, "high": 2}),
 ]
+# Integer tensors named like sampling parameters (`topk: torch.LongTensor`): one value per request.
+_INT_TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
+    (r"^top_?ks?$", {"shape": ["batch"], "dtype": "int64", "init": "randint", "low": 1, "high": "vocab"}),
+]
 _INT_RULES: list[tuple[str, Any]] = [
     (r"^(bs|batch|batch_size|num_seqs|num_reqs)$", "batch"),
     (r"^(num_tokens|n_tokens)$", "tokens"),
-    (r"^(topk|top_k)$", "topk"),
+    (r"^(topk|top_k|num_experts_per_tok)$", "topk"),
     (r"^(num_expert_group|n_group|num_groups)$", "groups"),
     (r"^topk_group$", "topk_group"),
     (r"^(hidden_size|hidden_dim|dim|d_model)$", "hidden"),
+    (r"^(num_kv_heads|n_kv_heads|num_key_value_heads)$", "kv_heads"),
     (r"^(num_heads|n_heads|num_attention_heads)$", "heads"),
-    (r"^(head_dim|head_size|rotary_dim)$", "head_dim"),
+    (r"^(head_dim|head_size)$", "head_dim"),
+    (r"^rotary_dim$", "rotary_dim"),
     (r"^page_size$", "page_size"),
-    (r"^(num_experts|n_experts|num_local_experts)$", "num_experts"),
+    (r"^(num_experts|n_experts|num_local_experts|n_routed_experts|num_routed_experts)$", "num_experts"),
     (r"^(vocab_size)$", "vocab"),
+    (r"^(intermediate_size)$", "intermediate"),
+    (r"^max_position(s|_embeddings)?$", "max_positions"),
 ]
 _FLOAT_RULES: list[tuple[str, float]] = [(r"(eps|epsilon)$", 1e-6), (r"scal(e|ing)", 1.0)]
+_DTYPE_SUFFIX = re.compile(r"_(int32|int64|int16|int8|uint8|fp32|fp16|bf16|float32|float16|bfloat16)$")
+
+
+def base_name(name: str) -> tuple[str, str]:
+    """`self_cache_seqlens_int32` -> ("cache_seqlens", "int32"): the name the rules read, and a dtype
+    suffix."""
+    base = re.sub(r"_(cpu|gpu|cuda|device|host)$", "", name.removeprefix("self_"))
+    match = _DTYPE_SUFFIX.search(base)
+    if not match:
+        return base, ""
+    dtype = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(match.group(1), match.group(1))
+    return base[: match.start()], dtype
+
+
+def tensor_rule(base: str, integer: bool = False) -> dict[str, Any] | None:
+    """The spec the name suggests for a tensor argument (`integer`: it is known to hold integers)."""
+    rules = [*_INT_TENSOR_RULES, *_TENSOR_RULES] if integer else _TENSOR_RULES
+    for pattern, spec in rules:
+        if re.search(pattern, base):
+            return dict(spec)
+    return None
+
+
+def int_rule(base: str) -> str | None:
+    """The size an integer argument's name says it is (`num_expert_group` -> "groups")."""
+    return next((size for pattern, size in _INT_RULES if re.search(pattern, base)), None)
+
+
+def float_rule(base: str) -> float | None:
+    return next((value for pattern, value in _FLOAT_RULES if re.search(pattern, base)), None)
 
 
 def draft_spec(

@@ -1,12 +1,13 @@
 """From `--repo R --function F` to a Task directory: locate, close over, emit reference.py, build inputs
-(captured calls, a spec, or a draft), write task.toml, then run the reference once to confirm its in-place
-writes and refuse degenerate tasks."""
+(a spec, captured calls, or a draft made to run), write task.toml (with the compare rules the code implies),
+then run the reference once to confirm its in-place writes and refuse degenerate tasks."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,19 +16,22 @@ from evaluators.errors import DegenerateTaskError
 from evaluators.task import REGIMES
 from extractors.closure import DEPENDENCY_BUDGET, NeedsFullParse
 from extractors.closure_estimate import ClosureEstimate
-from extractors.draft_inputs import DRAFT_MARK, draft_spec
+from extractors.draft_files import carry_user_drafts
 from extractors.emit_reference import Provenance
 from extractors.errors import ExtractionError
 from extractors.gather_inplace_writes import inplace_writes
-from extractors.input_spec import InputSpec, check_against_signature, load_spec, render_inputs
+from extractors.gather_unordered_outputs import UnorderedRule, unordered_outputs
+from extractors.inputs_source import InputRequest, PreparedInputs, prepare_inputs
 from extractors.probe import ProbeResult, probe_task
 from extractors.reference_builder import BuiltReference, build_reference
 from extractors.release_sources import fetch_release
 from extractors.repo_index import RepoIndex
-from extractors.signature import Param, entry_signature
+from extractors.signature import entry_signature
 from extractors.source_info import source_info
 from extractors.target import Located, TargetSpec, find_target, locate_in
 from extractors.toml_writer import dumps
+
+__all__ = ["ExtractOptions", "ExtractionSummary", "PreparedInputs", "build", "extract", "prepare_inputs"]
 
 
 @dataclass
@@ -41,6 +45,8 @@ class ExtractOptions:
     probe: bool = True
     force: bool = False
     device: str = "cpu"
+    profile: str | None = None  # serving-shape profile for drafts (default: from the repository's name)
+    progress: Callable[[str], None] | None = None  # told what each draft repair changes
 
 
 @dataclass
@@ -55,19 +61,9 @@ class ExtractionSummary:
     input_notes: list[str] = field(default_factory=list)
     inplace: dict[str, list[str]] = field(default_factory=dict)
     probe: ProbeResult | None = None
-
-
-@dataclass
-class PreparedInputs:
-    """inputs.py source, the named cases, and optional captured/*.pt files to copy in."""
-
-    source: str
-    cases: list[dict[str, Any]]
-    origin: str  # "spec" | "draft" | "capture"
-    notes: list[str] = field(default_factory=list)
-    dynamic: list[str] = field(default_factory=list)
-    captured_files: list[Path] = field(default_factory=list)
-    extra_files: dict[str, str] = field(default_factory=dict)
+    draft: dict[str, Any] = field(default_factory=dict)  # what drafting inferred ([extraction.draft])
+    unordered: list[UnorderedRule] = field(default_factory=list)  # [[compare.unordered]] written
+    kept: str = ""  # a draft_spec.toml of the replaced task that was kept
 
 
 def build(repo: Path, function: str) -> tuple[RepoIndex, Located, BuiltReference, str]:
@@ -107,18 +103,24 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
     if (out / "task.toml").exists() and not options.force:
         raise ExtractionError(f"{out} already holds a task; pass --force to overwrite it or choose --out")
     signature = entry_signature(built.source, built.entry)
+    target = f"{located.ref.name}:{located.definition.qualname}"
     if inputs is None:
-        inputs = prepare_inputs(options.spec, signature, built, name)
+        request = InputRequest(
+            options.spec, out, target, f"{index.root} {commit}", options.profile, options.progress
+        )
+        inputs = prepare_inputs(options.spec, signature, built, name, request)
     summary = ExtractionSummary(
         task_dir=out,
         name=name,
         entry=built.entry,
-        target=f"{located.ref.name}:{located.definition.qualname}",
+        target=target,
         commit=commit,
         built=built,
         inputs_source=inputs.origin,
         input_notes=inputs.notes,
         inplace=inplace_writes(built.source, built.entry),
+        draft=inputs.draft,
+        unordered=unordered_outputs(built.source, built.entry, inputs.known_values),
     )
     source = {
         "repo": built_repo(index),
@@ -141,8 +143,15 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
                     "`kernelbot extract --spec`)"
                 )
             raise DegenerateTaskError(f"refused {summary.target}: {summary.probe.degenerate}{hint}")
+        if summary.probe is not None and not summary.probe.ran and inputs.origin == "draft":
+            # the drafted inputs ran in the trials; a task whose reference fails on them is never written
+            raise ExtractionError(
+                f"refused {summary.target}: its reference fails on the drafted inputs of case "
+                f"{summary.probe.case!r}: {summary.probe.error}"
+            )
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
+            summary.kept = carry_user_drafts(out, staging)
             shutil.rmtree(out)
         shutil.move(str(staging), str(out))
     finally:
@@ -158,31 +167,6 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
 
 def built_repo(index: RepoIndex) -> str:
     return source_info(index.root).repo
-
-
-def prepare_inputs(
-    spec_path: Path | None, signature: list[Param], built: BuiltReference, name: str
-) -> PreparedInputs:
-    if spec_path is not None:
-        spec = load_spec(spec_path)
-        check_against_signature(spec, signature, f"--spec {spec_path}")
-        return _from_spec(spec, signature, name, [], "spec")
-    spec, notes = draft_spec(signature, built.init_hints)
-    header = f"{DRAFT_MARK}\n# Generated from type hints and parameter names; edit them, or pass --spec.\n"
-    prepared = _from_spec(spec, signature, name, notes, "draft", header)
-    prepared.extra_files["draft_spec.toml"] = (
-        f"{DRAFT_MARK}\n# Edit, then: kernelbot extract ... --spec draft_spec.toml\n"
-        + dumps(spec.to_toml_dict())
-    )
-    return prepared
-
-
-def _from_spec(
-    spec: InputSpec, signature: list[Param], name: str, notes: list[str], origin: str, header: str = ""
-) -> PreparedInputs:
-    cases = [{"name": case_name, **params} for case_name, params in spec.expand_cases()]
-    source = render_inputs(spec, signature, name, header)
-    return PreparedInputs(source, cases, origin, notes, spec.dynamic_sizes())
 
 
 def _write_task(
@@ -230,8 +214,17 @@ def _task_toml(
     if summary.probe is not None:
         data["extraction"]["mutated_args_observed"] = summary.probe.mutated
         data["extraction"]["probe"] = "ok" if summary.probe.ran else f"failed: {summary.probe.error}"
+    if summary.draft:
+        data["extraction"]["draft"] = summary.draft
+    if summary.unordered:
+        data["compare"] = {"unordered": [{"key": r.key, "values": r.values} for r in summary.unordered]}
+        data = {k: data[k] for k in [*[k for k in data if k != "cases"], "cases"]}
     comments = {
         "extraction": "Written by `kernelbot extract` for people and tools; the evaluator does not read it.",
+        "extraction.draft": "How the inputs were drafted: what each argument was taken to be, and why.",
+        "compare": "Rows of these outputs come in no fixed order in the reference ("
+        + "; ".join(sorted({r.why for r in summary.unordered}))
+        + "): compared as sets, the values follow their keys.",
         "cases": "Named cases: make_inputs(case, seed, device) receives these keys.",
     }
     return dumps(data, comments)

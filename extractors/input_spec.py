@@ -21,6 +21,9 @@ generated, self-contained inputs.py.
     expr = "torch.randint(1, 64, (tokens,), generator=gen).to(torch.int32)"
     [args.bias]
     none = true
+    [args.residual]              # any argument may add `when`: an expression over the case; false -> None
+    shape = ["tokens", "hidden"]
+    when = "with_residual"
 """
 
 from __future__ import annotations
@@ -56,7 +59,20 @@ DTYPES = (
     "float8_e5m2",
 )
 _ARG_KINDS = ("shape", "value", "text", "expr", "none")
-_TENSOR_KEYS = {"shape", "dtype", "init", "low", "high", "mean", "std", "fill", "start", "step", "comment"}
+_TENSOR_KEYS = {
+    "shape",
+    "dtype",
+    "init",
+    "low",
+    "high",
+    "mean",
+    "std",
+    "fill",
+    "start",
+    "step",
+    "comment",
+    "when",
+}
 _DYNAMIC_SIZES = {"tokens", "batch", "num_tokens", "bs", "batch_size", "seq_len", "num_seqs"}
 
 
@@ -137,6 +153,8 @@ def parse_spec(raw: dict[str, Any], where: str) -> InputSpec:
 def _check_arg(name: str, arg: Any, where: str) -> None:
     if not isinstance(arg, dict):
         raise SpecError(f"{where}: args.{name} must be a table")
+    if "when" in arg and not isinstance(arg["when"], str):
+        raise SpecError(f"{where}: args.{name}.when must be a string (an expression over the case)")
     kinds = [k for k in _ARG_KINDS if k in arg]
     if len(kinds) != 1:
         raise SpecError(

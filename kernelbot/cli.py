@@ -581,6 +581,20 @@ def target_command(
     return target_cmd.run(options)
 
 
+@command("report")
+def report_command(
+    run: Annotated[Path, typer.Argument(help="Run directory of `kernelbot evolve` or `kernelbot target`.")],
+    out: Annotated[
+        Optional[Path], typer.Option(help="HTML file to write (default RUN/report.html).")  # noqa: UP045
+    ] = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the report in a web browser.")] = False,
+) -> int:
+    """Write RUN's report: one self-contained HTML page (plots, the winner's speedups, lineage and code)."""
+    from kernelbot.commands import report as report_cmd
+
+    return report_cmd.run(run, out=out, open_browser=open_browser)
+
+
 def main(argv: Optional[list[str]] = None) -> int:  # noqa: UP045 - typer needs Optional on 3.10
     """Run the CLI and return its exit code (the console script exits with it)."""
     args = sys.argv[1:] if argv is None else argv

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def error(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    # The message is text, not markup: `tensor [tokens, hidden]` in it must be printed as written.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
 
 
 def warn(message: str) -> None:

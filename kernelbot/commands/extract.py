@@ -23,7 +23,15 @@ def run(
     from extractors.extract import ExtractOptions, extract
 
     options = ExtractOptions(
-        repo=repo, function=function, out=out, spec=spec, regime=regime, name=name, force=force, probe=probe
+        repo=repo,
+        function=function,
+        out=out,
+        spec=spec,
+        regime=regime,
+        name=name,
+        force=force,
+        probe=probe,
+        progress=lambda message: console.print(f"  {message}", markup=False, style="dim"),
     )
     summary = extract(options)
     print_summary(summary)
@@ -64,11 +72,23 @@ def print_summary(summary) -> None:  # type: ignore[no-untyped-def]
     if summary.inputs_source == "capture":
         _section("recorded calls", summary.input_notes)
     if summary.inputs_source == "draft":
+        draft = summary.draft
         warn(
-            "inputs.py is a DRAFT guessed from names and hints; review it (or edit draft_spec.toml and "
-            "re-run with --spec):"
+            escape(
+                f"inputs.py is a DRAFT made to run ({draft.get('attempts', 0)} trial(s), serving shapes "
+                f"of {draft.get('model', '?')} from the {draft.get('profile', '?')} profile); review it, or "
+                "edit draft_spec.toml and re-run with --spec:"
+            )
         )
-        _section("guesses", summary.input_notes)
+        _section("inferred", summary.input_notes)
+        _section("cases", draft.get("cases", []))
+        _section("repairs", draft.get("repairs", []))
+        _section("switches not kept", draft.get("dropped", []))
+    for rule in summary.unordered:
+        values = f" with {', '.join(rule.values)} following" if rule.values else ""
+        console.print(f"  compared unordered: rows of {rule.key}{values} ({rule.why})", markup=False)
+    if summary.kept:
+        console.print(f"  {summary.kept}", markup=False)
 
 
 def _section(title: str, items: list[str]) -> None:

@@ -296,9 +296,12 @@ def _root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, limit: int = 300) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+    line = f"{type(exc).__name__}: {text[0] if text else ''}"
+    if len(line) <= limit:
+        return line
+    return line[:limit].rsplit(" ", 1)[0] + " …"  # never cut a word: a cut name or number misleads
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,401 @@
+"""The code builder of one kernel region: statements with common subexpressions shared, tiles aligned by
+inserting `None` axes, atom indices and masks, kernel parameters for sizes.
+
+A region is the code of the stores that share one binding of atoms (grid / block / register). Statements
+that depend on no grid index are row-invariant (a weight, a bias, a constant): in a persistent kernel they go
+to the prologue, before the loop over rows, so each program loads them once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import sympy
+
+from evolution.fusion import symbols
+from evolution.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
+
+
+class LoweringError(Exception):
+    """The graph holds an op or construct the generator does not write (the message names it)."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    kind: str  # "grid" (a scalar program index) | "block" (program * BLOCK + arange) | "register"
+    block: str = ""  # the kernel's constexpr name of the block size (block kind)
+
+
+@dataclass
+class Param:
+    name: str
+    host: str  # host expression that computes it
+    kind: str  # "pointer" | "stride" | "size" | "scalar"
+    constexpr: bool = False
+    comment: str = ""
+
+
+class KernelParams:
+    """Parameters of the kernel, in order of first use, each with the host expression that passes it."""
+
+    def __init__(self, symbol_sources: dict[str, str], dynamic: set[str]) -> None:
+        self.params: dict[str, Param] = {}
+        self.symbol_sources = symbol_sources
+        self.dynamic = dynamic
+        self._sizes: dict[str, str] = {}
+        self._counter = itertools.count()
+
+    def add(self, param: Param) -> str:
+        if param.name not in self.params:
+            self.params[param.name] = param
+        return param.name
+
+    def host_size(self, expr: sympy.Expr) -> str:
+        return symbols.python(expr, {s: s for s in symbols.symbols_of(expr)})
+
+    def size(self, expr: sympy.Expr | int, *, constexpr: bool | None = None) -> str:
+        """Kernel-side code for a size: a literal, or a parameter computed by the host."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return str(int(expr))
+        key = str(expr)
+        if key in self._sizes:
+            return self._sizes[key]
+        static = not (symbols.symbols_of(expr) & self.dynamic)
+        name = self._size_name(expr, static)
+        comment = self._describe(expr)
+        self.add(
+            Param(name, self.host_size(expr), "size", static if constexpr is None else constexpr, comment)
+        )
+        self._sizes[key] = name
+        return name
+
+    def pad(self, expr: sympy.Expr) -> str:
+        """The constexpr power of two that holds `expr` (the register extent of an atom)."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return str(_next_pow2(int(expr)))
+        key = f"pad:{expr}"
+        if key in self._sizes:
+            return self._sizes[key]
+        base = self.size(expr)
+        name = f"{base.upper()}_P2" if base.isidentifier() else f"PAD_{next(self._counter)}"
+        self.add(Param(name, f"triton.next_power_of_2({self.host_size(expr)})", "size", True))
+        self._sizes[key] = name
+        return name
+
+    def _size_name(self, expr: sympy.Expr, static: bool) -> str:
+        if isinstance(expr, sympy.Symbol) and expr.name in self.symbol_sources:
+            text = re.sub(r"\W+", "_", self.symbol_sources[expr.name]).strip("_")
+            text = text.replace("_shape_", "_size")
+            name = text.upper() if static else text
+        else:
+            name = f"SIZE_{next(self._counter)}" if static else f"size_{next(self._counter)}"
+        while name in self.params:
+            name += "_"
+        return name
+
+    def _describe(self, expr: sympy.Expr) -> str:
+        names = {s: self.symbol_sources.get(s, s) for s in symbols.symbols_of(expr)}
+        try:
+            return symbols.python(expr, names)
+        except symbols.SizeError:
+            return str(expr)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+@dataclass
+class Options:
+    """Code choices a variant changes (see evolution.fusion.knobs)."""
+
+    emulate_rounding: bool = True  # round 16-bit intermediate results as eager PyTorch does
+    eviction: bool = False  # streaming loads evict first, row-invariant loads evict last
+    topk: str = "mask"  # which top-k block: mask | threshold | twopass | bitonic
+
+
+@dataclass
+class Region:
+    bindings: dict[Atom, Binding]
+    guarded: tuple[Atom, ...] = ()  # grid atoms this region's stores lack: it runs where they are 0
+    prologue: list[str] = field(default_factory=list)  # row-invariant statements (hoisted when allowed)
+    body: list[str] = field(default_factory=list)
+    hoist: bool = False
+    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes (sizes num_warps)
+
+
+class Emitter:
+    """Builds the statements of one region."""
+
+    def __init__(
+        self,
+        params: KernelParams,
+        region: Region,
+        table: AtomTable,
+        names: itertools.count,
+        options: Options,
+    ) -> None:
+        self.params = params
+        self.region = region
+        self.table = table
+        self.names = names
+        self.options = options
+        self._cse: dict[str, Tile] = {}
+        self._atom_tiles: dict[int, Tile] = {}
+        self._rounded: set[str] = set()  # tiles already rounded to a 16-bit float
+
+    # --- bookkeeping -------------------------------------------------------------------------------------
+
+    def binding(self, atom: Atom) -> Binding:
+        binding = self.region.bindings.get(atom)
+        if binding is None:
+            binding = self.region.bindings[atom] = Binding("register")
+        return binding
+
+    def grid_atoms(self) -> set[Atom]:
+        return {a for a, b in self.region.bindings.items() if b.kind == "grid"}
+
+    def ordered(self, atoms: set[Atom] | frozenset[Atom]) -> tuple[Atom, ...]:
+        return tuple(sorted(atoms, key=self.table.order))
+
+    def fresh(self, prefix: str = "v") -> str:
+        return f"{prefix}{next(self.names)}"
+
+    def let(
+        self, code: str, atoms: tuple[Atom, ...], dtype: str, grid: frozenset[Atom], prefix: str = "v"
+    ) -> Tile:
+        """Bind `code` to a new name (or return the tile already bound to the same code)."""
+        if _is_simple(code):
+            return Tile(code, atoms, dtype, grid)
+        # Equal code over other atoms is another value (two aranges of one extent are two axes).
+        key = f"{code}@{','.join(a.name for a in atoms)}"
+        found = self._cse.get(key)
+        if found is not None:
+            return found
+        name = self.fresh(prefix)
+        self.statement(f"{name} = {code}", grid)
+        tile = Tile(name, atoms, dtype, grid)
+        if atoms:
+            self.region.shapes.add(tuple(self.extent_code(a) for a in atoms))
+        self._cse[key] = tile
+        return tile
+
+    def statement(self, text: str, grid: frozenset[Atom]) -> None:
+        if self.region.hoist and not grid:
+            self.region.prologue.append(text)
+        else:
+            self.region.body.append(text)
+
+    # --- atoms -------------------------------------------------------------------------------------------
+
+    def atom_index(self, atom: Atom) -> Tile:
+        cached = self._atom_tiles.get(id(atom))
+        if cached is not None:
+            return cached
+        binding = self.binding(atom)
+        if binding.kind == "grid":
+            tile = Tile(f"pid_{atom.name}", (), "i32", frozenset({atom}))
+        elif binding.kind == "block":
+            code = f"pid_{atom.name} * {binding.block} + tl.arange(0, {binding.block})"
+            tile = self.let(code, (atom,), "i32", frozenset({atom}), prefix=f"{atom.name}_")
+        else:
+            tile = self.let(
+                f"tl.arange(0, {self.params.pad(atom.extent)})", (atom,), "i32", frozenset(), f"{atom.name}_"
+            )
+        self._atom_tiles[id(atom)] = tile
+        return tile
+
+    def atom_mask(self, atom: Atom) -> Tile | None:
+        if self.binding(atom).kind == "grid":
+            return None
+        index = self.atom_index(atom)
+        extent = self.params.size(atom.extent)
+        return self.let(f"{index.code} < {extent}", index.atoms, "i1", index.grid, prefix=f"{atom.name}_mask")
+
+    def mask(
+        self, atoms: set[Atom] | frozenset[Atom] | tuple[Atom, ...], extra: Tile | None = None
+    ) -> Tile | None:
+        tiles = [m for m in (self.atom_mask(a) for a in self.ordered(set(atoms))) if m is not None]
+        if extra is not None:
+            tiles.append(extra)
+        if not tiles:
+            return None
+        result = tiles[0]
+        for tile in tiles[1:]:
+            result = self.binary("({a} & {b})", result, tile, "i1")
+        return result
+
+    # --- values ------------------------------------------------------------------------------------------
+
+    def union(self, *tiles: Tile) -> tuple[Atom, ...]:
+        found: set[Atom] = set()
+        for tile in tiles:
+            found |= set(tile.atoms)
+        return self.ordered(found)
+
+    def align(self, tile: Tile, atoms: tuple[Atom, ...]) -> str:
+        """`tile`'s code broadcastable against a tile over `atoms` (None axes where it has none)."""
+        if tile.is_scalar or tile.atoms == atoms:
+            return tile.code
+        missing = set(tile.atoms) - set(atoms)
+        if missing:
+            raise LoweringError(f"internal: aligning a tile over {tile.atoms} to {atoms}")
+        axes = ", ".join(":" if a in tile.atoms else "None" for a in atoms)
+        return f"{_wrapped(tile.code)}[{axes}]"
+
+    def combine(self, fmt: str, tiles: list[Tile], dtype: str, prefix: str = "v") -> Tile:
+        atoms = self.union(*tiles)
+        grid = frozenset().union(*(t.grid for t in tiles)) if tiles else frozenset()
+        codes = [self.align(t, atoms) for t in tiles]
+        return self.let(fmt.format(*codes), atoms, dtype, grid, prefix)
+
+    def binary(self, fmt: str, a: Tile, b: Tile, dtype: str) -> Tile:
+        atoms = self.union(a, b)
+        code = fmt.format(a=self.align(a, atoms), b=self.align(b, atoms))
+        return self.let(code, atoms, dtype, a.grid | b.grid)
+
+    def unary(self, fmt: str, a: Tile, dtype: str) -> Tile:
+        return self.let(fmt.format(a=a.code), a.atoms, dtype, a.grid)
+
+    def constant(self, value: float | int | bool, dtype: str) -> Tile:
+        return Tile(literal(value, dtype), (), dtype)
+
+    def cast(self, tile: Tile, dtype: str) -> Tile:
+        if tile.dtype == dtype:
+            return tile
+        if tile.is_scalar and _is_literal(tile.code):
+            return Tile(literal(_literal_value(tile.code), dtype), (), dtype)
+        param = self.params.params.get(tile.code)
+        if tile.is_scalar and param is not None and param.kind in ("size", "scalar"):
+            # A parameter may arrive as a Python number (a constexpr, or any scalar under the interpreter):
+            # no .to() on it. Floats are passed as float32 already.
+            if dtype in ("fp32", "fp64") and tile.dtype not in ("fp32", "fp64"):
+                return self.let(f"({tile.code} * 1.0)", (), dtype, tile.grid)
+            return Tile(tile.code, (), dtype, tile.grid)
+        if dtype == "i1":
+            zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
+            return self.unary(f"({{a}} != {zero})", tile, "i1")
+        return self.unary(f"{_wrapped('{a}')}.to({TL_DTYPE[dtype]})", tile, dtype)
+
+    def round_to(self, tile: Tile, storage: str) -> Tile:
+        """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
+        if (
+            storage not in ("bfloat16", "float16")
+            or not self.options.emulate_rounding
+            or _is_literal(tile.code)
+        ):
+            return tile
+        return self.rounded(tile, storage)
+
+    def rounded(self, tile: Tile, storage: str) -> Tile:
+        """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
+        if tile.code in self._rounded:
+            return tile
+        if storage == "bfloat16":
+            result = self.unary("_kb_round_bf16({a})", tile, tile.dtype)
+        else:
+            result = self.unary(f"{_wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
+        self._rounded.add(result.code)
+        return result
+
+    def where(self, cond: Tile, a: Tile, b: Tile, dtype: str) -> Tile:
+        return self.combine("tl.where({}, {}, {})", [cond, a, b], dtype)
+
+    def full(self, value_tile: Tile, atoms: tuple[Atom, ...]) -> Tile:
+        """`value_tile` broadcast to a full tile over `atoms` (loop-carried accumulators need a shape)."""
+        if value_tile.atoms == atoms:
+            return value_tile
+        if not atoms:
+            return value_tile
+        shape = ", ".join(self.extent_code(a) for a in atoms)
+        zero = self.let(
+            f"tl.zeros([{shape}], {TL_DTYPE[value_tile.dtype]})", atoms, value_tile.dtype, frozenset()
+        )
+        return self.binary("({a} + {b})", zero, value_tile, value_tile.dtype)
+
+    def extent_code(self, atom: Atom) -> str:
+        binding = self.binding(atom)
+        if binding.kind == "block":
+            return binding.block
+        return self.params.pad(atom.extent)
+
+    def axis(self, tile: Tile, atom: Atom) -> int:
+        return tile.atoms.index(atom)
+
+    def reduce(self, tile: Tile, atoms: list[Atom], fn: str, dtype: str) -> Tile:
+        """tl.<fn> over `atoms` (already masked with the operation's identity)."""
+        result = tile
+        for atom in sorted(atoms, key=lambda a: -result.atoms.index(a) if a in result.atoms else 0):
+            if atom not in result.atoms:
+                continue
+            axis = result.atoms.index(atom)
+            rest = tuple(a for a in result.atoms if a is not atom)
+            result = self.let(f"tl.{fn}({result.code}, axis={axis})", rest, dtype, result.grid)
+        return result
+
+    # --- indices -----------------------------------------------------------------------------------------
+
+    def index_tile(self, index: IndexExpr) -> Tile:
+        if isinstance(index, Computed):
+            return index.tile
+        return self.affine_tile(index)
+
+    def affine_tile(self, index: Affine) -> Tile:
+        parts: list[Tile] = []
+        for atom, coef in index.terms:
+            tile = self.atom_index(atom)
+            if coef != 1:
+                tile = self.binary("{a} * {b}", tile, Tile(self.params.size(coef), (), "i32"), "i32")
+            parts.append(tile)
+        if index.const != 0 or not parts:
+            parts.append(Tile(self.params.size(index.const), (), "i32"))
+        if len(parts) == 1:
+            return parts[0]
+        return self.combine(" + ".join("{}" for _ in parts), parts, "i32")
+
+
+def literal(value: float | int | bool, dtype: str) -> str:
+    if dtype == "i1":
+        return "1" if value else "0"
+    if dtype in ("fp32", "fp64"):
+        number = float(value)
+        if number != number:
+            return "float('nan')"
+        if number in (float("inf"), float("-inf")):
+            return "float('inf')" if number > 0 else "float('-inf')"
+        return repr(number)
+    return str(int(value))
+
+
+def _literal_value(code: str) -> float | int:
+    text = code.strip("()")
+    if "float(" in text:
+        return float(text.replace("float(", "").rstrip(")").strip("'"))
+    return float(text) if any(c in text for c in ".einf") else int(text)
+
+
+def _is_literal(code: str) -> bool:
+    return bool(re.fullmatch(r"\(?-?[\d.]+(e[-+]?\d+)?\)?|float\('-?(inf|nan)'\)", code))
+
+
+def _is_simple(code: str) -> bool:
+    return code.isidentifier() or _is_literal(code)
+
+
+def _wrapped(code: str) -> str:
+    if code.isidentifier() or (code.startswith("(") and code.endswith(")") and _balanced(code[1:-1])):
+        return code
+    return f"({code})"
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0

@@ -1,0 +1,174 @@
+"""The kernel of one specialisation: its stores planned on a grid, each region's code, the @triton.jit text.
+
+pid = tl.program_id(0)                       (a persistent kernel loops over pid instead)
+pid_<row> = pid % GRID_<row> ...             (one index per grid atom, innermost fastest)
+<region>                                     (values first, then the stores)
+if pid_<row> == 0:                           (a store that lacks a grid atom, or spans it)
+    <region>
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from evolution.fusion import symbols
+from evolution.fusion.emit import Emitter, KernelParams, LoweringError, Options, Param
+from evolution.fusion.evaluate import Evaluator
+from evolution.fusion.knobs import Knobs
+from evolution.fusion.lower_memory import store_tensor
+from evolution.fusion.model import Graph
+from evolution.fusion.rows import (
+    GridAxis,
+    Plan,
+    StorePlan,
+    check_cross_reads,
+    dry_run,
+    plan_grid,
+    plan_regions,
+)
+from evolution.fusion.stores import Store, build_stores
+from evolution.fusion.tiles import Affine, AtomTable
+
+
+@dataclass
+class KernelCode:
+    name: str
+    text: str
+    params: list[Param]
+    grid: list[tuple[str, str]]  # (kernel parameter, host expression) of every grid axis' program count
+    stores: list[Store]
+    holders: dict[int, str]  # graph output -> host expression holding it
+    tile_elements: str  # host expression: elements of the largest register tile (sizes num_warps)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
+    stores, holders = build_stores(graph)
+    if not stores:
+        raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
+    table = AtomTable()
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))
+    plans = dry_run(graph, stores, table, params)
+    grid = plan_grid(plans, graph, knobs)
+    regions = plan_regions(plans, grid)
+    check_cross_reads(graph, regions)
+    plan = Plan(plans, grid, regions)
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
+    options = Options(emulate_rounding=knobs.rounding, eviction=knobs.eviction, topk=knobs.topk)
+    names = itertools.count()
+    grid_params = _grid_params(params, grid)
+    persistent = knobs.persistent > 0
+    for region, members in plan.regions:
+        region.hoist = persistent and not region.guarded
+        emitter = Emitter(params, region, table, names, options)
+        evaluator = Evaluator(graph, emitter, table)
+        values = [evaluator.eval(m.store.value, m.index) for m in members]
+        for member, value in zip(members, values, strict=True):
+            _store(evaluator, member, value)
+    text = _kernel_text(name, params, plan, grid_params, persistent)
+    return KernelCode(
+        name=name,
+        text=text,
+        params=list(params.params.values()),
+        grid=grid_params,
+        stores=stores,
+        holders=holders,
+        tile_elements=_tile_elements(params, plan, knobs),
+    )
+
+
+def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
+    store = plan.store
+    index = [Affine.constant(0)] * store.target_rank
+    for value_dim, (target_dim, start, step) in enumerate(store.placement):
+        index[target_dim] = plan.entries[value_dim].scaled(step).offset(start)
+    sizes = [symbols.evaluate(e, ev.graph.hints) for e in store.full_shape]
+    store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage)  # type: ignore[arg-type]
+
+
+def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str]]:
+    counts = []
+    for axis in grid:
+        extent = params.host_size(axis.atom.extent)
+        if axis.block == "ROWS":
+            params.add(Param("ROWS", "ROWS", "size", True, "rows per program (a knob)"))
+        elif axis.block:
+            # A dynamic extent keeps the knob's block (a block sized by it would compile one kernel per size).
+            dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
+            host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
+            params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
+        host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
+        name = f"GRID_{axis.atom.name.upper()}"
+        params.add(Param(name, host, "size", False, f"programs along {axis.atom.name}"))
+        counts.append((name, host))
+    return counts
+
+
+def prune(regions: list[list[str]]) -> None:
+    """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place."""
+    assignment = re.compile(r"^\s*(\w+) = ")
+    while True:
+        text = "\n".join(line for lines in regions for line in lines)
+        counts: dict[str, int] = {}
+        for word in re.findall(r"\b\w+\b", text):
+            counts[word] = counts.get(word, 0) + 1
+        removed = False
+        for lines in regions:
+            for line in list(lines):
+                match = assignment.match(line)
+                if match and counts.get(match.group(1), 0) == 1:
+                    lines.remove(line)
+                    removed = True
+        if not removed:
+            return
+
+
+def _kernel_text(
+    name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool
+) -> str:
+    ordered = _ordered_params(params)
+    signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
+    lines = ["@triton.jit", f"def {name}({signature}):"]
+    prune([region.prologue for region, _ in plan.regions] + [region.body for region, _ in plan.regions])
+    prologue = [line for region, _ in plan.regions for line in region.prologue]
+    body: list[str] = []
+    decomposition: list[str] = []
+    if grid:
+        decomposition.append("rest = pid")
+        for (count, _), axis in reversed(list(zip(grid, plan.grid, strict=True))):
+            decomposition.append(f"pid_{axis.atom.name} = rest % {count}")
+            decomposition.append(f"rest = rest // {count}")
+        decomposition.pop()
+    for region, _ in plan.regions:
+        if region.guarded:
+            test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
+            body.append(f"if {test}:")
+            body.extend(f"    {line}" for line in region.body)
+        else:
+            body.extend(region.body)
+    if persistent:
+        total = " * ".join(c for c, _ in grid) or "1"
+        lines.append("    first = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue)
+        lines.append(f"    for pid in range(first, {total}, tl.num_programs(0)):")
+        lines.extend(f"        {line}" for line in decomposition + body)
+    else:
+        lines.append("    pid = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue + decomposition + body)
+    return "\n".join(lines)
+
+
+def _ordered_params(params: KernelParams) -> list[Param]:
+    rank = {"pointer": 0, "stride": 1, "scalar": 2, "size": 3}
+    items = list(params.params.values())
+    return sorted(items, key=lambda p: (p.constexpr, rank[p.kind]))
+
+
+def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
+    """Expression (over the launch's own size variables) for the elements of the largest register tile."""
+    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
+    if not shapes:
+        return "1"
+    return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"

@@ -1,0 +1,87 @@
+"""Inputs that run, without a spec file: read how the code uses each parameter, draft an assignment with
+serving shapes, run the reference on it in a worker process and repair it from the errors, keep what runs
+and is not degenerate, and add a case for each path a switch of the code opens (see docs/extraction.md).
+
+draft_inputs(source, entry, signature, hints, profile) -> Drafted     (raises DraftRefused)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from extractors.drafting.compose import compose
+from extractors.drafting.gather_param_uses import gather_param_uses
+from extractors.drafting.search import DraftSearch
+from extractors.drafting.serving_shapes import load_profile
+from extractors.drafting.solver import initial_assignment
+from extractors.drafting.trials import TrialRunner
+from extractors.errors import ExtractionError
+from extractors.input_spec import InputSpec
+from extractors.signature import Param
+
+
+@dataclass
+class Drafted:
+    spec: InputSpec
+    inferred: list[str]  # per argument: what it is and why
+    record: dict[str, Any]  # what [extraction.draft] in task.toml says
+    degenerate: str = ""  # it runs, but no assignment tried passed the degenerate check
+
+
+@dataclass
+class DraftFailure:
+    error: str
+    case: str
+    attempts: int
+    assignment: list[str] = field(default_factory=list)
+    spec: InputSpec | None = None
+    repairs: list[str] = field(default_factory=list)
+
+
+class DraftRefused(ExtractionError):
+    """Raised when no drafted assignment makes the reference run; carries the last one tried."""
+
+    def __init__(self, failure: DraftFailure) -> None:
+        super().__init__(failure.error)
+        self.failure = failure
+
+
+def draft_inputs(
+    source: str,
+    entry: str,
+    signature: list[Param],
+    hints: dict[str, list[str]],
+    profile_name: str,
+    progress: Callable[[str], None] | None = None,
+    timeout: float = 120.0,
+) -> Drafted:
+    facts = gather_param_uses(source, entry)
+    profile = load_profile(profile_name)
+    start = initial_assignment(signature, facts, hints, profile)
+    runner = TrialRunner(source, entry, signature, timeout)
+    try:
+        result = DraftSearch(runner, facts, profile, progress).run(start)
+    finally:
+        runner.close()
+    if result.error:
+        # the refusal shows (and draft_spec.toml holds) the assignment inferred from the code, the best
+        # starting point for an edit; the repairs tried from it are in the failure's `repairs`
+        spec = InputSpec(
+            sizes={k: [v] for k, v in start.sizes.items()}, args=start.spec_args(), source="draft"
+        )
+        raise DraftRefused(
+            DraftFailure(result.error, result.error_case, result.attempts, start.describe(), spec, result.log)
+        )
+    composed = compose(result, profile)
+    record = {
+        "profile": profile.name,
+        "model": result.variants[0].assignment.model,
+        "attempts": result.attempts,
+        "inferred": composed.inferred,
+        "cases": composed.cases,
+        "repairs": result.log,
+        "dropped": composed.dropped,
+    }
+    return Drafted(composed.spec, composed.inferred, record, result.degenerate)

@@ -1,0 +1,100 @@
+"""Serving shapes: real model dimensions (data files under presets/models) and, per target profile
+(presets/profiles), which models to draw them from and the token counts of decode and prefill forwards.
+
+A draft asks for the sizes it uses by their meaning (`hidden`, `heads`, `num_experts`, `groups`, ...); the
+first model of the profile that defines all of them supplies the values, so a dense layer gets Llama-3's
+dimensions and a grouped MoE router DeepSeek-V3's 256 experts in 8 groups."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extractors.errors import ExtractionError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PRESETS = Path(__file__).parent / "presets"
+# Sizes a model defines (the rest come from the profile: tokens, batch, page_size, pool, context).
+MODEL_SIZES = (
+    "hidden",
+    "intermediate",
+    "moe_intermediate",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "rotary_dim",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "num_experts",
+    "groups",
+    "topk_group",
+    "topk",
+    "vocab",
+    "max_positions",
+)
+PROFILE_SIZES = ("page_size", "pool", "context", "max_positions")
+
+
+@dataclass(frozen=True)
+class ModelShapes:
+    name: str
+    dtype: str
+    sizes: dict[str, int]
+    values: dict[str, Any] = field(default_factory=dict)  # eps, routed_scaling_factor, scoring_func, ...
+
+
+@dataclass(frozen=True)
+class ServingProfile:
+    name: str
+    models: tuple[ModelShapes, ...]
+    decode_tokens: tuple[int, ...]
+    prefill_tokens: tuple[int, ...]
+    decode_batch: tuple[int, ...]
+    sizes: dict[str, int]  # page_size, pool, context
+
+    def model_for(self, needed: set[str]) -> ModelShapes:
+        """The first model defining every needed model size (else the one defining most of them)."""
+        wanted = needed & set(MODEL_SIZES)
+        return max(self.models, key=lambda m: (len(wanted & set(m.sizes)), -self.models.index(m)))
+
+
+def load_profile(name: str) -> ServingProfile:
+    path = PRESETS / "profiles" / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in (PRESETS / "profiles").glob("*.toml")))
+        raise ExtractionError(f"no serving-shape profile {name!r} (known: {known})")
+    raw = tomllib.loads(path.read_text())
+    models = tuple(load_model(m) for m in raw["models"])
+    return ServingProfile(
+        name=name,
+        models=models,
+        decode_tokens=tuple(raw["decode_tokens"]),
+        prefill_tokens=tuple(raw["prefill_tokens"]),
+        decode_batch=tuple(raw["decode_batch"]),
+        sizes={k: int(raw[k]) for k in PROFILE_SIZES if k in raw},
+    )
+
+
+def load_model(name: str) -> ModelShapes:
+    path = PRESETS / "models" / f"{name}.toml"
+    if not path.is_file():
+        raise ExtractionError(f"no model preset {name!r} under {PRESETS / 'models'}")
+    raw = tomllib.loads(path.read_text())
+    return ModelShapes(
+        raw["name"], raw.get("dtype", "bfloat16"), dict(raw["sizes"]), dict(raw.get("values", {}))
+    )
+
+
+def profile_for_source(source: str) -> str:
+    """The profile of a release (`sglang==0.5.9`), a checkout directory (`.../sglang`), else "default"."""
+    text = source.lower()
+    for name in sorted(p.stem for p in (PRESETS / "profiles").glob("*.toml")):
+        if name != "default" and name in text:
+            return name
+    return "default"

@@ -1,0 +1,247 @@
+"""The fusion generator end to end on small references written here: traced (in-process), written into a
+candidate, and the candidate run on the interpreter against the reference on every case and at other dynamic
+sizes (outputs and in-place writes). Each reference exercises a different part of the lowering; the refusals
+name the op or construct."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from fusion_tasks import check, trace, write, write_task
+
+from evaluators.static_checks import check_static
+from evaluators.task import load_task
+from evolution.fusion.generate import GenerationError
+from evolution.fusion.knobs import Knobs, neighbours
+
+pytestmark = pytest.mark.slow  # each trace starts Dynamo (seconds)
+
+RMS_REFERENCE = """
+import torch
+
+
+def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+    residual.add_(x)
+    h = residual.float()
+    normed = h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (normed * weight.float()).to(x.dtype)
+"""
+RMS_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    dtype = getattr(torch, case["dtype"])
+    t, h = case["tokens"], case["hidden"]
+    x = torch.randn(t, h, generator=g).to(dtype).to(device)
+    residual = (2 * torch.randn(t, h, generator=g)).to(dtype).to(device)
+    weight = (1 + 0.1 * torch.randn(h, generator=g)).to(dtype).to(device)
+    return (x, residual, weight), {"eps": float(case["eps"])}
+"""
+ROUTER_REFERENCE = """
+import torch
+
+
+def route(logits: torch.Tensor, *, top_k: int = 4):
+    weights = torch.softmax(logits, dim=-1, dtype=torch.float32)
+    top, ids = torch.topk(weights, top_k, dim=-1)
+    top = top / top.sum(dim=-1, keepdim=True)
+    return top, ids.to(torch.int32)
+"""
+ROUTER_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(case["tokens"], case["experts"], generator=g).to(device),), {"top_k": case["k"]}
+"""
+ROTARY_REFERENCE = """
+import torch
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+"""
+ROTARY_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    t, h, d = case["tokens"], case["heads"], case["dim"]
+    x = torch.randn(t, h, d, generator=g).to(torch.bfloat16).to(device)
+    cos = torch.rand(t, d // 2, generator=g).to(device)
+    sin = torch.rand(t, d // 2, generator=g).to(device)
+    return (x, cos, sin), {}
+"""
+TOPP_REFERENCE = """
+import torch
+
+
+def top_p(probs: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    ordered, order = probs.sort(dim=-1, descending=True)
+    before = ordered.cumsum(dim=-1) - ordered
+    kept = ordered.masked_fill(before > p[:, None], 0.0)
+    kept = kept / kept.sum(dim=-1, keepdim=True)
+    return torch.zeros_like(probs).scatter(-1, order, kept)
+"""
+TOPP_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.softmax(3 * torch.randn(case["batch"], case["vocab"], generator=g), dim=-1)
+    p = 0.3 + 0.6 * torch.rand(case["batch"], generator=g)
+    return (probs.to(device), p.to(device)), {}
+"""
+GATED_REFERENCE = """
+import torch
+import torch.nn.functional as F
+
+
+def gated(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1] // 2
+    return F.silu(x[..., :d]) * x[..., d:]
+"""
+GATED_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(2, case["tokens"], 2 * case["d"], generator=g).to(torch.bfloat16).to(device),), {}
+"""
+LAYER_NORM_REFERENCE = """
+import torch
+import torch.nn.functional as F
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x.float(), (x.shape[-1],), weight, bias, 1e-5).to(x.dtype)
+"""
+LAYER_NORM_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    h = case["hidden"]
+    x = torch.randn(case["tokens"], h, generator=g).to(torch.bfloat16)
+    return (x.to(device), torch.rand(h, generator=g).to(device), torch.randn(h, generator=g).to(device)), {}
+"""
+MATMUL_REFERENCE = """
+import torch
+
+
+def project(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x @ w)
+"""
+MATMUL_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(case["tokens"], 8, generator=g), torch.randn(8, 8, generator=g)), {}
+"""
+
+
+def _generated(root: Path, knobs: Knobs | None = None) -> str:
+    report = trace(root)
+    source = write(root, report, knobs).source
+    task = load_task(root)
+    static = check_static(source, task)
+    assert not static.errors and not static.findings, (static.errors, static.findings)
+    return source
+
+
+def test_residual_rmsnorm_in_place_in_two_dtypes(tmp_path: Path) -> None:
+    cases = [
+        {"name": "t3_fp32", "tokens": 3, "hidden": 40, "dtype": "float32", "eps": 1e-6},
+        {"name": "t5_bf16", "tokens": 5, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5},
+    ]
+    root = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, cases)
+    report = trace(root)
+    assert len(report.graphs) == 2  # one specialisation per dtype
+    source = write(root, report).source
+    assert "x.dtype == torch.bfloat16" in source or "x.dtype == torch.float32" in source
+    assert source.count("@triton.jit\ndef _add_rmsnorm_kernel") == 2
+    assert check(root, source) == 12
+
+
+def test_router_softmax_topk_renormalised_and_every_knob_variant(tmp_path: Path) -> None:
+    cases = [
+        {"name": "t4_e20", "tokens": 4, "experts": 20, "k": 4},
+        {"name": "t2_e64", "tokens": 2, "experts": 64, "k": 8},
+    ]
+    root = write_task(tmp_path / "router", "route", ROUTER_REFERENCE, ROUTER_INPUTS, cases)
+    report = trace(root)
+    generated = write(root, report)
+    assert generated.uses_topk and "_kb_topk_rows(" in generated.source
+    check(root, generated.source, dynamic_values=(3,), seeds=(0,))
+    sources = {generated.source}
+    for knobs in neighbours(Knobs(), uses_topk=True):
+        source = write(root, report, knobs).source
+        check(root, source, dynamic_values=(3,), seeds=(0,))
+        sources.add(source)
+    assert len(sources) >= 10  # the knobs change the code, not only the header
+
+
+def test_neox_rotary_with_chunk_and_cat(tmp_path: Path) -> None:
+    cases = [{"name": "t3", "tokens": 3, "heads": 2, "dim": 16}]
+    root = write_task(tmp_path / "rotary", "rotate", ROTARY_REFERENCE, ROTARY_INPUTS, cases)
+    check(root, _generated(root))
+
+
+def test_top_p_filter_sort_cumsum_scatter(tmp_path: Path) -> None:
+    cases = [{"name": "b2_v50", "batch": 2, "vocab": 50}]
+    root = write_task(tmp_path / "topp", "top_p", TOPP_REFERENCE, TOPP_INPUTS, cases, dynamic=("batch",))
+    source = _generated(root)
+    assert "_kb_sort_rows(" in source
+    check(root, source)
+
+
+def test_gated_activation_on_three_dims_in_blocks(tmp_path: Path) -> None:
+    cases = [{"name": "t3_d24", "tokens": 3, "d": 24}, {"name": "t2_d300", "tokens": 2, "d": 300}]
+    root = write_task(tmp_path / "gated", "gated", GATED_REFERENCE, GATED_INPUTS, cases)
+    report = trace(root)
+    blocked = write(root, report, Knobs(block=128)).source
+    assert "BLOCK_" in blocked  # pure elementwise: the row is split over the grid
+    check(root, blocked)
+    check(root, write(root, report, Knobs(inner="row", rows=2)).source)
+
+
+def test_layer_norm(tmp_path: Path) -> None:
+    cases = [{"name": "t3_h48", "tokens": 3, "hidden": 48}]
+    root = write_task(tmp_path / "ln", "layer_norm", LAYER_NORM_REFERENCE, LAYER_NORM_INPUTS, cases)
+    check(root, _generated(root))
+
+
+def test_refuses_a_matrix_product_naming_the_op(tmp_path: Path) -> None:
+    cases = [{"name": "t4", "tokens": 4}]
+    root = write_task(tmp_path / "mm", "project", MATMUL_REFERENCE, MATMUL_INPUTS, cases)
+    report = trace(root)
+    with pytest.raises(GenerationError, match=r"aten\.mm"):
+        write(root, report)
+
+
+def test_generated_candidate_layout(tmp_path: Path) -> None:
+    """Imports outside the block, knobs header and building blocks inside, the reference's signature."""
+    cases = [{"name": "t4_e20", "tokens": 4, "experts": 20, "k": 4}]
+    root = write_task(tmp_path / "router", "route", ROUTER_REFERENCE, ROUTER_INPUTS, cases)
+    source = _generated(root)
+    before, block = source.split("# EVOLVE-BLOCK-START")
+    assert "import triton.language as tl" in before and "@triton.jit" not in before
+    assert block.splitlines()[1].startswith("# fusion-knobs: {")
+    entry = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "route")
+    assert [a.arg for a in entry.args.kwonlyargs] == ["top_k"] and ast.unparse(
+        entry.args.kw_defaults[0]
+    ) == "4"
+    assert "kernelbot" not in source.split('"""', 2)[2]  # nothing imports kernelbot: the blocks are inlined
