@@ -37,7 +37,7 @@ from evaluators.errors import TaskError
 from evaluators.guards_monitor import CallMonitor
 from evaluators.guards_state import ModuleFingerprint
 from evaluators.hidden_cases import dynamic_keys, hardcoded_shapes_evidence, hidden_cases
-from evaluators.result import CaseResult, HackFinding
+from evaluators.result import CaseResult, HackFinding, KernelTime
 from evaluators.task import Case
 from evaluators.tolerances import tolerance_for
 
@@ -158,7 +158,8 @@ class _Stage:
                 self.golden = (case, seed, index, self.calls)
             if not call.comparison.ok:
                 break
-        self.results.append(_case_result(case, worst))
+        kernels = self.monitor.last_kernels if self.monitor is not None else ()  # its first (watched) call's
+        self.results.append(_case_result(case, worst, kernels=kernels))
         if not worst.ok:
             self.failures.append(f"case {case.name}: {worst.reason}")
         return worst.ok
@@ -375,7 +376,9 @@ class _Stage:
         )
 
 
-def _case_result(case: Case, comparison: Comparison, hidden: bool = False) -> CaseResult:
+def _case_result(
+    case: Case, comparison: Comparison, hidden: bool = False, kernels: tuple[KernelTime, ...] = ()
+) -> CaseResult:
     return CaseResult(
         name=case.name,
         params=dict(case.params),
@@ -384,6 +387,7 @@ def _case_result(case: Case, comparison: Comparison, hidden: bool = False) -> Ca
         max_rel_error=comparison.max_rel_error,
         mismatch=comparison.mismatch,
         hidden=hidden,
+        kernels=kernels,
     )
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
+from evaluators.guards_roots import library_roots, norm_path
+
 # Top-level packages of kernelbot itself; a candidate importing them is reaching into the evaluator.
 HARNESS_PACKAGES = frozenset({"evaluators", "kernelbot", "extractors", "evolution"})
 # Python packages that reach the CUDA driver/runtime directly (access-policy windows, persisting L2).
@@ -106,10 +108,6 @@ _COMPILE_PARTS = (f"torch{os.sep}_dynamo{os.sep}", f"torch{os.sep}_inductor{os.s
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 
 
-def _norm(path: str | os.PathLike) -> str:
-    return os.path.normcase(os.path.realpath(os.fspath(path)))
-
-
 def triton_cache_dirs() -> tuple[str, ...]:
     """Directories Triton writes compiled kernels to (knobs in new Triton, env / ~/.triton otherwise)."""
     dirs = [os.environ.get("TRITON_CACHE_DIR", ""), os.path.join(os.path.expanduser("~"), ".triton")]
@@ -119,13 +117,13 @@ def triton_cache_dirs() -> tuple[str, ...]:
         dirs.append(str(knobs.cache.dir))
     except Exception:  # older Triton has no knobs; the env / home defaults above apply
         pass
-    return tuple(_norm(d) for d in dirs if d)
+    return tuple(norm_path(d) for d in dirs if d)
 
 
 def _package_dir(name: str) -> str:
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None)
-    return _norm(os.path.dirname(file)) if file else ""
+    return norm_path(os.path.dirname(file)) if file else ""
 
 
 @dataclass(frozen=True)
@@ -138,15 +136,15 @@ class Attributor:
     """Classifies code files (candidate / triton / stdlib / other) and walks stacks to attribute events."""
 
     def __init__(self, candidate_file: str | os.PathLike, extra_library_files: tuple[str, ...] = ()) -> None:
-        self.candidate_file = _norm(candidate_file)
+        self.candidate_file = norm_path(candidate_file)
         self.candidate_raw = os.fspath(candidate_file)
         import triton  # noqa: F401  (loaded in every worker anyway; its location must be known)
 
         self.triton_dir = _package_dir("triton")
         paths = sysconfig.get_paths()
-        self.stdlib_dirs = tuple({_norm(paths["stdlib"]), _norm(paths["platstdlib"])})
+        self.stdlib_dirs = tuple({norm_path(paths["stdlib"]), norm_path(paths["platstdlib"])})
         self._kinds: dict[str, str] = {}
-        self._extra = frozenset(_norm(f) for f in extra_library_files)
+        self._extra = frozenset(norm_path(f) for f in extra_library_files)
 
     def file_kind(self, filename: str) -> str:
         kind = self._kinds.get(filename)
@@ -159,7 +157,7 @@ class Attributor:
             return "candidate"
         if filename.startswith("<frozen") or filename.startswith("<string>"):
             return "stdlib"
-        path = _norm(filename) if not filename.startswith("<") else filename
+        path = norm_path(filename) if not filename.startswith("<") else filename
         if path == self.candidate_file:
             return "candidate"
         if path in self._extra:
@@ -212,19 +210,11 @@ class AuditPolicy:
 
     def __init__(self, attributor: Attributor, protected_paths: tuple[str | os.PathLike, ...]) -> None:
         self.attributor = attributor
-        self.protected = tuple(_norm(p) for p in protected_paths)
-        paths = sysconfig.get_paths()
-        roots = {
-            paths["stdlib"],
-            paths["platstdlib"],
-            paths["purelib"],
-            paths["platlib"],
-            sys.prefix,
-            sys.base_prefix,
-            sys.exec_prefix,
-        }
-        self.read_roots = tuple(sorted({_norm(r) for r in roots if r}))
-        self.listing_roots = tuple(_norm(p) for p in sys.path if p and os.path.isdir(p))
+        self.protected = tuple(norm_path(p) for p in protected_paths)
+        # Where the libraries really live (torch on PYTHONPATH too), never the task or the candidate's folder.
+        candidate_dir = os.path.dirname(attributor.candidate_file)
+        self.read_roots = library_roots(HARNESS_PACKAGES, (*self.protected, candidate_dir))
+        self.listing_roots = tuple(norm_path(p) for p in sys.path if p and os.path.isdir(p))
         self.cache_roots = triton_cache_dirs()
         self.system_read_roots = ("/proc", "/sys", "/dev")
 
@@ -253,7 +243,7 @@ class AuditPolicy:
             path = args[0] if args and args[0] is not None else "."
             if isinstance(path, int):
                 return None
-            target = _norm(path)
+            target = norm_path(path)
             if self._under(target, self.protected) or not (
                 self._under(target, self.read_roots)
                 or target in self.listing_roots
@@ -299,7 +289,7 @@ class AuditPolicy:
         path, mode, flags = ((*tuple(args), None, None, None))[:3]
         if path is None or isinstance(path, int):
             return None  # an already-open descriptor (os.fdopen): its opening was audited
-        target = _norm(path if not isinstance(path, bytes) else os.fsdecode(path))
+        target = norm_path(path if not isinstance(path, bytes) else os.fsdecode(path))
         writing = bool(mode and any(c in str(mode) for c in "wax+")) or bool(
             isinstance(flags, int)
             and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
@@ -355,16 +345,16 @@ class AuditPolicy:
         return None
 
     def _forges_origin(self, filename: object, is_that_file: Callable[[str], bool]) -> bool:
-        """Whether code named `filename` claims an evaluator file, or a library file it is not (is_that_file
-        says, given the normalised path, whether the code really is that file's)."""
+        """Whether code named `filename` claims a file it is not from (is_that_file says, given the normalised
+        path, whether the code really is that file's): an evaluator file always; any other path unless the
+        code is that file's own, inside the library roots or not, since a frame of a file that is not the
+        candidate's counts as a library's and its events as the library's doing."""
         if not isinstance(filename, (str, bytes)) or not filename or str(filename).startswith("<"):
             return False
-        target = _norm(os.fsdecode(filename))
+        target = norm_path(os.fsdecode(filename))
         if target == self.attributor.candidate_file:
             return False
-        return self._under(target, self.protected) or (
-            self._under(target, self.read_roots) and not is_that_file(target)
-        )
+        return self._under(target, self.protected) or not is_that_file(target)
 
 
 def _file_bytes(path: str) -> bytes | None:

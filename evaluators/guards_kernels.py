@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from evaluators.result import KernelTime
+
 _MARKER_HINT = "bitwise_not"  # the marker kernel: an op no candidate has a reason to launch
 _FILL_HINTS = ("fill", "memset", "zero")
 # ATen's copy kernels (contiguous / clone / copy_ / dtype casts); concatenation and gathers have other names.
@@ -27,6 +29,8 @@ class KernelReport:
     foreign: list[str] = field(default_factory=list)  # kernels that are not the candidate's
     other_streams: list[str] = field(default_factory=list)  # "name on stream 13 (harness stream 7)"
     launched: list[str] = field(default_factory=list)
+    # The kernels after the marker (the call's, not the marker's own zero fill), with their GPU times.
+    timed: list[KernelTime] = field(default_factory=list)
 
 
 def jit_kernel_names(module: ModuleType) -> set[str]:
@@ -87,16 +91,19 @@ def analyse(events: Any, allowed: set[str]) -> KernelReport:
     """Split the profiler's device events into the candidate's kernels, foreign kernels and other streams."""
     report = KernelReport()
     device_events = [e for e in events if "cuda" in str(getattr(e, "device_type", "")).lower()]
-    marker_stream = None
+    marker_stream, marker_start = None, None
     for e in device_events:
         if _MARKER_HINT in e.name:
-            marker_stream = _stream(e)
+            marker_stream, marker_start = _stream(e), _start_us(e)
             break
     for e in device_events:
         name = e.name
         if _MARKER_HINT in name:
             continue
         report.launched.append(name)
+        start = _start_us(e)
+        if marker_start is None or start is None or start >= marker_start:
+            report.timed.append(KernelTime(name, _duration_us(e)))
         lowered = name.lower()
         is_copy_or_fill = (
             lowered.startswith("memcpy")
@@ -111,6 +118,21 @@ def analyse(events: Any, allowed: set[str]) -> KernelReport:
                 f"{name[:80]} on stream {stream} (the harness's stream is {marker_stream})"
             )
     return report
+
+
+def _duration_us(event: Any) -> float:
+    """A device event's GPU time: its interval on the device timeline (microseconds)."""
+    interval = getattr(event, "time_range", None)
+    try:
+        return max(0.0, float(interval.elapsed_us())) if interval is not None else 0.0
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+
+
+def _start_us(event: Any) -> float | None:
+    interval = getattr(event, "time_range", None)
+    start = getattr(interval, "start", None)
+    return float(start) if isinstance(start, (int, float)) else None
 
 
 def _stream(event: Any) -> int | None:

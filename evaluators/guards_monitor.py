@@ -18,7 +18,7 @@ from evaluators.guards_dispatch import OpRecorder
 from evaluators.guards_kernels import KernelRecorder, jit_kernel_names
 from evaluators.guards_static_facts import task_float_dtypes
 from evaluators.guards_trace import CodeTracer
-from evaluators.result import HackFinding
+from evaluators.result import HackFinding, KernelTime
 
 
 class CallMonitor:
@@ -33,6 +33,7 @@ class CallMonitor:
         dtypes = task_float_dtypes(ctx.task)
         self.float32_task = bool(dtypes) and dtypes <= {"float32", "float64"}
         self._pending: list[HackFinding] = []
+        self.last_kernels: tuple[KernelTime, ...] = ()  # what the latest watched call launched (GPU only)
         self._preparation_logged = False
 
     @contextmanager
@@ -40,6 +41,7 @@ class CallMonitor:
         ops = OpRecorder(self.attributor, float32_task=self.float32_task)
         tracer = CodeTracer(self.attributor, self.reference_file)
         kernels = KernelRecorder(self.kernel_names, self.device) if self.on_gpu else None
+        self.last_kernels = ()
         try:
             with ExitStack() as stack:
                 if kernels is not None:
@@ -67,6 +69,7 @@ class CallMonitor:
             self._add(event.kind, f"{label}: {event.evidence}")
         if kernels is not None:
             report = kernels.report
+            self.last_kernels = tuple(report.timed)
             if report.foreign:
                 shown = "; ".join(n[:120] for n in report.foreign[:4])
                 allowed = ", ".join(sorted(self.kernel_names)) or "none"

@@ -28,7 +28,7 @@ from evaluators.config import EvalConfig
 from evaluators.context import JudgeContext
 from evaluators.errors import CandidateError, TaskError
 from evaluators.job import Job, candidate_sha
-from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, Stage
+from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, RegimeTiming, Stage
 from evaluators.task import Case, Task, load_task
 
 CANDIDATE_FILE = "candidate.py"
@@ -236,7 +236,7 @@ class _Cascade:
         timing = time_cases(ctx, list(report.timeable), gpu_lock=hold)
         self._clock(None)
         self.check_sandbox(ctx.sandbox)
-        cases = [dataclasses.replace(c, timings=dict(timing.timings.get(c.name, {}))) for c in cases]
+        cases = [dataclasses.replace(c, timings=_with_floors(c.name, timing)) for c in cases]
         hacks = tuple(timing.findings)
         quarantined = any(f.kind == "beyond_roofline" for f in hacks)
         if hacks or not timing.passed:
@@ -310,6 +310,15 @@ class _Cascade:
             duration_s=time.monotonic() - self.start,
             **extra,
         )
+
+
+def _with_floors(case: str, timing: Any) -> dict[str, RegimeTiming]:
+    """A case's timings per regime, each with the roofline floor the timing stage computed for it."""
+    floors = timing.floors_us.get(case, {})
+    return {
+        regime: dataclasses.replace(t, floor_us=floors.get(regime))
+        for regime, t in timing.timings.get(case, {}).items()
+    }
 
 
 def _flag_reason(findings: tuple[HackFinding, ...] | list[HackFinding]) -> str:

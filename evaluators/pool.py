@@ -141,11 +141,22 @@ class _WarmSet:
                     self._credits += 1
                     self._cond.notify_all()
                 self._cond.wait(timeout=1.0)
-            ready = [w for w in self._warm if w.has_message()]
+            ready = [w for w in self._warm if w.ready or w.has_message()]
             worker = ready[0] if ready else self._warm[0]
             self._warm.remove(worker)
             self._cond.notify_all()
             return worker
+
+    def give_back(self, worker: WorkerProcess) -> None:
+        """A worker taken but not used (WorkerPool.wait_hardware): first in line for the next taker."""
+        with self._cond:
+            closed = self._closed
+            if not closed:
+                self._warm.insert(0, worker)
+                self._cond.notify_all()
+        if closed:
+            worker.kill()
+            worker.cleanup()
 
     def discard_all(self) -> None:
         """Kill every warm worker (they were started the wrong way); fresh ones start at once."""
@@ -240,6 +251,13 @@ class WorkerPool:
             ticket.cancel()
             raise
 
+    def wait_hardware(self) -> Hardware:
+        """What the workers run on (device, driver, torch and Triton versions), as the first worker to warm up
+        reports it, before any evaluation; that worker stays warm for the next one. BackendUnavailable when
+        no worker can start."""
+        self._warm.give_back(self._ready_worker())
+        return self.hardware
+
     def close(self) -> None:
         if self._closed:
             return
@@ -316,7 +334,9 @@ class WorkerPool:
         for _ in range(START_ATTEMPTS):
             worker = self._warm.take()
             try:
-                self.hardware = worker.wait_ready()
+                if not worker.ready:  # one given back by wait_hardware has said so already
+                    worker.wait_ready()
+                self.hardware = worker.hardware or self.hardware
                 if worker.alive():
                     return worker
                 worker.ready = False  # said ready, then died (its zygote went away)

@@ -77,6 +77,10 @@ class RegimeTiming:
     # (TimingConfig.graph_claim_margin / wall_claim_margin); None when too few pairs for a 95 % interval
     # or the result predates the field.
     claim_low: float | None = None
+    # The roofline floor of this case and regime (evaluators.roofline.floor_for: the least time any correct
+    # implementation can take), so floor_us / candidate.median_us is the fraction of the roofline reached;
+    # None when the result predates the field.
+    floor_us: float | None = None
 
     @property
     def real(self) -> bool:
@@ -96,6 +100,14 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class KernelTime:
+    """One device kernel a watched candidate call launched, with its GPU time (torch.profiler)."""
+
+    name: str
+    device_us: float
+
+
+@dataclass(frozen=True)
 class CaseResult:
     name: str
     params: dict[str, Any]
@@ -106,6 +118,9 @@ class CaseResult:
     timings: dict[str, RegimeTiming] = field(default_factory=dict)  # "graph" / "wall"
     skipped: str = ""  # reason, when the backend did not run this case
     hidden: bool = False  # a perturbed shape drawn by the evaluator, not listed in task.toml
+    # The kernels one call of this case launched, in launch order (GPU backends, runtime checks on; empty
+    # elsewhere): a first look at where its time goes, not a timing.
+    kernels: tuple[KernelTime, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -210,6 +225,8 @@ def _convert(cls: type, name: str, value: Any) -> Any:
             return _build(Mismatch, value)
         if name == "timings":
             return {k: _build(RegimeTiming, v) for k, v in value.items()}
+        if name == "kernels":
+            return tuple(_build(KernelTime, k) for k in value)
     if cls is Mismatch and name == "index":
         return tuple(value)
     if cls is RegimeTiming and name in ("reference", "candidate"):

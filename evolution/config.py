@@ -8,6 +8,7 @@ holds its key (`api_key_env`), and the store records the config only through `to
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 import typing
@@ -67,8 +68,11 @@ class SamplingConfig:
     exploit: float = 0.5  # among the island's few best
     weighted: float = 0.3  # roulette over the island's elites, proportional to fitness
     exploit_top: int = 3
-    top_n: int = 2  # inspirations: the best programs of the island besides the parent
+    top_n: int = 2  # inspirations: the best programs of the island besides the parent (and its best)
     diverse: int = 2  # inspirations: elites of neighbouring grid cells
+    # The most programs shown beside the parent, the island's best first (0 = none); None: all that top_n and
+    # diverse pick (up to 1 + top_n + diverse).
+    inspirations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class LLMEndpoint:
     max_tokens: int = 8192
     timeout_s: float = 300.0
     max_retries: int = 4
+    # US dollars per million prompt / completion tokens: what `stop.max_cost_usd` counts (0 = free, e.g. a
+    # local vLLM server).
+    input_price_per_mtok: float = 0.0
+    output_price_per_mtok: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,9 @@ class MutationConfig:
     seed_files: tuple[str, ...] = ()  # extra seed candidates; the task's candidates/ dir is always used
     inductor_seed: bool = True
     seed_attempts: int = 1  # calls of each seeding operator at run start
+    # Share of LLM mutations that ask for a rewrite of the whole EVOLVE-BLOCK instead of SEARCH/REPLACE
+    # edits (a first candidate is always a rewrite).
+    rewrite_ratio: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -195,6 +206,13 @@ def validate(config: SearchConfig) -> None:
     ratios = (s.explore, s.exploit, s.weighted)
     _check(min(ratios) >= 0 and sum(ratios) > 0, "sampling: explore/exploit/weighted must be >= 0, not all 0")
     _check(s.exploit_top >= 1 and s.top_n >= 0 and s.diverse >= 0, "sampling: counts must be >= 0")
+    supply = 1 + s.top_n + s.diverse
+    _check(s.inspirations is None or s.inspirations >= 0, "sampling.inspirations must be >= 0 (0 shows none)")
+    _check(
+        s.inspirations is None or s.inspirations <= supply,
+        f"sampling.inspirations = {s.inspirations} is more than top_n and diverse can supply (the island's "
+        f"best + top_n {s.top_n} + diverse {s.diverse} = {supply}): raise them or lower inspirations",
+    )
     _check(st.iterations >= 0, "stop.iterations must be >= 0")
     _check(st.time_limit_s is None or st.time_limit_s > 0, "stop.time_limit_s must be positive")
     _check(st.plateau is None or st.plateau >= 1, "stop.plateau must be at least 1")
@@ -209,27 +227,61 @@ def validate(config: SearchConfig) -> None:
     _check(all(d >= 0 for d in ex.devices), "executor.devices must be GPU indices >= 0")
     _check(all(w >= 0 for w in mu.weights.values()), "mutation.weights must be >= 0")
     _check(mu.in_flight >= 0 and mu.seed_attempts >= 0, "mutation.in_flight/seed_attempts must be >= 0")
+    _check(
+        0.0 <= mu.rewrite_ratio <= 1.0,
+        f"mutation.rewrite_ratio must lie between 0 (always diffs) and 1 (always rewrites), "
+        f"got {mu.rewrite_ratio:g}",
+    )
     for ep in mu.llm:
         _check(bool(ep.model) and bool(ep.base_url), "mutation.llm entries need model and base_url")
         _check(
             ep.api_key_env.isidentifier(), f"llm {ep.model}: api_key_env must name an environment variable"
         )
         _check(ep.weight > 0, f"llm {ep.model}: weight must be positive")
+        for name in ("input_price_per_mtok", "output_price_per_mtok"):
+            price = getattr(ep, name)
+            _check(
+                math.isfinite(price) and price >= 0,
+                f"llm {ep.model}: {name} must be a price >= 0 (US dollars per million tokens), got {price:g}",
+            )
 
 
 def parse_llm_flag(spec: str, api_key_env: str = DEFAULT_API_KEY_ENV) -> LLMEndpoint:
-    """`MODEL@URL[#weight]` (the --llm flag) to an endpoint; the key comes from `api_key_env`."""
+    """`MODEL@URL[#OPTIONS]` (the --llm flag) to an endpoint; the key comes from `api_key_env`.
+
+    OPTIONS is a comma-separated list: a bare number is the weight, `in=` and `out=` the prices in US dollars
+    per million prompt / completion tokens, e.g. `deepseek-chat@https://api.deepseek.com/v1#2,in=0.27,out=1.1`.
+    """
     model, sep, rest = spec.partition("@")
-    url, _, weight = rest.partition("#")
+    url, _, options = rest.partition("#")
     if not sep or not model or not url.startswith(("http://", "https://")):
         raise SearchConfigError(
             f"--llm {spec!r}: expected MODEL@URL, e.g. deepseek-chat@https://api.deepseek.com/v1"
         )
-    try:
-        w = float(weight) if weight else 1.0
-    except ValueError as exc:
-        raise SearchConfigError(f"--llm {spec!r}: weight after '#' must be a number") from exc
-    return LLMEndpoint(model=model, base_url=url, api_key_env=api_key_env, weight=w)
+    values: dict[str, float] = {}
+    for item in (part.strip() for part in options.split(",") if options):
+        key, eq, text = item.partition("=")
+        key = key.strip() if eq else "weight"
+        name = _LLM_FLAG_OPTIONS.get(key)
+        if name is None:
+            raise SearchConfigError(
+                f"--llm {spec!r}: unknown option {key!r} after '#' (a weight, in=PRICE, out=PRICE)"
+            )
+        if name in values:
+            raise SearchConfigError(f"--llm {spec!r}: {key} is given twice")
+        try:
+            values[name] = float(text if eq else item)
+        except ValueError:
+            what = "the weight" if name == "weight" else f"{key}= (US dollars per million tokens)"
+            raise SearchConfigError(f"--llm {spec!r}: {what} must be a number, got {item!r}") from None
+    return LLMEndpoint(model=model, base_url=url, api_key_env=api_key_env, **values)
+
+
+_LLM_FLAG_OPTIONS = {
+    "weight": "weight",
+    "in": "input_price_per_mtok",
+    "out": "output_price_per_mtok",
+}
 
 
 def _check(ok: bool, message: str) -> None:
@@ -278,8 +330,10 @@ def _coerce(hint: Any, value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise SearchConfigError(f"{where} must be a table")
         return {str(k): _coerce(args[1], v, f"{where}.{k}") for k, v in value.items()}
-    if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise SearchConfigError(f"{where} must be a number, got {value!r}")
     if hint in (int, str, bool) and not (
         isinstance(value, hint) and (hint is bool or not isinstance(value, bool))
     ):

@@ -20,6 +20,7 @@ from evaluators.result import Hardware
 from evaluators.task import Task
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
+from evolution.dispatch import reported_hardware
 from evolution.executors import Executor
 from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
@@ -74,7 +75,7 @@ class Controller:
         self.sampler = ParentSampler(config.sampling, self.rng)
         self.stop = StopRules(config.stop, store, started_iterations=self.iterations)
         self._eval_slots = asyncio.Semaphore(1)  # resized in run() once the executor knows its capacity
-        self._hardware = _latest_hardware(store, executor.backend_name)
+        self._hardware = store.latest_hardware() or Hardware(backend=executor.backend_name)
         # Breeding jobs in flight and their phase ("mutating" | "evaluating"): a time stop drops the former.
         self._jobs: dict[asyncio.Task[None], str] = {}
         self.moves = MoveChooser(operators, self.sampler, self.rng)
@@ -86,13 +87,17 @@ class Controller:
         self._eval_slots = asyncio.Semaphore(max(1, self.executor.capacity))
         self.store.ensure_islands(len(self.archive.islands))
         self.progress.started(self.snapshot("resuming" if self.store.evaluation_count() else "seeding"))
+        # The workers' GPU and versions before anything is judged: the seed prompt shows them.
+        self._hardware = await reported_hardware(self.executor, self._hardware, self.progress.note)
         pending = [self._evaluate(p) for p in self.store.programs(status="pending")]
         if pending:
             await asyncio.gather(*pending)
-        if not self.store.state("seeded", False):
+        # A run whose seeding left nothing to evolve is not seeded: a resume seeds again, with the task's
+        # candidates/ and the --seed files of that invocation (earlier ones are known and skipped).
+        if not self.store.state("seeded", False) or self.archive.is_empty():
             await self._seed()
-            self.store.set_state(seeded=True)
             self._check_seeded()
+            self.store.set_state(seeded=True)
         reason = await self._evolve()
         self.store.set_state(finished=reason, finished_at=time.time())
         snapshot = self.snapshot(f"stopped: {reason}")
@@ -389,10 +394,3 @@ def _where(exc: BaseException) -> str:
     if tb is None:
         return "?"
     return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
-
-
-def _latest_hardware(store: RunStore, backend: str) -> Hardware:
-    for program in reversed(store.programs(status="evaluated")):
-        if program.result is not None and program.result.hardware.backend:
-            return program.result.hardware
-    return Hardware(backend=backend)

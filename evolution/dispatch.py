@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from evaluators.candidate import Candidate
 from evaluators.errors import KernelbotError
 from evaluators.job import KILLED_FROM_OUTSIDE
-from evaluators.result import EvalResult
+from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
 from evolution.errors import SearchError
 
@@ -43,6 +43,11 @@ class Executor(Protocol):
     def backend_name(self) -> str: ...
 
     async def start(self) -> None: ...
+
+    async def hardware(self) -> Hardware:
+        """What the evaluation workers run on, known once they have started (before any evaluation): the
+        seed prompt's GPU and versions."""
+        ...
 
     async def evaluate(self, task: Task, source: str) -> Evaluated: ...
 
@@ -113,6 +118,24 @@ class DispatchingExecutor:
             f"last error: {last!r}"
         )
 
+    async def hardware(self) -> Hardware:
+        """The first live slot's report (the GPUs of one run are alike); only the backend's name before
+        start() or from a slot that cannot tell."""
+        for slot in self.slots:
+            if slot.alive:
+                reported = await self._hardware(slot)
+                if reported is not None:
+                    return reported
+                break
+        return Hardware(backend=self.backend_name)
+
+    @property
+    def backend_name(self) -> str:
+        raise NotImplementedError
+
+    async def _hardware(self, slot: Slot) -> Hardware | None:
+        return None
+
     async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
         raise NotImplementedError
 
@@ -135,3 +158,19 @@ def resolve_backend(name: str) -> str:
     from evaluators.backends import detect_backend
 
     return detect_backend()
+
+
+async def reported_hardware(executor: Executor, known: Hardware, note: Callable[[str], None]) -> Hardware:
+    """What the executor's workers report they run on, else `known` (the latest evaluation's hardware).
+
+    Asked at every start, a resume too: the run may have moved to another machine. A backend whose workers
+    cannot start is the user's to fix (a KernelbotError ends the run); any other failure to answer leaves
+    `known`, with a note."""
+    try:
+        reported = await executor.hardware()
+    except KernelbotError:
+        raise
+    except Exception as exc:
+        note(f"the evaluation workers did not report their hardware ({type(exc).__name__}: {exc})")
+        return known
+    return reported if reported.device or not known.device else known

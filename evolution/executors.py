@@ -10,12 +10,13 @@ Mutation never happens here: executors only judge (the controller runs mutation 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
-from evaluators.result import EvalResult
+from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
 from evolution.config import ExecutorConfig
 from evolution.dispatch import DispatchingExecutor, Evaluated, Executor, PoolFactory, Slot, resolve_backend
@@ -80,6 +81,10 @@ class LocalExecutor(DispatchingExecutor):
             self.slots.append(
                 Slot(name if len(devices) == 1 else f"{name}#{index}", self.workers_per_device, pool)
             )
+
+    async def _hardware(self, slot: Slot) -> Hardware | None:
+        wait = getattr(slot.handle, "wait_hardware", None)  # WorkerPool's: a warm worker's own report
+        return await asyncio.to_thread(wait) if wait is not None else None
 
     async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
         return await slot.handle.evaluate_async(task, candidate)

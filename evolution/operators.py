@@ -85,6 +85,7 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
                     seed=config.seed,
                     max_tokens=config.stop.max_tokens,
                     max_cost_usd=config.stop.max_cost_usd,
+                    rewrite_ratio=config.mutation.rewrite_ratio,
                 )
             )
     except ImportError as exc:  # pragma: no cover - the mutators package ships with kernelbot

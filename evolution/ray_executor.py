@@ -8,18 +8,19 @@ evaluation is retried on another actor (evolution.dispatch.DispatchingExecutor).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
 from evaluators.errors import KernelbotError
-from evaluators.result import EvalResult
+from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task, load_task
 from evolution.dispatch import DispatchingExecutor, PoolFactory, Slot, resolve_backend
 from evolution.errors import SearchConfigError, SearchError
@@ -84,6 +85,11 @@ class EvalActor:
             "node": ray.get_runtime_context().get_node_id(),
             "gpus": ray.get_gpu_ids(),
         }
+
+    async def hardware(self) -> dict[str, Any] | None:
+        """The pool's workers' own report (GPU, driver, versions), as a plain dict across the wire."""
+        wait = getattr(self.pool, "wait_hardware", None)
+        return asdict(await asyncio.to_thread(wait)) if wait is not None else None
 
     async def evaluate(self, bundle: TaskBundle, source: str) -> str:
         task = self._tasks.get(bundle.digest)
@@ -167,6 +173,10 @@ class RayExecutor(DispatchingExecutor):
         if task.root not in self._bundles:
             self._bundles[task.root] = TaskBundle.of(task)
         return self._bundles[task.root]
+
+    async def _hardware(self, slot: Slot) -> Hardware | None:
+        reported = await slot.handle.hardware.remote()
+        return Hardware(**reported) if reported else None
 
     async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
         ray = _import_ray()

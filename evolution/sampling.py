@@ -65,6 +65,11 @@ class ParentSampler:
         return self.rng.choices(elites, weights=weights)[0], mode
 
     def inspirations(self, island: Island, parent: Program) -> tuple[Program, ...]:
+        """The island's best, its top_n next best, then the diverse best of neighbouring cells (never the
+        parent), at most `inspirations` of them."""
+        cap = self.config.inspirations
+        if cap == 0:
+            return ()
         chosen: dict[str, Program] = {}
 
         def add(p: Program | None) -> None:
@@ -86,7 +91,7 @@ class ParentSampler:
                 near.sort(key=lambda p: fitness(p), reverse=True)
                 for p in near[: self.config.diverse]:
                     add(p)
-        return tuple(chosen.values())
+        return tuple(chosen.values())[:cap]
 
     def choose(
         self,

@@ -23,7 +23,10 @@ from evolution.errors import SearchError
 from evolution.types import Program
 
 SEED_FILE_OPERATOR = "seed:file"
-_WHAT_TO_ADD = "add candidates/ to the task, pass --seed FILE or configure an --llm endpoint"
+_WHAT_TO_ADD = (
+    "add candidates/ to the task, pass --seed FILE or configure an --llm endpoint, and continue this run "
+    "with --resume (it seeds again)"
+)
 
 
 class SeedingCrash(RuntimeError):
@@ -78,7 +81,8 @@ class SeedingReport:
         return SearchError(
             f"no correct program for task {task!r}: every seed candidate failed ({verdicts}) and the "
             f"operators of this run ({', '.join(evolvers)}) only mutate correct programs; fix the "
-            "candidates, or configure an --llm endpoint"
+            "candidates (or pass a correct one with --seed FILE), or configure an --llm endpoint, and "
+            "continue this run with --resume (it seeds again)"
         )
 
 

@@ -35,7 +35,7 @@ class StopRules:
         if c.max_tokens is not None and used >= c.max_tokens:
             return f"token budget: {used} tokens used of {c.max_tokens}"
         if c.max_cost_usd is not None and tokens.cost_usd >= c.max_cost_usd:
-            return f"cost budget: ${tokens.cost_usd:.2f} spent of ${c.max_cost_usd:.2f}"
+            return f"cost budget: {format_usd(tokens.cost_usd)} spent of {format_usd(c.max_cost_usd)}"
         if c.untimed_correct and self.correct_untimed:
             return "untimed: a candidate is correct and the backend does not time, so none can rank higher"
         if c.plateau is not None and self.since_improvement >= c.plateau:
@@ -63,3 +63,8 @@ class StopRules:
         if self.config.time_limit_s is None:
             return None
         return max(0.05, self.config.time_limit_s - self.elapsed())
+
+
+def format_usd(value: float) -> str:
+    """Dollars as a user reads them: cents above a dollar, four decimals below (a run of cheap requests)."""
+    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"

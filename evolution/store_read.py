@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluators.result import EvalResult
+from evaluators.result import EvalResult, Hardware
 from evolution.config import SearchConfig
 from evolution.types import Program, TokenUsage
 
@@ -126,6 +126,22 @@ class StoreReader:
             " FROM mutations"
         ).fetchone()
         return TokenUsage(int(row[0]), int(row[1]), float(row[2]))
+
+    def usage_by_operator(self) -> dict[str, tuple[int, TokenUsage]]:
+        """Per operator that spent tokens (the LLM ones, "llm:<model>"): (requests answered, usage)."""
+        rows = self._conn.execute(
+            "SELECT operator, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd)"
+            " FROM mutations WHERE prompt_tokens > 0 OR completion_tokens > 0 OR cost_usd > 0"
+            " GROUP BY operator ORDER BY operator"
+        )
+        return {op: (int(n), TokenUsage(int(p), int(c), float(usd))) for op, n, p, c, usd in rows}
+
+    def latest_hardware(self) -> Hardware | None:
+        """The hardware the latest evaluation that names its backend ran on."""
+        for program in reversed(self.programs(status="evaluated")):
+            if program.result is not None and program.result.hardware.backend:
+                return program.result.hardware
+        return None
 
     def evaluations(self) -> list[dict[str, Any]]:
         """Evaluation rows in completion order (growth curve, progress), without the full result."""

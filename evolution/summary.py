@@ -138,6 +138,20 @@ def failure_reasons(store: RunStore, top: int = 8) -> list[dict[str, Any]]:
     return [{"stage": stage, "reason": reason, "count": n} for (stage, reason), n in counts.most_common(top)]
 
 
+def usage_by_model(store: RunStore) -> dict[str, dict[str, Any]]:
+    """Tokens and dollars per LLM model of the run (operators "llm:<model>"; others spend none)."""
+    out: dict[str, dict[str, Any]] = {}
+    for operator, (requests, usage) in store.usage_by_operator().items():
+        model = operator.split(":", 1)[1] if operator.startswith("llm:") else operator
+        out[model] = {
+            "requests": requests,
+            "prompt": usage.prompt_tokens,
+            "completion": usage.completion_tokens,
+            "cost_usd": usage.cost_usd,
+        }
+    return out
+
+
 def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
     """The --json summary of `kernelbot evolve`; also writes best.py, growth.* and summary.json to run_dir."""
     meta = store.meta()
@@ -157,6 +171,7 @@ def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
             "prompt": usage.prompt_tokens,
             "completion": usage.completion_tokens,
             "cost_usd": usage.cost_usd,
+            "by_model": usage_by_model(store),
         },
         "growth": {"csv": str(csv_path), "json": str(json_path)},
         "best": None,

@@ -4,6 +4,7 @@ extract(ExtractOptions(repo, "pkg.module:Qualname", spec=...))   -> ExtractionSu
     without a spec, inputs are drafted and made to run, or DraftDoesNotRun is raised)
 capture(CaptureOptions(repo, function, ["python", "bench.py"]))  -> (summary, recorded calls)
 rank_static(repo) / profile_command(repo, "python bench.py")      -> scan rankings
+scan_static(repo)                                                -> the ranking, files read, files not parsed
 """
 
 from extractors.capture import CaptureOptions, capture
@@ -12,7 +13,7 @@ from extractors.extract import ExtractionSummary, ExtractOptions, extract
 from extractors.inputs_source import DraftDoesNotRun
 from extractors.release_sources import fetch_release
 from extractors.scan_profile import profile_command
-from extractors.scan_static import rank_static
+from extractors.scan_static import rank_static, scan_static
 
 __all__ = [
     "AmbiguousTarget",
@@ -29,4 +30,5 @@ __all__ = [
     "fetch_release",
     "profile_command",
     "rank_static",
+    "scan_static",
 ]

@@ -194,16 +194,41 @@ class GatherHotspotEvidence(ast.NodeVisitor):
             self._ops_in_loop += 1
 
 
+@dataclass(frozen=True)
+class UnparsedFile:
+    path: str  # relative to the repository
+    reason: str  # "line 12: invalid syntax", "source contains null bytes", "cannot read: ..."
+
+
+@dataclass
+class StaticScan:
+    hotspots: list[Hotspot]
+    files: int  # Python files read (tests, benchmarks, examples and docs are not)
+    unparsed: list[UnparsedFile]
+
+
 def rank_static(repo: Path, top: int | None = None) -> list[Hotspot]:
+    return scan_static(repo, top).hotspots
+
+
+def scan_static(repo: Path, top: int | None = None) -> StaticScan:
+    """Rank `repo`'s functions; files the stdlib parser cannot read are listed with why, not skipped."""
     index = RepoIndex(repo)
     found: list[Hotspot] = []
+    unparsed: list[UnparsedFile] = []
+    files = 0
     for path in index.all_python_files():
         rel = path.relative_to(index.root)
         if _SKIP_PARTS & set(rel.parts[:-1]) or rel.name.startswith("test_"):
             continue
+        files += 1
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"), filename=rel.as_posix())
+        except SyntaxError as exc:
+            unparsed.append(UnparsedFile(rel.as_posix(), f"line {exc.lineno}: {exc.msg}"))
+            continue
+        except (ValueError, OSError) as exc:  # null bytes; a file that vanished or cannot be read
+            unparsed.append(UnparsedFile(rel.as_posix(), str(exc) or type(exc).__name__))
             continue
         module = index.module_for_path(path).name
         for qualname, function in _functions(tree):
@@ -233,7 +258,7 @@ def rank_static(repo: Path, top: int | None = None) -> list[Hotspot]:
                 )
             )
     found.sort(key=lambda h: (-h.score, h.target))
-    return found[:top] if top else found
+    return StaticScan(found[:top] if top else found, files, unparsed)
 
 
 def _functions(tree: ast.Module):  # type: ignore[no-untyped-def]

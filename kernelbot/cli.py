@@ -260,8 +260,8 @@ def scan_command(
     repo: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
-            help="Repository: a directory to rank; with --profile also a URL (cloned, fetched each scan) or "
-            "pypi:NAME==VERSION (default: the profile's)."
+            help="Repository: a directory or pypi:NAME==VERSION to rank; with --profile also a URL (cloned, "
+            "fetched each scan; default: the profile's)."
         ),
     ] = None,
     profile_cmd: Annotated[
@@ -351,7 +351,7 @@ def scan_command(
     if profile is None:
         if repo is None:
             raise ConfigError("kernelbot scan needs --repo DIR (a repository to rank) or --profile P")
-        return scan_cmd.run(Path(repo), profile_cmd=profile_cmd, top=top, as_json=as_json, timeout=timeout)
+        return scan_cmd.run(repo, profile_cmd=profile_cmd, top=top, as_json=as_json, timeout=timeout)
     from kernelbot.scan import ScanOptions
     from kernelbot.target.options import SearchFlags
 

@@ -2,7 +2,8 @@
 
 From an EvalResult: how far the cascade got and why it stopped, the compile/runtime log tail, for each case
 whether it matched (and where and by how much it did not), its speedups in both regimes with their
-confidence intervals (marking the regime that is scored), and every hack finding with its evidence. The
+confidence intervals (marking the regime that is scored) and the fraction of the roofline reached, on a GPU
+the kernels one call launched with their times, and every hack finding with its evidence. The
 text itself comes from evolution/prompts/feedback.j2 (see evolution.mutators.prompts).
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, RegimeTiming, Stage
+from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, KernelTime, RegimeTiming, Stage
 
 LOG_LIMIT = 2000
+KERNELS_SHOWN = 8  # launches listed per case; the count and the total cover the rest
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class TimingView:
     candidate_us: str
     cv: str
     real: bool
+    roofline: str = ""  # "reaches 42% of the roofline (floor 1.20 us)"; empty without a floor
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class CaseView:
     skipped: str
     hidden: bool
     timings: tuple[TimingView, ...] = ()
+    kernels: str = ""  # "2 kernel launches, 4.12 us on the GPU: _a 3.10 us, _b 1.02 us" (GPU only)
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,27 @@ def _case(case: CaseResult, regime: str) -> CaseView:
             mismatch += f" ({m.detail})"
     params = ", ".join(f"{k}={v}" for k, v in case.params.items())
     timings = tuple(_timing(name, t, name == regime) for name, t in sorted(case.timings.items()))
-    return CaseView(case.name, status, params, errors, mismatch, case.skipped, case.hidden, timings)
+    kernels = _kernels(case.kernels)
+    return CaseView(case.name, status, params, errors, mismatch, case.skipped, case.hidden, timings, kernels)
+
+
+def _kernels(kernels: tuple[KernelTime, ...]) -> str:
+    """The launches of one watched call: how many, their GPU time in all, and each one's."""
+    if not kernels:
+        return ""
+    total = sum(k.device_us for k in kernels)
+    shown = ", ".join(f"{k.name} {k.device_us:.2f} us" for k in kernels[:KERNELS_SHOWN])
+    more = f", and {len(kernels) - KERNELS_SHOWN} more" if len(kernels) > KERNELS_SHOWN else ""
+    launches = "1 kernel launch" if len(kernels) == 1 else f"{len(kernels)} kernel launches"
+    return f"{launches}, {total:.2f} us on the GPU: {shown}{more}"
+
+
+def _roofline(timing: RegimeTiming) -> str:
+    """How close the candidate's median comes to the least time any correct implementation can take."""
+    floor, measured = timing.floor_us, timing.candidate.median_us
+    if not floor or floor <= 0 or not measured or measured <= 0:
+        return ""
+    return f"reaches {100 * floor / measured:.0f}% of the roofline (floor {floor:.2f} us)"
 
 
 def _timing(regime: str, timing: RegimeTiming, scored: bool) -> TimingView:
@@ -132,6 +156,7 @@ def _timing(regime: str, timing: RegimeTiming, scored: bool) -> TimingView:
         candidate_us=f"{timing.candidate.median_us:.2f}",
         cv=f"{max(timing.reference.cv, timing.candidate.cv) * 100:.1f}%",
         real=timing.real,
+        roofline=_roofline(timing),
     )
 
 

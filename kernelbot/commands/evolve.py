@@ -26,6 +26,7 @@ from evolution.llm_client import LLMError, check_endpoints
 from evolution.operators import build_operators
 from evolution.progress import make_progress
 from evolution.redact import Redactor
+from evolution.stopping import format_usd
 from evolution.store import RunStore
 from evolution.summary import run_summary
 from kernelbot.console import console, err_console
@@ -127,10 +128,11 @@ def _reopen(
         if name != task.name:
             raise RunStateError(f"--resume: {run_dir} is a run of task {name!r}, not {task.name!r}")
         if config_file is not None:
-            # The archive's shape must not change under a run; stop rules, workers and operators may.
+            # The archive's shape must not change under a run; stop rules, sampling, workers, operators may.
             fresh = load_config(config_file)
-            stored = replace(fresh, archive=stored.archive, sampling=stored.sampling, seed=stored.seed)
+            stored = replace(fresh, archive=stored.archive, seed=stored.seed)
         config = build_config(stored, **flags)
+        _check_seed_files(task, config)  # a resume of a run whose seeding failed takes new --seed files
         check_llm_endpoints(config)
         store.update_config(config)
         store.use_redactor(Redactor.from_env(config))  # the secrets of this invocation's environment
@@ -141,11 +143,15 @@ def _reopen(
 
 
 def _check_inputs(task: Task, config: SearchConfig) -> None:
-    for path in config.mutation.seed_files:
-        load_candidate(path, task.entry)  # CandidateError names the file and what is wrong
+    _check_seed_files(task, config)
     if config.executor.workers == "local":
         require_backend(config.executor.backend)  # BackendUnavailable says why it cannot run here
     check_llm_endpoints(config)
+
+
+def _check_seed_files(task: Task, config: SearchConfig) -> None:
+    for path in config.mutation.seed_files:
+        load_candidate(path, task.entry)  # CandidateError names the file and what is wrong
 
 
 def check_llm_endpoints(config: SearchConfig) -> None:
@@ -190,4 +196,20 @@ def _report(summary: dict[str, Any], as_json: bool) -> None:
         speedup = f", speedup {best['speedup']:.3f}x" if best.get("speedup") else ""
         console.print(f"best: {best['program_id']} ({best['operator']}) score {best['score']:.3f}{speedup}")
         console.print(f"winner written to {best['candidate_file']}")
+    for line in usage_lines(summary.get("tokens") or {}):
+        console.print(line, markup=False, highlight=False)
     console.print(f"growth curve: {summary['growth']['csv']}")
+
+
+def usage_lines(tokens: dict[str, Any]) -> list[str]:
+    """What the LLM endpoints cost: one line per model, and the total when there are several."""
+    models = tokens.get("by_model") or {}
+    lines = [
+        f"LLM {model}: {u['requests']} answer(s), {u['prompt']} prompt + {u['completion']} completion "
+        f"tokens, {format_usd(u['cost_usd'])}"
+        for model, u in models.items()
+    ]
+    if len(models) > 1:
+        total = tokens.get("prompt", 0) + tokens.get("completion", 0)
+        lines.append(f"LLM total: {total} tokens, {format_usd(tokens.get('cost_usd', 0.0))}")
+    return lines

@@ -1,5 +1,9 @@
 """`kernelbot scan --repo R [--profile-cmd CMD] [--top N] [--json]`: rank functions worth a fused kernel.
 
+R is a directory or `pypi:NAME==VERSION` (a release unpacked into the source cache, as `extract` takes it).
+Function names are printed whole, each row's name last on its line and never wrapped, so that one can be
+copied into `kernelbot extract --function`; files the parser could not read are named, not skipped quietly.
+
 With `--profile P` it is the periodic bot instead (`run_periodic`, kernelbot.scan): rank, skip what is
 proposed, merged or refused, and run `kernelbot target` on the best remaining region.
 """
@@ -10,16 +14,20 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
+from rich.markup import escape
 
-from kernelbot.console import console
+from kernelbot.console import console, warn
 
 if TYPE_CHECKING:
+    from extractors.scan_profile import ProfiledFunction
+    from extractors.scan_static import StaticScan
     from kernelbot.scan import ScanOptions
+
+UNPARSED_SHOWN = 20  # files named one per line; the count covers the rest
 
 
 def run(
-    repo: Path,
+    repo: Path | str,
     *,
     profile_cmd: str | None = None,
     top: int = 20,
@@ -27,19 +35,25 @@ def run(
     timeout: float = 1800.0,
 ) -> int:
     from extractors.errors import ExtractionError
+    from extractors.extract import resolve_repo
     from extractors.scan_profile import profile_command
-    from extractors.scan_static import rank_static
+    from extractors.scan_static import scan_static
 
     if top < 1:
         raise ExtractionError("--top must be at least 1")
-    if not Path(repo).is_dir():
-        raise ExtractionError(f"--repo {repo} is not a directory")
-    static = rank_static(repo, top)
-    dynamic, cuda = profile_command(repo, profile_cmd, top, timeout) if profile_cmd else ([], False)
+    given = str(repo)
+    root = resolve_repo(repo)
+    if not root.is_dir():
+        raise ExtractionError(f"--repo {given} is not a directory")
+    scan = scan_static(root, top)
+    _check_readable(given, scan)
+    dynamic, cuda = profile_command(root, profile_cmd, top, timeout) if profile_cmd else ([], False)
     if as_json:
         payload: dict[str, object] = {
-            "repo": str(Path(repo).resolve()),
-            "static": [h.to_dict() for h in static],
+            "repo": str(root.resolve()),
+            "static": [h.to_dict() for h in scan.hotspots],
+            "files": scan.files,
+            "unparsed": [{"path": u.path, "reason": u.reason} for u in scan.unparsed],
         }
         if profile_cmd:
             payload["dynamic"] = {
@@ -49,30 +63,68 @@ def run(
             }
         console.print_json(json.dumps(payload))
         return 0
-    table = Table(title=f"static ranking of {repo}", show_lines=False)
-    for column in ("#", "score", "function", "evidence"):
-        table.add_column(column, overflow="fold")
-    for rank, hot in enumerate(static, 1):
-        table.add_row(str(rank), f"{hot.score:.1f}", hot.target, hot.evidence)
-    console.print(table)
+    _print_static(given, scan)
     if profile_cmd:
-        measure = "GPU" if cuda else "CPU (no CUDA here)"
-        table = Table(title=f"profiled: {profile_cmd} — {measure} time by function")
-        for column in ("#", "time ms", "share", "ops", "kernels", "host ms", "function"):
-            table.add_column(column, overflow="fold")
-        for rank, row in enumerate(dynamic, 1):
-            table.add_row(
-                str(rank),
-                f"{row.time_us / 1000:.2f}",
-                f"{row.share:.1%}",
-                str(row.ops),
-                str(row.kernels),
-                f"{row.host_us / 1000:.2f}",
-                row.target,
-            )
-        console.print(table)
-    console.print("next: kernelbot extract --repo REPO --function <function>")
+        _print_profile(profile_cmd, dynamic, cuda)
+    _print_unparsed(scan)
+    best = (dynamic[0].target if dynamic else "") or (scan.hotspots[0].target if scan.hotspots else "")
+    if best:
+        _line(f"next: kernelbot extract --repo {given} --function {best}")
     return 0
+
+
+def _check_readable(given: str, scan: StaticScan) -> None:
+    from extractors.errors import ExtractionError
+
+    if not scan.files:
+        raise ExtractionError(
+            f"--repo {given} holds no Python file to rank (tests, benchmarks, examples and docs are not read)"
+        )
+    if len(scan.unparsed) == scan.files:
+        first = scan.unparsed[0]
+        raise ExtractionError(
+            f"--repo {given}: none of its {scan.files} Python file(s) could be parsed "
+            f"(e.g. {first.path}: {first.reason}); is it Python 3 source?"
+        )
+
+
+def _print_static(given: str, scan: StaticScan) -> None:
+    read = f"{scan.files} file(s) read" + (f", {len(scan.unparsed)} not parsed" if scan.unparsed else "")
+    _line(f"static ranking of {given} ({read})")
+    if not scan.hotspots:
+        _line("  no function holds three or more PyTorch ops: nothing here to fuse")
+        return
+    _line(f"{'#':>4}  {'score':>7}  function")
+    for rank, hot in enumerate(scan.hotspots, 1):
+        _line(f"{rank:>4}  {hot.score:>7.1f}  {hot.target}")
+        _line(f"{'':>15}{hot.evidence}")
+
+
+def _print_profile(command: str, rows: list[ProfiledFunction], cuda: bool) -> None:
+    measure = "GPU" if cuda else "CPU (no CUDA here)"
+    _line("")
+    _line(f"profiled: {command} - {measure} time by function")
+    _line(f"{'#':>4}  {'time ms':>9}  {'share':>6}  {'ops':>6}  {'kernels':>7}  {'host ms':>9}  function")
+    for rank, row in enumerate(rows, 1):
+        _line(
+            f"{rank:>4}  {row.time_us / 1000:>9.2f}  {row.share:>6.1%}  {row.ops:>6}  {row.kernels:>7}  "
+            f"{row.host_us / 1000:>9.2f}  {row.target}"
+        )
+
+
+def _print_unparsed(scan: StaticScan) -> None:
+    if not scan.unparsed:
+        return
+    warn(f"{len(scan.unparsed)} file(s) could not be parsed, so their functions are not ranked:")
+    for item in scan.unparsed[:UNPARSED_SHOWN]:
+        warn(escape(f"  {item.path}: {item.reason}"))
+    if len(scan.unparsed) > UNPARSED_SHOWN:
+        warn(f"  and {len(scan.unparsed) - UNPARSED_SHOWN} more (--json lists them all)")
+
+
+def _line(text: str) -> None:
+    # Never wrapped (the console soft-wraps): a qualified name stays one piece to copy.
+    console.print(text, markup=False, highlight=False)
 
 
 def run_periodic(options: ScanOptions) -> int:

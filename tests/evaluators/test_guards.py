@@ -10,17 +10,20 @@ import subprocess
 import sys
 import textwrap
 import time
+import venv
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
 import torch
 
-from evaluators.guards_audit import Attributor
+from evaluators.guards_audit import HARNESS_PACKAGES, Attributor
 from evaluators.guards_dispatch import OpRecorder
 from evaluators.guards_kernels import analyse, jit_kernel_names
+from evaluators.guards_roots import interpreter_roots, library_roots, norm_path
 from evaluators.guards_state import HarnessSnapshot, ModuleFingerprint, flag_changes, precision_flags
 from evaluators.guards_trace import CodeTracer
+from evaluators.result import KernelTime
 
 CANDIDATE = """
 import ctypes, os, socket, subprocess, sys, threading, time
@@ -100,6 +103,18 @@ def forge_code_from_ast():
     exec(compile(ast.parse("import os"), torch.__file__, "exec"))
 
 
+def forge_code_outside_roots():
+    # A library-looking file name that no library root holds (nor any file): its frames would pass for a
+    # library's, so the code is refused wherever the name points.
+    exec(compile("import os", "/kb-nowhere/site-packages/torch/__init__.py", "exec"))
+
+
+def read_library_metadata():
+    import importlib.metadata
+
+    return importlib.metadata.version("torch")
+
+
 def import_library_uncached():
     # The driver hides the bytecode cache first, so the import system compiles the module from its text, as
     # it did `from triton.language.extra import libdevice` on the H200's read-only site-packages: the
@@ -168,6 +183,9 @@ for name in sys.argv[3:]:
         error = type(exc).__name__
     new = sandbox.findings()[seen:]
     results[name] = {"kinds": [f.kind for f in new], "evidence": [f.evidence for f in new], "error": error}
+from evaluators.guards_roots import interpreter_roots
+torch_dir = os.path.realpath(os.path.dirname(torch.__file__))
+results["_where"] = {"torch": torch_dir, "roots": sorted(interpreter_roots())}
 print(json.dumps(results))
 """
 
@@ -187,6 +205,8 @@ SCENARIOS = {
     "walk_traceback": ({"sandbox_escape"}, "SandboxViolation"),
     "forge_code_origin": ({"sandbox_escape"}, "SandboxViolation"),
     "forge_code_from_ast": ({"sandbox_escape"}, "SandboxViolation"),
+    "forge_code_outside_roots": ({"sandbox_escape"}, "SandboxViolation"),
+    "read_library_metadata": (set(), ""),
     "import_library_uncached": (set(), ""),
     "leave_mode_pushed": ({"harness_patch"}, ""),
     "lower_precision": ({"precision_downgrade"}, ""),
@@ -195,9 +215,8 @@ SCENARIOS = {
 }
 
 
-@pytest.fixture(scope="module")
-def sandbox_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("sandbox")
+def run_driver(root: Path, python: str = sys.executable, env_extra: dict[str, str] | None = None) -> dict:
+    """The DRIVER over every scenario in a fresh process of `python`; its JSON results."""
     candidate = root / "candidate.py"
     candidate.write_text(CANDIDATE)
     protected = root / "task"
@@ -208,8 +227,9 @@ def sandbox_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     driver = root / "driver.py"
     driver.write_text(DRIVER)
     env = {**os.environ, "KB_SCRATCH": str(scratch), "KB_PROTECTED": str(protected), "TRITON_INTERPRET": "1"}
+    env.update(env_extra or {})
     proc = subprocess.run(
-        [sys.executable, str(driver), str(candidate), str(protected), *SCENARIOS],
+        [python, str(driver), str(candidate), str(protected), *SCENARIOS],
         capture_output=True,
         text=True,
         env=env,
@@ -219,6 +239,11 @@ def sandbox_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     results["_scratch"] = str(scratch)
     return results
+
+
+@pytest.fixture(scope="module")
+def sandbox_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_driver(tmp_path_factory.mktemp("sandbox"))
 
 
 def test_the_harness_is_never_blamed(sandbox_run: dict) -> None:
@@ -241,6 +266,90 @@ def test_refused_operations_did_not_happen(sandbox_run: dict) -> None:
     assert not (scratch / "stolen.txt").exists()
     assert not (scratch / "t.npy").exists()
     assert (scratch / "harness.txt").exists()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@pytest.fixture(scope="module", params=["PYTHONPATH", ".pth"])
+def relocated_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """torch and triton outside the interpreter's prefixes: a fresh virtual environment with no packages of
+    its own (its base the same interpreter) reaches the site-packages that hold them through PYTHONPATH, or
+    through a .pth file in its own site-packages."""
+    site = os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__)))
+    if _under(site, os.path.realpath(sys.base_prefix)):
+        pytest.skip(
+            "torch is installed under the base interpreter's own prefix: no environment can put it outside"
+        )
+    root = tmp_path_factory.mktemp("relocated")
+    env_dir = root / "env"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+    python = str(env_dir / "bin" / "python")
+    # The repository too: kernelbot's editable install is a .pth file of the site-packages, read only there.
+    paths = [site, str(REPO)]
+    if request.param == "PYTHONPATH":
+        extra = {"PYTHONPATH": os.pathsep.join(paths)}
+    else:
+        purelib = subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        Path(purelib).mkdir(parents=True, exist_ok=True)
+        (Path(purelib) / "kb_libraries.pth").write_text("\n".join(paths) + "\n")
+        extra = {"PYTHONPATH": ""}
+    (root / "sandbox").mkdir()
+    return run_driver(root / "sandbox", python, extra)
+
+
+def test_the_guards_hold_with_torch_outside_the_interpreters_prefixes(relocated_run: dict) -> None:
+    where = relocated_run["_where"]
+    assert not any(_under(where["torch"], r) for r in where["roots"]), where  # really elsewhere
+    assert relocated_run["harness"] == []
+    wrong = {
+        name: relocated_run[name]
+        for name, (kinds, error) in SCENARIOS.items()
+        if set(relocated_run[name]["kinds"]) != kinds or relocated_run[name]["error"] != error
+    }
+    assert not wrong  # library reads pass, escapes and forged origins (inside or outside the roots) do not
+    scratch = Path(relocated_run["_scratch"])
+    assert not (scratch / "stolen.txt").exists() and (scratch / "harness.txt").exists()
+
+
+def test_library_roots_come_from_the_imported_packages_never_the_harness_or_the_task(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    for folder in ("fastlib", "fastlib-1.0.dist-info", "evaluators", "notes"):
+        (site / folder).mkdir(parents=True)
+    (site / "single.py").write_text("")
+    (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "inputs.py").write_text("")
+
+    def module(name: str, path: Path | None = None, file: Path | None = None) -> ModuleType:
+        m = ModuleType(name)
+        if path is not None:
+            m.__path__ = [str(path)]  # type: ignore[attr-defined]
+        if file is not None:
+            m.__file__ = str(file)
+        return m
+
+    modules = {
+        "fastlib": module("fastlib", path=site / "fastlib"),
+        "fastlib.sub": module("fastlib.sub", path=site / "elsewhere"),  # submodules live in their package
+        "single": module("single", file=site / "single.py"),
+        "evaluators": module("evaluators", path=site / "evaluators"),  # the harness: never a root
+        "kb_task_inputs": module("kb_task_inputs", file=tmp_path / "task" / "inputs.py"),  # protected
+        "builtin_like": module("builtin_like"),
+    }
+    roots = library_roots(HARNESS_PACKAGES, [norm_path(tmp_path / "task")], modules)
+    for legit in ("fastlib", "fastlib-1.0.dist-info", "single.py"):
+        assert norm_path(site / legit) in roots
+    assert not any(r.startswith(norm_path(site / "evaluators")) for r in roots)
+    assert not any(r.startswith(norm_path(tmp_path / "task")) for r in roots)
+    assert norm_path(site / "notes") not in roots and norm_path(site) not in roots  # only what is imported
+    assert interpreter_roots() <= set(roots)
 
 
 # --- in-process recorders ----------------------------------------------------------------------------
@@ -329,6 +438,31 @@ def test_kernel_analysis_separates_foreign_kernels_and_streams() -> None:
     report = analyse(events, {"_scale_add_kernel"})
     assert report.foreign == ["triton_poi_fused_add_mul_0"]
     assert len(report.other_streams) == 1 and "stream 13" in report.other_streams[0]
+
+
+def test_kernel_analysis_times_the_launches_after_the_marker() -> None:
+    from torch.autograd.profiler_util import Interval
+
+    def event(name: str, start: float, end: float) -> SimpleNamespace:
+        return SimpleNamespace(
+            name=name, device_type="DeviceType.CUDA", device_resource_id=7, time_range=Interval(start, end)
+        )
+
+    events = [
+        event(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<signed char>>", 0, 1
+        ),
+        event("void at::native::bitwise_not_kernel_cuda(...)", 2.0, 3.0),  # the marker, after its zero fill
+        event("_scale_add_kernel", 10.0, 14.5),
+        event("_reduce_kernel", 15.0, 16.25),
+        SimpleNamespace(name="no interval", device_type="DeviceType.CUDA", device_resource_id=7),
+    ]
+    report = analyse(events, {"_scale_add_kernel", "_reduce_kernel"})
+    assert report.timed == [
+        KernelTime("_scale_add_kernel", 4.5),
+        KernelTime("_reduce_kernel", 1.25),
+        KernelTime("no interval", 0.0),
+    ]
 
 
 def test_jit_kernel_names_sees_through_wrappers(tmp_path: Path) -> None:

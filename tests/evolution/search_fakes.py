@@ -64,10 +64,16 @@ def make_tiny_task(root: Path, seeds: list[str] | None = None) -> Path:
     return root
 
 
+# What the fake workers report: a device and versions no real machine has, to find in prompts.
+FAKE_HARDWARE = Hardware(
+    backend="fake", device="fake-gpu", torch="9.8.7", triton="6.5.4", sm_count=7, memory_bandwidth_gbps=1234.0
+)
+
+
 def fake_result(task: str, entry: str, source: str) -> EvalResult:
     fail = _FAIL.search(source)
     sha = candidate_sha(source, entry)
-    hw = Hardware(backend="fake", device="fake-gpu")
+    hw = FAKE_HARDWARE
     if fail:
         stage = Stage(fail.group(1))
         return EvalResult(
@@ -75,8 +81,13 @@ def fake_result(task: str, entry: str, source: str) -> EvalResult:
         )
     m = _SCORE.search(source)
     score = float(m.group(1)) if m else 1.0
-    timing = RegimeTiming(
-        TimingStats(10.0 * score, 0.01, 20), TimingStats(10.0, 0.01, 20), score, score * 0.95, score * 1.05
+    timing = RegimeTiming(  # the candidate takes 10 us, twice the roofline floor of 5 us
+        TimingStats(10.0 * score, 0.01, 20),
+        TimingStats(10.0, 0.01, 20),
+        score,
+        score * 0.95,
+        score * 1.05,
+        floor_us=5.0,
     )
     case = CaseResult("n8", {"n": 8}, True, 0.0, 0.0, timings={"wall": timing, "graph": timing})
     return EvalResult(
@@ -115,6 +126,9 @@ class FakeExecutor:
 
     async def start(self) -> None:
         self.started = True
+
+    async def hardware(self) -> Hardware:
+        return FAKE_HARDWARE
 
     async def evaluate(self, task, source: str) -> Evaluated:
         self.seen.append(source)

@@ -84,6 +84,44 @@ def test_fresh_run_refuses_an_existing_run_and_resume_continues(tmp_path, task, 
     assert code == exit_codes.OK and json.loads(out)["iterations"] == 5
 
 
+def test_a_run_whose_seeding_failed_resumes_with_a_seed_given_later(tmp_path, fakes, capsys) -> None:
+    """Nothing seeds (no candidates/, no --seed, no LLM): the error says what to add; the run is not stored
+    as seeded, so the resume it suggests takes the --seed file given then and goes on."""
+    task = make_tiny_task(tmp_path / "task")
+    run = tmp_path / "run"
+    code, _, err = evolve(capsys, str(task), "--out", str(run), "--iterations", "3")
+    flat = " ".join(err.split())
+    assert code == exit_codes.USER_ERROR and "no program to mutate" in flat and "--resume" in flat
+    code, _, err = evolve(capsys, str(task), "--out", str(run), "--iterations", "3")  # a fresh start: refused
+    assert code == exit_codes.USER_ERROR and "already holds a run" in err
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("def other(x):\n    return x\n")
+    code, _, err = evolve(capsys, str(task), "--out", str(run), "--resume", "--seed", str(bad))
+    assert code == exit_codes.USER_ERROR and "scale" in err  # checked before anything runs
+
+    seed = tmp_path / "later.py"
+    seed.write_text(program_source(1.5))
+    code, out, err = evolve(
+        capsys, str(task), "--out", str(run), "--resume", "--seed", str(seed), "--iterations", "3", "--json"
+    )
+    assert code == exit_codes.OK, err
+    summary = json.loads(out)
+    assert summary["iterations"] == 3 and summary["best"]["score"] > 1.5  # seeded from later.py, then bred
+    assert summary["stop_reason"].startswith("iterations")
+
+
+def test_a_resume_seeds_from_candidates_added_to_the_task_meanwhile(tmp_path, fakes, capsys) -> None:
+    task = make_tiny_task(tmp_path / "task")
+    run = tmp_path / "run"
+    assert evolve(capsys, str(task), "--out", str(run), "--iterations", "2")[0] == exit_codes.USER_ERROR
+    make_tiny_task(task, [program_source(2.0)])  # the fix the message names: candidates/ in the task
+    code, out, err = evolve(capsys, str(task), "--out", str(run), "--resume", "--json")
+    assert code == exit_codes.OK, err
+    summary = json.loads(out)
+    assert summary["evaluations"] == 3 and summary["best"]["score"] > 2.0
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from evaluators.result import (
     EvalResult,
     HackFinding,
     Hardware,
+    KernelTime,
     Mismatch,
     RegimeTiming,
     Stage,
@@ -185,3 +187,26 @@ def test_unknown_mode_is_refused(tmp_path):
 def test_feedback_of_an_unevaluated_program():
     fb = build_feedback(None)
     assert not fb.evaluated and fb.verdict == "not evaluated yet" and not fb.failing
+
+
+def test_feedback_gives_the_roofline_fraction_and_the_kernels_of_a_call(tmp_path):
+    task = load_task(write_task(tmp_path / "task"))
+    timed = timed_result()
+    (case,) = timed.cases
+    graph = replace(case.timings["graph"], floor_us=2.5)  # 2.5 us floor, 6.25 us measured: 40 %
+    kernels = (KernelTime("_scale_kernel", 4.75), KernelTime("_tail_kernel", 1.25))
+    case = replace(case, timings={**case.timings, "graph": graph}, kernels=kernels)
+    result = replace(timed, cases=(case,))
+    user = render_prompt(task, program("p", result), hardware=H200).user
+    assert "graph (scored): 1.6x (95% CI 1.52-1.68)" in user
+    assert "CV 1.1%; reaches 40% of the roofline (floor 2.50 us)" in user
+    assert user.count("of the roofline") == 1  # the wall timing has no floor: nothing is made up
+    launches = "kernels: 2 kernel launches, 6.00 us on the GPU: _scale_kernel 4.75 us, _tail_kernel 1.25 us"
+    assert launches in user
+    # A JSON round trip (worker -> pool -> store) keeps both.
+    assert EvalResult.from_json(result.to_json()) == result
+    many = tuple(KernelTime(f"_k{i}", 1.0) for i in range(11))
+    fb = build_feedback(replace(result, cases=(replace(case, kernels=many),)))
+    assert fb.cases[0].kernels.startswith("11 kernel launches, 11.00 us on the GPU: _k0 1.00 us")
+    assert fb.cases[0].kernels.endswith("_k7 1.00 us, and 3 more")
+    assert build_feedback(timed_result()).cases[0].kernels == ""  # none recorded (a CPU run): none shown

@@ -101,3 +101,16 @@ def test_correct_only_never_hands_a_wrong_parent_to_an_operator_that_cannot_repa
     assert anyone["bad1"] > 100 and anyone["bad2"] > 100  # repairing operators still see failures
     only_wrong = island_with({"bad": 0.0}, failing=("bad",))
     assert sampler.parent(only_wrong, correct_only=True)[0].id == "bad"  # nothing correct yet: no choice
+
+
+def test_the_inspirations_count_caps_what_top_n_and_diverse_pick() -> None:
+    island = island_with({f"p{i}": float(i + 1) for i in range(8)})
+    parent = next(p for p in island.elites() if p.id == "p2")
+    sampler = ParentSampler(SamplingConfig(top_n=2, diverse=2), random.Random(8))
+    everyone = sampler.inspirations(island, parent)
+    assert len(everyone) == 5  # None: all that top_n and diverse pick
+    for cap in (0, 1, 3, 5):
+        sampler = ParentSampler(SamplingConfig(top_n=2, diverse=2, inspirations=cap), random.Random(8))
+        shown = sampler.inspirations(island, parent)
+        assert shown == everyone[:cap]  # best first: a cap keeps the island's best, then the top-N
+    assert ParentSampler(SamplingConfig(inspirations=0), random.Random(1)).choose(island).inspirations == ()

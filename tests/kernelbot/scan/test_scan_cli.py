@@ -48,7 +48,10 @@ def test_bad_flags_are_one_line(
 def test_the_ranking_without_a_profile_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = kernelbot(capsys, "scan", "--repo", MINIREPO, "--top", "3")
     assert code == 0, err
-    assert "static ranking of" in out and "next: kernelbot extract --repo REPO --function <function>" in out
+    best = "minisglang.attention.flash_backend:FlashDecodeBackend.forward_decode"
+    assert (
+        "static ranking of" in out and f"next: kernelbot extract --repo {MINIREPO} --function {best}" in out
+    )
     code, out, err = kernelbot(capsys, "scan", "--repo", MINIREPO, "--top", "3", "--json")
     assert code == 0, err
     payload = json.loads(out)
