@@ -100,9 +100,11 @@ def rank_regions(tree: Path, profile: Any, base_sha: str, *, timeout: float = 18
     """The ranking of the work tree `tree` (a checkout of `base_sha`)."""
     from extractors.errors import ExtractionError
     from extractors.scan_profile import profile_command
-    from extractors.scan_static import rank_static
+    from extractors.scan_static import scan_static
 
-    static = {hot.target: hot for hot in rank_static(tree)}
+    scanned = scan_static(tree)
+    static = {hot.target: hot for hot in scanned.hotspots}
+    unread = _unparsed_note(scanned.unparsed)
     recipe, why_static = ranking_recipe(profile)
     if why_static is None:
         try:
@@ -112,13 +114,22 @@ def rank_regions(tree: Path, profile: Any, base_sha: str, *, timeout: float = 18
         else:
             where = "GPU time" if cuda else "CPU time (no GPU here)"
             regions = measured_regions(rows, static, on_gpu=cuda)
-            return Ranking(base_sha, MEASURED, recipe, f"{where} under `{recipe}`", tuple(regions))
+            return Ranking(base_sha, MEASURED, recipe, f"{where} under `{recipe}`{unread}", tuple(regions))
     regions = [
         Region(h.target, h.path, False, static_score=h.score, evidence=h.evidence)
         for h in static.values()
         if is_region(h.target, h.path)
     ]
-    return Ranking(base_sha, STATIC, STATIC, f"static evidence ({why_static})", tuple(regions))
+    return Ranking(base_sha, STATIC, STATIC, f"static evidence ({why_static}){unread}", tuple(regions))
+
+
+def _unparsed_note(unparsed: list[Any]) -> str:
+    """Files the parser could not read are named (their functions are in no ranking)."""
+    if not unparsed:
+        return ""
+    shown = ", ".join(f"{u.path} ({u.reason})" for u in unparsed[:3])
+    more = f" and {len(unparsed) - 3} more" if len(unparsed) > 3 else ""
+    return f"; {len(unparsed)} file(s) not parsed, so not ranked: {shown}{more}"
 
 
 def measured_regions(rows: list[Any], static: Mapping[str, Any], *, on_gpu: bool) -> list[Region]:

@@ -63,8 +63,10 @@ def test_when_the_benchmark_cannot_run_here_the_ranking_is_static(monkeypatch, t
     for rel, text in ENGINE.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
+    (tmp_path / "eng" / "broken.py").write_text("def f(:\n")
     ranking = rank_regions(tmp_path, dataclasses.replace(example, benchmark=None), "b" * 40)
     assert ranking.source == STATIC and "has no end-to-end benchmark" in ranking.note
+    assert "1 file(s) not parsed, so not ranked: eng/broken.py (line 1" in ranking.note
     assert [r.target for r in ranking.regions] == ["eng.norm:rms"]  # the test file is no region
     assert not ranking.regions[0].measured and "torch ops" in ranking.regions[0].describe()
 
