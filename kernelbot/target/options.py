@@ -52,5 +52,6 @@ class TargetOptions:
     fork: str | None = None  # the fork's remote URL (or a remote name of the repository)
     token_env: str = DEFAULT_TOKEN_ENV  # the environment variable holding the forge token
     github_api: str | None = None  # the forge's API URL; None: $KERNELBOT_GITHUB_API, else the profile's
+    max_open: int = 1  # kernelbot PRs that may be open in the repository at once (forge.decisions)
     resume: bool = False
     config: Path | None = None  # kernelbot.toml with user profiles

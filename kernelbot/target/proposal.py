@@ -67,7 +67,9 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     fork = options.fork or _default_fork(repo, profile)
     ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")
     forge = make_forge(options, profile)
-    result = open_or_update(bundle, profile, forge, repo, fork=fork, token_env=options.token_env)
+    result = open_or_update(
+        bundle, profile, forge, repo, fork=fork, token_env=options.token_env, max_open=options.max_open
+    )
     outcome["pr"] = {
         "action": result.action,
         "reason": result.reason,
