@@ -332,6 +332,10 @@ def scan_command(
         Optional[bool],  # noqa: UP045
         typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
     ] = None,
+    fusion_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
+    ] = None,
     benchmark_runs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(help="End-to-end benchmark runs per side in each target run (0: skip; default 5)."),
@@ -389,6 +393,7 @@ def scan_command(
             workers_per_device=workers_per_device,
             seed_files=tuple(seed or ()),
             inductor_seed=inductor_seed,
+            fusion_seed=fusion_seed,
         ),
         benchmark_runs=benchmark_runs,
         profile_timeout=timeout,
