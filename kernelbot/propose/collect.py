@@ -317,7 +317,7 @@ def tests_evidence(tests: Mapping[str, Any] | None) -> TestsEvidence:
 
 def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
     """From verify.json's "e2e" (None: verification did not run). Claimed only when the delta's whole
-    interval lies on the better side of zero."""
+    interval lies on the better side of zero; a regression when it lies wholly on the worse side."""
     if not e2e:
         return E2EEvidence(measured=False, reason="the end-to-end benchmark was not run for this proposal")
     if not e2e.get("measured"):
@@ -330,7 +330,10 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
     means, cv, ci = e2e.get("means") or {}, e2e.get("cv") or {}, e2e.get("ci_pct")
     low, high = (float(ci[0]), float(ci[1])) if ci else (None, None)
     better = bool(e2e.get("higher_is_better", True))
-    claimed = low is not None and high is not None and (low > 0 if better else high < 0)
+    claimed = regressed = False
+    if low is not None and high is not None:
+        claimed = low > 0 if better else high < 0
+        regressed = high < 0 if better else low > 0
     return E2EEvidence(
         measured=True,
         reason="",
@@ -349,6 +352,7 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
         ci_low_pct=low,
         ci_high_pct=high,
         claimed=claimed,
+        regressed=regressed,
         confidence_pct=round(100 * float(e2e.get("confidence") or 0.95)),
     )
 

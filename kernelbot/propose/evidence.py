@@ -186,6 +186,7 @@ class E2EEvidence:
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     claimed: bool = False  # the whole interval lies on the better side of zero
+    regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
 
 

@@ -240,6 +240,7 @@ def e2e(e: Evidence) -> dict[str, Any]:
         "delta": delta,
         "ci": ci,
         "claimed": b.claimed,
+        "regressed": b.regressed,
         "confidence": b.confidence_pct,
     }
 

@@ -56,13 +56,9 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     }
     if not options.open_pr:
         return outcome
-    tests = verify_data.get("tests") or {}
-    if tests.get("cannot_run"):
-        raise ProposalRefused(
-            f"no pull request is opened from a change whose tests could not run: {tests['cannot_run']}; "
-            f"{tests.get('advice') or 'install the engine and its dependencies'}. "
-            f"The bundle is in {bundle.dir}"
-        )
+    refusal = pr_refusal(verify_data, evidence)
+    if refusal:
+        raise ProposalRefused(f"{refusal}. The bundle is in {bundle.dir}")
     repo = state.resolve(state.repo.path)
     fork = options.fork or _default_fork(repo, profile)
     ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")
@@ -78,6 +74,25 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
         "pushed_sha": result.pushed_sha or None,
     }
     return outcome
+
+
+def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
+    """Why no pull request may be opened from a written bundle, or None. The bundle itself is kept: it is
+    the user's to study, but a maintainer should not have to close a PR the evidence already condemns."""
+    tests = verify_data.get("tests") or {}
+    if tests.get("cannot_run"):
+        return (
+            f"no pull request is opened from a change whose tests could not run: {tests['cannot_run']}; "
+            f"{tests.get('advice') or 'install the engine and its dependencies'}"
+        )
+    e2e = evidence.e2e
+    if e2e.regressed:
+        return (
+            f"no pull request is opened from a change that made the end-to-end benchmark worse: {e2e.metric} "
+            f"{e2e.delta_pct:+.1f} % ({e2e.confidence_pct} % CI [{e2e.ci_low_pct:+.1f} %, "
+            f"{e2e.ci_high_pct:+.1f} %])"
+        )
+    return None
 
 
 def make_forge(options: TargetOptions, profile: Any) -> Any:

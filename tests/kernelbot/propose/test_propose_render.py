@@ -5,15 +5,17 @@ speed was measured."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
-from proposal_fixtures import ProfileStandIn, evidence_for, unexplained_numbers
+from proposal_fixtures import ProfileStandIn, evidence_for, unexplained_numbers, verify_content
 
 from kernelbot.errors import ConfigError
 from kernelbot.forge import parse_marker
 from kernelbot.propose import Evidence, body_templates, render_body
+from kernelbot.propose.collect import e2e_evidence
 from kernelbot.propose.render import marker_of
 
 HEADINGS = {
@@ -108,6 +110,22 @@ def test_an_e2e_change_inside_the_noise_is_not_claimed(tmp_path: Path) -> None:
     assert "Change: +0.1 %, 95 % CI [-0.3 %, +0.6 %]." in body
     assert "no end-to-end improvement is claimed" in body
     assert "lies entirely on the better side" not in body
+
+
+@pytest.mark.parametrize("higher_is_better", [True, False])
+def test_an_e2e_regression_is_said_plainly(tmp_path: Path, higher_is_better: bool) -> None:
+    worse = (-4.1, -2.3) if higher_is_better else (2.3, 4.1)  # the interval wholly on the worse side
+    e2e = verify_content(e2e_measured=True, claimed=False)["e2e"]
+    e2e.update(higher_is_better=higher_is_better, delta_pct=sum(worse) / 2, ci_pct=list(worse))
+    regression = e2e_evidence(e2e)
+    assert regression.regressed and not regression.claimed
+    evidence = dataclasses.replace(evidence_for(tmp_path, gpu=True, claimed=False), e2e=regression)
+    body = render_body(evidence, "sglang")
+    assert "on this benchmark the engine is slower with this change" in body
+    assert "lies entirely on the better side" not in body and "no end-to-end improvement" not in body
+
+    inside = e2e_evidence(verify_content(e2e_measured=True, claimed=False)["e2e"])
+    assert not inside.regressed and not inside.claimed  # [-0.3 %, +0.6 %]: neither
 
 
 def test_an_unknown_template_lists_the_known_ones(gpu_evidence: Evidence) -> None:
