@@ -84,9 +84,16 @@ def compile_candidate(task_dir: Path, candidate: Path, arch: int) -> list[dict[s
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     entry = getattr(module, task.entry)
-    for case in task.cases:
-        args, kwargs = task.make_inputs(case, 0, "cpu")
-        entry(*args, **kwargs)
+    import torch
+
+    available = torch.cuda.is_available
+    torch.cuda.is_available = lambda: True  # the host code takes its GPU path (the inputs stay on the CPU)
+    try:
+        for case in task.cases:
+            args, kwargs = task.make_inputs(case, 0, "cpu")
+            entry(*args, **kwargs)
+    finally:
+        torch.cuda.is_available = available
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     target = GPUTarget("cuda", arch, 32)

@@ -139,6 +139,8 @@ class _Task:
         else:
             self.record["specialisations"] = [list(g.cases) for g in report.graphs]
         self.knobs = [Knobs(), *neighbours(Knobs(), uses_topk=writer.uses_selection(report))]
+        self.next_knobs = 1  # the next knob set a variant tries
+        self.shas: set[str] = set()
         self.compared_sha = ""
 
     def guarded(self, step: Any, allowed: bool, why_not: str) -> None:
@@ -160,11 +162,17 @@ class _Task:
         self._update()
 
     def variant(self, judge: Any, index: int) -> None:
-        if index < len(self.knobs) and self.record["candidates"]:
-            self._candidate(judge, index)
-            self._update()
+        """The next knob set whose code differs from every candidate so far (a knob that changes nothing
+        for this reference, or has no kernel for it, is passed over)."""
+        while self.next_knobs < len(self.knobs) and self.record["candidates"]:
+            position = self.next_knobs
+            self.next_knobs += 1
+            if self._candidate(judge, position):
+                self._update()
+                return
 
-    def _candidate(self, judge: Any, index: int) -> None:
+    def _candidate(self, judge: Any, index: int) -> bool:
+        """Write and judge the candidate of knob set `index`; False when there is nothing new to judge."""
         from evolution.dedup import candidate_sha
         from evolution.fusion.generate import GenerationError
         from evolution.fusion.knobs import Knobs
@@ -179,15 +187,22 @@ class _Task:
         try:
             generated = asyncio.run(self.writer.write(self.task, self.report, knobs))
         except GenerationError as exc:
-            entry["verdict"] = f"not generated: {exc}"
-            self.record["candidates"].append(entry)
             if index == 0:
+                entry["verdict"] = f"not generated: {exc}"
+                self.record["candidates"].append(entry)
                 self.record["status"] = f"seed refused: {exc}"
-            return
-        entry["sha"] = candidate_sha(generated.source, self.task.entry)
+            else:
+                self.record.setdefault("not_applicable", []).append(f"{entry['changed']}: {exc}")
+            return False
+        sha = candidate_sha(generated.source, self.task.entry)
+        if sha in self.shas:
+            return False
+        self.shas.add(sha)
+        entry["sha"] = sha
         entry.update(_verdict(judge(self.task, generated.source)))
         entry["source"] = generated.source
         self.record["candidates"].append(entry)
+        return True
 
     def _correct(self) -> list[dict[str, Any]]:
         return [c for c in self.record["candidates"] if c.get("correct")]

@@ -268,7 +268,7 @@ def _ratio(entry: dict[str, Any] | None) -> str:
 # --- the call -------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench/llm_free_acceptance.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/kb-accept-out")))
     parser.add_argument("--work", type=Path, default=Path("/tmp/kb-accept"))
@@ -279,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", metavar="NAME[,NAME...]")
     parser.add_argument("--specs", type=Path, default=SPECS, help="input specs (tests/evolution/specs: CPU)")
     parser.add_argument("--device", default="cuda", help="where the extracted references are probed")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     names = [t.name for t in FRESH_TASKS]
     if args.only:
         names = [n for n in names if n in {x.strip() for x in args.only.split(",")}]

@@ -206,7 +206,7 @@ def _selected(only: list[str] | None) -> list[RealKernel]:
     return [k for k in CORPUS if not only or k.id in only]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -229,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_run.add_argument("--only", nargs="*")
     p_run.add_argument("--backend", default="triton-cuda", help="triton-interpret: a CPU check of the script")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "prepare":
         prepare(args.out, cache=args.cache, gpu=not args.ci_sizes, only=args.only)
         print(f"prepared {args.out}")

@@ -129,6 +129,7 @@ class MutationConfig:
     in_flight: int = 0  # concurrent mutations; 0 = evaluation capacity + 1
     seed_files: tuple[str, ...] = ()  # extra seed candidates; the task's candidates/ dir is always used
     inductor_seed: bool = True
+    fusion_seed: bool = True  # the fusion generator's first candidates (seed:fusion)
     seed_attempts: int = 1  # calls of each seeding operator at run start
     # Share of LLM mutations that ask for a rewrite of the whole EVOLVE-BLOCK instead of SEARCH/REPLACE
     # edits (a first candidate is always a rewrite).

@@ -6,7 +6,9 @@ operators answer from the parent *and* the inspirations shown beside it (bucket 
 that gains): their mark holds for the same inspirations only, and a changed archive (a new best, a new
 neighbour) makes the pair worth asking again. An operator whose answer depends on the parent alone says so
 with `exhaustion_ignores_inspirations = True` (launch tuning: a parent's neighbourhood is fixed), and its
-mark holds for good. Operators with `needs_correct_parent` are only handed correct parents.
+mark holds for good. Operators with `needs_correct_parent` are only handed correct parents, and an operator
+with an `accepts(source)` method only the parents it accepts (fusion variants: what the fusion generator
+wrote), so a move the operator would refuse on sight never spends an iteration.
 """
 
 from __future__ import annotations
@@ -68,11 +70,14 @@ class MoveChooser:
 
     def reason(self, archive: Archive) -> str:
         """Why no move is left (the run's stop reason)."""
-        has_correct = any(p.correct for p in archive.all_elites())
+        elites = list(archive.all_elites())
+        has_correct = any(p.correct for p in elites)
         parts = []
         for op in self.operators.evolvers:
             if needs_correct_parent(op) and not has_correct:
                 parts.append(f"{op.name}: no correct program to start from")
+            elif not any(accepts_parent(op, p) for p in elites):
+                parts.append(f"{op.name}: no program it can start from")
             else:
                 parts.append(f"{op.name}: {self._why.get(op.name, 'nothing new for any parent')}")
         return "move space exhausted: no operator has anything new to propose for any parent (" + (
@@ -83,6 +88,8 @@ class MoveChooser:
         def eligible(program: Program) -> bool:
             if correct_only and not program.correct:
                 return False
+            if not accepts_parent(operator, program):
+                return False
             return _key(operator, program, self.sampler.inspirations(island, program)) not in self._spent
 
         return eligible
@@ -91,6 +98,12 @@ class MoveChooser:
 def needs_correct_parent(operator: Mutator) -> bool:
     """Launch tuning and crossover keep what a kernel computes: a wrong parent only yields wrong children."""
     return bool(getattr(operator, "needs_correct_parent", False))
+
+
+def accepts_parent(operator: Mutator, program: Program) -> bool:
+    """Whether the operator can work on this parent at all (operators without `accepts` take any)."""
+    accepts = getattr(operator, "accepts", None)
+    return True if accepts is None else bool(accepts(program.source))
 
 
 def _key(operator: Mutator, parent: Program, inspirations: Sequence[Program]) -> _Key:

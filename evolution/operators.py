@@ -68,8 +68,9 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         from evolution.mutators.fusion_variant import FusionVariantMutator
 
         writer = FusionWriter()  # one trace per task, shared by the seed and the variants
-        mutators.append(FusionSeedMutator(writer))
-        mutators.append(FusionVariantMutator(writer))
+        if config.mutation.fusion_seed:
+            mutators.append(FusionSeedMutator(writer))
+        mutators.append(FusionVariantMutator(writer))  # evolves any parent the generator wrote
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))

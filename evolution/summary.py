@@ -76,7 +76,8 @@ def write_growth(store: RunStore, run_dir: Path) -> tuple[Path, Path]:
 
 
 def case_table(result: EvalResult) -> list[dict[str, Any]]:
-    """Per case: errors and, per regime, speedup with CI and both medians (to compare eager/compile with)."""
+    """Per case: errors and, per regime, speedup with CI, the lower bound a claim may state (`claim_low`:
+    the CI's lower end less the cross-process margin; None with too few pairs), and both medians."""
     cases = []
     for c in result.cases:
         row: dict[str, Any] = {
@@ -96,6 +97,7 @@ def case_table(result: EvalResult) -> list[dict[str, Any]]:
                 else {
                     "speedup": t.speedup,
                     "ci": [t.ci_low, t.ci_high],
+                    "claim_low": t.claim_low,
                     "reference_us": t.reference.median_us,
                     "candidate_us": t.candidate.median_us,
                     "candidate_cv": t.candidate.cv,

@@ -30,6 +30,9 @@ class ProfiledFunction:
     ops: int
     kernels: int
     share: float = 0.0  # of all attributed time
+    # Of time_us, the part spent in operators that already are library kernels (GEMM, convolution, fused
+    # attention): nothing a fused kernel around them can win.
+    library_us: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -84,6 +87,7 @@ def _attribute(index: RepoIndex, raw: list[dict], cuda: bool) -> list[ProfiledFu
         entry.device_us += row["device_us"]
         entry.ops += row["ops"]
         entry.kernels += row["kernels"]
+        entry.library_us += row.get("library_device_us" if cuda else "library_host_us", 0.0)
     total = 0.0
     for entry in merged.values():
         entry.time_us = entry.device_us if cuda else entry.host_us
@@ -107,7 +111,9 @@ def _qualname_at(index: RepoIndex, path: Path, lines: list[int], name: str) -> s
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 qual = prefix + stmt.name
-                if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                # The profiler names a function by its code's first line: a decorated one's decorator.
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                if first <= line <= (stmt.end_lineno or stmt.lineno):
                     if isinstance(stmt, ast.ClassDef):
                         walk(stmt.body, qual + ".")
                     elif best is None or stmt.lineno > best[0]:

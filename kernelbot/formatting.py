@@ -80,15 +80,15 @@ def format_files(
     place; `new_files` get the formatter's new_file_tools first."""
     findings: list[str] = []
     ran = []
-    if new_files:
-        for tool in formatter.new_file_tools:
-            findings += run_tool(repo, new_files, tool, timeout)
-            ran.append(tool.requirement)
-    everything = [*new_files, *files]
-    if everything:
-        for tool in formatter.tools:
-            findings += run_tool(repo, everything, tool, timeout)
-            ran.append(tool.requirement)
+    for tools, paths in (
+        (formatter.new_file_tools, list(new_files)),
+        (formatter.tools, [*new_files, *files]),
+    ):
+        for tool in tools:
+            chosen = [path for path in paths if tool.applies_to(path)]  # the hook's files / exclude
+            if chosen:
+                findings += run_tool(repo, chosen, tool, timeout)
+                ran.append(tool.requirement)
     return FormatOutcome(tuple(ran), tuple(findings))
 
 

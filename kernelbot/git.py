@@ -272,14 +272,20 @@ def apply_patch(worktree: Path, patch: str) -> None:
             raise _git_error(exc, f"applying a patch in {worktree}", check) from exc
 
 
-def commit_all(worktree: Path, message: str, *, identity: Identity = BOT_IDENTITY) -> str:
+def commit_all(
+    worktree: Path, message: str, *, identity: Identity = BOT_IDENTITY, date: str | None = None
+) -> str:
     """Stage everything (junk excluded) and commit it as `identity`; returns the new commit's sha. The
-    repository's own hooks are not run (kernelbot formats the files itself) and no signing is asked for."""
+    repository's own hooks are not run (kernelbot formats the files itself) and no signing is asked for.
+
+    With `date` (git's date format, e.g. "2000-01-01T00:00:00+00:00") the commit is authored and committed
+    at that time: the same tree, parents, message and identity then always give the same sha."""
     env = {
         "GIT_AUTHOR_NAME": identity.name,
         "GIT_AUTHOR_EMAIL": identity.email,
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
+        **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}),
         **config_env({"commit.gpgsign": "false"}),
     }
     with _open(worktree) as repo:
@@ -352,6 +358,33 @@ def clone(url: str, dest: Path, *, bare: bool = False, token_env: str | None = N
                 raise _unreachable(url, exc, token_env) from exc
             raise _git_error(exc, f"git clone {redact_url(url)}", f"is {dest} an empty directory?") from exc
     return dest
+
+
+def fetch(repo_path: Path, remote: str = "origin", *, token_env: str | None = None) -> None:
+    """Bring `remote`'s branches into `repo_path`'s remote-tracking refs (pruning deleted ones)."""
+    with _open(repo_path) as repo:
+        url = next((r.url for r in repo.remotes if r.name == remote), remote)
+        refuse_credentials(url)
+        try:
+            repo.git.fetch("--quiet", "--prune", remote, env=credential_env(url, token_env))
+        except gitpython.GitCommandError as exc:
+            if _looks_unreachable(exc):
+                raise _unreachable(url, exc, token_env) from exc
+            raise _git_error(exc, f"git fetch {redact_url(url)}", "is the remote a git repository?") from exc
+
+
+def reset_branch(repo_path: Path, branch: str, rev: str) -> str:
+    """Check out `branch` at `rev` (created or moved there), discarding local changes to tracked files;
+    returns the commit. For checkouts kernelbot owns, never a user's."""
+    with _open(repo_path) as repo:
+        try:
+            sha = repo.commit(rev).hexsha
+            repo.git.checkout("--quiet", "--force", "-B", branch, sha)
+        except (gitpython.BadName, ValueError):
+            raise GitError(f"{rev!r} is not a commit of {repo_path}: was it fetched?") from None
+        except gitpython.GitCommandError as exc:
+            raise _git_error(exc, f"git checkout -B {branch} {rev}", "is the work tree writable?") from exc
+    return sha
 
 
 def push_with_lease(

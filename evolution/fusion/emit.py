@@ -8,8 +8,10 @@ to the prologue, before the loop over rows, so each program loads them once.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import sympy
@@ -24,7 +26,7 @@ class LoweringError(Exception):
 
 @dataclass(frozen=True)
 class Binding:
-    kind: str  # "grid" (a scalar program index) | "block" (program * BLOCK + arange) | "register"
+    kind: str  # "grid" (a program index) | "block" (program * BLOCK + arange) | "register" | "loop" (chunks)
     block: str = ""  # the kernel's constexpr name of the block size (block kind)
 
 
@@ -118,18 +120,56 @@ class Options:
     topk: str = "mask"  # which top-k block: mask | threshold | twopass | bitonic
 
 
+@dataclass(eq=False)
+class Block:
+    """Statements at one nesting level: the region's top level, or a loop over the chunks of an atom."""
+
+    header: str = ""  # "for a3_start in range(0, N, BLOCK_A3):" ("" for the top level)
+    depth: int = 0
+    loop_atom: Atom | None = None
+    var: str = ""  # the loop's chunk start
+    items: list[str | Block] = field(default_factory=list)
+    open_child: Block | None = None  # statements added while a child is open go before it
+    cse: dict[str, Tile] = field(default_factory=dict)
+    atom_tiles: dict[int, Tile] = field(default_factory=dict)
+
+    def add(self, item: str | Block) -> None:
+        if self.open_child is not None and self.open_child in self.items:
+            self.items.insert(self.items.index(self.open_child), item)
+        else:
+            self.items.append(item)
+
+    def render(self, indent: str = "") -> list[str]:
+        lines: list[str] = []
+        for item in self.items:
+            if isinstance(item, Block):
+                lines.append(f"{indent}{item.header}")
+                lines.extend(item.render(indent + "    ") or [f"{indent}    pass"])
+            else:
+                lines.append(f"{indent}{item}")
+        return lines
+
+    def walk(self) -> list[Block]:
+        return [self, *(b for item in self.items if isinstance(item, Block) for b in item.walk())]
+
+
 @dataclass
 class Region:
     bindings: dict[Atom, Binding]
     guarded: tuple[Atom, ...] = ()  # grid atoms this region's stores lack: it runs where they are 0
     prologue: list[str] = field(default_factory=list)  # row-invariant statements (hoisted when allowed)
-    body: list[str] = field(default_factory=list)
+    root: Block = field(default_factory=Block)
     hoist: bool = False
-    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes (sizes num_warps)
+    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes
+    load_shapes: set[tuple[str, ...]] = field(default_factory=set)  # shapes of loads (they size num_warps)
+
+
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 class Emitter:
-    """Builds the statements of one region."""
+    """Builds the statements of one region. A statement goes to the deepest block any name it reads was
+    defined in (a loop over an atom's chunks, or the top level); equal code is shared within a block."""
 
     def __init__(
         self,
@@ -144,8 +184,8 @@ class Emitter:
         self.table = table
         self.names = names
         self.options = options
-        self._cse: dict[str, Tile] = {}
-        self._atom_tiles: dict[int, Tile] = {}
+        self.stack: list[Block] = [region.root]
+        self._defined: dict[str, Block] = {}
         self._rounded: set[str] = set()  # tiles already rounded to a 16-bit float
 
     # --- bookkeeping -------------------------------------------------------------------------------------
@@ -165,39 +205,147 @@ class Emitter:
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self.names)}"
 
+    def _target(self, code: str) -> Block:
+        """The deepest open block that defines a name `code` reads (the top level when none)."""
+        target = self.stack[0]
+        for name in _NAME.findall(code):
+            block = self._defined.get(name)
+            if block is not None and block.depth > target.depth:
+                if block not in self.stack:
+                    raise LoweringError(f"internal: {name} is read outside the loop that defines it")
+                target = block
+        return target
+
+    def visible(self, tile: Tile) -> bool:
+        """Whether every name `tile` reads is defined in a block open now (a cached value from a closed
+        loop is not)."""
+        return all(
+            self._defined[name] in self.stack for name in _NAME.findall(tile.code) if name in self._defined
+        )
+
     def let(
         self, code: str, atoms: tuple[Atom, ...], dtype: str, grid: frozenset[Atom], prefix: str = "v"
     ) -> Tile:
         """Bind `code` to a new name (or return the tile already bound to the same code)."""
         if _is_simple(code):
             return Tile(code, atoms, dtype, grid)
+        target = self._target(code)
         # Equal code over other atoms is another value (two aranges of one extent are two axes).
         key = f"{code}@{','.join(a.name for a in atoms)}"
-        found = self._cse.get(key)
+        found = target.cse.get(key)
         if found is not None:
             return found
         name = self.fresh(prefix)
-        self.statement(f"{name} = {code}", grid)
+        self._place(target, f"{name} = {code}", grid)
+        self._defined[name] = target
         tile = Tile(name, atoms, dtype, grid)
         if atoms:
             self.region.shapes.add(tuple(self.extent_code(a) for a in atoms))
-        self._cse[key] = tile
+        target.cse[key] = tile
         return tile
 
     def statement(self, text: str, grid: frozenset[Atom]) -> None:
-        if self.region.hoist and not grid:
+        """A statement written by hand (`a, b = block(x)`): placed like a let, its targets defined there."""
+        left, _, right = text.partition(" = ")
+        target = self._target(right or text)
+        self._place(target, text, grid)
+        if right:
+            for name in _NAME.findall(left):
+                self._defined[name] = target
+
+    def store(self, text: str) -> None:
+        """A tl.store: in the deepest block it reads from, never hoisted."""
+        self._target(text).add(text)
+
+    def _place(self, target: Block, text: str, grid: frozenset[Atom]) -> None:
+        if self.region.hoist and not grid and target is self.stack[0]:
             self.region.prologue.append(text)
         else:
-            self.region.body.append(text)
+            target.add(text)
+
+    # --- loops over the chunks of an atom ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def loop(self, atom: Atom) -> Iterator[Block]:
+        """The main loop over `atom`'s chunks (the stores' values are computed inside it)."""
+        parent = self.stack[-1]
+        block = self._loop_block(atom, parent.depth + 1)
+        parent.add(block)
+        previous, parent.open_child = parent.open_child, block
+        self.stack.append(block)
+        try:
+            yield block
+        finally:
+            self.stack.pop()
+            parent.open_child = previous
+
+    @contextlib.contextmanager
+    def preloop(self, atom: Atom) -> Iterator[Block]:
+        """A loop over `atom`'s chunks placed before the innermost open loop over it (a reduction the loop
+        needs whole: the norm's sum before the loop that writes the normed row)."""
+        current = next((b for b in reversed(self.stack) if b.loop_atom is atom), None)
+        if current is None:  # no loop over the atom is open here (a store without it): a loop of its own
+            with self.loop(atom) as block:
+                yield block
+            return
+        depth = current.depth
+        parent = self.stack[depth - 1]
+        block = self._loop_block(atom, depth)
+        parent.add(block)
+        saved, previous = self.stack, parent.open_child
+        parent.open_child = block
+        self.stack = [*saved[:depth], block]
+        try:
+            yield block
+        finally:
+            self.stack = saved
+            parent.open_child = previous
+
+    def _loop_block(self, atom: Atom, depth: int) -> Block:
+        binding = self.binding(atom)
+        var = self.fresh(f"{atom.name}_start")
+        header = f"for {var} in range(0, {self.params.size(atom.extent)}, {binding.block}):"
+        block = Block(header=header, depth=depth, loop_atom=atom, var=var)
+        self._defined[var] = block
+        return block
+
+    def accumulate(self, atom: Atom, partial: Callable[[], Tile], kind: str) -> Tile:
+        """`kind` (sum | max | min) of chunk results over a pre-loop on `atom`: `partial()` gives one chunk's
+        reduction (evaluated inside the loop)."""
+        with self.preloop(atom) as block:
+            chunk = partial()
+            parent = self.stack[block.depth - 1]
+            name = self.fresh("acc")
+            identity = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
+            if chunk.dtype not in ("fp32", "fp64") and kind != "sum":
+                identity = -(2**31) + 1 if kind == "max" else 2**31 - 1
+            shape = ", ".join(self.extent_code(a) for a in chunk.atoms)
+            value = literal(identity, chunk.dtype)
+            init = (
+                f"{name} = tl.full(({shape}{',' if chunk.atoms else ''}), {value}, {TL_DTYPE[chunk.dtype]})"
+            )
+            self._place(parent, init, frozenset())
+            self._defined[name] = parent
+            update = {"sum": "{a} + {b}", "max": "tl.maximum({a}, {b})", "min": "tl.minimum({a}, {b})"}[kind]
+            block.add(f"{name} = {update.format(a=name, b=chunk.code)}")
+        return Tile(name, chunk.atoms, chunk.dtype, chunk.grid)
 
     # --- atoms -------------------------------------------------------------------------------------------
 
     def atom_index(self, atom: Atom) -> Tile:
-        cached = self._atom_tiles.get(id(atom))
+        binding = self.binding(atom)
+        home = self.stack[0]
+        if binding.kind == "loop":
+            home = next((b for b in reversed(self.stack) if b.loop_atom is atom), None)
+            if home is None:
+                raise LoweringError(f"internal: the looped atom {atom.name} is read outside its loop")
+        cached = home.atom_tiles.get(id(atom))
         if cached is not None:
             return cached
-        binding = self.binding(atom)
-        if binding.kind == "grid":
+        if binding.kind == "loop":
+            code = f"{home.var} + tl.arange(0, {binding.block})"
+            tile = self.let(code, (atom,), "i32", frozenset(), prefix=f"{atom.name}_")
+        elif binding.kind == "grid":
             tile = Tile(f"pid_{atom.name}", (), "i32", frozenset({atom}))
         elif binding.kind == "block":
             code = f"pid_{atom.name} * {binding.block} + tl.arange(0, {binding.block})"
@@ -206,7 +354,7 @@ class Emitter:
             tile = self.let(
                 f"tl.arange(0, {self.params.pad(atom.extent)})", (atom,), "i32", frozenset(), f"{atom.name}_"
             )
-        self._atom_tiles[id(atom)] = tile
+        home.atom_tiles[id(atom)] = tile
         return tile
 
     def atom_mask(self, atom: Atom) -> Tile | None:
@@ -291,12 +439,16 @@ class Emitter:
             return tile
         return self.rounded(tile, storage)
 
+    def emulation(self) -> str:
+        """The constexpr that says whether bf16 rounding must be emulated (true under the interpreter)."""
+        return self.params.add(Param("EMULATE_ROUNDING", "_interpreted()", "size", True, "CPU interpreter"))
+
     def rounded(self, tile: Tile, storage: str) -> Tile:
         """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
         if tile.code in self._rounded:
             return tile
         if storage == "bfloat16":
-            result = self.unary("_kb_round_bf16({a})", tile, tile.dtype)
+            result = self.unary(f"_kb_round_bf16({{a}}, {self.emulation()})", tile, tile.dtype)
         else:
             result = self.unary(f"{_wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
         self._rounded.add(result.code)
@@ -319,7 +471,7 @@ class Emitter:
 
     def extent_code(self, atom: Atom) -> str:
         binding = self.binding(atom)
-        if binding.kind == "block":
+        if binding.kind in ("block", "loop"):
             return binding.block
         return self.params.pad(atom.extent)
 

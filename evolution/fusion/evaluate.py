@@ -100,13 +100,19 @@ class Evaluator:
 
     # --- atoms -------------------------------------------------------------------------------------------
 
-    def atom(self, extent: sympy.Expr, avoid: frozenset[Atom] | set[Atom] = frozenset()) -> Atom:
-        """An atom of `extent` that is none of `avoid` and not bound to the grid of this region."""
+    def atom(
+        self, extent: sympy.Expr, avoid: frozenset[Atom] | set[Atom] = frozenset(), kind: str = "select"
+    ) -> Atom:
+        """An atom of `extent` that is none of `avoid` and not bound to the grid of this region, spanned
+        whole by an op: `kind` "reduce" (a sum, max or min, which a loop over chunks can accumulate) or
+        "select" (top-k, sort, scan, scatter: the whole axis in registers)."""
         taken = set(avoid) | self.emitter.grid_atoms()
         atom = self.atoms.get(sympy.sympify(extent), self.hint(extent), frozenset(taken))
-        self.emitter.binding(atom)  # not in the grid: a register axis here
+        binding = self.emitter.binding(atom)  # not in the grid: a register (or looped) axis here
+        if binding.kind == "loop" and kind != "reduce":
+            raise LoweringError(f"a {kind} over an axis split into chunks (two passes take sums and maxima)")
         if self.recorder is not None:
-            self.recorder.spanned(atom)
+            self.recorder.spanned(atom, kind)
         return atom
 
     def extents(self) -> dict[Atom, sympy.Expr]:
@@ -124,7 +130,7 @@ class Evaluator:
             raise LoweringError(f"internal: {name} has {len(meta.shape)} dims, indexed with {len(index)}")
         key = (name, output, index_key(index), guard.code if guard is not None else None)
         cached = self._cache.get(key)
-        if cached is not None:
+        if cached is not None and self.emitter.visible(cached):
             return cached
         if name in self.placeholders:
             tile = self.placeholder(self.placeholders[name], index, guard)

@@ -3,7 +3,7 @@
     imports
     # EVOLVE-BLOCK-START
     # fusion-knobs: {...}                 what fusion:variant changes
-    ROWS / BLOCK / PROGRAMS / WARPS_SCALE  the knobs the host code reads (launch tuning may move them too)
+    ROWS / BLOCK / PROGRAMS / WARPS_SCALE  the knobs the code reads, only those (launch tuning may move them)
     building blocks                        the _kb_* helpers the kernels call (from evolution.fusion.blocks)
     kernels                                one per specialisation
     host functions and the entry           (with a dispatch when the cases trace to several graphs)
@@ -15,6 +15,7 @@ Raises GenerationError naming the op or construct when the reference is not some
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
@@ -28,6 +29,9 @@ from evolution.fusion.knobs import Knobs
 from evolution.fusion.model import Graph, TraceReport
 from evolution.fusion.symbols import SizeError
 
+_INTERPRETED = '''def _interpreted():
+    """Whether the kernels run under Triton's CPU interpreter (it casts to bfloat16 by truncation)."""
+    return not torch.cuda.is_available()'''
 _NUM_WARPS = '''def _num_warps(elements):
     """Warps for a program whose largest register tile holds `elements` (about 512 per warp)."""
     warps = 1
@@ -66,13 +70,16 @@ def generate(report: TraceReport, knobs: Knobs, *, entry: str, task_name: str) -
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs)
-    lines += [EVOLVE_START, knobs.header(), *_constants(knobs)]
+    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), _NUM_WARPS])
+    lines += [EVOLVE_START, knobs.header(), *_constants(knobs, used)]
     kernel_text = "\n".join(k.text for k in kernels)
     for source in blocks.source_of(blocks.used_by(kernel_text)):
         lines += ["", "", source]
     for kernel in kernels:
         lines += ["", "", kernel.text]
     lines += ["", "", _NUM_WARPS]
+    if "_interpreted()" in used:
+        lines += ["", "", _INTERPRETED]
     for host in hosts:
         lines += ["", "", *host]
     if len(graphs) > 1:
@@ -101,13 +108,16 @@ def _header(task_name: str, report: TraceReport, graphs: list[Graph]) -> list[st
     ]
 
 
-def _constants(knobs: Knobs) -> list[str]:
-    return [
-        f"ROWS = {knobs.rows}  # rows per program",
-        f"BLOCK = {knobs.block}  # elements per program along a blocked axis",
-        f"PROGRAMS = {knobs.persistent}  # 0: one program per grid index; N: a persistent grid of N programs",
-        f"WARPS_SCALE = {knobs.warps}",
+def _constants(knobs: Knobs, used: str) -> list[str]:
+    """The knob constants the code reads (a knob without effect on this reference leaves no trace in the
+    code, so its variant is recognised as a duplicate)."""
+    constants = [
+        ("ROWS", f"ROWS = {knobs.rows}  # rows per program"),
+        ("BLOCK", f"BLOCK = {knobs.block}  # elements per program (or per chunk) along a blocked axis"),
+        ("PROGRAMS", f"PROGRAMS = {knobs.persistent}  # a persistent grid of at most this many programs"),
+        ("WARPS_SCALE", f"WARPS_SCALE = {knobs.warps}"),
     ]
+    return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
 
 
 def _host_function(

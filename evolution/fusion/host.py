@@ -44,7 +44,7 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
             arguments.append(f"{param.name}={param.host}")
     total = " * ".join(name for name, _ in kernel.grid) or "1"
     lines.append(f"programs = {total}")
-    launch = "min(programs, PROGRAMS) if PROGRAMS > 0 else programs"
+    launch = "min(programs, PROGRAMS)" if kernel.persistent else "programs"
     lines.append("if programs > 0:")
     lines.append(f"    {kernel.name}[({launch},)](")
     lines.extend(f"        {a}," for a in arguments)

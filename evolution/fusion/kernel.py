@@ -9,12 +9,13 @@ if pid_<row> == 0:                           (a store that lacks a grid atom, or
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from dataclasses import dataclass, field
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import Emitter, KernelParams, LoweringError, Options, Param
+from evolution.fusion.emit import Block, Emitter, KernelParams, LoweringError, Options, Param
 from evolution.fusion.evaluate import Evaluator
 from evolution.fusion.knobs import Knobs
 from evolution.fusion.lower_memory import store_tensor
@@ -26,6 +27,7 @@ from evolution.fusion.rows import (
     check_cross_reads,
     dry_run,
     plan_grid,
+    plan_loop,
     plan_regions,
 )
 from evolution.fusion.stores import Store, build_stores
@@ -41,6 +43,7 @@ class KernelCode:
     stores: list[Store]
     holders: dict[int, str]  # graph output -> host expression holding it
     tile_elements: str  # host expression: elements of the largest register tile (sizes num_warps)
+    persistent: bool = False  # the grid is at most PROGRAMS programs, each looping over grid indices
     notes: list[str] = field(default_factory=list)
 
 
@@ -52,21 +55,28 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     params = KernelParams(graph.symbols, set(graph.dynamic_symbols))
     plans = dry_run(graph, stores, table, params)
     grid = plan_grid(plans, graph, knobs)
-    regions = plan_regions(plans, grid)
+    loop = plan_loop(plans, grid, graph, knobs)
+    regions = plan_regions(plans, grid, loop)
     check_cross_reads(graph, regions)
     plan = Plan(plans, grid, regions)
     params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
     options = Options(emulate_rounding=knobs.rounding, eviction=knobs.eviction, topk=knobs.topk)
     names = itertools.count()
     grid_params = _grid_params(params, grid)
+    if loop is not None:
+        extent = params.host_size(loop.extent)
+        host = f"min(BLOCK, triton.next_power_of_2({extent}))"
+        params.add(Param(f"BLOCK_{loop.name.upper()}", host, "size", True, "elements per chunk (a knob)"))
     persistent = knobs.persistent > 0
     for region, members in plan.regions:
         region.hoist = persistent and not region.guarded
         emitter = Emitter(params, region, table, names, options)
         evaluator = Evaluator(graph, emitter, table)
-        values = [evaluator.eval(m.store.value, m.index) for m in members]
-        for member, value in zip(members, values, strict=True):
-            _store(evaluator, member, value)
+        looped = loop is not None and any(loop in m.atoms for m in members)
+        with emitter.loop(loop) if looped else contextlib.nullcontext():  # type: ignore[arg-type]
+            values = [evaluator.eval(m.store.value, m.index) for m in members]
+            for member, value in zip(members, values, strict=True):
+                _store(evaluator, member, value)
     text = _kernel_text(name, params, plan, grid_params, persistent)
     return KernelCode(
         name=name,
@@ -76,6 +86,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
         stores=stores,
         holders=holders,
         tile_elements=_tile_elements(params, plan, knobs),
+        persistent=persistent,
     )
 
 
@@ -106,23 +117,41 @@ def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, 
     return counts
 
 
-def prune(regions: list[list[str]]) -> None:
+def prune(blocks: list[list[str | Block]]) -> None:
     """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place."""
     assignment = re.compile(r"^\s*(\w+) = ")
+
+    def texts(items: list[str | Block]) -> list[str]:
+        found: list[str] = []
+        for item in items:
+            if isinstance(item, Block):
+                found.append(item.header)
+                found.extend(texts(item.items))
+            else:
+                found.append(item)
+        return found
+
+    every = [b.items for lines in blocks for b in _blocks(lines)]
     while True:
-        text = "\n".join(line for lines in regions for line in lines)
         counts: dict[str, int] = {}
-        for word in re.findall(r"\b\w+\b", text):
-            counts[word] = counts.get(word, 0) + 1
+        for text in (t for lines in blocks for t in texts(lines)):
+            for word in re.findall(r"\b\w+\b", text):
+                counts[word] = counts.get(word, 0) + 1
         removed = False
-        for lines in regions:
-            for line in list(lines):
-                match = assignment.match(line)
-                if match and counts.get(match.group(1), 0) == 1:
-                    lines.remove(line)
-                    removed = True
+        for items in every:
+            for item in list(items):
+                if isinstance(item, str):
+                    match = assignment.match(item)
+                    if match and counts.get(match.group(1), 0) == 1:
+                        items.remove(item)
+                        removed = True
         if not removed:
             return
+
+
+def _blocks(items: list[str | Block]) -> list[Block]:
+    holder = Block(items=items)
+    return holder.walk()
 
 
 def _kernel_text(
@@ -131,7 +160,7 @@ def _kernel_text(
     ordered = _ordered_params(params)
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
     lines = ["@triton.jit", f"def {name}({signature}):"]
-    prune([region.prologue for region, _ in plan.regions] + [region.body for region, _ in plan.regions])
+    prune([region.prologue for region, _ in plan.regions] + [region.root.items for region, _ in plan.regions])
     prologue = [line for region, _ in plan.regions for line in region.prologue]
     body: list[str] = []
     decomposition: list[str] = []
@@ -145,9 +174,9 @@ def _kernel_text(
         if region.guarded:
             test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
             body.append(f"if {test}:")
-            body.extend(f"    {line}" for line in region.body)
+            body.extend(region.root.render("    "))
         else:
-            body.extend(region.body)
+            body.extend(region.root.render())
     if persistent:
         total = " * ".join(c for c, _ in grid) or "1"
         lines.append("    first = tl.program_id(0)")
@@ -167,8 +196,11 @@ def _ordered_params(params: KernelParams) -> list[Param]:
 
 
 def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
-    """Expression (over the launch's own size variables) for the elements of the largest register tile."""
-    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
+    """Expression (over the launch's own size variables) for the elements of the largest tile a program
+    loads (what its threads share; a top-k's compare tiles do not need more warps), else of any tile."""
+    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.load_shapes})
+    if not shapes:
+        shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
     if not shapes:
         return "1"
     return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"

@@ -16,6 +16,9 @@ rounding    round 16-bit intermediate results as eager PyTorch does (off: one ro
 topk        where top-k keeps its candidates: "mask" (register keys rewritten each round), "threshold"
             (read-only keys, each round below the last winner), "twopass" (value then index, no 64-bit keys),
             "bitonic"
+passes      "one": a row's reductions see the whole row in registers; "two": the row's innermost axis is
+            walked in chunks of `block`, a pre-loop accumulating each sum or maximum, then the loop that
+            writes (rows wider than registers hold; only where no top-k, sort or scan spans the axis)
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Knobs:
     eviction: bool = False
     rounding: bool = True
     topk: str = "mask"
+    passes: str = "one"
 
     def __post_init__(self) -> None:
         problems = []
@@ -58,6 +62,8 @@ class Knobs:
             problems.append("persistent must be >= 0")
         if self.warps <= 0:
             problems.append("warps must be positive")
+        if self.passes not in ("one", "two"):
+            problems.append(f"passes must be one or two, not {self.passes!r}")
         if self.topk not in TOPK_METHODS:
             problems.append(f"topk must be one of {', '.join(TOPK_METHODS)}, not {self.topk!r}")
         if problems:
@@ -123,6 +129,7 @@ def neighbours(knobs: Knobs, *, uses_topk: bool) -> list[Knobs]:
     for step in (at + 1, at - 1):
         if 0 <= step < len(PERSISTENT_STEPS):
             add(persistent=PERSISTENT_STEPS[step])
+    add(passes="two" if knobs.passes == "one" else "one")
     add(eviction=not knobs.eviction)
     add(grid="all" if knobs.grid == "outer" else "outer")
     add(rounding=not knobs.rounding)

@@ -67,6 +67,8 @@ def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None)
     raw = emitter.let(
         f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_"
     )
+    if atoms:
+        emitter.region.load_shapes.add(tuple(emitter.extent_code(a) for a in atoms))
     return _to_compute(emitter, raw, storage, dtype)
 
 
@@ -85,18 +87,20 @@ def store_tensor(
     if storage not in STORAGE_DTYPE:
         raise KeyError(storage)
     target = STORAGE_DTYPE[storage]
-    if storage in ("bfloat16", "float16") and value.dtype in ("fp32", "fp64"):
+    if storage == "float16" and value.dtype in ("fp32", "fp64"):
         value = emitter.rounded(value, storage)
     atoms = emitter.union(value, *([offset] if offset is not None else []))
     mask = emitter.mask(set(atoms))
     code = emitter.align(value, atoms) if atoms else value.code
-    if not (storage == "bool" and value.dtype == "i1"):
+    if storage == "bfloat16" and value.dtype in ("fp32", "fp64"):
+        code = f"_kb_to_bf16({code}, {emitter.emulation()})"
+    elif not (storage == "bool" and value.dtype == "i1"):
         code = f"{_paren(code)}.to({target})"
     address = f"{base} + {emitter.align(offset, atoms)}" if offset is not None else base
     arguments = [address, code]
     if mask is not None:
         arguments.append(f"mask={emitter.align(mask, atoms)}")
-    emitter.region.body.append(f"tl.store({', '.join(arguments)})")
+    emitter.store(f"tl.store({', '.join(arguments)})")
 
 
 def _paren(code: str) -> str:

@@ -9,6 +9,8 @@ at a grid index) it is computed whole and the element picked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sympy
 
 from evolution.fusion import symbols
@@ -29,7 +31,7 @@ def _dims(raw: object, rank: int) -> list[int]:
 
 
 def reduce_index(
-    ev: Evaluator, source: object, index: Index, dims: list[int], keepdim: bool
+    ev: Evaluator, source: object, index: Index, dims: list[int], keepdim: bool, kind: str = "reduce"
 ) -> tuple[Index, list[Atom]]:
     """The operand's index for a reduction over `dims` read at `index`, and the atoms reduced over."""
     shape = ev.shape(source)
@@ -50,7 +52,7 @@ def reduce_index(
         elif hints[d] == 1:
             full.append(Affine.constant(0))
         else:
-            atom = ev.atom(shape[d], taken)
+            atom = ev.atom(shape[d], taken, kind)
             taken.add(atom)
             atoms.append(atom)
             full.append(Affine.of(atom))
@@ -77,6 +79,17 @@ def reduce_to(ev: Evaluator, tile: Tile, atoms: list[Atom], kind: str) -> Tile:
     return ev.emitter.reduce(masked(ev, tile, atoms, identity), atoms, kind, tile.dtype)
 
 
+def reduce_lazy(ev: Evaluator, compute: Callable[[], Tile], atoms: list[Atom], kind: str) -> Tile:
+    """reduce_to of `compute()`; over an atom walked in chunks, `compute` runs inside a pre-loop and the
+    chunks' results are accumulated (two passes)."""
+    looped = [a for a in atoms if ev.emitter.binding(a).kind == "loop"]
+    if not looped:
+        return reduce_to(ev, compute(), atoms, kind)
+    if len(looped) > 1:
+        raise LoweringError("a reduction over two axes split into chunks")
+    return ev.emitter.accumulate(looped[0], lambda: reduce_to(ev, compute(), atoms, kind), kind)
+
+
 def count(ev: Evaluator, source: object, dims: list[int]) -> Tile:
     shape = ev.shape(source)
     total = sympy.Integer(1)
@@ -93,8 +106,7 @@ def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     keepdim = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
     dtype = ev.result_dtype(node)
-    tile = ev.emitter.cast(ev.eval(source, full, guard), dtype)
-    total = reduce_to(ev, tile, atoms, "sum")
+    total = reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, "sum")
     if node.target.startswith("aten.mean"):
         total = ev.emitter.binary(
             "({a} / {b})", total, ev.emitter.cast(count(ev, source, dims), dtype), dtype
@@ -110,8 +122,8 @@ def _extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     keepdim = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
     kind = "max" if node.target in ("aten.amax.default", "aten.max.default") else "min"
-    tile = ev.emitter.cast(ev.eval(source, full, guard), ev.result_dtype(node))
-    return reduce_to(ev, tile, atoms, kind)
+    dtype = ev.result_dtype(node)
+    return reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, kind)
 
 
 @lowering("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.default")
@@ -121,10 +133,12 @@ def _any_all(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     dims = _dims(node.args[1] if len(node.args) > 1 else None, rank)
     keepdim = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
-    flags = ev.emitter.cast(ev.emitter.cast(ev.eval(source, full, guard), "i1"), "i32")
     kind = "max" if node.target.startswith("aten.any") else "min"
-    reduced = ev.emitter.reduce(masked(ev, flags, atoms, 0 if kind == "max" else 1), atoms, kind, "i32")
-    return ev.emitter.cast(reduced, "i1")
+
+    def flags() -> Tile:
+        return ev.emitter.cast(ev.emitter.cast(ev.eval(source, full, guard), "i1"), "i32")
+
+    return ev.emitter.cast(reduce_lazy(ev, flags, atoms, kind), "i1")
 
 
 @lowering("aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default")
@@ -136,7 +150,7 @@ def _arg_extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) ->
         raise LoweringError(f"{node.target} over all dims (a flattened index)")
     dims = _dims(raw_dim, rank)
     keepdim = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
-    full, atoms = reduce_index(ev, source, index, dims, keepdim)
+    full, atoms = reduce_index(ev, source, index, dims, keepdim, kind="select")
     kind = "max" if node.target in ("aten.max.dim", "aten.argmax.default") else "min"
     value = ev.emitter.cast(ev.eval(source, full, guard), compute_dtype(ev.dtype(source)))
     best = reduce_to(ev, value, atoms, kind)
@@ -160,12 +174,18 @@ def _softmax_parts(
     """(x at index, max over dim, sum of exp(x - max) over dim), floats in float32."""
     shape = ev.shape(source)
     others = ev.index_atoms(index[:dim] + index[dim + 1 :])
-    atom = ev.atom(shape[dim], others)
+    atom = ev.atom(shape[dim], others, "reduce")
     full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
-    row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
-    top = reduce_to(ev, row, [atom], "max")
-    shifted = ev.emitter.unary("tl.exp({a})", ev.emitter.binary("({a} - {b})", row, top, "fp32"), "fp32")
-    total = reduce_to(ev, shifted, [atom], "sum")
+
+    def row() -> Tile:
+        return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
+    top = reduce_lazy(ev, row, [atom], "max")
+
+    def shifted() -> Tile:
+        return ev.emitter.unary("tl.exp({a})", ev.emitter.binary("({a} - {b})", row(), top, "fp32"), "fp32")
+
+    total = reduce_lazy(ev, shifted, [atom], "sum")
     here = ev.emitter.cast(ev.eval(source, index, guard), "fp32")
     return here, top, total
 
@@ -197,11 +217,17 @@ def _logsumexp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
     dims = _dims(node.args[1], rank)
     keepdim = bool(node.args[2]) if len(node.args) > 2 else False
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
-    row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
-    top = reduce_to(ev, row, atoms, "max")
+
+    def row() -> Tile:
+        return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
+    top = reduce_lazy(ev, row, atoms, "max")
     safe = ev.emitter.unary("tl.where({a} == float('-inf'), 0.0, {a})", top, "fp32")
-    shifted = ev.emitter.unary("tl.exp({a})", ev.emitter.binary("({a} - {b})", row, safe, "fp32"), "fp32")
-    total = reduce_to(ev, shifted, atoms, "sum")
+
+    def shifted() -> Tile:
+        return ev.emitter.unary("tl.exp({a})", ev.emitter.binary("({a} - {b})", row(), safe, "fp32"), "fp32")
+
+    total = reduce_lazy(ev, shifted, atoms, "sum")
     return finish(ev, node, ev.emitter.binary("({a} + tl.log({b}))", safe, total, "fp32"))
 
 
@@ -213,11 +239,17 @@ def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Ti
     correction = node.kwargs.get("correction", 1)
     keepdim = bool(node.kwargs.get("keepdim", False))
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
-    row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
+    def row() -> Tile:
+        return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
     n = ev.emitter.cast(count(ev, source, dims), "fp32")
-    mean = ev.emitter.binary("({a} / {b})", reduce_to(ev, row, atoms, "sum"), n, "fp32")
-    centred = ev.emitter.binary("({a} - {b})", row, mean, "fp32")
-    squares = reduce_to(ev, ev.emitter.unary("({a} * {a})", centred, "fp32"), atoms, "sum")
+    mean = ev.emitter.binary("({a} / {b})", reduce_lazy(ev, row, atoms, "sum"), n, "fp32")
+
+    def squared() -> Tile:
+        return ev.emitter.unary("({a} * {a})", ev.emitter.binary("({a} - {b})", row(), mean, "fp32"), "fp32")
+
+    squares = reduce_lazy(ev, squared, atoms, "sum")
     divisor = ev.emitter.binary("({a} - {b})", n, ev.emitter.constant(float(correction or 0), "fp32"), "fp32")
     value = ev.emitter.binary("({a} / {b})", squares, divisor, "fp32")
     if node.target == "aten.std.correction":
@@ -275,16 +307,17 @@ def _layer_norm(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> 
     dims = list(range(rank - len(normalized), rank))
     outer = tuple(Affine.constant(0) if d in dims else e for d, e in enumerate(index))
     full, atoms = reduce_index(ev, source, outer, dims, True)
-    row = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
+    def row() -> Tile:
+        return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
+
     n = ev.emitter.cast(count(ev, source, dims), "fp32")
-    mean = ev.emitter.binary("({a} / {b})", reduce_to(ev, row, atoms, "sum"), n, "fp32")
-    centred = ev.emitter.binary("({a} - {b})", row, mean, "fp32")
-    variance = ev.emitter.binary(
-        "({a} / {b})",
-        reduce_to(ev, ev.emitter.unary("({a} * {a})", centred, "fp32"), atoms, "sum"),
-        n,
-        "fp32",
-    )
+    mean = ev.emitter.binary("({a} / {b})", reduce_lazy(ev, row, atoms, "sum"), n, "fp32")
+
+    def squared() -> Tile:
+        return ev.emitter.unary("({a} * {a})", ev.emitter.binary("({a} - {b})", row(), mean, "fp32"), "fp32")
+
+    variance = ev.emitter.binary("({a} / {b})", reduce_lazy(ev, squared, atoms, "sum"), n, "fp32")
     rstd = ev.emitter.binary("tl.rsqrt({a} + {b})", variance, ev.emitter.cast(ev.scalar(eps), "fp32"), "fp32")
     here = ev.emitter.cast(ev.eval(source, index, guard), "fp32")
     value = ev.emitter.binary(

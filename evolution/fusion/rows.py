@@ -30,10 +30,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.spanned_atoms: set[Atom] = set()
+        self.selected: set[Atom] = set()  # spanned by an op that needs the axis whole in registers
         self.loads: list[LoadRecord] = []
 
-    def spanned(self, atom: Atom) -> None:
+    def spanned(self, atom: Atom, kind: str = "select") -> None:
         self.spanned_atoms.add(atom)
+        if kind != "reduce":
+            self.selected.add(atom)
 
     def loaded(self, record: LoadRecord) -> None:
         self.loads.append(record)
@@ -44,6 +47,7 @@ class StorePlan:
     store: Store
     entries: list[Affine]  # per dim of the written value: its index over the store's atoms
     spanned: set[Atom] = field(default_factory=set)
+    selected: set[Atom] = field(default_factory=set)  # spanned by top-k, sort, scan or scatter
     hazards: set[Atom] = field(default_factory=set)
     reads: set[str] = field(default_factory=set)  # placeholders it loads
 
@@ -71,6 +75,24 @@ class Plan:
     stores: list[StorePlan]
     grid: list[GridAxis]  # outermost first; the innermost varies fastest over program ids
     regions: list[tuple[Region, list[StorePlan]]]
+
+
+def plan_loop(plans: list[StorePlan], grid: list[GridAxis], graph: Graph, knobs: Knobs) -> Atom | None:
+    """Two passes: the largest store's innermost atom, when only sums and maxima span it, is walked in
+    chunks of BLOCK (a pre-loop accumulates each reduction, the main loop writes) instead of held whole."""
+    from evolution.fusion import symbols
+
+    if knobs.passes != "two":
+        return None
+    primary = max(plans, key=lambda p: math.prod(symbols.evaluate(e, graph.hints) for e in p.store.shape))
+    atoms = primary.atoms
+    if not atoms:
+        return None
+    inner = atoms[-1]
+    in_grid = any(axis.atom is inner for axis in grid)
+    if in_grid or inner not in primary.spanned or any(inner in p.selected for p in plans):
+        raise LoweringError("two passes need the row's innermost axis spanned by sums or maxima only")
+    return inner
 
 
 def store_atoms(table: AtomTable, graph: Graph, store: Store, factors: dict[str, list]) -> list[Affine]:
@@ -164,6 +186,7 @@ def dry_run(graph: Graph, stores: list[Store], table: AtomTable, params: KernelP
         emitter = Emitter(params, Region(bindings={}), table, itertools.count(), Options())
         Evaluator(graph, emitter, table, recorder).eval(plan.store.value, plan.index)
         plan.spanned = set(recorder.spanned_atoms)
+        plan.selected = set(recorder.selected)
         plan.reads = {r.placeholder for r in recorder.loads}
         for record in recorder.loads:
             if record.placeholder in by_placeholder:
@@ -240,8 +263,10 @@ def check_cross_reads(graph: Graph, regions: list[tuple[Region, list[StorePlan]]
                     )
 
 
-def plan_regions(plans: list[StorePlan], grid: list[GridAxis]) -> list[tuple[Region, list[StorePlan]]]:
-    """Group stores by how they bind the grid atoms."""
+def plan_regions(
+    plans: list[StorePlan], grid: list[GridAxis], loop: Atom | None = None
+) -> list[tuple[Region, list[StorePlan]]]:
+    """Group stores by how they bind the grid atoms (and the looped atom, in every region)."""
     groups: dict[tuple, tuple[Region, list[StorePlan]]] = {}
     for plan in plans:
         rowlike = set(plan.rowlike())
@@ -252,6 +277,8 @@ def plan_regions(plans: list[StorePlan], grid: list[GridAxis]) -> list[tuple[Reg
                 bindings[axis.atom] = Binding("block", axis.block) if axis.block else Binding("grid")
             else:
                 guarded.append(axis.atom)
+        if loop is not None:
+            bindings[loop] = Binding("loop", f"BLOCK_{loop.name.upper()}")
         key = (tuple((id(a), b.kind) for a, b in bindings.items()), tuple(id(a) for a in guarded))
         if key not in groups:
             groups[key] = (Region(bindings=dict(bindings), guarded=tuple(guarded)), [])

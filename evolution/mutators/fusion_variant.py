@@ -35,6 +35,10 @@ class FusionVariantMutator:
     def can_seed(self) -> bool:
         return False
 
+    def accepts(self, source: str) -> bool:
+        """Only what the fusion generator wrote: its knobs are read from the header line it leaves."""
+        return parse(source) is not None
+
     async def mutate(self, request: MutationRequest) -> MutationOutcome:
         parent = request.parent
         if parent is None:

@@ -49,7 +49,10 @@ def _describe(s: dict) -> str:
         for regime in ("graph", "wall"):
             t = case.get(regime)
             if t:
-                parts.append(f"{regime} {t['speedup']:.3f}x [{t['ci'][0]:.3f}, {t['ci'][1]:.3f}]")
+                text = f"{regime} {t['speedup']:.3f}x [{t['ci'][0]:.3f}, {t['ci'][1]:.3f}]"
+                if t.get("claim_low") is not None:  # what a PR may claim for this case
+                    text += f" claim>={t['claim_low']:.3f}"
+                parts.append(text)
         if case.get("max_abs_error") is not None:
             parts.append(f"max abs err {case['max_abs_error']:.2e}")
         lines.append("  ".join(parts))

@@ -18,7 +18,7 @@ from rich.table import Table
 from evaluators.api import evaluate_candidate
 from evaluators.candidate import load_candidate
 from evaluators.config import EvalConfig
-from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, TimingStats
+from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, RegimeTiming, TimingStats
 from evaluators.static_checks import host_preparation
 from evaluators.task import Task, load_task
 from kernelbot import exit_codes
@@ -143,14 +143,24 @@ def _timing_table(result: EvalResult) -> Table | None:
     if not rows:
         return None
     table = Table(show_edge=False, pad_edge=False, title="timing (µs, median and CV)", title_justify="left")
-    for header in ("case", "regime", "reference", "candidate", "speedup [CI]"):
+    for header in ("case", "regime", "reference", "candidate", "speedup [CI]", "claim >="):
         table.add_column(header, no_wrap=True, justify="left" if header in ("case", "regime") else "right")
     for case, regime, timing in rows:
         marker = f"{regime}*" if regime == result.regime else regime
         speedup = f"{timing.speedup:.3f}x [{timing.ci_low:.3f}, {timing.ci_high:.3f}]"
         speedup += " [green]real[/]" if timing.real else ""
-        table.add_row(escape(case.name), marker, _stats(timing.reference), _stats(timing.candidate), speedup)
+        cells = (_stats(timing.reference), _stats(timing.candidate), speedup, _claim(timing))
+        table.add_row(escape(case.name), marker, *cells)
     return table
+
+
+def _claim(timing: RegimeTiming) -> str:
+    """The lowest speedup a PR may state for the case (the CI's lower end less the cross-process margin);
+    "-" when too few pairs were timed for it."""
+    if timing.claim_low is None:
+        return "-"
+    text = f"{timing.claim_low:.3f}x"
+    return f"[green]{text}[/]" if timing.claim_low > 1.0 else text
 
 
 def _ok(case: CaseResult) -> str:

@@ -69,6 +69,7 @@ def build_config(
     workers_per_device: int | None,
     seed_files: list[Path] | None,
     inductor_seed: bool | None,
+    fusion_seed: bool | None = None,
     seed: int | None,
 ) -> SearchConfig:
     changes: dict[str, Any] = {
@@ -80,6 +81,7 @@ def build_config(
         "executor__workers_per_device": workers_per_device,
         "mutation__seed_files": tuple(str(p) for p in seed_files) if seed_files else None,
         "mutation__inductor_seed": inductor_seed,
+        "mutation__fusion_seed": fusion_seed,
         "seed": seed,
     }
     if llm:

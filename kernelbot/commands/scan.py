@@ -3,6 +3,9 @@
 R is a directory or `pypi:NAME==VERSION` (a release unpacked into the source cache, as `extract` takes it).
 Function names are printed whole, each row's name last on its line and never wrapped, so that one can be
 copied into `kernelbot extract --function`; files the parser could not read are named, not skipped quietly.
+
+With `--profile P` it is the periodic bot instead (`run_periodic`, kernelbot.scan): rank, skip what is
+proposed, merged or refused, and run `kernelbot target` on the best remaining region.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kernelbot.console import console, warn
 if TYPE_CHECKING:
     from extractors.scan_profile import ProfiledFunction
     from extractors.scan_static import StaticScan
+    from kernelbot.scan import ScanOptions
 
 UNPARSED_SHOWN = 20  # files named one per line; the count covers the rest
 
@@ -121,3 +125,13 @@ def _print_unparsed(scan: StaticScan) -> None:
 def _line(text: str) -> None:
     # Never wrapped (the console soft-wraps): a qualified name stays one piece to copy.
     console.print(text, markup=False, highlight=False)
+
+
+def run_periodic(options: ScanOptions) -> int:
+    """`kernelbot scan --profile P ...`: one scan of the bot (kernelbot.scan); prints what it did and why."""
+    from kernelbot.scan import run_scan
+
+    outcome = run_scan(options)
+    for line in outcome.lines():
+        console.print(line, markup=False, highlight=False)
+    return 0

@@ -10,7 +10,7 @@ the repository's style and formats it all with the repository's pinned formatter
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.integrate import Integration, integrate
-from kernelbot.integrate.naming import op_slug
+from kernelbot.integrate.naming import op_slug, qualname_slug
 
 __all__ = [
     "Envelope",
@@ -20,4 +20,5 @@ __all__ = [
     "ValueRule",
     "integrate",
     "op_slug",
+    "qualname_slug",
 ]

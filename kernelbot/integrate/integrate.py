@@ -5,14 +5,16 @@
 3. rewrites the original function to call the kernel behind the guard (route_to_kernel) and, when the
    profile asks, exports the kernel from its package (export_from_init);
 4. writes the unit test in the repository's style (test_source);
-5. formats what it touched with the repository's pinned formatters (kernelbot.formatting), keeping lines it
-   did not touch as upstream wrote them (line_merge).
+5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
+   versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
+   upstream wrote them (line_merge).
 Every refusal is an IntegrationError raised before any file is written.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
 from kernelbot.integrate.task_view import TaskView, load_view
 from kernelbot.integrate.test_source import TestSubject, render_test
 from kernelbot.profiles.model import Profile
+from kernelbot.tree_formatter import formatter_for_tree
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Integration:
     kernel_entry: str = ""
     guard: str = ""
     notes: tuple[str, ...] = ()
+    formatter: str = ""  # the tools the files were formatted with, and where their pins came from
     cpu_test_env: dict[str, str] = field(default_factory=lambda: {"TRITON_INTERPRET": "1"})
 
 
@@ -74,6 +78,9 @@ def integrate(
         raise IntegrationError(f"op slug {op_slug!r} must be lowercase words joined by '-' (see op_slug())")
     repo = Path(repo).resolve()
     profile = profile.for_tree(repo)
+    # The tools and versions the tree's pre-commit config pins (the profile's where it has none).
+    chosen = formatter_for_tree(profile.formatter, repo, profile.source_root)
+    profile = dataclasses.replace(profile, formatter=chosen.formatter)
     view = load_view(Path(task_dir))
     op = op_name(view.qualname)
     names = KernelNames(kernel_entry_name(op), guard_name(op))
@@ -87,6 +94,9 @@ def integrate(
     )
     derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
     call, passed = _kernel_call(target, view, placement, names, reads)
+    if profile.kernel.lazy_import:
+        check = _device_check(derived.envelope, call)
+        call = dataclasses.replace(call, device_check=check, line_length=profile.formatter.line_length)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -133,6 +143,7 @@ def integrate(
         kernel_entry=names.entry,
         guard=names.guard,
         notes=tuple(notes),
+        formatter=chosen.describe(),
     )
 
 
@@ -202,6 +213,21 @@ def _kernel_call(
         assign_to=tuple(f"{self_name}.{attr}" for attr in view.written_attributes),
     )
     return call, passed
+
+
+def _device_check(envelope: Envelope, call: KernelCall) -> str:
+    """The condition a lazy import waits for: a tensor argument on the envelope's device (the guard
+    checks the rest). A required tensor when there is one; else an optional one that is not None."""
+    # What the call passes for each of the kernel's parameters: `x`, `k=k`, `weight=self.weight`.
+    passed = dict(arg.split("=", 1) if "=" in arg else (arg, arg) for arg in call.arguments if "*" not in arg)
+    for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
+        if rule.name in passed:
+            on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'
+            return f"{passed[rule.name]} is not None and {on_device}" if rule.optional else on_device
+    raise IntegrationError(
+        "the profile imports kernels lazily, behind a check of a tensor argument's device, but the "
+        "kernel takes no tensor argument the function passes on"
+    )
 
 
 def _summary(target: Target) -> str:

@@ -57,6 +57,12 @@ def op_slug(task_dir: Path) -> str:
     qualname = source.get("qualname") if isinstance(source, dict) else None
     if not isinstance(qualname, str) or not qualname:
         raise IntegrationError(f"{path} has no [source] qualname: was the task extracted from a repository?")
+    return qualname_slug(qualname)
+
+
+def qualname_slug(qualname: str) -> str:
+    """The op slug of a function's qualname ("RMSNorm.forward_native" -> "rms-norm-forward-native"): what
+    op_slug gives for a task extracted from it, so a scan knows a region's PR branch before extracting."""
     words = [snake(part).strip("_") for part in qualname.split(".")]
     return re.sub(r"[^a-z0-9]+", "-", "-".join(words)).strip("-")
 

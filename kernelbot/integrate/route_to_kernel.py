@@ -1,7 +1,19 @@
 """Codemod: makes a function (or method) call the new kernel where the guard allows it. Its signature,
 decorators, docstring and body stay as they were; one `if <guard>(...): <call the kernel>` block goes right
 after the docstring, so everything the guard refuses runs the original code below it. The imports of the
-kernel and its guard are scheduled on the codemod context (AddImportsVisitor), not written here."""
+kernel and its guard are scheduled on the codemod context (AddImportsVisitor), not written here.
+
+With a lazy import (KernelCall.device_check, for modules every backend imports, such as LMDeploy's
+backends/default/) the module gains no import at all: the block first checks that a tensor argument is on
+the kernel's device, and only then imports the kernel module (and with it Triton) inside the function, the
+way the repository's own backends import their kernels:
+
+    if x.device.type == "cuda":
+        from pkg.kernels.rms_norm_triton import can_use_rms_norm_triton, rms_norm_triton
+
+        if can_use_rms_norm_triton(x):
+            return rms_norm_triton(x)
+"""
 
 from __future__ import annotations
 
@@ -25,8 +37,17 @@ class KernelCall:
     arguments: tuple[str, ...]
     returns_value: bool
     assign_to: tuple[str, ...] = ()
+    # Non-empty: import the kernel inside the function, behind this check of a tensor's device (see the
+    # module docstring); empty: import it at the top of the module.
+    device_check: str = ""
+    line_length: int = 88  # for laying out the function-level import
 
-    def statement(self) -> cst.If:
+    @property
+    def lazy(self) -> bool:
+        return bool(self.device_check)
+
+    def statement(self, indent: int = 4) -> cst.If:
+        """The block; `indent` is the column the function's body starts at (it places the lazy import)."""
         args = ", ".join(self.arguments)
         call = f"{self.kernel}({args})"
         if self.assign_to:
@@ -36,10 +57,21 @@ class KernelCall:
             lines = [f"return {call}"]
         else:
             lines = [call, "return"]
-        body = "".join(f"    {line}\n" for line in lines)
-        statement = cst.parse_statement(f"if {self.guard}({args}):\n{body}")
+        source = f"if {self.guard}({args}):\n" + "".join(f"    {line}\n" for line in lines)
+        if self.lazy:
+            lines = [*self._import_lines(indent + 4), "", *source.splitlines()]
+            nested = "".join(f"    {line}\n" if line else "\n" for line in lines)
+            source = f"if {self.device_check}:\n{nested}"
+        statement = cst.parse_statement(source)
         assert isinstance(statement, cst.If)
         return statement
+
+    def _import_lines(self, indent: int) -> list[str]:
+        names = sorted((self.guard, self.kernel))
+        line = f"from {self.module} import {', '.join(names)}"
+        if indent + len(line) <= self.line_length:
+            return [line]
+        return [f"from {self.module} import (", *(f"    {name}," for name in names), ")"]
 
 
 class RouteToKernelCommand(VisitorBasedCodemodCommand):
@@ -52,8 +84,12 @@ class RouteToKernelCommand(VisitorBasedCodemodCommand):
         self.rewritten = 0
         self._classes: list[str] = []
         self._functions = 0
+        self._indent = 4
 
     def visit_Module(self, node: cst.Module) -> None:
+        self._indent = len(node.default_indent)
+        if self.call.lazy:
+            return
         AddImportsVisitor.add_needed_import(self.context, self.call.module, self.call.guard)
         AddImportsVisitor.add_needed_import(self.context, self.call.module, self.call.kernel)
 
@@ -75,9 +111,8 @@ class RouteToKernelCommand(VisitorBasedCodemodCommand):
         if self._functions or path != self.qualname:
             return updated_node
         self.rewritten += 1
-        return updated_node.with_changes(
-            body=_insert_after_docstring(updated_node.body, self.call.statement())
-        )
+        statement = self.call.statement(indent=self._indent * (len(self._classes) + 1))
+        return updated_node.with_changes(body=_insert_after_docstring(updated_node.body, statement))
 
 
 def _insert_after_docstring(body: cst.BaseSuite, statement: cst.If) -> cst.IndentedBlock:

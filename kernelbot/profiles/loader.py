@@ -14,6 +14,7 @@ one is reported with the profile, the file and the field's dotted name.
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -209,7 +210,13 @@ def _kernel(fields: _Fields) -> KernelPlacement:
     module = fields.get("module", str, "{op}_triton")
     if "{op}" not in module or not module.replace("{op}", "op").isidentifier():
         fields.fail("module", f"must be a module name containing {{op}} (got {module!r})")
-    placement = KernelPlacement(rule, directory, module, fields.get("export_from_init", bool, False))
+    placement = KernelPlacement(
+        rule,
+        directory,
+        module,
+        export_from_init=fields.get("export_from_init", bool, False),
+        lazy_import=fields.get("lazy_import", bool, False),
+    )
     fields.done()
     return placement
 
@@ -241,7 +248,14 @@ def _formatter(fields: _Fields) -> Formatter:
             requirement = tool.get("requirement", str)
             if "==" not in requirement:
                 tool.fail("requirement", f"must pin a version as name==version (got {requirement!r})")
-            out.append(FormatterTool(name, requirement, tool.strings("args", [])))
+            patterns = {key: tool.strings(key, []) for key in ("files", "exclude")}
+            for key, values in patterns.items():
+                for pattern in values:
+                    try:
+                        re.compile(pattern)
+                    except re.error as exc:
+                        tool.fail(key, f"holds {pattern!r}, not a valid regular expression: {exc}")
+            out.append(FormatterTool(name, requirement, tool.strings("args", []), **patterns))
             tool.done()
         return tuple(out)
 
@@ -266,8 +280,6 @@ def _benchmark(fields: _Fields) -> BenchmarkSpec:
     if bool(metric.json_key) == bool(metric.regex):
         metric_fields.fail("json_key", "or regex: give exactly one of them")
     if metric.regex:
-        import re
-
         try:
             if re.compile(metric.regex).groups < 1:
                 metric_fields.fail("regex", "needs a group around the number")

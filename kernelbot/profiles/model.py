@@ -10,6 +10,7 @@ Paths in a profile are relative to one of two roots, named in each field's comme
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +29,15 @@ class KernelPlacement:
     rule "directory": in `directory` (source-root relative), e.g. LMDeploy's `lmdeploy/pytorch/kernels/cuda`.
     `module` is the file stem, `{op}` standing for the op name (e.g. "rms_norm" -> rms_norm_triton.py).
     With `export_from_init`, the kernel's entry is also imported in that directory's `__init__.py` and
-    listed in its `__all__`."""
+    listed in its `__all__`. With `lazy_import`, the rewritten function imports the kernel itself, and only
+    once a tensor argument is on the kernel's device: its module (LMDeploy's backends/default/, imported by
+    every backend) then never imports the kernel module, nor Triton, on a machine or backend without them."""
 
     rule: str
     directory: str = ""
     module: str = "{op}_triton"
     export_from_init: bool = False
+    lazy_import: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,21 @@ class FormatterTool:
 
     `name` is one of kernelbot.formatting.TOOLS ("black", "isort", "ruff-check", "ruff-format",
     "double-quote-string-fixer"); `requirement` the pip requirement that provides it ("black==24.10.0");
-    `args` the repository's settings for it, passed before the file names."""
+    `args` the repository's settings for it, passed before the file names. `files` and `exclude` are
+    regular expressions searched in a file's repo-relative path, as pre-commit filters a hook's files: the
+    tool runs on a file only when every `files` pattern matches and no `exclude` pattern does."""
 
     name: str
     requirement: str
     args: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def applies_to(self, path: Path | str) -> bool:
+        text = Path(path).as_posix()
+        return all(re.search(p, text) for p in self.files) and not any(
+            re.search(p, text) for p in self.exclude
+        )
 
 
 @dataclass(frozen=True)

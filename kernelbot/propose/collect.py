@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import kernelbot
+from evaluators.config import TimingConfig
 from evaluators.result import CaseResult, EvalResult, RegimeTiming
 from evaluators.task import Task, load_task
 from evaluators.tolerances import tolerance_for
@@ -129,7 +130,7 @@ def build_evidence(
         motivation=MotivationEvidence(share_of_time_pct=share_of_time_pct, source=share_source),
         modifications=_modifications(integration),
         accuracy=_accuracy(task, result, config.eval.seeds_per_case, config.eval.hidden_cases),
-        microbenchmarks=microbenchmarks(result),
+        microbenchmarks=microbenchmarks(result, regime_claim_margin(config.eval.timing, result.regime)),
         tests=tests_evidence((verify or {}).get("tests")),
         e2e=e2e_evidence((verify or {}).get("e2e")),
         provenance=ProvenanceEvidence(
@@ -184,6 +185,7 @@ def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
         kernel_module=str(integration.kernel_module),
         test_file=str(integration.test_file),
         envelope=tuple(integration.envelope.describe()),
+        formatter=str(getattr(integration, "formatter", "") or ""),
     )
 
 
@@ -227,16 +229,28 @@ def _regime(t: RegimeTiming | None) -> RegimeBench | None:
         reference_cv_pct=100.0 * t.reference.cv,
         candidate_cv_pct=100.0 * t.candidate.cv,
         samples=t.candidate.samples,
-        claimed=t.real,
+        claimed=is_claimed(t.ci_low, t.claim_low),
+        claim_low=t.claim_low,
     )
+
+
+def is_claimed(ci_low: float | None, claim_low: float | None) -> bool:
+    """A speedup is claimed when the lower bound a claim may state is above 1: claim_low (the interval's
+    lower end less the cross-process margin) where the evaluator gave one, else the interval's lower end."""
+    bound = claim_low if claim_low is not None else ci_low
+    return bound is not None and bound > 1.0
 
 
 def _timed(case: CaseResult) -> bool:
     return bool(case.timings)
 
 
-def microbenchmarks(result: EvalResult) -> MicrobenchEvidence:
-    """Per-case timings in both regimes; on a backend that never times, measured=False and why."""
+def microbenchmarks(result: EvalResult, claim_margin: float | None = None) -> MicrobenchEvidence:
+    """Per-case timings in both regimes; on a backend that never times, measured=False and why.
+
+    `claim_margin` is the cross-process margin of the task's regime in the run's evaluator configuration
+    (TimingConfig.graph_claim_margin / wall_claim_margin): the aggregate's claim_low is its interval's
+    lower end divided by 1 + that margin, as the evaluator bounds each case."""
     if not any(_timed(c) for c in result.cases):
         where = result.hardware.device or "this machine"
         if result.backend == "triton-interpret":
@@ -250,6 +264,9 @@ def microbenchmarks(result: EvalResult) -> MicrobenchEvidence:
         if _timed(c)
     )
     low, high = result.speedup_ci if result.speedup_ci else (None, None)
+    claim_low = None
+    if low is not None and claim_margin is not None:
+        claim_low = low / (1.0 + max(0.0, claim_margin))
     return MicrobenchEvidence(
         measured=True,
         reason="",
@@ -258,8 +275,14 @@ def microbenchmarks(result: EvalResult) -> MicrobenchEvidence:
         speedup=result.speedup,
         ci_low=low,
         ci_high=high,
-        claimed=low is not None and low > 1.0,
+        claimed=is_claimed(low, claim_low),
+        claim_low=claim_low,
     )
+
+
+def regime_claim_margin(timing: TimingConfig, regime: str) -> float | None:
+    """The cross-process margin the evaluator divides a regime's interval by (None for another regime)."""
+    return {"graph": timing.graph_claim_margin, "wall": timing.wall_claim_margin}.get(regime)
 
 
 def _counts(run: Mapping[str, Any] | None) -> TestCounts | None:
@@ -272,6 +295,13 @@ def tests_evidence(tests: Mapping[str, Any] | None) -> TestsEvidence:
     """From verify.json's "tests" (None: verification did not run)."""
     if not tests:
         return TestsEvidence(ran=False, reason="the repository's tests were not run for this proposal")
+    if tests.get("cannot_run"):
+        return TestsEvidence(
+            ran=False,
+            reason=f"not run where this proposal was made: {tests['cannot_run']}",
+            command=tuple(tests.get("command", ())),
+            files=tuple(tests.get("files", ())),
+        )
     return TestsEvidence(
         ran=True,
         reason="",
@@ -287,7 +317,7 @@ def tests_evidence(tests: Mapping[str, Any] | None) -> TestsEvidence:
 
 def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
     """From verify.json's "e2e" (None: verification did not run). Claimed only when the delta's whole
-    interval lies on the better side of zero."""
+    interval lies on the better side of zero; a regression when it lies wholly on the worse side."""
     if not e2e:
         return E2EEvidence(measured=False, reason="the end-to-end benchmark was not run for this proposal")
     if not e2e.get("measured"):
@@ -300,7 +330,10 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
     means, cv, ci = e2e.get("means") or {}, e2e.get("cv") or {}, e2e.get("ci_pct")
     low, high = (float(ci[0]), float(ci[1])) if ci else (None, None)
     better = bool(e2e.get("higher_is_better", True))
-    claimed = low is not None and high is not None and (low > 0 if better else high < 0)
+    claimed = regressed = False
+    if low is not None and high is not None:
+        claimed = low > 0 if better else high < 0
+        regressed = high < 0 if better else low > 0
     return E2EEvidence(
         measured=True,
         reason="",
@@ -319,6 +352,7 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
         ci_low_pct=low,
         ci_high_pct=high,
         claimed=claimed,
+        regressed=regressed,
         confidence_pct=round(100 * float(e2e.get("confidence") or 0.95)),
     )
 

@@ -12,7 +12,8 @@ store, verify.json and the integration; the template only formats them. `Evidenc
      ├── motivation      share_of_time_pct | None, source (where it was measured, or why it was not)
      ├── modifications   files, kernel_module, test_file, envelope (one line per condition)
      ├── accuracy        cases (errors vs tolerance), seeds_per_case, hidden_cases, dynamic_keys, precision
-     ├── microbenchmarks measured | reason; per case and regime: times, speedup, CI, CV, samples, claimed
+     ├── microbenchmarks measured | reason; per case and regime: times, speedup, CI, claim_low, CV, samples,
+     │                   claimed
      ├── tests           command, files, before/after counts, new / pre-existing failures, fixed
      ├── e2e             measured | reason; command, metric, both sides' samples, means, CV, delta %, CI,
      │                   claimed
@@ -76,6 +77,7 @@ class ModificationsEvidence:
     kernel_module: str
     test_file: str
     envelope: tuple[str, ...]  # the conditions under which the kernel runs (else the original path)
+    formatter: str = ""  # the tools the files were formatted with and where their pins came from
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,10 @@ class RegimeBench:
     reference_cv_pct: float  # coefficient of variation of the kept samples, in percent
     candidate_cv_pct: float
     samples: int
-    claimed: bool  # ci_low > 1: only then does the body call it faster
+    claimed: bool  # claim_low > 1 (ci_low > 1 without one): only then does the body call it faster
+    # The lowest speedup a claim may state: ci_low less the cross-process margin (the evaluator's
+    # RegimeTiming.claim_low); None when too few pairs were timed for it, or the verdict predates it.
+    claim_low: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,8 +136,11 @@ class MicrobenchEvidence:
     speedup: float | None = None  # geometric mean over cases, task regime
     ci_low: float | None = None
     ci_high: float | None = None
-    claimed: bool = False
+    claimed: bool = False  # claim_low > 1 (ci_low > 1 where claim_low is None)
     confidence_pct: int = CONFIDENCE_PCT
+    # ci_low less the cross-process margin of the task's regime, the same rule the evaluator applies per
+    # case (None when the run's configuration gave no margin).
+    claim_low: float | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +186,7 @@ class E2EEvidence:
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     claimed: bool = False  # the whole interval lies on the better side of zero
+    regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
 
 

@@ -2,9 +2,9 @@
 
 Each function returns plain data (strings already formatted, rows for tables, flags for the template's
 `if`s) and never does arithmetic: every number comes out of the Evidence field it is stored in, only rounded
-for display. Whether something is "faster" is the stored `claimed` flag (the interval's lower bound above 1),
-never a comparison made here. `pr_templates/<profile>.md.j2` arranges the sections under the target repo's
-own headings.
+for display. Whether something is "faster" is the stored `claimed` flag (the lower bound a claim may state
+above 1: the interval's lower end less the cross-process margin), never a comparison made here.
+`pr_templates/<profile>.md.j2` arranges the sections under the target repo's own headings.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ REGIME_WORDS = {
 
 def fmt_x(value: float) -> str:
     return f"{value:.2f}"
+
+
+def fmt_bound(value: float) -> str:
+    """A claimable lower bound: one more digit than a speedup, so a bound just under 1 never reads 1.00."""
+    return f"{value:.3f}"
 
 
 def fmt_us(value: float) -> str:
@@ -58,6 +63,7 @@ def fmt_usd(value: float) -> str:
 # The formats above, for tests that check every number in a body against evidence.json.
 NUMBER_FORMATS: tuple[Callable[[float], str], ...] = (
     fmt_x,
+    fmt_bound,
     fmt_us,
     fmt_err,
     fmt_pct,
@@ -104,6 +110,7 @@ def modifications(e: Evidence) -> dict[str, Any]:
         "test_file": m.test_file,
         "changed": others,
         "envelope": list(m.envelope),
+        "formatter": m.formatter,
     }
 
 
@@ -136,8 +143,13 @@ def accuracy(e: Evidence) -> dict[str, Any]:
     }
 
 
-def _bench_row(case: CaseBench, regime: str, t: RegimeBench, confidence: int) -> dict[str, Any]:
-    verdict = "faster" if t.claimed else f"no claim ({confidence} % CI reaches {fmt_x(t.ci_low)})"
+def _claim_bound(ci_low: float, claim_low: float | None) -> float:
+    """The bound the stored `claimed` flag was decided on (see collect.is_claimed): claim_low where the
+    evaluator gave one, else the interval's lower end. A choice between stored numbers, not arithmetic."""
+    return claim_low if claim_low is not None else ci_low
+
+
+def _bench_row(case: CaseBench, regime: str, t: RegimeBench) -> dict[str, Any]:
     return {
         "name": cell(case.name),
         "params": cell(params_text(case.params)),
@@ -146,9 +158,10 @@ def _bench_row(case: CaseBench, regime: str, t: RegimeBench, confidence: int) ->
         "candidate_us": fmt_us(t.candidate_us),
         "speedup": f"{fmt_x(t.speedup)}×",
         "ci": f"[{fmt_x(t.ci_low)}, {fmt_x(t.ci_high)}]",
+        "claim": f"≥ {fmt_bound(_claim_bound(t.ci_low, t.claim_low))}×",
         "cv": f"{fmt_pct(t.reference_cv_pct)} % / {fmt_pct(t.candidate_cv_pct)} %",
         "samples": t.samples,
-        "verdict": verdict,
+        "verdict": "faster" if t.claimed else "no claim",
     }
 
 
@@ -161,12 +174,13 @@ def microbenchmarks(e: Evidence) -> dict[str, Any]:
         for regime in ("graph", "wall"):
             timing = getattr(case, regime)
             if timing is not None:
-                rows.append(_bench_row(case, regime, timing, mb.confidence_pct))
+                rows.append(_bench_row(case, regime, timing))
     aggregate = None
     if mb.speedup is not None and mb.ci_low is not None and mb.ci_high is not None:
         aggregate = {
             "speedup": f"{fmt_x(mb.speedup)}×",
             "ci": f"[{fmt_x(mb.ci_low)}, {fmt_x(mb.ci_high)}]",
+            "claim": f"{fmt_bound(_claim_bound(mb.ci_low, mb.claim_low))}×",
             "claimed": mb.claimed,
         }
     return {
@@ -226,6 +240,7 @@ def e2e(e: Evidence) -> dict[str, Any]:
         "delta": delta,
         "ci": ci,
         "claimed": b.claimed,
+        "regressed": b.regressed,
         "confidence": b.confidence_pct,
     }
 

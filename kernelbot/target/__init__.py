@@ -6,4 +6,5 @@ stages.py    the five stages; search.py (evolve) and proposal.py (propose) hold 
 repo.py      the repository the change is made against (the example, a checkout, a clone, a release)
 specs/       input specs shipped for profiles' functions (the example's)
 view.py      the live view (rich on a terminal, plain lines elsewhere)
+launch.py    one run started or continued, as a library (`kernelbot target` and `kernelbot scan` call it)
 """

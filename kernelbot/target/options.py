@@ -20,6 +20,7 @@ class SearchFlags:
     workers_per_device: int | None = None
     seed_files: tuple[Path, ...] = ()
     inductor_seed: bool | None = None
+    fusion_seed: bool | None = None
 
     def as_evolve_flags(self) -> dict[str, object]:
         return {
@@ -33,6 +34,7 @@ class SearchFlags:
             "workers_per_device": self.workers_per_device,
             "seed_files": list(self.seed_files) or None,
             "inductor_seed": self.inductor_seed,
+            "fusion_seed": self.fusion_seed,
             "seed": None,
         }
 
@@ -49,5 +51,7 @@ class TargetOptions:
     open_pr: bool = False
     fork: str | None = None  # the fork's remote URL (or a remote name of the repository)
     token_env: str = DEFAULT_TOKEN_ENV  # the environment variable holding the forge token
+    github_api: str | None = None  # the forge's API URL; None: $KERNELBOT_GITHUB_API, else the profile's
+    max_open: int = 1  # kernelbot PRs that may be open in the repository at once (forge.decisions)
     resume: bool = False
     config: Path | None = None  # kernelbot.toml with user profiles

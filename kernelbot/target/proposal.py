@@ -2,7 +2,8 @@
 forge (kernelbot.propose.open_or_update decides open / update / skip / refuse from what the forge holds).
 
 Nothing is proposed from a verification that found a broken test: the verdict in RUN/verify.json is read
-again here, whatever target.toml says.
+again here, whatever target.toml says. When the tests could not run at all (the engine's dependencies are not
+installed here) the bundle is written, saying so, and no pull request is opened from it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from kernelbot import git
 from kernelbot.errors import ConfigError, RunStateError
+from kernelbot.target.options import TargetOptions
 from kernelbot.target.repo import EXAMPLE_SOURCE
 from kernelbot.target.runner import ProposalRefused, RunContext
 
@@ -54,15 +56,16 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     }
     if not options.open_pr:
         return outcome
-    from kernelbot.forge import GitHubForge
-
+    refusal = pr_refusal(verify_data, evidence)
+    if refusal:
+        raise ProposalRefused(f"{refusal}. The bundle is in {bundle.dir}")
     repo = state.resolve(state.repo.path)
     fork = options.fork or _default_fork(repo, profile)
     ctx.view.step(f"proposing on {profile.repo_url} from {git.redact_url(git.remote_url(repo, fork))}")
-    forge = GitHubForge.for_profile(
-        profile, token_env=options.token_env
-    )  # $KERNELBOT_GITHUB_API, else the profile's
-    result = open_or_update(bundle, profile, forge, repo, fork=fork, token_env=options.token_env)
+    forge = make_forge(options, profile)
+    result = open_or_update(
+        bundle, profile, forge, repo, fork=fork, token_env=options.token_env, max_open=options.max_open
+    )
     outcome["pr"] = {
         "action": result.action,
         "reason": result.reason,
@@ -71,6 +74,33 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
         "pushed_sha": result.pushed_sha or None,
     }
     return outcome
+
+
+def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
+    """Why no pull request may be opened from a written bundle, or None. The bundle itself is kept: it is
+    the user's to study, but a maintainer should not have to close a PR the evidence already condemns."""
+    tests = verify_data.get("tests") or {}
+    if tests.get("cannot_run"):
+        return (
+            f"no pull request is opened from a change whose tests could not run: {tests['cannot_run']}; "
+            f"{tests.get('advice') or 'install the engine and its dependencies'}"
+        )
+    e2e = evidence.e2e
+    if e2e.regressed:
+        return (
+            f"no pull request is opened from a change that made the end-to-end benchmark worse: {e2e.metric} "
+            f"{e2e.delta_pct:+.1f} % ({e2e.confidence_pct} % CI [{e2e.ci_low_pct:+.1f} %, "
+            f"{e2e.ci_high_pct:+.1f} %])"
+        )
+    return None
+
+
+def make_forge(options: TargetOptions, profile: Any) -> Any:
+    """The forge of the profile's upstream. Its API URL: --github-api, else $KERNELBOT_GITHUB_API, else the
+    profile's api_url (kernelbot.forge.github.resolve_api_url)."""
+    from kernelbot.forge import GitHubForge
+
+    return GitHubForge.for_profile(profile, api_url=options.github_api, token_env=options.token_env)
 
 
 def reproduce_command(ctx: RunContext) -> str:

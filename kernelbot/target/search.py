@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evolution.errors import SearchError
 from evolution.store import STORE_FILE, RunStore
 from evolution.summary import SUMMARY_JSON, best_program, run_summary
 from kernelbot.errors import KernelbotError
@@ -46,9 +47,20 @@ def run_search(task_dir: Path, run_dir: Path, flags: SearchFlags) -> dict[str, A
         resume = True
     else:
         resume = False
-    evolve_cmd.run(
-        task_dir, out=search_dir, resume=resume, config_file=config, as_json=False, **flags.as_evolve_flags()
-    )
+    try:
+        evolve_cmd.run(
+            task_dir,
+            out=search_dir,
+            resume=resume,
+            config_file=config,
+            as_json=False,
+            **flags.as_evolve_flags(),
+        )
+    except SearchError as exc:  # nothing to evolve from: the seeds all failed or none was written
+        raise NoKernelFound(
+            f"no kernel passed the evaluator: {exc}; the search is kept in {search_dir}: run `kernelbot "
+            "target ...` again with --seed FILE or an --llm endpoint to continue it"
+        ) from None
     return json.loads((search_dir / SUMMARY_JSON).read_text())
 
 

@@ -124,6 +124,7 @@ def integration_record(integration: Any) -> dict[str, Any]:
         "envelope": list(integration.envelope.describe()),
         "cpu_test_env": dict(integration.cpu_test_env),
         "notes": list(integration.notes),
+        "formatter": str(getattr(integration, "formatter", "")),
     }
 
 
@@ -149,6 +150,7 @@ class RecordedIntegration:
     test_command: list[str]
     cpu_test_env: dict[str, str]
     notes: tuple[str, ...] = ()
+    formatter: str = ""
 
 
 def load_integration(ctx: RunContext) -> RecordedIntegration:
@@ -161,6 +163,7 @@ def load_integration(ctx: RunContext) -> RecordedIntegration:
         test_command=list(record["test_command"]),
         cpu_test_env=dict(record.get("cpu_test_env", {})),
         notes=tuple(record.get("notes", ())),
+        formatter=str(record.get("formatter", "")),
     )
 
 
@@ -197,6 +200,11 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
             git.remove_worktree(repo, tree)
         shutil.rmtree(scratch, ignore_errors=True)
     tests, e2e = report.tests, report.e2e
+    if not report.tests_ran:
+        warn(
+            f"the {ctx.profile.name} tests cannot run here: {tests.cannot_run}; {tests.advice}. "
+            "The bundle says its tests were not run; --open-pr opens no pull request from it"
+        )
     if tests.preexisting_failures:
         warn(
             f"{len(tests.preexisting_failures)} related test(s) already fail before the change (reported as "
@@ -206,6 +214,8 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
     return {
         "report": REPORT_FILE,
         "ok": report.ok,
+        "tests_ran": report.tests_ran,
+        "tests_reason": tests.cannot_run,
         "refusal": f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
         if report.refusal
         else None,
@@ -226,6 +236,8 @@ def _named(ids: list[str] | tuple[str, ...]) -> str:
 
 
 def _verify_summary(outcome: dict[str, Any]) -> str:
+    if not outcome.get("tests_ran", True):
+        return f"tests not run: {outcome['tests_reason']}; e2e not measured: {outcome['e2e_reason']}"
     tests = (
         f"tests {outcome['passed_before']} passed before, {outcome['passed_after']} after, "
         f"{len(outcome['new_failures'])} new failure(s), {len(outcome['preexisting_failures'])} pre-existing"

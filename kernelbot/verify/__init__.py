@@ -4,6 +4,7 @@ benchmark of both sides (see kernelbot.verify.report for what RUN/verify.json ho
     report = verify(base_worktree, change_worktree, profile, integration, benchmark_runs=5)
     report.ok        # False when the change makes a test fail that passed (or did not exist) before
     report.refusal   # the one line naming those tests
+    report.tests_ran # False when the code the tests import cannot be imported here even before the change
 
 Both work trees must be clean checkouts: the base commit, and the base commit plus the change. The tests run
 are the profile's test command restricted to the generated test and to the repository's test files that
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelbot.verify.benchmark import BenchmarkCommand, E2EOutcome, not_measured, run_alternating
+from kernelbot.verify.importable import base_import_problem
 from kernelbot.verify.related import related_test_files
 from kernelbot.verify.repo_tests import TestRun, run_tests
 from kernelbot.verify.report import REPORT_FILE, TestComparison, VerifyReport, load_report
@@ -51,9 +53,12 @@ def verify(
     tests = _compare_tests(
         base_worktree, change_worktree, profile, integration, source_root, logs, env, progress
     )
-    e2e = _benchmark(
-        base_worktree, change_worktree, profile, benchmark_runs, source_root, logs, gpu, progress
-    )
+    if tests.cannot_run and gpu:  # the benchmark would fail the same way on both sides
+        e2e = not_measured(f"the engine cannot be imported here: {tests.cannot_run}")
+    else:
+        e2e = _benchmark(
+            base_worktree, change_worktree, profile, benchmark_runs, source_root, logs, gpu, progress
+        )
     report = VerifyReport(
         tests=_logs_relative(tests, run_dir), e2e=replace(e2e, logs=_relative(e2e.logs, run_dir))
     )
@@ -100,6 +105,14 @@ def _compare_tests(
     generated = Path(integration.test_file)
     related = related_test_files(change, integration.touched, source_root)
     files = [generated, *(f for f in related if f != generated)]
+    progress("importing what the tests need on the base")
+    kernel = _dotted(Path(integration.kernel_module), source_root)
+    problem = base_import_problem(base, change / generated, kernel, source_root, env)
+    if problem is not None:
+        package = str(getattr(profile, "package", "") or "the repository")
+        return TestComparison.not_run(
+            command, tuple(str(f) for f in files), problem.reason(), problem.advice(package)
+        )
     progress(f"tests on the base: {len(files) - 1} related file(s)")
     on_base = [f for f in files if (base / f).is_file()]  # the generated test is new with the change
     before = (
@@ -114,6 +127,12 @@ def _compare_tests(
         change, command, files, source_root=source_root, report_dir=logs, label="tests-change", env=env
     )
     return TestComparison.of(command, tuple(str(f) for f in files), before, after)
+
+
+def _dotted(path: Path, source_root: str) -> str:
+    """The module name of a repo-root relative .py path under the source root."""
+    relative = path.relative_to(source_root) if source_root else path
+    return ".".join(relative.with_suffix("").parts)
 
 
 def _benchmark(

@@ -1,14 +1,18 @@
 """What verification found, as written to RUN/verify.json: the related tests before and after the change
 (new failures apart from those already there), the end-to-end benchmark of both sides, and the verdict.
 
-    {"schema": 1, "ok": bool, "refusal": str,
+    {"schema": 1, "ok": bool, "tests_ran": bool, "refusal": str,
      "tests": {"command": [...], "files": [...], "before": TestRun, "after": TestRun,
-               "new_failures": [id], "preexisting_failures": [id], "fixed": [id]},
+               "new_failures": [id], "preexisting_failures": [id], "fixed": [id],
+               "cannot_run": str, "advice": str},
      "e2e": {"measured": bool, "reason": str, "command": [...], "metric", "unit", "higher_is_better",
              "before": [..], "after": [..], "means": {"before", "after"}, "stdev": {...}, "cv": {...},
              "delta_pct", "ci_pct": [lo, hi], "confidence", "method", "order", "runs", "logs"}}
 
 `ok` is false exactly when the change makes a test fail that did not fail before; `refusal` then names them.
+`tests_ran` is false when the tests could not run here at all: the repository's code they import fails to
+import before any change (`cannot_run` says how, `advice` what to do); nothing is then known to be broken,
+and nothing is known to work.
 """
 
 from __future__ import annotations
@@ -41,6 +45,17 @@ class TestComparison:
     new_failures: tuple[str, ...]
     preexisting_failures: tuple[str, ...]
     fixed: tuple[str, ...]
+    # Why the tests were not run at all ("" when they ran): the repository's code the tests import cannot be
+    # imported here even before the change (kernelbot.verify.importable), and what to do about it.
+    cannot_run: str = ""
+    advice: str = ""
+
+    @classmethod
+    def not_run(
+        cls, command: tuple[str, ...], files: tuple[str, ...], reason: str, advice: str
+    ) -> TestComparison:
+        run = TestRun(command, None, 0, 0, 0, (), 0.0, note=f"not run: {reason}")
+        return cls(command, files, run, run, (), (), (), cannot_run=reason, advice=advice)
 
     @classmethod
     def of(
@@ -66,6 +81,8 @@ class TestComparison:
             "new_failures": list(self.new_failures),
             "preexisting_failures": list(self.preexisting_failures),
             "fixed": list(self.fixed),
+            "cannot_run": self.cannot_run,
+            "advice": self.advice,
         }
 
     @classmethod
@@ -78,6 +95,8 @@ class TestComparison:
             new_failures=tuple(data["new_failures"]),
             preexisting_failures=tuple(data["preexisting_failures"]),
             fixed=tuple(data["fixed"]),
+            cannot_run=str(data.get("cannot_run", "")),
+            advice=str(data.get("advice", "")),
         )
 
 
@@ -89,6 +108,11 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.tests.new_failures
+
+    @property
+    def tests_ran(self) -> bool:
+        """False when the tests could not run here at all (TestComparison.cannot_run says why)."""
+        return not self.tests.cannot_run
 
     @property
     def refusal(self) -> str:
@@ -103,6 +127,7 @@ class VerifyReport:
         return {
             "schema": SCHEMA,
             "ok": self.ok,
+            "tests_ran": self.tests_ran,
             "refusal": self.refusal,
             "tests": self.tests.to_dict(),
             "e2e": self.e2e.to_dict(),

@@ -129,6 +129,10 @@ def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: s
         ("wall-load", ("SET=timing.wall_ci_target=0.01 timing.wall_time_cap_s=0.2", "REEVALS=3")),
         ("wall-load", ("SEQUENTIAL=1",)),
         ("stability", ("TRITON_BENCH=do_bench", "EVALUATIONS=10")),
+        ("llm-free", ("SEARCH_S=120", "ONLY=sglang_silu_and_mul")),
+        ("target-example", ("ITERATIONS=4",)),
+        ("real-kernels", ()),
+        ("acceptance", ()),
     ],
 )
 def test_every_dry_run_step_is_accepted_by_its_tool(scenario, params, tmp_path, monkeypatch) -> None:

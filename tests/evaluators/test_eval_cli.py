@@ -52,13 +52,16 @@ def test_json_output_is_the_full_eval_result_and_nothing_else(
     assert any(c.mismatch is not None for c in result.cases)
 
 
-def _timed(ref_us: float, cand_us: float, low: float, high: float) -> RegimeTiming:
+def _timed(
+    ref_us: float, cand_us: float, low: float, high: float, claim: float | None = None
+) -> RegimeTiming:
     return RegimeTiming(
         reference=TimingStats(median_us=ref_us, cv=0.002, samples=40),
         candidate=TimingStats(median_us=cand_us, cv=0.001, samples=40, outliers=2),
         speedup=ref_us / cand_us,
         ci_low=low,
         ci_high=high,
+        claim_low=claim,
     )
 
 
@@ -69,7 +72,7 @@ def test_summary_shows_timings_ci_and_the_real_marker(capsys: pytest.CaptureFixt
         passed=True,
         max_abs_error=1e-3,
         max_rel_error=2e-3,
-        timings={"graph": _timed(10.0, 5.0, 1.9, 2.1), "wall": _timed(20.0, 19.0, 0.98, 1.1)},
+        timings={"graph": _timed(10.0, 5.0, 1.9, 2.1, claim=1.8953), "wall": _timed(20.0, 19.0, 0.98, 1.1)},
     )
     result = EvalResult(
         task="silu_and_mul",
@@ -93,6 +96,11 @@ def test_summary_shows_timings_ci_and_the_real_marker(capsys: pytest.CaptureFixt
     assert "PASSED" in out and "2.000x (CI 1.900 .. 2.100) real" in out
     assert "10.00 (0.20%)" in out and "5.00 (0.10%)" in out  # reference and candidate, median and CV
     assert "2.000x [1.900, 2.100] real" in out and "1.053x [0.980, 1.100]" in out
+    # The lower bound a PR may claim: shown where the evaluator gave one, "-" where too few pairs did not.
+    timing_rows = [line for line in out.splitlines() if line.startswith("t1_d2048_bf16") and "µs" not in line]
+    graph = next(line for line in timing_rows if "graph*" in line)
+    wall = next(line for line in timing_rows if " wall " in line)
+    assert "claim >=" in out and graph.rstrip().endswith("1.895x") and wall.rstrip().endswith("-")
     assert "NVIDIA H200" in out and "driver 570.1" in out
     assert eval_cmd.exit_code(result) == exit_codes.OK
 

@@ -87,6 +87,7 @@ def fake_result(task: str, entry: str, source: str) -> EvalResult:
         score,
         score * 0.95,
         score * 1.05,
+        claim_low=score * 0.95 / 1.01,
         floor_us=5.0,
     )
     case = CaseResult("n8", {"n": 8}, True, 0.0, 0.0, timings={"wall": timing, "graph": timing})

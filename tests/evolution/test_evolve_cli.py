@@ -163,12 +163,15 @@ def test_best_prints_writes_and_exports(tmp_path, task, fakes, capsys) -> None:
     assert main(["best", str(run)]) == exit_codes.OK
     out, err = capsys.readouterr()
     assert out.startswith("import torch") and "SCORE = " in out
-    assert "best of run:" in err and "wall" in err
+    assert "best of run:" in err and "wall" in err and "claim>=" in err  # the bound a PR may claim
     assert main(["best", str(run), "--out", str(tmp_path / "w.py")]) == exit_codes.OK
     assert (tmp_path / "w.py").read_text() == (run / "best.py").read_text()
     capsys.readouterr()
     assert main(["best", str(run), "--json"]) == exit_codes.OK
-    assert json.loads(capsys.readouterr().out)["score"] > 1.0
+    best = json.loads(capsys.readouterr().out)
+    assert best["score"] > 1.0
+    wall = best["cases"][0]["wall"]
+    assert wall["claim_low"] == pytest.approx(wall["ci"][0] / 1.01)
 
     for fmt in ("sft", "grpo"):
         target = tmp_path / f"{fmt}.jsonl"

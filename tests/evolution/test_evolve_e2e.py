@@ -24,7 +24,14 @@ SILU = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "silu_and_mu
 # The extra seed has literal launch parameters, so launch tuning has something to move (the task's own
 # candidate derives them from the shape).
 TUNABLE_SEED = Path(__file__).resolve().parent / "data" / "silu_and_mul_tunable.py"
-CPU_FLAGS = ["--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed"]
+CPU_FLAGS = [
+    "--backend",
+    "triton-interpret",
+    "--workers-per-device",
+    "1",
+    "--no-inductor-seed",
+    "--no-fusion-seed",
+]
 CPU_FLAGS += ["--seed", str(TUNABLE_SEED)]
 # Lighter judging than the defaults (no perturbed hidden case, one drift call): the search is under test here,
 # the evaluator's own tests cover those checks.

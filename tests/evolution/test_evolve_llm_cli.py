@@ -56,7 +56,8 @@ def search_config(tmp_path: Path, stop: str) -> Path:
     path.write_text(
         f"[stop]\n{stop}\n\n[archive]\nislands = 1\n\n"
         "[sampling]\nexplore = 0\nexploit = 1\nweighted = 0\nexploit_top = 1\n\n"
-        "[mutation]\nin_flight = 1\nweights = { llm = 1, tune = 0, cross = 0 }\n"
+        "[mutation]\nin_flight = 1\nrewrite_ratio = 0\n"
+        "weights = { llm = 1, tune = 0, cross = 0, fusion = 0 }\n"
     )
     return path
 
@@ -71,7 +72,7 @@ def test_a_priced_endpoint_stops_the_run_at_its_cost_budget(
     # $1000 per million prompt tokens and $2000 per million completion tokens: 120 + 40 tokens cost $0.20.
     code = main(
         [
-            "evolve", str(task), "--out", str(run), "--no-inductor-seed",
+            "evolve", str(task), "--out", str(run), "--no-inductor-seed", "--no-fusion-seed",
             "--config", str(search_config(tmp_path, "iterations = 50\nmax_cost_usd = 0.5")),
             "--llm", f"fake-model@{server.url}#1,in=1000,out=2000", "--api-key-env", KEY_ENV,
         ]
@@ -116,7 +117,8 @@ def test_an_unpriced_endpoint_costs_nothing_and_the_token_budget_still_counts(
     config = search_config(tmp_path, "iterations = 50\nmax_tokens = 400\nmax_cost_usd = 0.01")
     code = main(
         [
-            "evolve", str(task), "--out", str(tmp_path / "run"), "--no-inductor-seed", "--json",
+            "evolve", str(task), "--out", str(tmp_path / "run"), "--json",
+            "--no-inductor-seed", "--no-fusion-seed",
             "--config", str(config),
             "--llm", f"fake-model@{server.url}", "--api-key-env", KEY_ENV,
         ]
@@ -140,7 +142,8 @@ def test_the_seed_prompt_names_the_real_workers_hardware(tmp_path, fake_openai, 
     task = make_tiny_task(tmp_path / "task", [program_source(1.0)])
     code = main(
         [
-            "evolve", str(task), "--out", str(tmp_path / "run"), "--no-inductor-seed", "--iterations", "0",
+            "evolve", str(task), "--out", str(tmp_path / "run"), "--iterations", "0",
+            "--no-inductor-seed", "--no-fusion-seed",
             "--backend", "triton-interpret", "--workers-per-device", "1",
             "--llm", f"fake-model@{server.url}", "--api-key-env", KEY_ENV,
         ]

@@ -118,6 +118,41 @@ def test_an_operator_with_moves_left_keeps_the_run_going(tmp_path) -> None:
     assert capped.asked_again == 0
 
 
+class Picky(CappedBump):
+    """Works only on parents whose source carries its mark (fusion variants need the generator's header)."""
+
+    mark = "# picky-ok"
+
+    def __init__(self) -> None:
+        super().__init__("fusion:picky", ignores_inspirations=True)
+        self.handed: list[str] = []
+
+    def accepts(self, source: str) -> bool:
+        return self.mark in source
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        assert request.parent is not None
+        self.handed.append(request.parent.source)
+        return await super().mutate(request)
+
+
+def test_an_operator_is_never_handed_a_parent_it_does_not_accept(tmp_path) -> None:
+    picky = Picky()
+    bump = BumpMutator("llm:bump", step=0.01)
+    summary, _ = run(tmp_path, [picky, bump], cfg=config(iterations=12), seeds=[program_source(1.0)])
+    assert summary.iterations == 12 and picky.handed == []  # every iteration went to an operator that works
+
+    summary, _ = run(tmp_path / "alone", [picky], cfg=config(), seeds=[program_source(1.0)])
+    assert picky.handed == []
+    assert "fusion:picky: no program it can start from" in summary.stop_reason
+
+    marked = Picky()
+    summary, _ = run(
+        tmp_path / "marked", [marked], cfg=config(), seeds=[program_source(1.0) + Picky.mark + "\n"]
+    )
+    assert marked.handed and all(Picky.mark in source for source in marked.handed)
+
+
 def test_operators_that_need_a_correct_parent_stop_when_there_is_none(tmp_path) -> None:
     seeder = ScriptedMutator(
         "seed:inductor",

@@ -20,12 +20,18 @@ def test_shipped_profiles() -> None:
     )
     assert sglang.tests.style == "unittest-customtestcase" and sglang.tests.directory == "test/srt"
     assert sglang.tests.base_class == "sglang.test.test_utils:CustomTestCase"
-    assert [t.requirement for t in sglang.formatter.tools] == ["isort==5.13.2", "black==24.10.0"]
+    # The fallback for a tree without a pre-commit config: ruff, as SGLang's current files are laid out.
+    assert [(t.name, t.requirement) for t in sglang.formatter.tools] == [
+        ("ruff-check", "ruff==0.15.4"),
+        ("ruff-format", "ruff==0.15.4"),
+    ]
     assert sglang.benchmark is not None and sglang.benchmark.needs == ("gpu", "model")
     assert sglang.pr_title("Triton RMSNorm") == "[Perf] Triton RMSNorm"
     assert any("run-ci" in step for step in sglang.human_steps)
 
     assert lmdeploy.kernel.rule == "directory" and lmdeploy.kernel.export_from_init
+    # backends/default/ is imported by every backend: the kernel is imported inside the function.
+    assert lmdeploy.kernel.lazy_import and not sglang.kernel.lazy_import and not example.kernel.lazy_import
     assert lmdeploy.kernel.directory == "lmdeploy/pytorch/kernels/cuda"
     assert lmdeploy.tests.style == "pytest" and lmdeploy.tests.directory == "tests/pytorch/kernel"
     ruff = lmdeploy.formatter.tools[0]

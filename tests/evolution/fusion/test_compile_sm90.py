@@ -2,7 +2,7 @@
 bench/fusion_compile_check.py records the candidate's launches and runs triton.compile (through ptxas) for
 each specialisation. The interpreter tests check values; this catches what only the compiler rejects (types
 of constants, shapes in unrolled loops, layouts of reshapes and permutes). The router is compiled with every
-top-k method (and several rows per program), the norm with a persistent grid and in blocks."""
+top-k method (and several rows per program), the norm with a persistent grid and in two passes over chunks."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ def test_norm_kernels_compile_for_sm90(tmp_path: Path) -> None:
     ]
     root = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, cases)
     report = trace(root)
-    for k, knobs in enumerate((Knobs(persistent=132, rows=2, eviction=True), Knobs(inner="block"))):
+    variants = (Knobs(persistent=132, rows=2, eviction=True), Knobs(passes="two", block=32))
+    for k, knobs in enumerate(variants):
         kernels = _compile(root, write(root, report, knobs).source, tmp_path / f"rms_{k}.json")
         assert len(kernels) == 2  # one per dtype

@@ -136,6 +136,22 @@ def make_inputs(case, seed, device):
     x = torch.randn(case["tokens"], h, generator=g).to(torch.bfloat16)
     return (x.to(device), torch.rand(h, generator=g).to(device), torch.randn(h, generator=g).to(device)), {}
 """
+STATS_REFERENCE = """
+import torch
+
+
+def row_stats(x: torch.Tensor):
+    h = x.float()
+    return torch.softmax(h, dim=-1).to(x.dtype), h.var(dim=-1, keepdim=True), torch.logsumexp(h, dim=-1)
+"""
+STATS_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(case["tokens"], case["width"], generator=g).to(torch.bfloat16).to(device),), {}
+"""
 MATMUL_REFERENCE = """
 import torch
 
@@ -188,6 +204,10 @@ def test_router_softmax_topk_renormalised_and_every_knob_variant(tmp_path: Path)
     check(root, generated.source, dynamic_values=(3,), seeds=(0,))
     sources = {generated.source}
     for knobs in neighbours(Knobs(), uses_topk=True):
+        if knobs.passes == "two":  # the top-k needs the row whole: refused, saying why
+            with pytest.raises(GenerationError, match="two passes"):
+                write(root, report, knobs)
+            continue
         source = write(root, report, knobs).source
         check(root, source, dynamic_values=(3,), seeds=(0,))
         sources.add(source)
@@ -216,6 +236,23 @@ def test_gated_activation_on_three_dims_in_blocks(tmp_path: Path) -> None:
     assert "BLOCK_" in blocked  # pure elementwise: the row is split over the grid
     check(root, blocked)
     check(root, write(root, report, Knobs(inner="row", rows=2)).source)
+
+
+def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:
+    """Softmax (max, then sum of exponentials), variance (mean, then centred squares), logsumexp and the
+    in-place residual norm with the row walked in chunks of 16 (a masked last chunk), one and two rows."""
+    cases = [{"name": "t3_w100", "tokens": 3, "width": 100}]
+    root = write_task(tmp_path / "stats", "row_stats", STATS_REFERENCE, STATS_INPUTS, cases)
+    report = trace(root)
+    for rows in (1, 2):
+        source = write(root, report, Knobs(passes="two", block=16, rows=rows)).source
+        assert (
+            source.count(" in range(0, ") >= 4
+        )  # pre-loops for max, sum, mean, squares, then the store loop
+        check(root, source)
+    rms_cases = [{"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5}]
+    rms = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, rms_cases)
+    check(rms, write(rms, trace(rms), Knobs(passes="two", block=32, persistent=132)).source)
 
 
 def test_layer_norm(tmp_path: Path) -> None:

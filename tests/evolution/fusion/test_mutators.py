@@ -62,7 +62,7 @@ def test_seed_then_variants_until_exhausted(tmp_path: Path) -> None:
     else:
         pytest.fail("fusion:variant never reported exhaustion")
     shas = {candidate_sha(c, task.entry) for c in children}
-    assert len(shas) == len(children) >= 10 and parent.sha not in shas
+    assert len(shas) == len(children) >= 6 and parent.sha not in shas  # knobs without effect are skipped
     knobs = parse(parent.source)
     assert knobs is not None
     for child in children:

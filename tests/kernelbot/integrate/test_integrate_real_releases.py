@@ -108,6 +108,15 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
         assert removed == [f"--- a/{path}"], removed
 
     assert_formatter_is_satisfied(repo, touched, profile.formatter, upstream)
+    if profile.kernel.lazy_import:  # LMDeploy: backends/default/ itself imports neither kernel nor Triton
+        for integration in integrations:
+            kernel = ".".join(integration.kernel_module.with_suffix("").parts)
+            for path in set(integration.touched) - {integration.kernel_module, integration.test_file}:
+                if path.name == "__init__.py":
+                    continue
+                tree = ast.parse((repo / path).read_text())
+                imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == kernel]
+                assert len(imports) == 1 and imports[0] not in tree.body, path
 
     # The generated tests pass on the CPU (the interpreter runs the kernels).
     jit = repo / "sglang" / "kernels" / "jit"

@@ -117,3 +117,61 @@ def test_real_sglang_rmsnorm_diff_adds_lines_only() -> None:
     diff = [ln for ln in difflib.ndiff(original.splitlines(), result.splitlines()) if ln[:1] in "+-"]
     assert all(line.startswith("+ ") for line in diff), diff
     assert len(diff) == 3  # the import, the guard, the call
+
+
+def test_a_lazy_import_waits_for_the_device_inside_the_function() -> None:
+    """No import is added to the module: the kernel's is written inside the function, behind the device
+    check, wrapped when it would pass the line length."""
+    check = 'x.device.type == "cuda"'
+    assert_transform(
+        route(
+            "RMSNorm.forward",
+            ("x", "weight=self.weight"),
+            returns_value=True,
+            device_check=check,
+            line_length=100,
+        ),
+        '''
+        import torch
+
+
+        class RMSNorm:
+            def forward(self, x):
+                """forward."""
+                return x * self.weight
+        ''',
+        '''
+        import torch
+
+
+        class RMSNorm:
+            def forward(self, x):
+                """forward."""
+                if x.device.type == "cuda":
+                    from pkg.layers.rms_norm_triton import can_use_rms_norm_triton, rms_norm_triton
+
+                    if can_use_rms_norm_triton(x, weight=self.weight):
+                        return rms_norm_triton(x, weight=self.weight)
+                return x * self.weight
+        ''',
+    )
+    assert_transform(
+        route("f", ("a",), returns_value=False, device_check=check.replace("x", "a"), line_length=60),
+        """
+        def f(a):
+            a.zero_()
+        """,
+        """
+        def f(a):
+            if a.device.type == "cuda":
+                from pkg.layers.rms_norm_triton import (
+                    can_use_rms_norm_triton,
+                    rms_norm_triton,
+                )
+
+                if can_use_rms_norm_triton(a):
+                    rms_norm_triton(a)
+                    return
+            a.zero_()
+        """,
+    )

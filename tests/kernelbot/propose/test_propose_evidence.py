@@ -56,13 +56,20 @@ def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence)
         and mb.regime == "graph"
         and (mb.speedup, mb.ci_low, mb.ci_high) == (1.2671, 1.1834, 1.3377)
     )
-    assert mb.claimed
+    # The aggregate's claimable bound: its interval's lower end less the graph regime's margin of the run's
+    # evaluator configuration (TimingConfig.graph_claim_margin, 0.25 %).
+    assert mb.claimed and mb.claim_low == pytest.approx(1.1834 / 1.0025)
     first = mb.cases[0]
     assert first.graph is not None and first.graph.claimed and first.graph.reference_us == 5.61
+    assert first.graph.claim_low == 1.3279
     assert first.wall is not None and not first.wall.claimed  # 0.9733 < 1: no claim
     assert mb.cases[0].graph.reference_cv_pct == pytest.approx(1.23)
     assert [c.name for c in mb.cases] == ["t1_d2048_bf16", "t16_d1792_fp32", "hidden1"]
     assert not mb.cases[1].graph.claimed
+    # The interval lies above 1 but the bound a claim may state does not: no claim.
+    assert mb.cases[1].wall.ci_low > 1.0 and mb.cases[1].wall.claim_low < 1.0 and not mb.cases[1].wall.claimed
+    # Too few pairs for a claimable bound: the interval's lower end decides.
+    assert mb.cases[2].graph.claim_low is None and mb.cases[2].graph.claimed
 
     acc = e.accuracy
     assert acc.seeds_per_case == 3 and acc.hidden_cases == 1 and acc.dynamic_keys == ("tokens",)

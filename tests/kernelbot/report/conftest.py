@@ -95,7 +95,14 @@ def llm_run(tmp_path_factory) -> Path:
         mp.setattr("kernelbot.commands.evolve.build_operators", operators)
         argv = ["evolve", str(task), "--out", str(run), "--config", str(config), "--iterations", "10"]
         argv += ["--rng-seed", "3", "--llm", f"fake-model@{server.url}", "--api-key-env", LLM_KEY_ENV]
-        argv += ["--backend", "triton-interpret", "--workers", "local", "--no-inductor-seed"]
+        argv += [
+            "--backend",
+            "triton-interpret",
+            "--workers",
+            "local",
+            "--no-inductor-seed",
+            "--no-fusion-seed",
+        ]
         code = main(argv)
     assert code == exit_codes.OK
     return run
@@ -137,7 +144,14 @@ def real_target_run(tmp_path_factory) -> Path:
         "--seed",
         str(EXAMPLE_SEED),
     ]
-    argv += ["--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed"]
+    argv += [
+        "--backend",
+        "triton-interpret",
+        "--workers-per-device",
+        "1",
+        "--no-inductor-seed",
+        "--no-fusion-seed",
+    ]
     assert main(argv) == exit_codes.OK
     return run
 

@@ -79,7 +79,7 @@ def evolve_argv(task: Path, run: Path, *extra: str) -> list[str]:
     config.write_text(LIGHT_EVAL)
     argv = [sys.executable, "-m", "kernelbot.cli", "evolve", str(task), "--out", str(run)]
     argv += ["--config", str(config), "--backend", "triton-interpret", "--workers-per-device", "1"]
-    argv += ["--no-inductor-seed", "--iterations", "2", "--rng-seed", "7"]
+    argv += ["--no-inductor-seed", "--no-fusion-seed", "--iterations", "2", "--rng-seed", "7"]
     for seed in SEEDS:
         argv += ["--seed", str(seed)]
     return [*argv, *extra]

@@ -17,7 +17,9 @@ DATA = Path(__file__).resolve().parent / "data"
 SILU = "minisglang.layers.activation:SiluAndMul.forward_native"
 ROWWISE, FLAT, WRONG = DATA / "silu_rowwise.py", DATA / "silu_flat.py", DATA / "silu_wrong.py"
 # The searches start from a seed file instead of the Inductor seed: one evaluation each on the interpreter.
-QUICK_SEARCH = ["--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed"]
+QUICK_SEARCH = [
+    "--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed", "--no-fusion-seed",
+]  # fmt: skip
 UPSTREAM_REPO = "kernelbot/minisglang"  # the example profile's repo_url, as the fake serves it
 
 # A test that fails before any change: what verification must report as pre-existing, not block on.

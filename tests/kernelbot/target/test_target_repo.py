@@ -10,7 +10,7 @@ import pytest
 from extractors.release_sources import cache_dir
 from kernelbot import git
 from kernelbot.errors import ConfigError, GitError
-from kernelbot.target.repo import is_remote, prepare
+from kernelbot.target.repo import IMPORT_DATE, is_remote, prepare
 from tests.kernelbot.git_repos import Repos, run_git
 
 
@@ -26,6 +26,19 @@ def test_the_bundled_example_becomes_a_committed_upstream(tmp_path: Path) -> Non
     (prepared.path / "stray.txt").write_text("left by a killed run")
     again = prepare(None, "example", "", tmp_path / "run")
     assert not (again.path / "stray.txt").exists()
+
+
+def test_the_same_example_gets_the_same_base_sha_in_every_fresh_run(tmp_path: Path) -> None:
+    first = prepare(None, "example", "", tmp_path / "one")
+    second = prepare(None, "example", "", tmp_path / "two")
+    assert first.base_commit == second.base_commit  # so a PR's marker (its base_sha) still matches
+    stamp = run_git(first.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%aI|%cI").strip().split("|")
+    bot = f"{git.BOT_IDENTITY.name} <{git.BOT_IDENTITY.email}>"
+    assert stamp == [bot, bot, IMPORT_DATE, IMPORT_DATE]
+    # A changed tree is another base, of course.
+    (second.path / "minisglang" / "extra.py").write_text("X = 1\n")
+    changed = git.commit_all(second.path, "Import the bundled example repository", date=IMPORT_DATE)
+    assert changed != first.base_commit
 
 
 def test_a_clean_checkout_on_a_branch_is_used_in_place(repos: Repos, tmp_path: Path) -> None:
@@ -73,3 +86,7 @@ def test_a_release_becomes_a_committed_tree(tmp_path: Path) -> None:
     prepared = prepare("pypi:lmdeploy==0.10.2", "lmdeploy", "", tmp_path / "run")
     assert (prepared.path / "lmdeploy" / "pytorch").is_dir()
     assert prepared.base_commit == git.head_commit(prepared.path) and not git.is_dirty(prepared.path)
+    assert (
+        prepare("pypi:lmdeploy==0.10.2", "lmdeploy", "", tmp_path / "run2").base_commit
+        == prepared.base_commit
+    )
