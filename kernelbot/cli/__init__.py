@@ -1,0 +1,35 @@
+"""Command-line entry: parses arguments and dispatches to `kernelbot.commands.<verb>.run`. Nothing else.
+
+application.py  the Typer app, --version, and the error boundary (exit codes, crash reports)
+search.py       eval, evolve, best, export
+tasks.py        extract, capture
+scan.py         scan, init-workflow
+target.py       target
+report.py       report
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from kernelbot import exit_codes
+from kernelbot.cli.application import app
+
+# Importing a command module registers its commands, and `kernelbot --help` lists them in registration
+# order: keep this order rather than the alphabetical one.
+# isort: off
+from kernelbot.cli import search, tasks, scan, target, report  # noqa: F401
+# isort: on
+
+__all__ = ["app", "main"]
+
+
+def main(argv: Optional[list[str]] = None) -> int:  # noqa: UP045 - typer needs Optional on 3.10
+    """Run the CLI and return its exit code (the console script exits with it)."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=args, prog_name="kernelbot")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return exit_codes.OK

@@ -1,0 +1,129 @@
+"""`target`: one function of a repository taken from extraction to a proposed pull request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kernelbot.cli.application import BACKEND_HELP, command
+
+
+@command("target")
+def target_command(
+    profile: Annotated[
+        str, typer.Argument(help="Target profile: example | sglang | lmdeploy | one in kernelbot.toml.")
+    ],
+    function: Annotated[
+        str, typer.Option(help="package.module:Qualname (or path/to/file.py:Qualname) of the function.")
+    ],
+    repo: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            help="PATH (a clean checkout on a branch) | URL (cloned) | pypi:NAME==VERSION (a release)."
+        ),
+    ] = None,
+    out: Annotated[
+        Optional[Path], typer.Option(help="Run directory (default runs/<profile>-<qualname>).")  # noqa: UP045
+    ] = None,
+    spec: Annotated[
+        Optional[Path], typer.Option(help="TOML input spec (shipped for the example's functions).")  # noqa: UP045
+    ] = None,
+    llm: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--llm",
+            help="MODEL@URL of an OpenAI-compatible endpoint (MODEL@URL#WEIGHT to weight it); repeatable.",
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Environment variable holding the --llm key (default KERNELBOT_LLM_API_KEY)."),
+    ] = None,
+    iterations: Annotated[
+        Optional[int], typer.Option(help="Mutation attempts of the search (default 50).")  # noqa: UP045
+    ] = None,
+    time_limit: Annotated[
+        Optional[str], typer.Option(help="Wall time of the search: 600, 90s, 30m, 2h.")  # noqa: UP045
+    ] = None,
+    backend: Annotated[Optional[str], typer.Option(help=BACKEND_HELP)] = None,  # noqa: UP045
+    workers_per_device: Annotated[
+        Optional[int], typer.Option(help="Warm evaluation workers per GPU.")  # noqa: UP045
+    ] = None,
+    seed: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option("--seed", help="A candidate file the search starts from; repeatable."),
+    ] = None,
+    inductor_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
+    ] = None,
+    fusion_seed: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
+    ] = None,
+    benchmark_runs: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            help="End-to-end benchmark runs per side, alternating base and change (0: skip; default 5)."
+        ),
+    ] = None,
+    open_pr: Annotated[
+        bool, typer.Option("--open-pr", help="Push the branch to --fork and open or update the PR.")
+    ] = False,
+    fork: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Your fork's git URL (or a remote name of the repository) to push the branch to."),
+    ] = None,
+    token_env: Annotated[
+        str, typer.Option(help="Environment variable holding the GitHub token (for --open-pr).")
+    ] = "GITHUB_TOKEN",
+    github_api: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            help="GitHub API URL for --open-pr (default $KERNELBOT_GITHUB_API, else the profile's api_url)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in --out (it must exist).")
+    ] = False,
+    config: Annotated[
+        Optional[Path], typer.Option(help="kernelbot.toml with user profiles.")  # noqa: UP045
+    ] = None,
+) -> int:
+    """Extract FUNCTION, evolve a kernel, put it into the repo, verify it there, and propose it.
+
+    Stages extract -> evolve -> integrate -> verify -> propose, recorded in RUN/target.toml; a re-run
+    continues at the first unfinished one. Without --open-pr the proposal is a bundle in RUN/pr/.
+    """
+    from kernelbot.commands import target as target_cmd
+    from kernelbot.target.options import SearchFlags, TargetOptions
+
+    search = SearchFlags(
+        iterations=iterations,
+        time_limit=time_limit,
+        llm=tuple(llm or ()),
+        api_key_env=api_key_env,
+        backend=backend,
+        workers_per_device=workers_per_device,
+        seed_files=tuple(seed or ()),
+        inductor_seed=inductor_seed,
+        fusion_seed=fusion_seed,
+    )
+    options = TargetOptions(
+        profile=profile,
+        function=function,
+        repo=repo,
+        out=out,
+        spec=spec,
+        search=search,
+        benchmark_runs=benchmark_runs,
+        open_pr=open_pr,
+        fork=fork,
+        token_env=token_env,
+        github_api=github_api,
+        resume=resume,
+        config=config,
+    )
+    return target_cmd.run(options)
