@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 
-from evolution.fusion.emit import LoweringError
-from evolution.fusion.evaluate import Evaluator, lowering
+from evolution.fusion.errors import LoweringError
+from evolution.fusion.evaluate import Evaluator, LoweringTable
 from evolution.fusion.model import Node
 from evolution.fusion.tiles import Affine, Index, Tile, compute_dtype, is_float
+
+LOWERINGS = LoweringTable()
 
 _RANK = {"i1": 0, "u8": 1, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "fp32": 5, "fp64": 6}
 
@@ -92,7 +94,7 @@ def finish(ev: Evaluator, node: Node, tile: Tile) -> Tile:
     return tile
 
 
-@lowering(*UNARY)
+@LOWERINGS.register(*UNARY)
 def _unary(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     if node.target in FLOAT_ONLY and not is_float(dtype):
@@ -103,7 +105,7 @@ def _unary(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return finish(ev, node, ev.emitter.unary(UNARY[node.target], a, dtype))
 
 
-@lowering("aten.gelu.default")
+@LOWERINGS.register("aten.gelu.default")
 def _gelu(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), "fp32")
     if node.kwargs.get("approximate", "none") == "tanh":
@@ -114,13 +116,13 @@ def _gelu(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return finish(ev, node, ev.emitter.unary(fmt, a, "fp32"))
 
 
-@lowering(*PREDICATES)
+@LOWERINGS.register(*PREDICATES)
 def _predicate(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = operand(ev, node.args[0], index, guard, len(index))
     return ev.emitter.unary(PREDICATES[node.target], a, "i1")
 
 
-@lowering("aten.bitwise_not.default")
+@LOWERINGS.register("aten.bitwise_not.default")
 def _bitwise_not(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = operand(ev, node.args[0], index, guard, len(index))
     if a.dtype == "i1":
@@ -138,13 +140,13 @@ def _binary_operands(ev: Evaluator, node: Node, index: Index, guard: Tile | None
     return a, b, dtype
 
 
-@lowering(*BINARY)
+@LOWERINGS.register(*BINARY)
 def _binary(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a, b, dtype = _binary_operands(ev, node, index, guard)
     return finish(ev, node, ev.emitter.binary(BINARY[node.target], a, b, dtype))
 
 
-@lowering("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+@LOWERINGS.register("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
 def _div(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     mode = node.kwargs.get("rounding_mode")
     dtype = ev.result_dtype(node)
@@ -164,7 +166,7 @@ def _div(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return ev.emitter.combine("_kb_truncdiv({}, {})", [a, b], dtype)
 
 
-@lowering("aten.floor_divide.default", "aten.floor_divide.Scalar")
+@LOWERINGS.register("aten.floor_divide.default", "aten.floor_divide.Scalar")
 def _floor_divide(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = operand(ev, node.args[0], index, guard, len(index))
     b = operand(ev, node.args[1], index, guard, len(index))
@@ -178,7 +180,7 @@ def floor_divide(ev: Evaluator, node: Node, a: Tile, b: Tile, dtype: str) -> Til
     return ev.emitter.combine("_kb_floordiv({}, {})", [a, b], dtype)
 
 
-@lowering("aten.remainder.Tensor", "aten.remainder.Scalar")
+@LOWERINGS.register("aten.remainder.Tensor", "aten.remainder.Scalar")
 def _remainder(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     a = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), dtype)
@@ -188,7 +190,7 @@ def _remainder(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
     return ev.emitter.combine("_kb_pymod({}, {})", [a, b], dtype)
 
 
-@lowering("aten.pow.Tensor_Scalar")
+@LOWERINGS.register("aten.pow.Tensor_Scalar")
 def _pow(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     a = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), dtype)
@@ -222,17 +224,17 @@ def _comparison(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> 
 
 
 for _name in COMPARISONS:
-    lowering(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_comparison)
+    LOWERINGS.register(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_comparison)
 
 
-@lowering(*LOGICAL)
+@LOWERINGS.register(*LOGICAL)
 def _logical(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), "i1")
     b = ev.emitter.cast(operand(ev, node.args[1], index, guard, len(index)), "i1")
     return ev.emitter.binary(f"({{a}} {LOGICAL[node.target]} {{b}})", a, b, "i1")
 
 
-@lowering("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+@LOWERINGS.register("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
 def _where(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     cond = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), "i1")
@@ -241,7 +243,7 @@ def _where(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return ev.emitter.where(cond, a, b, dtype)
 
 
-@lowering("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+@LOWERINGS.register("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def _masked_fill(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     x = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), dtype)
@@ -250,7 +252,7 @@ def _masked_fill(ev: Evaluator, node: Node, index: Index, guard: Tile | None) ->
     return ev.emitter.where(mask, value, x, dtype)
 
 
-@lowering("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default")
+@LOWERINGS.register("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default")
 def _clamp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     x = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), dtype)
@@ -271,7 +273,7 @@ def _clamp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
 # --- casts and copies --------------------------------------------------------------------------------------
 
 
-@lowering("aten._to_copy.default", "prims.convert_element_type.default", "aten.to.dtype")
+@LOWERINGS.register("aten._to_copy.default", "prims.convert_element_type.default", "aten.to.dtype")
 def _cast(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = ev.eval(node.args[0], index, guard) if ev.is_tensor(node.args[0]) else ev.scalar(node.args[0])
     target = node.meta.dtype
@@ -281,7 +283,7 @@ def _cast(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return tile
 
 
-@lowering("aten.copy.default")
+@LOWERINGS.register("aten.copy.default")
 def _copy(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     """copy(dst, src): src broadcast to dst's shape and cast to dst's dtype."""
     source = operand(ev, node.args[1], index, guard, len(index))
@@ -289,7 +291,7 @@ def _copy(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return ev.emitter.round_to(tile, node.meta.dtype) if is_float(tile.dtype) else tile
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.clone.default", "aten.alias.default", "aten.lift_fresh_copy.default", "aten.contiguous.default"
 )
 def _identity(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
@@ -304,24 +306,24 @@ def _fill(ev: Evaluator, node: Node, value: object) -> Tile:
     return ev.emitter.cast(ev.scalar(value), dtype)
 
 
-@lowering("aten.zeros_like.default", "aten.zeros.default", "aten.new_zeros.default")
+@LOWERINGS.register("aten.zeros_like.default", "aten.zeros.default", "aten.new_zeros.default")
 def _zeros(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, 0)
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.empty_like.default", "aten.empty.memory_format", "aten.new_empty.default", "aten.empty.default"
 )
 def _empty(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, 0)  # an uninitialised buffer: any value is allowed, zero is one
 
 
-@lowering("aten.ones_like.default", "aten.ones.default", "aten.new_ones.default")
+@LOWERINGS.register("aten.ones_like.default", "aten.ones.default", "aten.new_ones.default")
 def _ones(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, 1)
 
 
-@lowering("aten.full_like.default", "aten.full.default", "aten.new_full.default")
+@LOWERINGS.register("aten.full_like.default", "aten.full.default", "aten.new_full.default")
 def _full(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     value = node.args[1] if node.target != "aten.new_full.default" else node.args[2]
     if isinstance(value, float) and math.isinf(value) and not is_float(ev.result_dtype(node)):
@@ -329,12 +331,12 @@ def _full(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, value)
 
 
-@lowering("aten.scalar_tensor.default")
+@LOWERINGS.register("aten.scalar_tensor.default")
 def _scalar_tensor(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return _fill(ev, node, node.args[0])
 
 
-@lowering("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+@LOWERINGS.register("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
 def _arange(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     if node.target == "aten.arange.default":
         start, step = 0, 1
@@ -356,7 +358,7 @@ def _arange(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     return ev.emitter.binary("({a} + {b})", start_tile, scaled, dtype)
 
 
-@lowering("aten.fill.Scalar", "aten.fill.Tensor")
+@LOWERINGS.register("aten.fill.Scalar", "aten.fill.Tensor")
 def _fill_value(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     value = node.args[1]
     tile = ev.eval(value, (), guard) if ev.is_tensor(value) else ev.scalar(value)

@@ -14,11 +14,13 @@ from collections.abc import Callable
 import sympy
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import LoweringError
-from evolution.fusion.evaluate import Evaluator, lowering
-from evolution.fusion.lower_pointwise import finish
+from evolution.fusion.errors import LoweringError
+from evolution.fusion.evaluate import Evaluator, LoweringTable
+from evolution.fusion.lower.pointwise import finish
 from evolution.fusion.model import Node
 from evolution.fusion.tiles import Affine, Atom, Index, IndexExpr, Tile, compute_dtype, is_float
+
+LOWERINGS = LoweringTable()
 
 _BIG = 2**31 - 1
 
@@ -98,7 +100,7 @@ def count(ev: Evaluator, source: object, dims: list[int]) -> Tile:
     return Tile(ev.emitter.params.size(sympy.expand(total)), (), "i32")
 
 
-@lowering("aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default")
+@LOWERINGS.register("aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default")
 def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -114,7 +116,7 @@ def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     return finish(ev, node, total)
 
 
-@lowering("aten.amax.default", "aten.amin.default", "aten.max.default", "aten.min.default")
+@LOWERINGS.register("aten.amax.default", "aten.amin.default", "aten.max.default", "aten.min.default")
 def _extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -126,7 +128,7 @@ def _extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     return reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, kind)
 
 
-@lowering("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.default")
+@LOWERINGS.register("aten.any.dim", "aten.any.dims", "aten.any.default", "aten.all.dim", "aten.all.default")
 def _any_all(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -141,7 +143,7 @@ def _any_all(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     return ev.emitter.cast(reduce_lazy(ev, flags, atoms, kind), "i1")
 
 
-@lowering("aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default")
+@LOWERINGS.register("aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default")
 def _arg_extreme(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile | list[Tile]:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -190,7 +192,7 @@ def _softmax_parts(
     return here, top, total
 
 
-@lowering("aten._softmax.default", "aten.softmax.int")
+@LOWERINGS.register("aten._softmax.default", "aten.softmax.int")
 def _softmax(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     dim = _dims(node.args[1], len(index))[0]
@@ -200,7 +202,7 @@ def _softmax(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     return finish(ev, node, ev.emitter.cast(result, ev.result_dtype(node)))
 
 
-@lowering("aten._log_softmax.default", "aten.log_softmax.int")
+@LOWERINGS.register("aten._log_softmax.default", "aten.log_softmax.int")
 def _log_softmax(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     dim = _dims(node.args[1], len(index))[0]
@@ -210,7 +212,7 @@ def _log_softmax(ev: Evaluator, node: Node, index: Index, guard: Tile | None) ->
     return finish(ev, node, ev.emitter.cast(result, ev.result_dtype(node)))
 
 
-@lowering("aten.logsumexp.default")
+@LOWERINGS.register("aten.logsumexp.default")
 def _logsumexp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -231,7 +233,7 @@ def _logsumexp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
     return finish(ev, node, ev.emitter.binary("({a} + tl.log({b}))", safe, total, "fp32"))
 
 
-@lowering("aten.var.correction", "aten.std.correction")
+@LOWERINGS.register("aten.var.correction", "aten.std.correction")
 def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     rank = len(ev.shape(source))
@@ -257,7 +259,7 @@ def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Ti
     return finish(ev, node, value)
 
 
-@lowering("aten.cumsum.default", "aten.cumprod.default")
+@LOWERINGS.register("aten.cumsum.default", "aten.cumprod.default")
 def _cumulative(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source = node.args[0]
     shape = ev.shape(source)
@@ -299,7 +301,7 @@ def size_of(value: object) -> sympy.Expr:
     return symbols.as_expr(value)
 
 
-@lowering("aten.native_layer_norm.default")
+@LOWERINGS.register("aten.native_layer_norm.default")
 def _layer_norm(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[Tile]:
     """(normalised, mean, rstd) over the trailing `normalized_shape` dims (the statistics keep them as 1)."""
     source, normalized, weight, bias, eps = node.args[:5]

@@ -1,5 +1,6 @@
 """Memory: masked loads of input tensors at any index (an affine index is a contiguous or strided read, a
-computed one a gather), and the stores of outputs and in-place writes.
+computed one a gather), and the stores of outputs and in-place writes. It takes the emitter, not the
+Evaluator: the Evaluator loads through it and the kernel writer stores through it, and neither is imported.
 
 Offsets are `sum(index_d * stride_d)` with strides passed at run time (Triton specialises a stride of 1, so
 the innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64 before
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from evolution.fusion.emit import Emitter, Param
-from evolution.fusion.evaluate import Evaluator
+from evolution.fusion.emit import Emitter
 from evolution.fusion.model import Placeholder
+from evolution.fusion.params import Param
 from evolution.fusion.tiles import STORAGE_DTYPE, Index, Tile, compute_dtype
 
 
@@ -44,11 +45,12 @@ def offsets(emitter: Emitter, source: str, index: Index, sizes: list[int]) -> Ti
     return emitter.combine(" + ".join("{}" for _ in terms), terms, "i64")
 
 
-def load_tensor(ev: Evaluator, p: Placeholder, index: Index, guard: Tile | None) -> Tile:
-    emitter = ev.emitter
+def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int], guard: Tile | None) -> Tile:
+    """tl.load of input `p` (of `sizes`, the trace's hints) at `index`, masked to the atoms and `guard`, in
+    the compute dtype."""
     assert p.meta is not None
     base = pointer(emitter, p.source)
-    offset = offsets(emitter, p.source, index, ev.hints({"node": p.name}))
+    offset = offsets(emitter, p.source, index, sizes)
     storage = p.meta.dtype
     dtype = compute_dtype(storage)
     if offset is None:

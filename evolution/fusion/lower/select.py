@@ -12,11 +12,14 @@ from __future__ import annotations
 import sympy
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import LoweringError
-from evolution.fusion.evaluate import Evaluator, lowering
-from evolution.fusion.lower_reduce import pick, reduce_to
+from evolution.fusion.errors import LoweringError
+from evolution.fusion.evaluate import Evaluator, LoweringTable
+from evolution.fusion.lower.args import normal_dim
+from evolution.fusion.lower.reduce import pick, reduce_to
 from evolution.fusion.model import Node
 from evolution.fusion.tiles import Affine, Atom, Index, Tile, compute_dtype, is_float
+
+LOWERINGS = LoweringTable()
 
 TOPK_BLOCKS = {
     "mask": "_kb_topk_rows",
@@ -24,10 +27,6 @@ TOPK_BLOCKS = {
     "twopass": "_kb_topk_rows_twopass",
     "bitonic": "_kb_topk_rows_bitonic",
 }
-
-
-def _dim(dim: int, rank: int) -> int:
-    return dim + rank if dim < 0 else dim
 
 
 def to_rows(ev: Evaluator, tile: Tile, atom: Atom) -> tuple[str, tuple[Atom, ...], str]:
@@ -84,13 +83,13 @@ def _target_atom(ev: Evaluator, index: Index, dim: int, extent: sympy.Expr) -> t
     return ev.atom(extent, others), False
 
 
-@lowering("aten.topk.default")
+@LOWERINGS.register("aten.topk.default")
 def _topk(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[Tile]:
     source = node.args[0]
     shape = ev.shape(source)
     rank = len(shape)
     k = symbols.as_expr(node.args[1])
-    dim = _dim(int(node.args[2]) if len(node.args) > 2 else int(node.kwargs.get("dim", -1)), rank)
+    dim = normal_dim(int(node.args[2]) if len(node.args) > 2 else int(node.kwargs.get("dim", -1)), rank)
     largest = bool(node.args[3]) if len(node.args) > 3 else bool(node.kwargs.get("largest", True))
     if not is_float(compute_dtype(ev.dtype(source))):
         raise LoweringError("top-k of integer values")
@@ -126,7 +125,7 @@ def _topk(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
     return [top, ev.emitter.cast(where, "i64")]
 
 
-@lowering("aten.sort.default", "aten.sort.stable")
+@LOWERINGS.register("aten.sort.default", "aten.sort.stable")
 def _sort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[Tile]:
     source = node.args[0]
     shape = ev.shape(source)
@@ -137,7 +136,7 @@ def _sort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
     else:
         dim = int(node.args[1]) if len(node.args) > 1 else int(node.kwargs.get("dim", -1))
         descending = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("descending", False))
-    dim = _dim(dim, rank)
+    dim = normal_dim(dim, rank)
     if not is_float(compute_dtype(ev.dtype(source))):
         raise LoweringError("sort of integer values")
     atom, direct = _target_atom(ev, index, dim, shape[dim])
@@ -169,7 +168,7 @@ def _sort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
     return [top, ev.emitter.cast(where, "i64")]
 
 
-@lowering("aten.argsort.default", "aten.argsort.stable")
+@LOWERINGS.register("aten.argsort.default", "aten.argsort.stable")
 def _argsort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     as_sort = Node(node.name, "aten.sort.default", node.args, node.kwargs, (node.meta, node.meta))
     if node.target == "aten.argsort.stable":
@@ -177,11 +176,11 @@ def _argsort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     return _sort(ev, as_sort, index, guard)[1]
 
 
-@lowering("aten.scatter.value", "aten.scatter.src", "aten.scatter_add.default")
+@LOWERINGS.register("aten.scatter.value", "aten.scatter.src", "aten.scatter_add.default")
 def _scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     base, dim, positions = node.args[0], int(node.args[1]), node.args[2]
     shape = ev.shape(base)
-    dim = _dim(dim, len(shape))
+    dim = normal_dim(dim, len(shape))
     index_shape = ev.shape(positions)
     for d, (a, b) in enumerate(zip(index_shape, shape, strict=True)):
         if d != dim and ev.hint(a) != ev.hint(b) and ev.hint(a) != 1:
