@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from evaluators.timing_inputs import InputSet
+from evaluators.timing.inputs import InputSet
 
 _Event = torch.cuda.Event
 _event_record = torch.cuda.Event.record

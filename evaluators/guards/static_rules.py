@@ -104,7 +104,7 @@ ALLOWED_TORCH_PREFIXES = (
     "torch.cuda.current_stream",
 )
 
-# What a tensor method or torch function does is decided from the ATen op it runs (guards_host_ops), not
+# What a tensor method or torch function does is decided from the ATen op it runs (guards.host_ops), not
 # from a list of names: views, copies and casts are host preparation, everything else computes.
 
 # A function cached with functools.lru_cache / cache may only read device facts (SM count, capability):

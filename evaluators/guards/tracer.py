@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
-from evaluators.guards_audit import Attributor
+from evaluators.guards.audit import Attributor
 
 _setprofile = sys.setprofile  # bound now: a candidate replacing sys.setprofile cannot switch us off
 _getprofile = sys.getprofile
@@ -49,8 +48,11 @@ class CodeTracer:
         torch_dir = os.path.dirname(os.path.realpath(torch.__file__))
         self.compile_dirs = tuple(os.path.join(torch_dir, d) + os.sep for d in _COMPILE_DIRS)
         self.compile_files = frozenset(os.path.join(torch_dir, f) for f in _COMPILE_FILES)
-        evaluators_dir = os.path.dirname(os.path.realpath(__file__))
-        self.evaluators_dir = evaluators_dir + os.sep
+        # This file lies in evaluators/guards/: the guards' own code (wrappers and recorders that run inside a
+        # watched call on the candidate's behalf) is exempt, the rest of evaluators/ is not.
+        guards_dir = os.path.dirname(os.path.realpath(__file__))
+        self.guards_dir = guards_dir + os.sep
+        self.evaluators_dir = os.path.dirname(guards_dir) + os.sep
         self.events: list[TracedEvent] = []
         self._verdicts: dict[CodeType, str | None] = {}
         self._seen: set[str] = set()
@@ -95,6 +97,6 @@ class CodeTracer:
             return "ran torch.compile machinery"
         if "torchinductor_" in path:
             return "ran inductor-generated code"
-        if path.startswith(self.evaluators_dir) and not Path(path).name.startswith("guards"):
+        if path.startswith(self.evaluators_dir) and not path.startswith(self.guards_dir):
             return "ran the evaluator's code"
         return None

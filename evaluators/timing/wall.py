@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from evaluators.timing_inputs import InputSet
+from evaluators.timing.inputs import InputSet
 
 _perf_counter_ns = time.perf_counter_ns
 
@@ -52,7 +52,7 @@ STARVED_SAMPLES_TO_SYNC = 3
 
 
 class FeedDevice(Protocol):
-    """What a fed sample needs from the device (evaluators.timing_wall_cuda.CudaFeed on CUDA)."""
+    """What a fed sample needs from the device (evaluators.timing.cuda_feed.CudaFeed on CUDA)."""
 
     def open(self, feed_us: float) -> None:
         """Queue ~feed_us of GPU busy-wait, then the start marker."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluators.timing_cpus import TIMING_CPUS_ENV, CorePlan, Topology, plan_cores, read_topology
+from evaluators.timing.core_plan import TIMING_CPUS_ENV, CorePlan, Topology, plan_cores, read_topology
 
 _perf_counter = time.perf_counter
 

@@ -1,7 +1,7 @@
 """The ATen ops a candidate's host code really dispatched during one call (a TorchDispatchMode).
 
 A candidate's host code may allocate, read metadata and prepare layout and dtype (views, contiguous / clone
-copies, float<->float casts: guards_host_ops decides from the op what it does); the work must happen in its
+copies, float<->float casts: guards.host_ops decides from the op what it does); the work must happen in its
 Triton kernels. Any other op (aten.mul, aten.topk, a float -> int cast...) issued from the candidate, the
 reference or anything they call is PyTorch doing the work: class 11. A cast below float32 in a float32 task is
 class 10. Fills are allowed only on tensors the same call just allocated (torch.zeros is an allocation). Ops
@@ -17,8 +17,8 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from evaluators.guards_audit import Attributor
-from evaluators.guards_host_ops import HostOp, OpVerdict, below_float32, classify
+from evaluators.guards.audit import Attributor
+from evaluators.guards.host_ops import HostOp, OpVerdict, below_float32, classify
 
 _MAX_OPS = 20
 

@@ -12,7 +12,7 @@ from typing import Any
 from evaluators.context import JudgeContext
 from evaluators.result import HACK_CLASSES, HackFinding
 from evaluators.task import Case
-from evaluators.timing_inputs import Inputs
+from evaluators.timing.inputs import Inputs
 
 CheckCall = Callable[[JudgeContext, Case, Inputs, Any, Inputs], Any]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
-from evaluators.guards_roots import library_roots, norm_path
+from evaluators.guards.roots import library_roots, norm_path
 
 # Top-level packages of kernelbot itself; a candidate importing them is reaching into the evaluator.
 HARNESS_PACKAGES = frozenset({"evaluators", "kernelbot", "extractors", "evolution"})

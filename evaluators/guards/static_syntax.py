@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from evaluators.guards_static_rules import ALLOWED_TORCH, ALLOWED_TORCH_PREFIXES, NAME_RULES
+from evaluators.guards.static_rules import ALLOWED_TORCH, ALLOWED_TORCH_PREFIXES, NAME_RULES
 
 # Methods that change a list / dict / set / deque in place (storing into it without an assignment).
 MUTATING_METHODS = frozenset(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from evaluators import stats
 from evaluators.result import RegimeTiming
-from evaluators.timing_sampler import MIN_REL_IQR, Measure, Samples, paired_round, series_stats
+from evaluators.timing.sampler import MIN_REL_IQR, Measure, Samples, paired_round, series_stats
 
 _monotonic = time.perf_counter
 CONFIDENCE = 0.95

@@ -1,4 +1,4 @@
-"""The CUDA side of a fed wall sample (evaluators.timing_wall.FeedDevice): a busy-wait kernel and two events
+"""The CUDA side of a fed wall sample (evaluators.timing.wall.FeedDevice): a busy-wait kernel and two events
 on the current stream. The entry points are bound when this module is imported, in the worker before any
 candidate code exists, so a candidate that patches torch.cuda afterwards does not change what is measured."""
 

@@ -7,7 +7,7 @@ snapshot comparisons add what the audit hook cannot see (threads, module-level m
 torch modes left pushed). `findings()` returns everything seen so far as HackFindings with evidence.
 
 The candidate must be imported from `candidate_path`: its code objects carry that file name, and that is how
-an event is attributed to it (see guards_audit.Attributor).
+an event is attributed to it (see guards.audit.Attributor).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evaluators.guards_audit import Attributor, AuditPolicy, Violation
-from evaluators.guards_state import (
+from evaluators.guards.audit import Attributor, AuditPolicy, Violation
+from evaluators.guards.snapshots import (
     HarnessSnapshot,
     flag_changes,
     mode_stack_depths,

@@ -12,9 +12,9 @@ from typing import Any
 from evaluators.context import JudgeContext
 from evaluators.result import HackFinding, Hardware
 from evaluators.task import Case
-from evaluators.timing_graph import CaptureError
-from evaluators.timing_graph import device_synchronize as _cuda_synchronize
-from evaluators.timing_inputs import Inputs
+from evaluators.timing.graph import CaptureError
+from evaluators.timing.graph import device_synchronize as _cuda_synchronize
+from evaluators.timing.inputs import Inputs
 
 
 class RegimeFailure(Exception):

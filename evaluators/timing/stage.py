@@ -1,7 +1,7 @@
 """The timing stage: reference and candidate, both regimes, same process, each on its own inputs.
 
 Per case: one reference call on a copy of its inputs tells which arguments it mutates (those get per-call
-copies, see timing_inputs) and how many bytes a call must move (the roofline floor). Per regime: capture or
+copies, see timing.inputs) and how many bytes a call must move (the roofline floor). Per regime: capture or
 prepare both implementations, warm up, take interleaved paired samples until the medians converge or a cap
 is hit, and end with the post-timing re-check: fresh values (a new hidden seed) are copied into the
 candidate's own tensors before its last timed replay/batch, and what that call returned is judged by
@@ -10,10 +10,10 @@ evaluators.correctness.check_call. A candidate measured faster than the hardware
 Called by the worker after the correctness stage passed. The device's GPU lock (`gpu_lock`) is held only while
 samples are taken (warm-up, sampling, the re-check's replay): inputs, captures and the verdict happen outside
 it, so other workers' timing goes on meanwhile. In the wall regime, which measures host work, holding the lock
-also holds the GPU's timing core: the sampling thread moves onto it for the case (evaluators.timing_host),
-where no other worker runs, spins the core's clock up, and samples until the speedup's interval is narrow
-(evaluators.timing_wall_sampler). Import this module in the worker before the candidate is imported: the
-timers and CUDA entry points are bound at import time.
+also holds the GPU's timing core: the sampling thread moves onto it for the case
+(evaluators.timing.placement), where no other worker runs, spins the core's clock up, and samples until the
+speedup's interval is narrow (evaluators.timing.wall_sampler). Import this module in the worker before the
+candidate is imported: the timers and CUDA entry points are bound at import time.
 """
 
 from __future__ import annotations
@@ -31,26 +31,26 @@ from evaluators.errors import TaskError
 from evaluators.result import HackFinding, RegimeTiming
 from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
 from evaluators.task import REGIMES, Case
-from evaluators.timing_cpus import CorePlan
-from evaluators.timing_graph import AlternatingGraphs, CaptureError, GraphRunner
-from evaluators.timing_host import FOLLOW_UP_CPU_WARMUP_MS, gc_paused, pinned, process_plan, warm_cpu
-from evaluators.timing_inputs import Inputs, InputSet, clone_inputs, get_at, graph_input_sets, run_and_diff
-from evaluators.timing_recheck import CheckCall, default_check_call, read_verdict
-from evaluators.timing_sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
-from evaluators.timing_support import RegimeFailure as _RegimeFailure
-from evaluators.timing_support import RegimeSkipped as _RegimeSkipped
-from evaluators.timing_support import armed as _armed
-from evaluators.timing_support import bind as _bind
-from evaluators.timing_support import derive_seed as derive_seed
-from evaluators.timing_support import describe_error as _describe_error
-from evaluators.timing_support import device_sync as _device_sync
-from evaluators.timing_support import guarded as _guarded
-from evaluators.timing_support import hardware as _hardware
-from evaluators.timing_support import l2_bytes as _l2_bytes
-from evaluators.timing_support import release_cached_memory as _release_cached_memory
-from evaluators.timing_wall import WallRunner, wall_calls_for
-from evaluators.timing_wall_cuda import CudaFeed, can_feed
-from evaluators.timing_wall_sampler import CiStop, ci_half_width, sample_until_ci, summarize_wall
+from evaluators.timing.core_plan import CorePlan
+from evaluators.timing.cuda_feed import CudaFeed, can_feed
+from evaluators.timing.graph import AlternatingGraphs, CaptureError, GraphRunner
+from evaluators.timing.inputs import Inputs, InputSet, clone_inputs, get_at, graph_input_sets, run_and_diff
+from evaluators.timing.placement import FOLLOW_UP_CPU_WARMUP_MS, gc_paused, pinned, process_plan, warm_cpu
+from evaluators.timing.recheck import CheckCall, default_check_call, read_verdict
+from evaluators.timing.sampler import MIN_WARMUP_ROUNDS, Samples, sample_interleaved, summarize, warm_up
+from evaluators.timing.support import RegimeFailure as _RegimeFailure
+from evaluators.timing.support import RegimeSkipped as _RegimeSkipped
+from evaluators.timing.support import armed as _armed
+from evaluators.timing.support import bind as _bind
+from evaluators.timing.support import derive_seed as derive_seed
+from evaluators.timing.support import describe_error as _describe_error
+from evaluators.timing.support import device_sync as _device_sync
+from evaluators.timing.support import guarded as _guarded
+from evaluators.timing.support import hardware as _hardware
+from evaluators.timing.support import l2_bytes as _l2_bytes
+from evaluators.timing.support import release_cached_memory as _release_cached_memory
+from evaluators.timing.wall import WallRunner, wall_calls_for
+from evaluators.timing.wall_sampler import CiStop, ci_half_width, sample_until_ci, summarize_wall
 
 # Per-call copies of mutated arguments may take this much device memory per implementation.
 COPY_BUDGET_BYTES = 1 << 30
@@ -58,7 +58,7 @@ COPY_BUDGET_BYTES = 1 << 30
 # regime, which follows with the GPU still busy, only needs its own first calls out of the way.
 FOLLOW_UP_WARMUP_MS = 2.0
 # Wall warm-up rounds at least: a fed runner's first sample sizes its busy-wait, and code that synchronises
-# shows itself in the next few (evaluators.timing_wall.STARVED_SAMPLES_TO_SYNC).
+# shows itself in the next few (evaluators.timing.wall.STARVED_SAMPLES_TO_SYNC).
 WALL_WARMUP_ROUNDS = 5
 
 # Holds the device's GPU lock for one case and regime's sampling; yields True when the GPU was timing for
@@ -336,7 +336,8 @@ def time_cases(
     """Time every case in every configured regime; stop at the first failure (the cascade's rule).
 
     `gpu_lock` is entered around each case and regime's sampling (see the module docstring); inside it the
-    wall regime runs on `cpu_plan`'s timing core (default: this process's plan, evaluators.timing_host)."""
+    wall regime runs on `cpu_plan`'s timing core (default: this process's plan,
+    evaluators.timing.placement)."""
     report = TimingReport()
     if not getattr(ctx.backend, "can_time", False):
         report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"

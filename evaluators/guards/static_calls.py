@@ -2,7 +2,7 @@
 passes (so that `.to(torch.bool)` is judged with its dtype), whether a method name is also one of Python's
 built-in types' (`seen.add(k)` on a set is no tensor add), and whether a function cached with
 functools.lru_cache only reads device facts (LMDeploy's `get_device_props`) rather than keeping a buffer or a
-result. What a tensor method or torch function does is guards_host_ops' answer.
+result. What a tensor method or torch function does is guards.host_ops' answer.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from evaluators.guards_static_rules import DEVICE_QUERY_PREFIXES
+from evaluators.guards.static_rules import DEVICE_QUERY_PREFIXES
 
 QualifiedNames = Callable[[cst.CSTNode], set[str]]
 
