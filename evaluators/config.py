@@ -34,7 +34,7 @@ class TimingConfig:
     wall_time_cap_s: float = 0.2
     secondary_min_samples: int = 5
     # Graph regime: each implementation replays this many separately allocated copies of its inputs in
-    # turn, so where one allocation happens to land in memory weighs less (evaluators.timing_graph).
+    # turn, so where one allocation happens to land in memory weighs less (evaluators.timing.graph).
     graph_input_sets: int = 2
     # ...and this many for a case whose inputs fit in small_input_bytes: where a ~1 us kernel's few KiB land
     # weighs most, and its copies cost next to nothing. On the H200, under a 12- or 16-worker neighbour, the
@@ -44,12 +44,12 @@ class TimingConfig:
     replay_target_us: float = 200.0  # graph regime: calls captured per graph so a replay lasts ~this long
     wall_calls: int = 10  # wall regime: back-to-back calls between two device syncs, at most
     # ...and fewer for an implementation whose graph-regime time says a sample of wall_calls calls would last
-    # longer than this (evaluators.timing_wall.wall_calls_for; 0: always wall_calls). The sync cost per sample
+    # longer than this (evaluators.timing.wall.wall_calls_for; 0: always wall_calls). The sync cost per sample
     # is amortised over its calls, so ~2 ms of calls keeps it under ~0.5 %; the big cases' eager references
     # took 4-7 calls, not 10, on the H200. That saved little GPU time: the secondary look still runs to its
     # cap (secondary_time_cap_s) on every case.
     wall_sample_target_us: float = 2000.0
-    # Wall regime (evaluators.timing_wall_sampler): sampling stops once the 95 % CI of the median paired
+    # Wall regime (evaluators.timing.wall_sampler): sampling stops once the 95 % CI of the median paired
     # speedup is within this fraction of it on either side (after min_samples and min_time_s), or at
     # wall_time_cap_s / wall_max_samples. The half-width is ~2.5 sigma / sqrt(pairs) for a per-pair
     # scatter sigma: 0.5 % takes ~100 pairs at 2 %, ~220 at 3 %, ~900 at 6 % (then the cap ends it).
@@ -60,7 +60,8 @@ class TimingConfig:
     graph_claim_margin: float = 0.0025
     wall_claim_margin: float = 0.01
     # While it holds the GPU lock for wall timing, the worker's timing thread runs alone on one reserved core
-    # that no other evaluation worker (nor anything it starts: compilers) may use (evaluators.timing_host).
+    # that no other evaluation worker (nor anything it starts: compilers) may use
+    # (evaluators.timing.placement).
     cpu_affinity: bool = True
     # ...and first spins until that core's clock is steady, for at most this long (2 ms when the core was
     # timing for another worker moments before).

@@ -1,14 +1,18 @@
-"""Errors the user can fix, rooted in the floor package so every layer can raise them.
+"""The one family of errors the user can fix, rooted in the floor package so every layer raises and catches
+the same types (evolution and extractors may import this module; kernelbot re-exports it).
 
     KernelbotError                  the user can fix this (bad path, bad flag, bad task) -> exit 1
      ├── TaskError                  a task directory or task.toml is malformed
      │    └── DegenerateTaskError   the reference's outputs barely depend on its inputs
      ├── CandidateError             a candidate file does not parse or lacks the entry point
      │    └── EvolveBlockViolation  a child changed code outside its parent's EVOLVE-BLOCK
-     └── BackendUnavailable         the asked-for backend cannot run here (no GPU, no MACA)
+     ├── BackendUnavailable         the asked-for backend cannot run here (no GPU, no MACA)
+     ├── ConfigError                a bad flag, config file entry or environment variable
+     └── RunStateError              a run directory is missing, locked, or from another task or version
 
-Anything else escaping to the CLI is a kernelbot bug and is reported as a crash.
-`kernelbot.errors` re-exports this family and adds the orchestration errors.
+A layer above refines these where it has more to say (evolution.errors.SearchConfigError is a ConfigError,
+kernelbot.errors.GitError a KernelbotError); the CLI edge (kernelbot.cli) is the one place that turns them
+into exit codes. Anything else escaping to the CLI is a kernelbot bug and is reported as a crash (exit 3).
 """
 
 from __future__ import annotations
@@ -36,3 +40,11 @@ class EvolveBlockViolation(CandidateError):
 
 class BackendUnavailable(KernelbotError):
     """Raised when the selected evaluator backend cannot run on this machine."""
+
+
+class ConfigError(KernelbotError):
+    """Raised for a bad command-line flag, config file entry or environment variable."""
+
+
+class RunStateError(KernelbotError):
+    """Raised when a run directory cannot be created, opened, locked, resumed or read."""

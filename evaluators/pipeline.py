@@ -36,7 +36,7 @@ CANDIDATE_MODULE = "kb_candidate"
 # Prefix of the log line with the seconds each stage took (bench/throughput.py reads it from EvalResult.logs).
 STAGE_SECONDS_TAG = "kernelbot-stage-seconds"
 # A GPU whose lock was let go less than this long ago was busy timing: its clocks are up, so a case needs
-# only the short warm-up (evaluators.timing.FOLLOW_UP_WARMUP_MS), not the full one.
+# only the short warm-up (evaluators.timing.stage.FOLLOW_UP_WARMUP_MS), not the full one.
 WARM_GPU_S = 0.25
 REASON_LIMIT = 4000  # characters of traceback kept in a reason (the LLM's feedback)
 
@@ -213,7 +213,7 @@ class _Cascade:
             return self.result(passed=True, reason=reason, score=1.0, cases=tuple(cases), **done)
         from evaluators.gpu_lock import GpuLock, device_key
         from evaluators.scoring import aggregate
-        from evaluators.timing import time_cases
+        from evaluators.timing.stage import time_cases  # the snapshotted namespace (timing/__init__)
 
         self.enter(Stage.TIMING, "timing")
         lock = GpuLock(device_key(getattr(p.backend, "device_index", 0)))

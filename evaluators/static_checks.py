@@ -3,7 +3,7 @@ has a static signature, with the line and the code as evidence.
 
 Names are resolved through the imports (`F.silu` is torch.nn.functional.silu, `from torch import compile as c`
 is torch.compile), so renaming an import does not hide a call. A tensor method or torch function is judged
-by the ATen op it runs (guards_host_ops): views, contiguous / clone copies and float casts are host
+by the ATen op it runs (guards.host_ops): views, contiguous / clone copies and float casts are host
 preparation, allowed and listed in the report (`preparation`); `torch.Tensor.add` under any alias computes.
 What cannot be seen statically (getattr with a computed name, a cast whose meaning depends on the source
 dtype) is left to the runtime guards, which record what the candidate really did.
@@ -16,23 +16,23 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
-from evaluators.guards_host_ops import CallVerdict, HostOp, tensor_method, torch_function
-from evaluators.guards_static_calls import (
+from evaluators.guards.host_ops import CallVerdict, HostOp, tensor_method, torch_function
+from evaluators.guards.static_calls import (
     BUILTIN_METHOD_NAMES,
     caches_device_facts,
     literal_args,
     preparation_text,
     string_arg,
 )
-from evaluators.guards_static_facts import dynamic_sizes, reference_modules, task_float_dtypes
-from evaluators.guards_static_rules import (
+from evaluators.guards.static_facts import dynamic_sizes, reference_modules, task_float_dtypes
+from evaluators.guards.static_rules import (
     BUILTIN_RULES,
     CACHE_DECORATORS,
     L2_MARKERS,
     LOW_PRECISION_NAMES,
     MODULE_RULES,
 )
-from evaluators.guards_static_syntax import (
+from evaluators.guards.static_syntax import (
     MUTATING_METHODS,
     allowed_torch,
     decorator_callee,

@@ -121,16 +121,17 @@ _STAGE_MODULES = (
     "evaluators.static_checks",
     "evaluators.guards",
     "evaluators.correctness",
-    "evaluators.timing",
+    "evaluators.timing.stage",  # the package itself loads its stage lazily
     "evaluators.scoring",
 )
 
 
 def place_off_timing_cores() -> None:
     """Keep this process (and all it starts) off the cores reserved for wall timing, as far as they are known
-    before the device is (evaluators.timing_host); the plan is completed once the job names the device."""
+    before the device is (evaluators.timing.placement); the plan is completed once the job names the
+    device."""
     try:
-        from evaluators.timing_host import place_early
+        from evaluators.timing.placement import place_early
 
         note = place_early()
     except Exception as exc:  # placement is an optimisation of timing quality, never a reason not to start
@@ -141,8 +142,8 @@ def place_off_timing_cores() -> None:
 def warm_cuda_tools(device: str) -> None:
     """The profiler (kernel and stream checks) and CUDA graphs (graph-regime timing) each have a one-time
     set-up cost per process; a worker pays it while it waits in the warm pool."""
-    from evaluators.guards_kernels import warm_up_profiler
-    from evaluators.timing_graph import warm_up_capture
+    from evaluators.guards.kernels import warm_up_profiler
+    from evaluators.timing.graph import warm_up_capture
 
     warm_up_profiler(device)
     warm_up_capture()
@@ -178,7 +179,7 @@ def serve(control_fd: int, job_fd: int, backend_name: str, device_index: int, wo
     channel.nonce = job.nonce
     apply_limits(job.config, backend.name)
     limit_device_memory(job.config, backend)
-    from evaluators.timing_host import place_worker
+    from evaluators.timing.placement import place_worker
 
     place_worker(job.config, backend)  # now with its GPU known; the candidate's compiler inherits it
 

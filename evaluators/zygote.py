@@ -34,7 +34,7 @@ _OPTIONAL_PRELOAD = (
     "evaluators.static_checks",
     "evaluators.guards",
     "evaluators.correctness",
-    "evaluators.timing",
+    "evaluators.timing.stage",  # the package itself loads its stage lazily
 )
 
 

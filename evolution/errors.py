@@ -1,22 +1,25 @@
-"""Errors of the search the user can fix. They subclass the floor package's KernelbotError, so the CLI edge
-prints them on one line and exits 1 (evolution/ may not import kernelbot/, hence their own module).
+"""The search's refinements of the one error family in evaluators.errors (evolution may import the floor
+package, never kernelbot): each is caught wherever its base is, and the CLI edge prints it on one line and
+exits 1 like any other KernelbotError.
 
-    KernelbotError
-     ├── SearchConfigError   a config file entry or flag of `kernelbot evolve` is invalid
-     ├── RunStoreError       a run directory is missing, locked by another process, or from another task
+    ConfigError (evaluators.errors)
+     └── SearchConfigError   a config file entry or flag of `kernelbot evolve` is invalid
+    RunStateError (evaluators.errors)
+     └── RunStoreError       a run directory is missing, locked by another process, or from another task
+    KernelbotError (evaluators.errors)
      └── SearchError         the search cannot go on (no seed program, every evaluation infrastructure failed)
 """
 
 from __future__ import annotations
 
-from evaluators.errors import KernelbotError
+from evaluators.errors import ConfigError, KernelbotError, RunStateError
 
 
-class SearchConfigError(KernelbotError):
+class SearchConfigError(ConfigError):
     """Raised for an invalid search config entry (TOML file or command-line flag); the message names it."""
 
 
-class RunStoreError(KernelbotError):
+class RunStoreError(RunStateError):
     """Raised when a run directory cannot be created, opened, locked or resumed."""
 
 

@@ -1,10 +1,12 @@
-"""kernelbot's error family. The base lives in the floor package (`evaluators.errors`) so that every
-layer raises the same type; the CLI edge is the only place that catches it.
+"""kernelbot's view of the one error family. The family lives in the floor package (`evaluators.errors`)
+so that every layer raises the same types; this module re-exports it and adds the orchestration errors. The
+CLI edge is the only place that catches them.
 
     KernelbotError
      ├── TaskError / DegenerateTaskError / CandidateError / EvolveBlockViolation / BackendUnavailable
-     ├── ConfigError        bad flag, config file or environment variable
+     ├── ConfigError        bad flag, config file or environment variable (evolution: SearchConfigError)
      ├── RunStateError      a run directory is missing, locked or from an incompatible version
+     │                      (evolution: RunStoreError)
      ├── ExtractionError    (extractors) the function cannot be found or closed over
      ├── GitError           a git operation failed; the message says what to check
      └── TransportError     an external service (LLM endpoint, forge) failed after retries
@@ -15,19 +17,13 @@ from __future__ import annotations
 from evaluators.errors import (
     BackendUnavailable,
     CandidateError,
+    ConfigError,
     DegenerateTaskError,
     EvolveBlockViolation,
     KernelbotError,
+    RunStateError,
     TaskError,
 )
-
-
-class ConfigError(KernelbotError):
-    """Raised for a bad command-line flag, config file entry or environment variable."""
-
-
-class RunStateError(KernelbotError):
-    """Raised when a run directory cannot be opened, resumed or read."""
 
 
 class GitError(KernelbotError):

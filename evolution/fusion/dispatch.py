@@ -11,7 +11,7 @@ from __future__ import annotations
 import sympy
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import LoweringError
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.model import Graph
 
 

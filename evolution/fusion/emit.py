@@ -1,9 +1,9 @@
 """The code builder of one kernel region: statements with common subexpressions shared, tiles aligned by
 inserting `None` axes, atom indices and masks, kernel parameters for sizes.
 
-A region is the code of the stores that share one binding of atoms (grid / block / register). Statements
-that depend on no grid index are row-invariant (a weight, a bias, a constant): in a persistent kernel they go
-to the prologue, before the loop over rows, so each program loads them once.
+Statements that depend on no grid index are row-invariant (a weight, a bias, a constant): in a persistent
+kernel they go to the prologue, before the loop over rows, so each program loads them once. What a region
+is lives in region.py, the kernel's parameters in params.py.
 """
 
 from __future__ import annotations
@@ -12,103 +12,13 @@ import contextlib
 import itertools
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import sympy
-
-from evolution.fusion import symbols
+from evolution.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
+from evolution.fusion.errors import LoweringError
+from evolution.fusion.params import KernelParams, Param
+from evolution.fusion.region import Binding, Block, Region
 from evolution.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
-
-
-class LoweringError(Exception):
-    """The graph holds an op or construct the generator does not write (the message names it)."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    kind: str  # "grid" (a program index) | "block" (program * BLOCK + arange) | "register" | "loop" (chunks)
-    block: str = ""  # the kernel's constexpr name of the block size (block kind)
-
-
-@dataclass
-class Param:
-    name: str
-    host: str  # host expression that computes it
-    kind: str  # "pointer" | "stride" | "size" | "scalar"
-    constexpr: bool = False
-    comment: str = ""
-
-
-class KernelParams:
-    """Parameters of the kernel, in order of first use, each with the host expression that passes it."""
-
-    def __init__(self, symbol_sources: dict[str, str], dynamic: set[str]) -> None:
-        self.params: dict[str, Param] = {}
-        self.symbol_sources = symbol_sources
-        self.dynamic = dynamic
-        self._sizes: dict[str, str] = {}
-        self._counter = itertools.count()
-
-    def add(self, param: Param) -> str:
-        if param.name not in self.params:
-            self.params[param.name] = param
-        return param.name
-
-    def host_size(self, expr: sympy.Expr) -> str:
-        return symbols.python(expr, {s: s for s in symbols.symbols_of(expr)})
-
-    def size(self, expr: sympy.Expr | int, *, constexpr: bool | None = None) -> str:
-        """Kernel-side code for a size: a literal, or a parameter computed by the host."""
-        expr = sympy.sympify(expr)
-        if expr.is_Integer:
-            return str(int(expr))
-        key = str(expr)
-        if key in self._sizes:
-            return self._sizes[key]
-        static = not (symbols.symbols_of(expr) & self.dynamic)
-        name = self._size_name(expr, static)
-        comment = self._describe(expr)
-        self.add(
-            Param(name, self.host_size(expr), "size", static if constexpr is None else constexpr, comment)
-        )
-        self._sizes[key] = name
-        return name
-
-    def pad(self, expr: sympy.Expr) -> str:
-        """The constexpr power of two that holds `expr` (the register extent of an atom)."""
-        expr = sympy.sympify(expr)
-        if expr.is_Integer:
-            return str(_next_pow2(int(expr)))
-        key = f"pad:{expr}"
-        if key in self._sizes:
-            return self._sizes[key]
-        base = self.size(expr)
-        name = f"{base.upper()}_P2" if base.isidentifier() else f"PAD_{next(self._counter)}"
-        self.add(Param(name, f"triton.next_power_of_2({self.host_size(expr)})", "size", True))
-        self._sizes[key] = name
-        return name
-
-    def _size_name(self, expr: sympy.Expr, static: bool) -> str:
-        if isinstance(expr, sympy.Symbol) and expr.name in self.symbol_sources:
-            text = re.sub(r"\W+", "_", self.symbol_sources[expr.name]).strip("_")
-            text = text.replace("_shape_", "_size")
-            name = text.upper() if static else text
-        else:
-            name = f"SIZE_{next(self._counter)}" if static else f"size_{next(self._counter)}"
-        while name in self.params:
-            name += "_"
-        return name
-
-    def _describe(self, expr: sympy.Expr) -> str:
-        names = {s: self.symbol_sources.get(s, s) for s in symbols.symbols_of(expr)}
-        try:
-            return symbols.python(expr, names)
-        except symbols.SizeError:
-            return str(expr)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 @dataclass
@@ -118,50 +28,6 @@ class Options:
     emulate_rounding: bool = True  # round 16-bit intermediate results as eager PyTorch does
     eviction: bool = False  # streaming loads evict first, row-invariant loads evict last
     topk: str = "mask"  # which top-k block: mask | threshold | twopass | bitonic
-
-
-@dataclass(eq=False)
-class Block:
-    """Statements at one nesting level: the region's top level, or a loop over the chunks of an atom."""
-
-    header: str = ""  # "for a3_start in range(0, N, BLOCK_A3):" ("" for the top level)
-    depth: int = 0
-    loop_atom: Atom | None = None
-    var: str = ""  # the loop's chunk start
-    items: list[str | Block] = field(default_factory=list)
-    open_child: Block | None = None  # statements added while a child is open go before it
-    cse: dict[str, Tile] = field(default_factory=dict)
-    atom_tiles: dict[int, Tile] = field(default_factory=dict)
-
-    def add(self, item: str | Block) -> None:
-        if self.open_child is not None and self.open_child in self.items:
-            self.items.insert(self.items.index(self.open_child), item)
-        else:
-            self.items.append(item)
-
-    def render(self, indent: str = "") -> list[str]:
-        lines: list[str] = []
-        for item in self.items:
-            if isinstance(item, Block):
-                lines.append(f"{indent}{item.header}")
-                lines.extend(item.render(indent + "    ") or [f"{indent}    pass"])
-            else:
-                lines.append(f"{indent}{item}")
-        return lines
-
-    def walk(self) -> list[Block]:
-        return [self, *(b for item in self.items if isinstance(item, Block) for b in item.walk())]
-
-
-@dataclass
-class Region:
-    bindings: dict[Atom, Binding]
-    guarded: tuple[Atom, ...] = ()  # grid atoms this region's stores lack: it runs where they are 0
-    prologue: list[str] = field(default_factory=list)  # row-invariant statements (hoisted when allowed)
-    root: Block = field(default_factory=Block)
-    hoist: bool = False
-    shapes: set[tuple[str, ...]] = field(default_factory=set)  # register tile shapes
-    load_shapes: set[tuple[str, ...]] = field(default_factory=set)  # shapes of loads (they size num_warps)
 
 
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -227,7 +93,7 @@ class Emitter:
         self, code: str, atoms: tuple[Atom, ...], dtype: str, grid: frozenset[Atom], prefix: str = "v"
     ) -> Tile:
         """Bind `code` to a new name (or return the tile already bound to the same code)."""
-        if _is_simple(code):
+        if is_simple(code):
             return Tile(code, atoms, dtype, grid)
         target = self._target(code)
         # Equal code over other atoms is another value (two aranges of one extent are two axes).
@@ -393,7 +259,7 @@ class Emitter:
         if missing:
             raise LoweringError(f"internal: aligning a tile over {tile.atoms} to {atoms}")
         axes = ", ".join(":" if a in tile.atoms else "None" for a in atoms)
-        return f"{_wrapped(tile.code)}[{axes}]"
+        return f"{wrapped(tile.code)}[{axes}]"
 
     def combine(self, fmt: str, tiles: list[Tile], dtype: str, prefix: str = "v") -> Tile:
         atoms = self.union(*tiles)
@@ -415,8 +281,8 @@ class Emitter:
     def cast(self, tile: Tile, dtype: str) -> Tile:
         if tile.dtype == dtype:
             return tile
-        if tile.is_scalar and _is_literal(tile.code):
-            return Tile(literal(_literal_value(tile.code), dtype), (), dtype)
+        if tile.is_scalar and is_literal(tile.code):
+            return Tile(literal(literal_value(tile.code), dtype), (), dtype)
         param = self.params.params.get(tile.code)
         if tile.is_scalar and param is not None and param.kind in ("size", "scalar"):
             # A parameter may arrive as a Python number (a constexpr, or any scalar under the interpreter):
@@ -427,14 +293,14 @@ class Emitter:
         if dtype == "i1":
             zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
             return self.unary(f"({{a}} != {zero})", tile, "i1")
-        return self.unary(f"{_wrapped('{a}')}.to({TL_DTYPE[dtype]})", tile, dtype)
+        return self.unary(f"{wrapped('{a}')}.to({TL_DTYPE[dtype]})", tile, dtype)
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
         if (
             storage not in ("bfloat16", "float16")
             or not self.options.emulate_rounding
-            or _is_literal(tile.code)
+            or is_literal(tile.code)
         ):
             return tile
         return self.rounded(tile, storage)
@@ -450,7 +316,7 @@ class Emitter:
         if storage == "bfloat16":
             result = self.unary(f"_kb_round_bf16({{a}}, {self.emulation()})", tile, tile.dtype)
         else:
-            result = self.unary(f"{_wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
+            result = self.unary(f"{wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
         self._rounded.add(result.code)
         return result
 
@@ -508,46 +374,3 @@ class Emitter:
         if len(parts) == 1:
             return parts[0]
         return self.combine(" + ".join("{}" for _ in parts), parts, "i32")
-
-
-def literal(value: float | int | bool, dtype: str) -> str:
-    if dtype == "i1":
-        return "1" if value else "0"
-    if dtype in ("fp32", "fp64"):
-        number = float(value)
-        if number != number:
-            return "float('nan')"
-        if number in (float("inf"), float("-inf")):
-            return "float('inf')" if number > 0 else "float('-inf')"
-        return repr(number)
-    return str(int(value))
-
-
-def _literal_value(code: str) -> float | int:
-    text = code.strip("()")
-    if "float(" in text:
-        return float(text.replace("float(", "").rstrip(")").strip("'"))
-    return float(text) if any(c in text for c in ".einf") else int(text)
-
-
-def _is_literal(code: str) -> bool:
-    return bool(re.fullmatch(r"\(?-?[\d.]+(e[-+]?\d+)?\)?|float\('-?(inf|nan)'\)", code))
-
-
-def _is_simple(code: str) -> bool:
-    return code.isidentifier() or _is_literal(code)
-
-
-def _wrapped(code: str) -> str:
-    if code.isidentifier() or (code.startswith("(") and code.endswith(")") and _balanced(code[1:-1])):
-        return code
-    return f"({code})"
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0

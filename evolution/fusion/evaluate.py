@@ -1,8 +1,9 @@
 """Evaluation of graph values at an index: the lowering's driver.
 
 `Evaluator.eval(ref, index)` returns the tile of a graph value (a node or placeholder) read at `index` (one
-index form per dimension). Ops are lowered by functions registered per ATen target (`lowering`); each asks
-for its operands at the indices its semantics need (a view remaps the index, a reduction adds atoms for the
+index form per dimension). Ops are lowered by functions registered per ATen target in a LoweringTable (the
+modules of evolution.fusion.lower fill them; the Evaluator is handed the merged table); each asks for its
+operands at the indices its semantics need (a view remaps the index, a reduction adds atoms for the
 reduced dimensions, a gather reads at a computed index), so nothing is materialised unless an op must see a
 whole dimension at once. Evaluations are cached by (value, index, guard): a value read twice at one index is
 computed once.
@@ -17,8 +18,11 @@ from typing import Any
 import sympy
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import Emitter, LoweringError
+from evolution.fusion.emit import Emitter
+from evolution.fusion.errors import LoweringError
+from evolution.fusion.memory import load_tensor
 from evolution.fusion.model import Graph, Node, Placeholder, TensorMeta
+from evolution.fusion.params import Param
 from evolution.fusion.tiles import (
     Affine,
     Atom,
@@ -32,21 +36,35 @@ from evolution.fusion.tiles import (
 )
 
 Lowering = Callable[["Evaluator", Node, Index, "Tile | None"], "Tile | list[Tile]"]
-_LOWERINGS: dict[str, Lowering] = {}
 
 
-def lowering(*targets: str) -> Callable[[Lowering], Lowering]:
-    def register(fn: Lowering) -> Lowering:
-        for target in targets:
-            _LOWERINGS[target] = fn
-        return fn
+class LoweringTable:
+    """ATen target -> the function that lowers it. Built from other tables, it holds all of theirs; a target
+    lowered by two of them is a mistake that would otherwise depend on the order of the merge."""
 
-    return register
+    def __init__(self, *tables: LoweringTable) -> None:
+        self._lowerings: dict[str, Lowering] = {}
+        for table in tables:
+            for target, fn in table._lowerings.items():
+                if target in self._lowerings:
+                    raise ValueError(f"{target} is lowered twice")
+                self._lowerings[target] = fn
 
+    def register(self, *targets: str) -> Callable[[Lowering], Lowering]:
+        """Decorator: `fn` lowers each of `targets`."""
 
-def supported(target: str) -> bool:
-    _load_lowerings()
-    return target in _LOWERINGS
+        def register(fn: Lowering) -> Lowering:
+            for target in targets:
+                self._lowerings[target] = fn
+            return fn
+
+        return register
+
+    def get(self, target: str) -> Lowering | None:
+        return self._lowerings.get(target)
+
+    def __contains__(self, target: object) -> bool:
+        return target in self._lowerings
 
 
 @dataclass(frozen=True)
@@ -58,11 +76,18 @@ class LoadRecord:
 
 
 class Evaluator:
-    def __init__(self, graph: Graph, emitter: Emitter, atoms: AtomTable, recorder: Any | None = None) -> None:
-        _load_lowerings()
+    def __init__(
+        self,
+        graph: Graph,
+        emitter: Emitter,
+        atoms: AtomTable,
+        lowerings: LoweringTable,
+        recorder: Any | None = None,
+    ) -> None:
         self.graph = graph
         self.emitter = emitter
         self.atoms = atoms
+        self.lowerings = lowerings
         self.recorder = recorder  # the row analysis's dry run collects facts here
         self.nodes = {n.name: n for n in graph.nodes}
         self.placeholders = {p.name: p for p in graph.placeholders}
@@ -140,15 +165,7 @@ class Evaluator:
         return tile
 
     def _lower(self, node: Node, output: int, index: Index, guard: Tile | None) -> Tile:
-        if node.target == "getitem":
-            from evolution.fusion.lower_views import SPLITS, split_piece
-
-            source, item = node.args[0], int(node.args[1])
-            producer = self.nodes.get(source["node"])
-            if producer is not None and producer.target in SPLITS:
-                return split_piece(self, producer, item, index, guard)
-            return self.eval({"node": source["node"], "output": item}, index, guard)
-        fn = _LOWERINGS.get(node.target)
+        fn = self.lowerings.get(node.target)
         if fn is None:
             raise LoweringError(f"the fusion generator does not lower {node.target}")
         result = fn(self, node, index, guard)
@@ -187,11 +204,9 @@ class Evaluator:
         return self.load(p, index, guard)
 
     def load(self, p: Placeholder, index: Index, guard: Tile | None) -> Tile:
-        from evolution.fusion.lower_memory import load_tensor
-
         if self.recorder is not None:
             self.recorder.loaded(LoadRecord(p.name, index))
-        return load_tensor(self, p, index, guard)
+        return load_tensor(self.emitter, p, index, self.hints({"node": p.name}), guard)
 
     # --- index helpers -----------------------------------------------------------------------------------
 
@@ -224,20 +239,6 @@ def _ref(ref: Any) -> tuple[str, int]:
     return str(ref["node"]), int(ref.get("output", 0))
 
 
-def _scalar_param(p: Placeholder):
-    from evolution.fusion.emit import Param
-
+def _scalar_param(p: Placeholder) -> Param:
     name = "".join(c if c.isalnum() else "_" for c in p.source)
     return Param(name, p.source, "scalar", False, "a Python number of the call")
-
-
-def _load_lowerings() -> None:
-    if _LOWERINGS:
-        return
-    from evolution.fusion import (  # noqa: F401 - each module registers its lowerings
-        lower_memory,
-        lower_pointwise,
-        lower_reduce,
-        lower_select,
-        lower_views,
-    )

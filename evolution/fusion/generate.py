@@ -22,7 +22,7 @@ from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
 from evolution.fusion import blocks
 from evolution.fusion.dispatch import predicates
-from evolution.fusion.emit import LoweringError
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.host import host_body, returned
 from evolution.fusion.kernel import KernelCode, build_kernel
 from evolution.fusion.knobs import Knobs

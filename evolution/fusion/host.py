@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import LoweringError
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.kernel import KernelCode
 from evolution.fusion.model import Graph, OutputNode
 from evolution.fusion.tiles import STORAGE_DTYPE

@@ -15,11 +15,15 @@ import re
 from dataclasses import dataclass, field
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import Block, Emitter, KernelParams, LoweringError, Options, Param
+from evolution.fusion.emit import Emitter, Options
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.evaluate import Evaluator
 from evolution.fusion.knobs import Knobs
-from evolution.fusion.lower_memory import store_tensor
+from evolution.fusion.lower import LOWERINGS
+from evolution.fusion.memory import store_tensor
 from evolution.fusion.model import Graph
+from evolution.fusion.params import KernelParams, Param
+from evolution.fusion.region import Block
 from evolution.fusion.rows import (
     GridAxis,
     Plan,
@@ -71,7 +75,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     for region, members in plan.regions:
         region.hoist = persistent and not region.guarded
         emitter = Emitter(params, region, table, names, options)
-        evaluator = Evaluator(graph, emitter, table)
+        evaluator = Evaluator(graph, emitter, table, LOWERINGS)
         looped = loop is not None and any(loop in m.atoms for m in members)
         with emitter.loop(loop) if looped else contextlib.nullcontext():  # type: ignore[arg-type]
             values = [evaluator.eval(m.store.value, m.index) for m in members]

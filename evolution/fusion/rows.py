@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from evolution.fusion.emit import Binding, Emitter, KernelParams, LoweringError, Options, Region
+from evolution.fusion.emit import Emitter, Options
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.evaluate import Evaluator, LoadRecord
 from evolution.fusion.knobs import Knobs
+from evolution.fusion.lower import LOWERINGS
 from evolution.fusion.model import Graph
+from evolution.fusion.params import KernelParams
+from evolution.fusion.region import Binding, Region
 from evolution.fusion.stores import Store
 from evolution.fusion.tiles import Affine, Atom, AtomTable
 
@@ -184,7 +188,7 @@ def dry_run(graph: Graph, stores: list[Store], table: AtomTable, params: KernelP
     for plan in plans:
         recorder = Recorder()
         emitter = Emitter(params, Region(bindings={}), table, itertools.count(), Options())
-        Evaluator(graph, emitter, table, recorder).eval(plan.store.value, plan.index)
+        Evaluator(graph, emitter, table, LOWERINGS, recorder).eval(plan.store.value, plan.index)
         plan.spanned = set(recorder.spanned_atoms)
         plan.selected = set(recorder.selected)
         plan.reads = {r.placeholder for r in recorder.loads}

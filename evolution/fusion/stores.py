@@ -12,7 +12,7 @@ from typing import Any
 import sympy
 
 from evolution.fusion import symbols
-from evolution.fusion.emit import LoweringError
+from evolution.fusion.errors import LoweringError
 from evolution.fusion.model import Graph
 
 

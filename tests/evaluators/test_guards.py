@@ -17,12 +17,12 @@ from types import ModuleType, SimpleNamespace
 import pytest
 import torch
 
-from evaluators.guards_audit import HARNESS_PACKAGES, Attributor
-from evaluators.guards_dispatch import OpRecorder
-from evaluators.guards_kernels import analyse, jit_kernel_names
-from evaluators.guards_roots import interpreter_roots, library_roots, norm_path
-from evaluators.guards_state import HarnessSnapshot, ModuleFingerprint, flag_changes, precision_flags
-from evaluators.guards_trace import CodeTracer
+from evaluators.guards.audit import HARNESS_PACKAGES, Attributor
+from evaluators.guards.kernels import analyse, jit_kernel_names
+from evaluators.guards.op_recorder import OpRecorder
+from evaluators.guards.roots import interpreter_roots, library_roots, norm_path
+from evaluators.guards.snapshots import HarnessSnapshot, ModuleFingerprint, flag_changes, precision_flags
+from evaluators.guards.tracer import CodeTracer
 from evaluators.result import KernelTime
 
 CANDIDATE = """
@@ -183,7 +183,7 @@ for name in sys.argv[3:]:
         error = type(exc).__name__
     new = sandbox.findings()[seen:]
     results[name] = {"kinds": [f.kind for f in new], "evidence": [f.evidence for f in new], "error": error}
-from evaluators.guards_roots import interpreter_roots
+from evaluators.guards.roots import interpreter_roots
 torch_dir = os.path.realpath(os.path.dirname(torch.__file__))
 results["_where"] = {"torch": torch_dir, "roots": sorted(interpreter_roots())}
 print(json.dumps(results))

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evaluators.guards_audit import Attributor
-from evaluators.guards_dispatch import OpRecorder
-from evaluators.guards_host_ops import HostOp, cast_problem, tensor_method, torch_function
-from evaluators.guards_kernels import analyse
+from evaluators.guards.audit import Attributor
+from evaluators.guards.host_ops import HostOp, cast_problem, tensor_method, torch_function
+from evaluators.guards.kernels import analyse
+from evaluators.guards.op_recorder import OpRecorder
 from evaluators.static_checks import check_static, host_preparation
 from evaluators.task import load_task
 

@@ -155,7 +155,7 @@ def _timing_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: Timin
             probe.release()
         return timing
 
-    monkeypatch.setattr("evaluators.timing.time_cases", time_cases)
+    monkeypatch.setattr("evaluators.timing.stage.time_cases", time_cases)
     monkeypatch.setattr("evaluators.scoring.aggregate", lambda task, cases, hardware: agg)
     progress: list[str] = []
     cascade = _cascade(tmp_path, progress)

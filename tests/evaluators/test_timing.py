@@ -22,9 +22,9 @@ from evaluators.context import JudgeContext
 from evaluators.result import Hardware
 from evaluators.task import load_task
 from evaluators.timing import CaseTimer, TimingReport, derive_seed, time_cases
-from evaluators.timing_inputs import InputSet, changed_values, graph_input_sets, run_and_diff, tensor_paths
-from evaluators.timing_sampler import sample_interleaved, summarize, warm_up
-from evaluators.timing_wall import WallRunner
+from evaluators.timing.inputs import InputSet, changed_values, graph_input_sets, run_and_diff, tensor_paths
+from evaluators.timing.sampler import sample_interleaved, summarize, warm_up
+from evaluators.timing.wall import WallRunner
 
 FAST = TimingConfig(
     warmup_ms=1.0,
@@ -491,7 +491,7 @@ def test_candidate_calls_run_with_the_sandbox_armed(tmp_path):
 
 
 def test_calls_per_replay_is_a_power_of_two_within_the_cap():
-    from evaluators.timing_graph import calls_per_replay
+    from evaluators.timing.graph import calls_per_replay
 
     assert calls_per_replay(200.0, 1.3, 1000) == 128  # 154 wanted -> nearest power of two
     assert calls_per_replay(200.0, 1.4, 1000) == calls_per_replay(200.0, 1.45, 1000)  # noise-proof
@@ -537,7 +537,7 @@ def test_a_roofline_read_that_names_no_argument_is_a_task_error(tmp_path):
 
 
 def test_alternating_graphs_switch_allocations_in_blocks_and_recheck_on_the_primary():
-    from evaluators.timing_graph import AlternatingGraphs
+    from evaluators.timing.graph import AlternatingGraphs
 
     class FakeRunner:
         def __init__(self, name: str) -> None:
@@ -642,7 +642,7 @@ def test_wall_samples_are_sized_by_the_graph_regimes_medians(
             super().__init__(fn, inputs, sync, calls, flush_l2, feed)
             built.append(("reference" if fn is ctx.reference else "candidate", self.calls))
 
-    monkeypatch.setattr("evaluators.timing.WallRunner", RecordingWallRunner)
+    monkeypatch.setattr("evaluators.timing.stage.WallRunner", RecordingWallRunner)
     cfg = TimingConfig(**{**FAST.__dict__, "wall_calls": 10, "regimes": ("graph", "wall")})
     root = write_task(tmp_path, SCALE_REF, SCALE_INPUTS, regime=task_regime)
     lines: list[str] = []

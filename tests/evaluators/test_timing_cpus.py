@@ -1,5 +1,5 @@
-"""evaluators.timing_cpus: which core the wall regime times on, planned from a machine's /sys and /proc (real
-directory trees in tmp_path shaped like a two-socket host with SMT and NVIDIA GPUs)."""
+"""evaluators.timing.core_plan: which core the wall regime times on, planned from a machine's /sys and /proc
+(real directory trees in tmp_path shaped like a two-socket host with SMT and NVIDIA GPUs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.timing_cpus import (
+from evaluators.timing.core_plan import (
     Topology,
     group_cores,
     machine_gpus,

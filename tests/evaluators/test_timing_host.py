@@ -1,6 +1,6 @@
-"""evaluators.timing_host: workers kept off the timing cores, the timing thread pinned onto its core inside
-the GPU lock (and only there), the core's clock warmed up first; against a recording fake of the OS calls,
-the real OS in a subprocess, and time_cases end to end on a CPU backend."""
+"""evaluators.timing.placement: workers kept off the timing cores, the timing thread pinned onto its core
+inside the GPU lock (and only there), the core's clock warmed up first; against a recording fake of the OS
+calls, the real OS in a subprocess, and time_cases end to end on a CPU backend."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 
-from evaluators.timing_cpus import CorePlan
-from evaluators.timing_host import Affinity, pinned, place_process, place_worker, warm_cpu
+from evaluators.timing.core_plan import CorePlan
+from evaluators.timing.placement import Affinity, pinned, place_process, place_worker, warm_cpu
 
 PLAN = CorePlan(timing_cpu=7, reserved=frozenset({7, 15}), shared=frozenset({0, 1, 2, 3}), note="test plan")
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no sched_setaffinity here")
@@ -95,8 +95,8 @@ def test_the_real_os_pins_one_thread_and_keeps_the_others_off_the_core():
     script = textwrap.dedent(
         f"""
         import os, threading
-        from evaluators.timing_cpus import CorePlan
-        from evaluators.timing_host import pinned, place_process
+        from evaluators.timing.core_plan import CorePlan
+        from evaluators.timing.placement import pinned, place_process
         plan = CorePlan({allowed[-1]}, frozenset({{{allowed[-1]}}}), frozenset({allowed[:-1]}), "test")
         go, done = threading.Event(), threading.Event()
         seen = {{}}

@@ -1,4 +1,4 @@
-"""evaluators.timing_wall: how many calls one wall sample takes, and what a sample measures (fed, or sync to
+"""evaluators.timing.wall: how many calls one wall sample takes, and what a sample measures (fed, or sync to
 sync), on a simulated host clock and GPU stream."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from evaluators.config import TimingConfig
-from evaluators.timing_wall import WallRunner, wall_calls_for
+from evaluators.timing.wall import WallRunner, wall_calls_for
 
 TARGET = TimingConfig().wall_sample_target_us  # 2000 us
 
@@ -124,7 +124,7 @@ def sim_call(dev: SimDevice, host_us: float, gpu_us: float, syncs: bool = False)
 def sim_runner(dev: SimDevice, fn, calls: int = 10, fed: bool = True) -> tuple[WallRunner, SimFeed]:
     import torch
 
-    from evaluators.timing_inputs import InputSet
+    from evaluators.timing.inputs import InputSet
 
     feed = SimFeed(dev)
     runner = WallRunner(
@@ -216,7 +216,7 @@ def test_after_warm_up_the_mode_never_changes() -> None:
 
 
 def test_a_long_first_sample_keeps_every_sample_sync_to_sync() -> None:
-    from evaluators.timing_wall import SYNC_ENOUGH_US
+    from evaluators.timing.wall import SYNC_ENOUGH_US
 
     dev = SimDevice()
     runner, feed = sim_runner(dev, sim_call(dev, host_us=10.0, gpu_us=SYNC_ENOUGH_US / 5), calls=10)
@@ -239,6 +239,6 @@ def test_without_a_feed_device_every_sample_is_sync_to_sync() -> None:
     ("host_us", "feed_us"), [(0.0, 20.0), (100.0, 145.0), (1e9, 20_000.0), (math.nan, 20_000.0)]
 )
 def test_the_busy_wait_outlasts_the_host_time_within_bounds(host_us: float, feed_us: float) -> None:
-    from evaluators.timing_wall import feed_for
+    from evaluators.timing.wall import feed_for
 
     assert feed_for(host_us) == feed_us

@@ -1,4 +1,4 @@
-"""The wall regime's sampling loop under a fake clock (evaluators.timing_wall_sampler) and the statistics it
+"""The wall regime's sampling loop under a fake clock (evaluators.timing.wall_sampler) and the statistics it
 rests on (evaluators.stats: fences on the paired ratios, the interval's half-width, the claimable bound)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import random
 import pytest
 
 from evaluators import stats
-from evaluators.timing_sampler import Samples
-from evaluators.timing_wall_sampler import CiStop, ci_half_width, sample_until_ci, summarize_wall
+from evaluators.timing.sampler import Samples
+from evaluators.timing.wall_sampler import CiStop, ci_half_width, sample_until_ci, summarize_wall
 
 
 class FakeClock:
@@ -115,16 +115,16 @@ def test_the_time_cap_and_the_sample_cap_end_an_interval_that_never_narrows():
 
 
 def test_the_rule_is_looked_at_after_every_few_percent_more_rounds(monkeypatch):
-    from evaluators import timing_wall_sampler
+    from evaluators.timing import wall_sampler
 
     looked: list[int] = []
-    real = timing_wall_sampler.ci_half_width
+    real = wall_sampler.ci_half_width
 
     def counting(reference, candidate):
         looked.append(len(reference))
         return real(reference, candidate)
 
-    monkeypatch.setattr(timing_wall_sampler, "ci_half_width", counting)
+    monkeypatch.setattr(wall_sampler, "ci_half_width", counting)
     never = CiStop(ci_target=1e-9, min_samples=20, max_samples=2000, min_time_s=0.0, time_cap_s=1e9)
     s = sample_until_ci(noisy(10, 0.05, 7), noisy(10, 0.05, 8), never, random.Random(0), clock=FakeClock())
     assert s.stopped == "sample cap" and looked[0] == 20

@@ -93,6 +93,7 @@ def test_evolve_with_nothing_but_the_reference_reaches_a_correct_candidate(
         "--json",
         "--backend",
         "triton-interpret",
+        "--no-fusion-seed",  # the Inductor seed's own path (the fusion seed's is tests/evolution/fusion)
     ]
     code = main(argv)
     out, err = capsys.readouterr()

@@ -20,7 +20,7 @@ from evaluators.tolerances import tolerance_for
 from evolution.fusion.generate import Generated, generate
 from evolution.fusion.knobs import Knobs
 from evolution.fusion.model import TraceReport
-from evolution.fusion.trace import trace_task
+from evolution.fusion.trace.task import trace_task
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 _modules = itertools.count()

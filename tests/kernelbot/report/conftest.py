@@ -67,12 +67,14 @@ def llm_run(tmp_path_factory) -> Path:
     task = make_tiny_task(root / "task", [program_source(1.0), program_source(0, fail="compile")])
     run = root / "run"
     # Two islands, the best parent always, one mutation at a time: the LLM's edits build one line of
-    # descent (and the islands' curves differ until migration carries the best across).
+    # descent (and the islands' curves differ until migration carries the best across). Diffs only: whether
+    # a mutation asks for a rewrite is drawn from the parent's (random) id, and the lineage test reads the
+    # edit steps' tokens.
     config = root / "search.toml"
     config.write_text(
         "[archive]\nislands = 2\nmigration_interval = 3\n"
         "[sampling]\nexplore = 0.0\nexploit = 1.0\nweighted = 0.0\nexploit_top = 1\n"
-        "[mutation]\nin_flight = 1\n"
+        "[mutation]\nin_flight = 1\nrewrite_ratio = 0.0\n"
     )
 
     def operators(config, device):
