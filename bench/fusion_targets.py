@@ -1,38 +1,18 @@
 """The seven engine functions of the LLM-free acceptance, as the fusion generator's CPU test and its GPU smoke
-run extract them: release, target, regime, spec name, and the comparison rules their outputs need.
+run extract them: release, target, regime, spec name, and the tolerance for near-ties a target needs.
 
-The comparison rules are part of a top-k's contract that `kernelbot extract` does not write yet:
-- `torch.topk(..., sorted=False)` (SGLang's biased_grouped_topk_impl) leaves the order of the chosen experts
-  to the implementation (CPU and CUDA differ), so the rows of the ids are compared as sets, the weights
-  following their ids; near-ties at the selection boundary may pick either expert (0.1 % of ids);
-- a softmax of bfloat16 logits has exact ties (equal logits), and which of two equal experts comes first is
-  again the implementation's (torch's own CPU and CUDA orders differ): the rows of ids are compared as sets
-  too, and up to 10 % may differ where the 8th and 9th experts tie; the weights still follow their ids, so a
-  wrong selection fails. (With one token a single boundary tie is 25 % of the ids: the CPU test's spec
-  draws float32 logits, which do not tie.)
+`kernelbot extract` writes the comparison rules a top-k's code implies ([[compare.unordered]] for an unsorted
+top-k, [[compare.ties]] for the ids of any top-k: docs/extraction.md). What it cannot see is how close two
+different scores may come: SGLang's biased_grouped_topk_impl ranks float32 sigmoid scores plus a bias, and
+the GPU's rounding may flip two experts a few ulps apart at the selection boundary, so up to 0.1 % of its ids
+may differ. LMDeploy's softmax over bf16 logits needs nothing more: its scores either tie exactly (equal
+logits, the tie rule's business) or lie at least one bf16 ulp of the logits apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-UNORDERED_TOPK = """
-[compare]
-mismatch_fraction = 0.001
-
-[[compare.unordered]]
-key = "return[1]"
-values = ["return[0]"]
-"""
-BF16_TIES = """
-[compare]
-mismatch_fraction = 0.1
-
-[[compare.unordered]]
-key = "return[1]"
-values = ["return[0]"]
-"""
 
 
 @dataclass(frozen=True)
@@ -41,7 +21,7 @@ class Target:
     release: str
     function: str  # package.module:Qualname
     regime: str = "graph"
-    compare: str = ""  # a [compare] table the task needs (see the module docstring)
+    mismatch_fraction: float = 0.0  # ids allowed to differ at near-ties (see the module docstring)
 
 
 TARGETS = (
@@ -57,13 +37,12 @@ TARGETS = (
         "sglang_biased_grouped_topk",
         "sglang==0.5.23",
         "sglang.srt.layers.moe.topk:biased_grouped_topk_impl",
-        compare=UNORDERED_TOPK,
+        mismatch_fraction=0.001,
     ),
     Target(
         "lmdeploy_softmax_topk",
         "lmdeploy==0.18.0",
         "lmdeploy.pytorch.backends.default.moe:DefaultSoftmaxTopKImpl.forward",
-        compare=BF16_TIES,
     ),
     Target(
         "lmdeploy_rmsnorm_residual",
@@ -80,7 +59,7 @@ TARGETS = (
 
 def extract_target(target: Target, out: Path, specs: Path) -> Path:
     """`kernelbot extract --repo pypi:<release> --function <target> --spec <specs>/<name>.toml` into
-    out/<name> (replaced), plus the comparison rules the target needs; the task directory."""
+    out/<name> (replaced), plus the near-tie tolerance the target needs; the task directory."""
     from extractors.extract import ExtractOptions, extract
     from extractors.release_sources import fetch_release
 
@@ -96,7 +75,11 @@ def extract_target(target: Target, out: Path, specs: Path) -> Path:
             force=True,
         )
     )
-    toml = task_dir / "task.toml"
-    if target.compare and "[compare]" not in toml.read_text():
-        toml.write_text(toml.read_text() + target.compare)
+    if target.mismatch_fraction:
+        toml = task_dir / "task.toml"
+        text = toml.read_text()
+        line = f"mismatch_fraction = {target.mismatch_fraction}\n"
+        # Into the [compare] table extraction wrote (its rules stay), or a table of its own at the end.
+        text = text.replace("[compare]\n", "[compare]\n" + line, 1) if "[compare]\n" in text else text
+        toml.write_text(text if line in text else f"{text}\n[compare]\n{line}")
     return task_dir

@@ -7,11 +7,12 @@ NaN and Inf never pass: a non-finite value is accepted only where the reference 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from evaluators.bits import changed_elements, count_true, poison_mask
+from evaluators.compare_ties import align_ties, resolve_name
 from evaluators.result import Mismatch
 from evaluators.task import Task, Tolerance
 
@@ -201,7 +202,8 @@ def canonicalize_rows(outputs: dict[str, object], key: str, values: tuple[str, .
 class ReferenceRun:
     """What the reference produced for one input set. `outputs`/`mutated` hold the float64 run's values where
     the reference could run in float64, `native_*` the run at the inputs' own precision; `dtypes` are the
-    native dtypes a candidate must produce."""
+    native dtypes a candidate must produce. `sources`/`native_sources` map a `[[compare.ties]]` key to the
+    scores the reference's own top-k/sort ran over in that run, where it was observed."""
 
     structure: object
     outputs: dict[str, object]
@@ -209,6 +211,8 @@ class ReferenceRun:
     mutated: dict[str, torch.Tensor]
     native_mutated: dict[str, torch.Tensor]
     dtypes: dict[str, torch.dtype]
+    sources: dict[str, torch.Tensor] = field(default_factory=dict)
+    native_sources: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -229,14 +233,17 @@ def _compare_leaf(
     dtype: torch.dtype | None,
     tolerances: Callable[[torch.dtype], Tolerance],
     fraction: float,
+    actual_for_native: object = None,
 ) -> Comparison:
+    """`actual_for_native`: the candidate's output as aligned to the native run (tied ids), if it differs."""
     if isinstance(expected, torch.Tensor):
         tol = tolerances(dtype or expected.dtype)
         first = compare_tensors(expected, actual, tol, name, expected_dtype=dtype, mismatch_fraction=fraction)
         if first.ok or not isinstance(native, torch.Tensor) or native is expected:
             return first
         # Matching PyTorch's own native-precision result is correct too (a float64 reference is stricter).
-        second = compare_tensors(native, actual, tol, name, expected_dtype=dtype, mismatch_fraction=fraction)
+        other = actual if actual_for_native is None else actual_for_native
+        second = compare_tensors(native, other, tol, name, expected_dtype=dtype, mismatch_fraction=fraction)
         return second if second.ok else first
     if isinstance(actual, torch.Tensor):
         return _fail(name, f"expected {type(expected).__name__} {expected!r}, got a tensor")
@@ -254,9 +261,7 @@ def _apply_unordered(values: dict[str, object], task: Task) -> dict[str, object]
     return values
 
 
-def _resolve(name: str, values: dict[str, object]) -> str:
-    """Task files may name the second return value "return[1]" or just "1"."""
-    return name if name in values or f"return[{name}]" not in values else f"return[{name}]"
+_resolve = resolve_name
 
 
 def _excuse_key_rows(expected: dict[str, object], actual: dict[str, object], task: Task) -> None:
@@ -287,6 +292,13 @@ def _excuse_key_rows(expected: dict[str, object], actual: dict[str, object], tas
                 patched = a_val.detach().clone().reshape(-1, a_val.shape[-1])
                 patched[rows] = e_val.reshape(-1, e_val.shape[-1])[rows].to(a_val.dtype)
                 actual[name] = patched.reshape(a_val.shape)
+
+
+def _with_note(verdict: Comparison, note: str) -> Comparison:
+    mismatch = verdict.mismatch
+    if mismatch is not None:
+        mismatch = replace(mismatch, detail=f"{mismatch.detail}; {note}")
+    return replace(verdict, mismatch=mismatch, reason=f"{verdict.reason}; {note}")
 
 
 def compare_call(
@@ -326,16 +338,38 @@ def compare_call(
                     "elements; the reference leaves it unchanged",
                 )
             )
-    expected = _apply_unordered({**ref.outputs, **ref.mutated}, task)
-    native = _apply_unordered({**ref.native_outputs, **ref.native_mutated}, task)
-    actual = _apply_unordered({**actual_leaves, **{n: after[n] for n in ref.mutated}}, task)
+    expected_raw = {**ref.outputs, **ref.mutated}
+    native_raw = {**ref.native_outputs, **ref.native_mutated}
+    actual_raw = {**actual_leaves, **{n: after[n] for n in ref.mutated}}
+    # Tied top-k ids first (they compare the reference's own row order), then unordered rows are sorted.
+    tied = align_ties(expected_raw, actual_raw, ref.sources, task)
+    tied_native = (
+        align_ties(native_raw, actual_raw, ref.native_sources, task)
+        if ref.native_outputs is not ref.outputs
+        else tied
+    )
+    expected = _apply_unordered(expected_raw, task)
+    native = _apply_unordered(native_raw, task)
+    actual = _apply_unordered(tied.outputs, task)
+    actual_native = _apply_unordered(tied_native.outputs, task) if tied_native is not tied else actual
     _excuse_key_rows(expected, actual, task)
+    if actual_native is not actual:
+        _excuse_key_rows(native, actual_native, task)
     result = Comparison(ok=True)
     for name, exp in expected.items():
         act = actual.get(name)
         verdict = _compare_leaf(
-            name, exp, native.get(name), act, ref.dtypes.get(name), tolerances, task.compare.mismatch_fraction
+            name,
+            exp,
+            native.get(name),
+            act,
+            ref.dtypes.get(name),
+            tolerances,
+            task.compare.mismatch_fraction,
+            actual_native.get(name),
         )
+        if not verdict.ok and name in tied.notes:
+            verdict = _with_note(verdict, tied.notes[name])
         if not verdict.ok and type(act) is torch.Tensor and isinstance(exp, torch.Tensor):
             poisoned = count_true(poison_mask(act))
             if poisoned and poisoned * 2 >= act.numel():

@@ -10,13 +10,16 @@ native run, and the result says so (`reference_precision = "native"`).
 from __future__ import annotations
 
 import inspect
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
 from evaluators.bits import changed_elements
 from evaluators.compare import ReferenceRun, flatten_outputs, output_structure
+from evaluators.compare_ties import resolve_name
 from evaluators.context import JudgeContext
+from evaluators.correctness_selections import Selection, SelectionRecorder, selection_sources
 from evaluators.task import Case, Task
 
 Inputs = tuple[tuple, dict]
@@ -172,18 +175,25 @@ def _has_floating(inputs: Inputs) -> bool:
     return any(isinstance(v, torch.Tensor) and v.dtype in _UPCAST for v in leaves)
 
 
-def _call(ctx: JudgeContext, inputs: Inputs) -> Any:
+def _call(ctx: JudgeContext, inputs: Inputs) -> tuple[Any, list[Selection]]:
+    """The reference's return value, and its top-k/sort calls when the task has tie rules to check."""
     args, kwargs = inputs
-    with torch.no_grad():
+    recorder = SelectionRecorder() if ctx.task.compare.ties else nullcontext()
+    with torch.no_grad(), recorder:
         out = ctx.reference(*args, **kwargs)
     ctx.backend.synchronize()
-    return out
+    return out, recorder.selections if isinstance(recorder, SelectionRecorder) else []
+
+
+def _tie_sources(ctx: JudgeContext, selections: list[Selection], leaves: dict[str, Any]) -> dict:
+    keys = [resolve_name(rule.key, leaves) for rule in ctx.task.compare.ties]
+    return selection_sources(selections, leaves, keys) if selections else {}
 
 
 def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
     """Run the reference on clones of `inputs` (native, then float64 where possible)."""
     native_in = clone_inputs(inputs)
-    native_out = _call(ctx, native_in)
+    native_out, native_selections = _call(ctx, native_in)
     before = named_tensors(ctx.reference, inputs)
     native_after = named_tensors(ctx.reference, native_in)
     mutated = [n for n, t in before.items() if changed_elements(t, native_after[n])]
@@ -193,6 +203,7 @@ def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
     dtypes.update({n: before[n].dtype for n in mutated})
     native_mutated = {n: native_after[n] for n in mutated}
     run = ReferenceRun(structure, native_leaves, native_leaves, native_mutated, native_mutated, dtypes)
+    run.sources = run.native_sources = _tie_sources(ctx, native_selections, native_leaves)
     if not _has_floating(inputs):
         ctx.notes.setdefault("reference_precision", "native")
         return run
@@ -200,7 +211,7 @@ def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
         return run
     try:
         wide_in = upcast_inputs(inputs)
-        wide_out = _call(ctx, wide_in)
+        wide_out, wide_selections = _call(ctx, wide_in)
         wide_leaves = dict(flatten_outputs(wide_out))
         if output_structure(wide_out) != structure or any(
             isinstance(v, torch.Tensor) and tuple(v.shape) != tuple(wide_leaves[n].shape)
@@ -215,6 +226,7 @@ def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
     ctx.notes["reference_precision"] = "float64"
     run.outputs = wide_leaves
     run.mutated = {n: wide_after[n] for n in mutated}
+    run.sources = _tie_sources(ctx, wide_selections, wide_leaves)
     return run
 
 

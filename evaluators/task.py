@@ -59,10 +59,28 @@ class UnorderedOutputs:
 
 
 @dataclass(frozen=True)
+class TiedOutputs:
+    """`key` holds top-k / sort indices whose order among exactly equal scores the reference leaves open.
+
+    The scores are those of the tensor the reference's own top-k/sort ran over when the evaluator observes
+    that call, else the `values` output (the values the ids select, as the reference computes them). `follow`
+    names further outputs whose rows follow the ids (values gathered with them from another tensor)."""
+
+    key: str
+    values: str | None = None
+    follow: tuple[str, ...] = ()
+
+    @property
+    def followers(self) -> tuple[str, ...]:
+        return ((self.values,) if self.values else ()) + self.follow
+
+
+@dataclass(frozen=True)
 class CompareOptions:
     # Fraction of elements of an integer output allowed to differ (near-ties in top-k); 0 means exact.
     mismatch_fraction: float = 0.0
     unordered: tuple[UnorderedOutputs, ...] = ()
+    ties: tuple[TiedOutputs, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,7 +212,39 @@ def _parse_compare(raw: Any, where: str) -> CompareOptions:
     fraction = float(raw.get("mismatch_fraction", 0.0))
     if not 0.0 <= fraction < 0.5:
         raise TaskError(f"{where}: compare.mismatch_fraction must be in [0, 0.5)")
-    return CompareOptions(mismatch_fraction=fraction, unordered=tuple(unordered))
+    ties = _parse_ties(raw.get("ties", []), where)
+    return CompareOptions(mismatch_fraction=fraction, unordered=tuple(unordered), ties=ties)
+
+
+_TIES_FIELDS = ("key", "values", "follow")
+
+
+def _parse_ties(raw: Any, where: str) -> tuple[TiedOutputs, ...]:
+    if not isinstance(raw, list):
+        raise TaskError(f"{where}: compare.ties must be an array of tables ([[compare.ties]])")
+    rules: list[TiedOutputs] = []
+    for i, item in enumerate(raw):
+        at = f"{where}: compare.ties[{i}]"
+        if not isinstance(item, dict):
+            raise TaskError(f"{at} must be a table with 'key' (and optional 'values', 'follow')")
+        unknown = sorted(set(item) - set(_TIES_FIELDS))
+        if unknown:
+            raise TaskError(f"{at}: unknown field {unknown[0]!r} (known: {', '.join(_TIES_FIELDS)})")
+        key = item.get("key")
+        if not isinstance(key, str) or not key:
+            raise TaskError(f"{at}: field 'key' must be a non-empty string naming an output")
+        values = item.get("values")
+        if values is not None and (not isinstance(values, str) or not values):
+            raise TaskError(f"{at}: field 'values' must be a non-empty string naming an output")
+        follow = item.get("follow", [])
+        if not isinstance(follow, list) or not all(isinstance(f, str) and f for f in follow):
+            raise TaskError(f"{at}: field 'follow' must be a list of output names")
+        if key == values or key in follow:
+            raise TaskError(f"{at}: field 'key' {key!r} cannot also follow itself ('values'/'follow')")
+        if any(r.key == key for r in rules):
+            raise TaskError(f"{at}: field 'key' {key!r} already has a [[compare.ties]] rule")
+        rules.append(TiedOutputs(key, values, tuple(follow)))
+    return tuple(rules)
 
 
 def _parse_cases(raw: Any, where: str) -> list[Case]:

@@ -24,12 +24,12 @@ from evolution.dispatch import reported_hardware
 from evolution.executors import Executor
 from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
-from evolution.moves import Move, MoveChooser, needs_correct_parent
+from evolution.moves import Move, MoveChooser, parent_fits
 from evolution.operators import OperatorSet
 from evolution.progress import NullProgress, ProgressSink, Snapshot, case_bests
 from evolution.replay import rebuild_archive
 from evolution.sampling import ParentSampler
-from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, seed_sources
+from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, nothing_passed, seed_sources
 from evolution.stopping import StopRules
 from evolution.store import MutationRecord, PlacementRow, RunStore, new_program_id
 from evolution.types import MutationOutcome, MutationRequest, Mutator, Program, TokenUsage
@@ -102,6 +102,9 @@ class Controller:
         self.store.set_state(finished=reason, finished_at=time.time())
         snapshot = self.snapshot(f"stopped: {reason}")
         self.progress.finished(snapshot)
+        failed = nothing_passed(self.task.name, reason, self.archive.all_elites(), self.store)
+        if failed is not None:  # out of moves with nothing correct: the run ends with that one line
+            raise failed
         return RunSummary(
             reason,
             self.iterations,
@@ -192,9 +195,9 @@ class Controller:
         """After seeding: end the run when nothing can be evolved; else note each seeder that failed."""
         if self.archive.is_empty():
             raise self.seeding.no_program(self.task.name)
-        programs = self.archive.all_elites()
-        repairs = [m for m in self.operators.evolvers if not needs_correct_parent(m)]
-        if self.operators.evolvers and not repairs and not any(p.correct for p in programs):
+        programs = list(self.archive.all_elites())
+        evolvable = any(parent_fits(m, p) for m in self.operators.evolvers for p in programs)
+        if self.operators.evolvers and not evolvable and not any(p.correct for p in programs):
             unique = list({p.id: p for p in programs}.values())
             raise self.seeding.no_correct_program(
                 self.task.name, unique, [m.name for m in self.operators.evolvers]

@@ -6,9 +6,11 @@ operators answer from the parent *and* the inspirations shown beside it (bucket 
 that gains): their mark holds for the same inspirations only, and a changed archive (a new best, a new
 neighbour) makes the pair worth asking again. An operator whose answer depends on the parent alone says so
 with `exhaustion_ignores_inspirations = True` (launch tuning: a parent's neighbourhood is fixed), and its
-mark holds for good. Operators with `needs_correct_parent` are only handed correct parents, and an operator
-with an `accepts(source)` method only the parents it accepts (fusion variants: what the fusion generator
-wrote), so a move the operator would refuse on sight never spends an iteration.
+mark holds for good. Operators with `needs_correct_parent` are only handed correct parents, those with
+`needs_compiled_parent` correct parents first and else ones that ran but computed wrong results (a fusion
+variant may pick other tied experts or another rounding, never mend a kernel that does not build), and an
+operator with an `accepts(source)` method only the parents it accepts (fusion variants: what the fusion
+generator wrote), so a move the operator would refuse on sight never spends an iteration.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from evaluators.result import Stage
 from evolution.islands import Archive, Island
 from evolution.operators import OperatorSet
 from evolution.sampling import Choice, ParentSampler
@@ -55,9 +58,10 @@ class MoveChooser:
         operator = self.operators.pick(self.rng)
         left = list(zip(self.operators.evolvers, self.operators.weights, strict=True))
         while True:
-            correct_only = needs_correct_parent(operator)
+            # Operators that start from a wrong parent only for want of a right one prefer the right one.
+            correct_only = needs_correct_parent(operator) or needs_compiled_parent(operator)
             for index in order:
-                eligible = self._eligible(operator, islands[index], correct_only)
+                eligible = self._eligible(operator, islands[index])
                 try:
                     choice = self.sampler.choose(islands[index], correct_only=correct_only, eligible=eligible)
                 except ValueError:  # nothing eligible on this island for this operator
@@ -76,7 +80,7 @@ class MoveChooser:
         for op in self.operators.evolvers:
             if needs_correct_parent(op) and not has_correct:
                 parts.append(f"{op.name}: no correct program to start from")
-            elif not any(accepts_parent(op, p) for p in elites):
+            elif not any(parent_fits(op, p) for p in elites):
                 parts.append(f"{op.name}: no program it can start from")
             else:
                 parts.append(f"{op.name}: {self._why.get(op.name, 'nothing new for any parent')}")
@@ -84,11 +88,9 @@ class MoveChooser:
             "; ".join(parts) + ")"
         )
 
-    def _eligible(self, operator: Mutator, island: Island, correct_only: bool) -> Callable[[Program], bool]:
+    def _eligible(self, operator: Mutator, island: Island) -> Callable[[Program], bool]:
         def eligible(program: Program) -> bool:
-            if correct_only and not program.correct:
-                return False
-            if not accepts_parent(operator, program):
+            if not parent_fits(operator, program):
                 return False
             return _key(operator, program, self.sampler.inspirations(island, program)) not in self._spent
 
@@ -98,6 +100,29 @@ class MoveChooser:
 def needs_correct_parent(operator: Mutator) -> bool:
     """Launch tuning and crossover keep what a kernel computes: a wrong parent only yields wrong children."""
     return bool(getattr(operator, "needs_correct_parent", False))
+
+
+def needs_compiled_parent(operator: Mutator) -> bool:
+    """Fusion variants regenerate a kernel with other knobs: that may change its results (tie order,
+    rounding), but a parent that never ran tells nothing about which knobs build."""
+    return bool(getattr(operator, "needs_compiled_parent", False))
+
+
+def ran_with_wrong_results(program: Program) -> bool:
+    """The parent compiled and ran, and only its results were wrong (not flagged by a hack check)."""
+    result = program.result
+    if result is None or result.hacks:
+        return False
+    return result.stage is Stage.CORRECTNESS and not result.correct
+
+
+def parent_fits(operator: Mutator, program: Program) -> bool:
+    """Whether `operator` may be handed `program` as its parent at all."""
+    if not accepts_parent(operator, program):
+        return False
+    if needs_compiled_parent(operator):
+        return program.correct or ran_with_wrong_results(program)
+    return program.correct or not needs_correct_parent(operator)
 
 
 def accepts_parent(operator: Mutator, program: Program) -> bool:

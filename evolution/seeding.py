@@ -5,9 +5,14 @@ with, or (when another seed worked) in one progress note. Why it failed decides 
 - the task's or the writer's limits (the reference does not run, Inductor leaves top-k to ATen, a construct
   the writer does not cover) are the user's to act on: a SearchError (exit 1) naming each seeder's reason
   and what to add;
-- kernelbot's own failures (a writer raised, a conversion bug on a valid reference, or a candidate written
-  by a generator seed, which must be correct by construction, failed the evaluator) end the run as a
+- kernelbot's own failures (a writer raised, a conversion bug on a valid reference) end the run as a
   SeedingCrash: not a KernelbotError, so the CLI edge writes a crash report and exits 3.
+
+A seed the evaluator judged wrong is neither: a generated kernel can be right but for the task's contract
+(tied top-k ids before `[[compare.ties]]`, a tolerance), and the user's own may simply be wrong. An operator
+that can start from it does (an LLM from anything, a fusion variant from a fusion kernel that ran); when none
+can, or the search later runs out of moves with nothing correct, the run ends with a SearchError saying that
+no kernel passed the evaluator and why the candidates failed (exit 1).
 """
 
 from __future__ import annotations
@@ -20,9 +25,14 @@ from evaluators.candidate import parse_candidate
 from evaluators.errors import CandidateError
 from evaluators.task import Task
 from evolution.errors import SearchError
+from evolution.store import RunStore
+from evolution.summary import failure_reasons
 from evolution.types import Program
 
 SEED_FILE_OPERATOR = "seed:file"
+NOTHING_PASSED = "no kernel passed the evaluator"
+# Stop reasons that mean no operator has anything left to try (evolution.moves, evolution.stopping).
+_OUT_OF_MOVES = ("move space exhausted", "exhausted:")
 _WHAT_TO_ADD = (
     "add candidates/ to the task, pass --seed FILE or configure an --llm endpoint, and continue this run "
     "with --resume (it seeds again)"
@@ -67,23 +77,31 @@ class SeedingReport:
     def no_correct_program(
         self, task: str, programs: Sequence[Program], evolvers: Sequence[str]
     ) -> Exception:
-        """The error of a run whose seeds were all judged wrong while every operator it has only mutates
-        correct parents (nothing could ever repair them)."""
+        """The error of a run whose seeds were all judged wrong while no operator it has can start from any
+        of them (launch tuning and crossover keep a wrong kernel wrong; fusion variants need a fusion kernel
+        that ran)."""
         verdicts = "; ".join(f"{p.operator} {p.id}: {_verdict(p)}" for p in programs)
-        generated = [
-            p for p in programs if p.operator.startswith("seed:") and p.operator != SEED_FILE_OPERATOR
-        ]
-        if generated:
-            return SeedingCrash(
-                f"no correct program for task {task!r}: a generated seed failed the evaluator, which is a "
-                f"kernelbot bug ({verdicts})"
-            )
         return SearchError(
-            f"no correct program for task {task!r}: every seed candidate failed ({verdicts}) and the "
-            f"operators of this run ({', '.join(evolvers)}) only mutate correct programs; fix the "
+            f"{NOTHING_PASSED} for task {task!r}: every seed candidate failed ({verdicts}) and no operator "
+            f"of this run ({', '.join(evolvers)}) can start from a failed one; fix the task or the "
             "candidates (or pass a correct one with --seed FILE), or configure an --llm endpoint, and "
             "continue this run with --resume (it seeds again)"
         )
+
+
+def nothing_passed(
+    task: str, stop_reason: str, programs: Sequence[Program], store: RunStore
+) -> SearchError | None:
+    """The error of a search that ran out of moves with no correct program among `programs` (None when one
+    is correct, or when a budget stopped it: more iterations may still find one)."""
+    if any(p.correct for p in programs) or not stop_reason.startswith(_OUT_OF_MOVES):
+        return None
+    failures = failure_reasons(store, top=1)
+    common = f"; most common failure: {failures[0]['stage']}: {failures[0]['reason']}" if failures else ""
+    return SearchError(
+        f"{NOTHING_PASSED} for task {task!r}{common} ({stop_reason}); fix the task or pass a correct "
+        "candidate with --seed FILE, or configure an --llm endpoint, and continue this run with --resume"
+    )
 
 
 def _verdict(program: Program) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from extractors.draft_files import carry_user_drafts
 from extractors.emit_reference import Provenance
 from extractors.errors import ExtractionError
 from extractors.gather_inplace_writes import inplace_writes
+from extractors.gather_tied_outputs import TieRule, tied_outputs
 from extractors.gather_unordered_outputs import UnorderedRule, unordered_outputs
 from extractors.inputs_source import InputRequest, PreparedInputs, prepare_inputs
 from extractors.probe import ProbeResult, probe_task
@@ -63,6 +65,7 @@ class ExtractionSummary:
     probe: ProbeResult | None = None
     draft: dict[str, Any] = field(default_factory=dict)  # what drafting inferred ([extraction.draft])
     unordered: list[UnorderedRule] = field(default_factory=list)  # [[compare.unordered]] written
+    ties: list[TieRule] = field(default_factory=list)  # [[compare.ties]] written
     kept: str = ""  # a draft_spec.toml of the replaced task that was kept
 
 
@@ -121,6 +124,7 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
         inplace=inplace_writes(built.source, built.entry),
         draft=inputs.draft,
         unordered=unordered_outputs(built.source, built.entry, inputs.known_values),
+        ties=tied_outputs(built.source, built.entry, inputs.known_values),
     )
     source = {
         "repo": built_repo(index),
@@ -216,18 +220,48 @@ def _task_toml(
         data["extraction"]["probe"] = "ok" if summary.probe.ran else f"failed: {summary.probe.error}"
     if summary.draft:
         data["extraction"]["draft"] = summary.draft
-    if summary.unordered:
-        data["compare"] = {"unordered": [{"key": r.key, "values": r.values} for r in summary.unordered]}
+    compare, compare_comment = _compare_rules(summary)
+    if compare:
+        data["compare"] = compare
         data = {k: data[k] for k in [*[k for k in data if k != "cases"], "cases"]}
     comments = {
         "extraction": "Written by `kernelbot extract` for people and tools; the evaluator does not read it.",
         "extraction.draft": "How the inputs were drafted: what each argument was taken to be, and why.",
-        "compare": "Rows of these outputs come in no fixed order in the reference ("
-        + "; ".join(sorted({r.why for r in summary.unordered}))
-        + "): compared as sets, the values follow their keys.",
+        "compare": compare_comment,
         "cases": "Named cases: make_inputs(case, seed, device) receives these keys.",
     }
     return dumps(data, comments)
+
+
+def _compare_rules(summary: ExtractionSummary) -> tuple[dict[str, Any], str]:
+    """The `[compare]` table the reference's code implies, and the comment that says why."""
+    compare: dict[str, Any] = {}
+    said = []
+    if summary.unordered:
+        compare["unordered"] = [{"key": r.key, "values": r.values} for r in summary.unordered]
+        said.append(
+            "Rows of the unordered outputs come in no fixed order in the reference ("
+            + "; ".join(sorted({r.why for r in summary.unordered}))
+            + "): compared as sets, the values follow their keys."
+        )
+    if summary.ties:
+        compare["ties"] = [_tie_table(r) for r in summary.ties]
+        said.append(
+            "The tied ids come from "
+            + ", ".join(sorted({r.why for r in summary.ties}))
+            + ", which orders exactly equal scores as its kernel likes: ids may differ from the reference's "
+            "only among exactly equal scores."
+        )
+    return compare, "\n".join(textwrap.wrap(" ".join(said), 106))
+
+
+def _tie_table(rule: TieRule) -> dict[str, Any]:
+    table: dict[str, Any] = {"key": rule.key}
+    if rule.values:
+        table["values"] = rule.values
+    if rule.follow:
+        table["follow"] = rule.follow
+    return table
 
 
 def _task_name(entry: str) -> str:

@@ -1,7 +1,8 @@
-"""Gatherer: outputs whose rows come in no fixed order. `torch.topk(..., sorted=False)` (and a sort that does
-not fix ties: `sort`/`argsort` without `stable=True`) leaves the order of each row to the implementation;
-when its indices reach a returned value, that value is a `[[compare.unordered]]` key, and the returned values
-computed from the selected values (`topk` values, `gather(dim, ids)`, elementwise ops on them) follow it.
+"""Gatherer: outputs whose rows come in no fixed order. `torch.topk(..., sorted=False)` leaves the order of
+each row to the implementation; when its indices reach a returned value, that value is a
+`[[compare.unordered]]` key, and the returned values computed from the selected values (`topk` values,
+`gather(dim, ids)`, elementwise ops on them) follow it. A sort is not unordered (its rows are ordered by
+value; only ties are open, which `gather_tied_outputs` declares), nor is a sorted top-k.
 
 Order-free consumers (`scatter`, reductions such as `sum`) end the trail: `zeros.scatter_(-1, idx, vals)`
 puts every element back in its place. `sorted=` given as an expression is evaluated with the parameters'
@@ -15,7 +16,7 @@ from typing import Any
 
 import libcst as cst
 
-from extractors.drafting.local_values import arg_value, dotted, names_in
+from extractors.drafting.local_values import arg_value, dotted
 
 _ORDER_FREE = {
     "sum",
@@ -52,11 +53,14 @@ class UnorderedRule:
 class GatherUnorderedOutputs(cst.CSTVisitor):
     """Which names of one function hold unordered indices (KEY) or the values that follow them (VALUES)."""
 
+    GATHERED = VALUES  # the role of `x.gather(dim, ids)`: it follows the ids
+
     def __init__(self, known: Mapping[str, Any]) -> None:
         super().__init__()
         self.known = dict(known)
         self.roles: dict[str, str] = {}
         self.why: dict[str, str] = {}
+        self.results: dict[str, str] = {}  # names bound to a selection's (values, indices) result -> why
         self.returns: list[cst.BaseExpression] = []
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -87,10 +91,14 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
             self._forget(target)
         else:
             self.roles[target.value], self.why[target.value] = role, why
+        result = self._selection(value)
+        if result is not None:
+            self.results[target.value] = result
 
     def _forget(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             self.roles.pop(target.value, None)
+            self.results.pop(target.value, None)
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:
@@ -98,8 +106,7 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
 
     # -- roles of expressions ------------------------------------------------------------------------------
     def _selection(self, value: cst.BaseExpression) -> str | None:
-        """`torch.topk(..., sorted=False)` / `x.sort()` -> why its rows are unordered; None when they are
-        not."""
+        """`torch.topk(..., sorted=False)` -> why its rows are unordered; None when they are not."""
         if not isinstance(value, cst.Call):
             return None
         name = dotted(value.func) if not isinstance(value.func, cst.Attribute) else value.func.attr.value
@@ -109,11 +116,6 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
             if flag is None or self._evaluates_true(flag):
                 return None
             return "topk(sorted=False)"
-        if method in ("sort", "argsort"):
-            stable = arg_value(value, 99, "stable")
-            if stable is not None and self._evaluates_true(stable):
-                return None
-            return f"{method}() without stable=True"
         return None
 
     def _evaluates_true(self, expr: cst.BaseExpression) -> bool:
@@ -123,14 +125,34 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
         except Exception:  # it depends on something not known here: count it as unsorted
             return False
 
+    def _result_of(self, value: cst.BaseExpression) -> str | None:
+        """`torch.topk(...)` itself, or a name bound to it -> why its rows are unordered; else None."""
+        if isinstance(value, cst.Name):
+            return self.results.get(value.value)
+        return self._selection(value)
+
     def _role(self, value: cst.BaseExpression) -> tuple[str | None, str]:
-        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call):
-            why = self._selection(value.value)
+        """(role, why) of an expression: a selection's parts, a gather by its ids, or what its parts hold."""
+        known = self._pattern_role(value)
+        if known is not None:
+            return known
+        if isinstance(value, cst.Name):
+            name = value.value
+            return (self.roles[name], self.why[name]) if name in self.roles else (None, "")
+        parts = [value.value] if isinstance(value, cst.Attribute) else list(_subexpressions(value))
+        found = [r for r in (self._role(p) for p in parts) if r[0] is not None]
+        if not found:
+            return None, ""
+        return next((r for r in found if r[0] == KEY), None) or self._mixed(found)
+
+    def _pattern_role(self, value: cst.BaseExpression) -> tuple[str | None, str] | None:
+        if isinstance(value, cst.Subscript) and isinstance(value.value, (cst.Call, cst.Name)):
+            why = self._result_of(value.value)
             index = value.slice[0].slice if len(value.slice) == 1 else None
             if why is not None and isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
                 return (KEY if index.value.value == "1" else VALUES), why
-        if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Call):
-            why = self._selection(value.value)
+        if isinstance(value, cst.Attribute) and isinstance(value.value, (cst.Call, cst.Name)):
+            why = self._result_of(value.value)
             if why is not None and value.attr.value in ("indices", "values"):
                 return (KEY if value.attr.value == "indices" else VALUES), why
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
@@ -141,40 +163,58 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
                 index = arg_value(
                     value, 1 if method == "gather" else 0, "index" if method == "gather" else "indices"
                 )
-                role = self._name_role(index)
+                role, why = self._role(index) if index is not None else (None, "")
                 if role == KEY:
-                    return VALUES, self.why[_name(index)]
-        roles = [(n, self.roles[n]) for n in names_in(value) if n in self.roles]
-        if not roles:
-            return None, ""
-        chosen = next((r for r in roles if r[1] == KEY), roles[0])
-        return chosen[1], self.why[chosen[0]]
+                    return self.GATHERED, why
+        if isinstance(value, cst.Call) and (why := self._selection(value)) is not None:
+            method = value.func.attr.value if isinstance(value.func, cst.Attribute) else dotted(value.func)
+            if method.rsplit(".", 1)[-1] == "argsort":
+                return KEY, why
+        return None
 
-    def _name_role(self, expr: cst.BaseExpression | None) -> str | None:
-        return self.roles.get(_name(expr)) if expr is not None else None
-
-
-def _name(expr: cst.BaseExpression | None) -> str:
-    return expr.value if isinstance(expr, cst.Name) else ""
+    def _mixed(self, found: list[tuple[str | None, str]]) -> tuple[str | None, str]:
+        """The role of an expression over several followers (no key among them)."""
+        return found[0]
 
 
-def unordered_outputs(source: str, entry: str, known: Mapping[str, Any] | None = None) -> list[UnorderedRule]:
-    """`[[compare.unordered]]` rules for `entry`'s returned values (empty when every row has one order)."""
+def _subexpressions(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The expressions directly inside `node` (an argument's value, not its keyword)."""
+    found: list[cst.BaseExpression] = []
+    for child in node.children:
+        if isinstance(child, cst.Arg):
+            found.append(child.value)
+        elif isinstance(child, cst.BaseExpression):
+            found.append(child)
+        else:
+            found.extend(_subexpressions(child))
+    return found
+
+
+def entry_returns(
+    source: str, entry: str, gatherer: GatherUnorderedOutputs
+) -> list[dict[str, tuple[str | None, str]]]:
+    """Visit `entry` with `gatherer`; per return statement, each returned path's (role, why)."""
     module = cst.parse_module(source)
     function = next(
         (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry), None
     )
     if function is None:
         return []
-    gatherer = GatherUnorderedOutputs(known or {})
     function.body.visit(gatherer)
-    rules: list[UnorderedRule] = []
+    found = []
     for value in gatherer.returns:
         elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
         paths = (
             ["return"] if not isinstance(value, cst.Tuple) else [f"return[{i}]" for i in range(len(elements))]
         )
-        roles = {p: gatherer._role(e) for p, e in zip(paths, elements, strict=True)}
+        found.append({p: gatherer._role(e) for p, e in zip(paths, elements, strict=True)})
+    return found
+
+
+def unordered_outputs(source: str, entry: str, known: Mapping[str, Any] | None = None) -> list[UnorderedRule]:
+    """`[[compare.unordered]]` rules for `entry`'s returned values (empty when every row has one order)."""
+    rules: list[UnorderedRule] = []
+    for roles in entry_returns(source, entry, GatherUnorderedOutputs(known or {})):
         for path, (role, why) in roles.items():
             if role != KEY or any(r.key == path for r in rules):
                 continue

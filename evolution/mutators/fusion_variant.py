@@ -25,7 +25,9 @@ OPERATOR = "fusion:variant"
 
 class FusionVariantMutator:
     name = OPERATOR
-    needs_correct_parent = True  # a knob never repairs a wrong kernel
+    # Another top-k method or rounding can change a wrong kernel's results (which of tied experts it picks);
+    # a parent that did not build or run says nothing about the knobs, so it needs one that ran.
+    needs_compiled_parent = True
     exhaustion_ignores_inspirations = True  # the moves depend on the parent alone
 
     def __init__(self, writer: FusionWriter | None = None, seen: Callable[[str], bool] | None = None) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evolution.errors import SearchError
+from evolution.seeding import NOTHING_PASSED
 from evolution.store import STORE_FILE, RunStore
 from evolution.summary import SUMMARY_JSON, best_program, run_summary
 from kernelbot.errors import KernelbotError
@@ -56,10 +57,11 @@ def run_search(task_dir: Path, run_dir: Path, flags: SearchFlags) -> dict[str, A
             as_json=False,
             **flags.as_evolve_flags(),
         )
-    except SearchError as exc:  # nothing to evolve from: the seeds all failed or none was written
+    except SearchError as exc:  # nothing to evolve from, or nothing left to try with nothing correct
+        said = str(exc) if str(exc).startswith(NOTHING_PASSED) else f"{NOTHING_PASSED}: {exc}"
         raise NoKernelFound(
-            f"no kernel passed the evaluator: {exc}; the search is kept in {search_dir}: run `kernelbot "
-            "target ...` again with --seed FILE or an --llm endpoint to continue it"
+            f"{said}; the search is kept in {search_dir}: run `kernelbot target ...` again with --seed FILE "
+            "or an --llm endpoint to continue it"
         ) from None
     return json.loads((search_dir / SUMMARY_JSON).read_text())
 

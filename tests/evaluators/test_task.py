@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,14 @@ mismatch_fraction = 0.01
 key = "return[1]"
 values = ["return[0]"]
 
+[[compare.ties]]
+key = "return[1]"
+values = "return[0]"
+follow = ["return[2]"]
+
+[[compare.ties]]
+key = "return[3]"
+
 [roofline]
 read = ["x"]
 
@@ -48,6 +57,11 @@ n = 4
 name = "big"
 n = 64
 """
+
+
+def _ties_as_a_string(toml: str) -> str:
+    without = re.sub(r"\[\[compare\.ties\]\]\n(?:[^\n]+\n)*", "", toml)
+    return without.replace("mismatch_fraction = 0.01", 'mismatch_fraction = 0.01\nties = "return[1]"')
 
 
 def write_task(root: Path, toml: str = TOML) -> Path:
@@ -77,6 +91,10 @@ def test_every_field_is_read(tmp_path: Path) -> None:
     assert task.tolerances["float32"].atol == 1e-4 and task.tolerances["float32"].rtol == 1e-3
     assert task.compare.mismatch_fraction == 0.01
     assert task.compare.unordered[0].key == "return[1]" and task.compare.unordered[0].values == ("return[0]",)
+    first, second = task.compare.ties
+    assert (first.key, first.values, first.follow) == ("return[1]", "return[0]", ("return[2]",))
+    assert first.followers == ("return[0]", "return[2]")
+    assert (second.key, second.values, second.follow, second.followers) == ("return[3]", None, (), ())
     assert [c.name for c in task.cases] == ["small", "big"] and task.case("big").params == {"n": 64}
     assert task.root.is_absolute()
 
@@ -112,6 +130,19 @@ def test_captured_inputs_become_extra_cases(tmp_path: Path) -> None:
         (lambda t: t.split("[[cases]]")[0], "at least one [[cases]]"),
         (lambda t: t.replace("atol = 1e-4\n", ""), "needs atol and rtol"),
         (lambda t: t + "\n[[[", "not valid TOML"),
+        (lambda t: t.replace('key = "return[3]"', "key = 3"), "compare.ties[1]: field 'key' must be"),
+        (lambda t: t.replace('values = "return[0]"\nfollow', 'values = ["return[0]"]\nfollow'), "'values'"),
+        (lambda t: t.replace('follow = ["return[2]"]', 'follow = "return[2]"'), "field 'follow' must be"),
+        (
+            lambda t: t.replace('key = "return[3]"', 'key = "return[3]"\nsource = "x"'),
+            "unknown field 'source'",
+        ),
+        (lambda t: t.replace('key = "return[3]"', 'key = "return[1]"'), "already has a [[compare.ties]]"),
+        (
+            lambda t: t.replace('follow = ["return[2]"]', 'follow = ["return[1]"]'),
+            "cannot also follow itself",
+        ),
+        (_ties_as_a_string, "compare.ties must be an array of tables"),
     ],
 )
 def test_malformed_task_toml_names_the_field(tmp_path: Path, change, fragment: str) -> None:
