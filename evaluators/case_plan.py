@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from evaluators.backends.base import Backend
 from evaluators.config import EvalConfig
-from evaluators.correctness_reference import estimate_numel
+from evaluators.correctness.reference import estimate_numel
 from evaluators.errors import TaskError
 from evaluators.result import CaseResult
 from evaluators.task import Case, Task

@@ -13,11 +13,11 @@ from typing import Any
 
 import torch
 
-from evaluators.bits import changed_elements
-from evaluators.compare import compare_tensors, flatten_outputs
+from evaluators.correctness.bits import changed_elements
+from evaluators.correctness.compare import compare_tensors, flatten_outputs
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.errors import TaskError
 from evaluators.task import Case, Task
-from evaluators.tolerances import tolerance_for
 
 DEFAULT_SEEDS = (11, 23, 37)
 

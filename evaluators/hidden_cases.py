@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from evaluators.correctness_reference import estimate_numel
+from evaluators.correctness.reference import estimate_numel
 from evaluators.task import Case, Task
 
 

@@ -188,7 +188,7 @@ class _Cascade:
 
     def correctness(self, ctx: JudgeContext) -> tuple[list[CaseResult], Any]:
         self.enter(Stage.CORRECTNESS, "correctness")
-        from evaluators.correctness import check_correctness
+        from evaluators.correctness.stage import check_correctness
 
         try:
             report = check_correctness(ctx)

@@ -120,7 +120,7 @@ def preload() -> None:
 _STAGE_MODULES = (
     "evaluators.static_checks",
     "evaluators.guards",
-    "evaluators.correctness",
+    "evaluators.correctness.stage",
     "evaluators.timing.stage",  # the package itself loads its stage lazily
     "evaluators.scoring",
 )

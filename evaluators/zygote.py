@@ -33,7 +33,7 @@ MESSAGE_BYTES = 1 << 16
 _OPTIONAL_PRELOAD = (
     "evaluators.static_checks",
     "evaluators.guards",
-    "evaluators.correctness",
+    "evaluators.correctness.stage",
     "evaluators.timing.stage",  # the package itself loads its stage lazily
 )
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from evaluators.bits import count_true
 from evaluators.config import TimingConfig
+from evaluators.correctness.bits import count_true
 
 Inputs = tuple[tuple, dict]
 Path = tuple[Any, ...]
@@ -79,8 +79,9 @@ def same_layout_copy(t: torch.Tensor) -> torch.Tensor:
 
 def changed_values(before: torch.Tensor, after: torch.Tensor) -> int:
     """How many elements differ in value (NaN equals NaN: a NaN left in place is not a change). By value, not
-    by bits like evaluators.bits.changed_elements: this tells which arguments the trusted reference writes,
-    where -0.0 over 0.0 is no write worth a per-call copy; the bitwise one judges a candidate's writes."""
+    by bits like evaluators.correctness.bits.changed_elements: this tells which arguments the trusted
+    reference writes, where -0.0 over 0.0 is no write worth a per-call copy; the bitwise one judges a
+    candidate's writes."""
     if before.shape != after.shape or before.dtype != after.dtype:
         return after.numel()
     differ = before != after

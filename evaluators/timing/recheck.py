@@ -20,7 +20,7 @@ CheckCall = Callable[[JudgeContext, Case, Inputs, Any, Inputs], Any]
 def default_check_call() -> CheckCall:
     """The judge's check_call, imported on first use: it pulls in the whole correctness stage (profiler
     guards, hidden cases), which bench scripts that pass their own check never need."""
-    from evaluators.correctness import check_call
+    from evaluators.correctness.stage import check_call
 
     return check_call
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluators.tolerances import DEFAULT_TOLERANCES, tolerance_for
+from evaluators.correctness.tolerances import DEFAULT_TOLERANCES, tolerance_for
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
 from kernelbot.integrate.naming import snake

@@ -25,9 +25,9 @@ from typing import Any, Protocol
 
 import kernelbot
 from evaluators.config import TimingConfig
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.result import CaseResult, EvalResult, RegimeTiming
 from evaluators.task import Task, load_task
-from evaluators.tolerances import tolerance_for
 from evolution.store import RunStore
 from evolution.summary import SUMMARY_JSON, best_program
 from kernelbot.errors import RunStateError

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from evaluators.bits import changed_elements, count_true, poison_mask, same_bits
-from evaluators.compare import (
+from evaluators.correctness.bits import changed_elements, count_true, poison_mask, same_bits
+from evaluators.correctness.compare import (
     ReferenceRun,
     canonicalize_rows,
     compare_call,
@@ -16,8 +16,8 @@ from evaluators.compare import (
     flatten_outputs,
     output_structure,
 )
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.task import CompareOptions, Task, Tolerance, UnorderedOutputs
-from evaluators.tolerances import tolerance_for
 
 TOL = Tolerance(atol=1e-5, rtol=1e-5)
 
@@ -34,7 +34,7 @@ def _task(**compare: object) -> Task:
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.int32])
 def test_slices_give_the_whole_tensor_verdict(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype) -> None:
     # Big outputs are compared slice by slice (memory); the verdict must not depend on the slicing.
-    import evaluators.compare as compare
+    import evaluators.correctness.compare as compare
 
     gen = torch.Generator().manual_seed(3)
     expected = (torch.randn(13, 11, generator=gen) * 50).to(dtype)
@@ -238,7 +238,7 @@ def test_unordered_rows_with_a_tolerated_near_tie() -> None:
 
 
 def test_count_true_counts_slice_by_slice(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evaluators.bits as bits
+    import evaluators.correctness.bits as bits
 
     mask = torch.zeros(5, 7, dtype=torch.bool)
     assert count_true(mask) == 0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import torch
 
-from evaluators.compare import CallComparison, ReferenceRun, compare_call, output_structure
-from evaluators.correctness_selections import SelectionRecorder, selection_sources
+from evaluators.correctness.compare import CallComparison, ReferenceRun, compare_call, output_structure
+from evaluators.correctness.selections import SelectionRecorder, selection_sources
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.task import CompareOptions, Task, TiedOutputs, Tolerance, UnorderedOutputs
-from evaluators.tolerances import tolerance_for
 
 # One row of eight experts. Top-4, sorted: 0.5 | 0.3 0.3 | 0.2 (the boundary run: ids 1, 2, 3 all score 0.2).
 SCORES = torch.tensor([[0.5, 0.2, 0.2, 0.2, 0.1, 0.3, 0.3, 0.05]], dtype=torch.float64)

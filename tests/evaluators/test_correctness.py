@@ -15,7 +15,7 @@ from evaluators.backends.triton_interpret import TritonInterpretBackend
 from evaluators.config import EvalConfig
 from evaluators.context import JudgeContext
 from evaluators.correctness import check_call, check_correctness
-from evaluators.correctness_reference import clone_inputs, refill, run_reference
+from evaluators.correctness.reference import clone_inputs, refill, run_reference
 from evaluators.degenerate import check_degenerate
 from evaluators.task import load_task
 
@@ -66,7 +66,7 @@ def test_a_correct_candidate_passes_every_case_and_a_hidden_one(tmp_path: Path) 
 def test_expected_answers_are_kept_only_for_the_case_called_again(tmp_path: Path) -> None:
     # The stage keeps earlier expected answers (float64 copies included) to recognise a cached result; only
     # the first case is called again (repeated calls), so every other case's answers are let go.
-    from evaluators.correctness import _HISTORY, _Stage
+    from evaluators.correctness.stage import _HISTORY, _Stage
 
     ctx = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha + y\n")
     stage = _Stage(ctx)

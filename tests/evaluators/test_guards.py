@@ -409,7 +409,7 @@ def test_code_tracer_sees_the_reference_and_the_evaluator(tmp_path: Path) -> Non
         def via_reference(ref, x):
             return ref(x)
         def via_evaluator(x):
-            from evaluators.tolerances import tolerance_for
+            from evaluators.correctness.tolerances import tolerance_for
             return tolerance_for(x.dtype)
         """,
     )

@@ -18,12 +18,12 @@ import pytest
 
 from evaluators.api import evaluate_candidate
 from evaluators.candidate import check_evolve_block, find_evolve_block, parse_candidate
-from evaluators.compare import compare_tensors
 from evaluators.config import EvalConfig
+from evaluators.correctness.compare import compare_tensors
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
 from evaluators.static_checks import check_static
 from evaluators.task import Task, load_task
-from evaluators.tolerances import tolerance_for
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha
 from evolution.mutators.bucket_crossover import MIN_GAIN, OPERATOR, BucketCrossoverMutator

@@ -1,9 +1,9 @@
 """Fixtures for the example-task tests.
 
 `TaskHarness` runs a task's reference and one of its candidates on clones of the same inputs and compares
-every output and every tensor argument with `evaluators.compare.compare_tensors` under
-`evaluators.tolerances.tolerance_for`, honouring the task's [compare] options, so these tests and the
-evaluator share one definition of "correct". Without a GPU the candidates run on Triton's interpreter
+every output and every tensor argument with `evaluators.correctness.compare.compare_tensors` under
+`evaluators.correctness.tolerances.tolerance_for`, honouring the task's [compare] options, so these tests and
+the evaluator share one definition of "correct". Without a GPU the candidates run on Triton's interpreter
 (tests/conftest.py sets TRITON_INTERPRET=1 before triton is imported).
 
 Test modules reach these helpers only through fixtures (no `import conftest`): a module that sets
@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 import torch
 
-from evaluators.compare import Comparison, compare_tensors
+from evaluators.correctness.compare import Comparison, compare_tensors
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.task import Task, load_task
-from evaluators.tolerances import tolerance_for
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 TASKS_DIR = EXAMPLES_DIR / "tasks"

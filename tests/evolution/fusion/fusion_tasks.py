@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.task import load_task
-from evaluators.tolerances import tolerance_for
 from evolution.fusion.generate import Generated, generate
 from evolution.fusion.knobs import Knobs
 from evolution.fusion.model import TraceReport

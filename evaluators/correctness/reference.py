@@ -15,11 +15,11 @@ from typing import Any
 
 import torch
 
-from evaluators.bits import changed_elements
-from evaluators.compare import ReferenceRun, flatten_outputs, output_structure
-from evaluators.compare_ties import resolve_name
 from evaluators.context import JudgeContext
-from evaluators.correctness_selections import Selection, SelectionRecorder, selection_sources
+from evaluators.correctness.bits import changed_elements
+from evaluators.correctness.compare import ReferenceRun, flatten_outputs, output_structure
+from evaluators.correctness.selections import Selection, SelectionRecorder, selection_sources
+from evaluators.correctness.ties import resolve_name
 from evaluators.task import Case, Task
 
 Inputs = tuple[tuple, dict]

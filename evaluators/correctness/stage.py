@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from evaluators.case_plan import plan_cases
-from evaluators.compare import CallComparison, Comparison, compare_call
 from evaluators.context import JudgeContext
-from evaluators.correctness_reference import (
+from evaluators.correctness.compare import CallComparison, Comparison, compare_call
+from evaluators.correctness.reference import (
     Inputs,
     clone_inputs,
     named_tensors,
@@ -32,14 +32,14 @@ from evaluators.correctness_reference import (
     refill,
     run_reference,
 )
+from evaluators.correctness.tolerances import tolerance_for
 from evaluators.degenerate import check_degenerate, degenerate_reason
 from evaluators.errors import TaskError
-from evaluators.guards_monitor import CallMonitor
-from evaluators.guards_state import ModuleFingerprint
+from evaluators.guards.monitor import CallMonitor
+from evaluators.guards.snapshots import ModuleFingerprint
 from evaluators.hidden_cases import dynamic_keys, hardcoded_shapes_evidence, hidden_cases
 from evaluators.result import CaseResult, HackFinding, KernelTime
 from evaluators.task import Case
-from evaluators.tolerances import tolerance_for
 
 _REASON_LIMIT = 3000
 _HISTORY = 8  # earlier expected answers per case kept to recognise a cached result

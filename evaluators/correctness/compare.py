@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from evaluators.bits import changed_elements, count_true, poison_mask
-from evaluators.compare_ties import align_ties, resolve_name
+from evaluators.correctness.bits import changed_elements, count_true, poison_mask
+from evaluators.correctness.ties import align_ties, resolve_name
 from evaluators.result import Mismatch
 from evaluators.task import Task, Tolerance
 
