@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kernelbot.cli.application import BACKEND_HELP, command
+from kernelbot.cli.application import command
+from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, WorkersPerDevice
 
 
 @command("scan")
@@ -75,24 +76,16 @@ def scan_command(
     time_limit: Annotated[
         Optional[str], typer.Option(help="Wall time of each search: 600, 90s, 30m, 2h.")  # noqa: UP045
     ] = None,
-    backend: Annotated[Optional[str], typer.Option(help=BACKEND_HELP)] = None,  # noqa: UP045
-    workers_per_device: Annotated[
-        Optional[int], typer.Option(help="Warm evaluation workers per GPU.")  # noqa: UP045
-    ] = None,
+    backend: Backend = None,
+    workers_per_device: WorkersPerDevice = None,
     seed: Annotated[
         Optional[list[Path]],  # noqa: UP045
         typer.Option(
             "--seed", help="A candidate file; the search of the region whose entry it defines starts from it."
         ),
     ] = None,
-    inductor_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
-    ] = None,
-    fusion_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
-    ] = None,
+    inductor_seed: InductorSeed = None,
+    fusion_seed: FusionSeed = None,
     benchmark_runs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(help="End-to-end benchmark runs per side in each target run (0: skip; default 5)."),

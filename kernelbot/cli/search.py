@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kernelbot.cli.application import BACKEND_HELP, command
+from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, LlmEndpoints, WorkersPerDevice
 
 
 @command("eval")
@@ -38,13 +39,7 @@ def evolve_command(
     iterations: Annotated[
         Optional[int], typer.Option(help="Mutation attempts for the whole run (default 50).")  # noqa: UP045
     ] = None,
-    llm: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--llm",
-            help="MODEL@URL of an OpenAI-compatible endpoint (MODEL@URL#WEIGHT to weight it); repeatable.",
-        ),
-    ] = None,
+    llm: LlmEndpoints = None,
     api_key_env: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -57,7 +52,7 @@ def evolve_command(
     out: Annotated[
         Optional[Path], typer.Option(help="Run directory (default runs/<task>-<time>).")  # noqa: UP045
     ] = None,
-    backend: Annotated[Optional[str], typer.Option(help=BACKEND_HELP)] = None,  # noqa: UP045
+    backend: Backend = None,
     time_limit: Annotated[
         Optional[str], typer.Option(help="Wall time of this invocation: 600, 90s, 30m, 2h.")  # noqa: UP045
     ] = None,
@@ -74,17 +69,9 @@ def evolve_command(
     devices: Annotated[
         Optional[str], typer.Option(help="Local GPUs to evaluate on, e.g. 0,1 (default: all).")  # noqa: UP045
     ] = None,
-    workers_per_device: Annotated[
-        Optional[int], typer.Option(help="Warm evaluation workers per GPU.")  # noqa: UP045
-    ] = None,
-    inductor_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
-    ] = None,
-    fusion_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
-    ] = None,
+    workers_per_device: WorkersPerDevice = None,
+    inductor_seed: InductorSeed = None,
+    fusion_seed: FusionSeed = None,
     rng_seed: Annotated[
         Optional[int], typer.Option("--rng-seed", help="Seed of the search's random choices.")  # noqa: UP045
     ] = None,

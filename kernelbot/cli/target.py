@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kernelbot.cli.application import BACKEND_HELP, command
+from kernelbot.cli.application import command
+from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, LlmEndpoints, WorkersPerDevice
 
 
 @command("target")
@@ -30,13 +31,7 @@ def target_command(
     spec: Annotated[
         Optional[Path], typer.Option(help="TOML input spec (shipped for the example's functions).")  # noqa: UP045
     ] = None,
-    llm: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--llm",
-            help="MODEL@URL of an OpenAI-compatible endpoint (MODEL@URL#WEIGHT to weight it); repeatable.",
-        ),
-    ] = None,
+    llm: LlmEndpoints = None,
     api_key_env: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(help="Environment variable holding the --llm key (default KERNELBOT_LLM_API_KEY)."),
@@ -47,22 +42,14 @@ def target_command(
     time_limit: Annotated[
         Optional[str], typer.Option(help="Wall time of the search: 600, 90s, 30m, 2h.")  # noqa: UP045
     ] = None,
-    backend: Annotated[Optional[str], typer.Option(help=BACKEND_HELP)] = None,  # noqa: UP045
-    workers_per_device: Annotated[
-        Optional[int], typer.Option(help="Warm evaluation workers per GPU.")  # noqa: UP045
-    ] = None,
+    backend: Backend = None,
+    workers_per_device: WorkersPerDevice = None,
     seed: Annotated[
         Optional[list[Path]],  # noqa: UP045
         typer.Option("--seed", help="A candidate file the search starts from; repeatable."),
     ] = None,
-    inductor_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--inductor-seed/--no-inductor-seed", help="Seed from torch.compile's Triton code."),
-    ] = None,
-    fusion_seed: Annotated[
-        Optional[bool],  # noqa: UP045
-        typer.Option("--fusion-seed/--no-fusion-seed", help="Seed from the fusion generator's kernel."),
-    ] = None,
+    inductor_seed: InductorSeed = None,
+    fusion_seed: FusionSeed = None,
     benchmark_runs: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option(
