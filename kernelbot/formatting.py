@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelbot.engines.model import Formatter, FormatterTool
 from kernelbot.errors import KernelbotError
-from kernelbot.profiles.model import Formatter, FormatterTool
 
 _READY = ".kernelbot-ready"
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")

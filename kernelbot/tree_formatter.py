@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kernelbot.engines.model import Formatter, FormatterTool
 from kernelbot.precommit import CONFIG_FILE, Hook, read_config
-from kernelbot.profiles.model import Formatter, FormatterTool
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -55,7 +55,7 @@ class WorkflowOptions:
 
 
 def run(options: WorkflowOptions) -> int:
-    from kernelbot.profiles import load_profile
+    from kernelbot.engines import load_profile
     from kernelbot.scan.options import default_state_dir
 
     profile = load_profile(options.profile, config=options.config)

@@ -22,6 +22,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from kernelbot.engines.model import Profile
 from kernelbot.formatting import format_files
 from kernelbot.integrate.derive_envelope import derive_envelope
 from kernelbot.integrate.envelope import Envelope
@@ -36,7 +37,6 @@ from kernelbot.integrate.placement import Placement, place
 from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
 from kernelbot.integrate.task_view import TaskView, load_view
 from kernelbot.integrate.test_source import TestSubject, render_test
-from kernelbot.profiles.model import Profile
 from kernelbot.tree_formatter import formatter_for_tree
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kernelbot.engines.model import Profile
 from kernelbot.integrate.errors import IntegrationError
-from kernelbot.profiles.model import Profile
 
 
 @dataclass(frozen=True)

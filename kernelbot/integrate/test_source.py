@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.correctness.tolerances import DEFAULT_TOLERANCES, tolerance_for
+from kernelbot.engines.model import Profile
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
 from kernelbot.integrate.naming import snake
 from kernelbot.integrate.task_view import TaskView
 from kernelbot.integrate.templates_env import environment
-from kernelbot.profiles.model import Profile
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,5 @@
-"""Target profiles: what kernelbot knows about a repository it proposes kernels to (paths, tests,
-formatter, benchmark, PR conventions), as TOML data. See docs/target.md, "Profiles".
+"""The old import path of `kernelbot.engines` (engine profiles), kept so that code written against it still
+imports; new code imports `kernelbot.engines`."""
 
-    profile = load_profile("sglang").for_tree(worktree)
-"""
-
-from kernelbot.profiles.loader import SHIPPED, known_profiles, load_profile
-from kernelbot.profiles.model import (
-    BenchmarkSpec,
-    Formatter,
-    FormatterTool,
-    KernelPlacement,
-    MetricSpec,
-    Profile,
-    TestPlacement,
-)
-
-__all__ = [
-    "SHIPPED",
-    "BenchmarkSpec",
-    "Formatter",
-    "FormatterTool",
-    "KernelPlacement",
-    "MetricSpec",
-    "Profile",
-    "TestPlacement",
-    "known_profiles",
-    "load_profile",
-]
+from kernelbot.engines import *  # noqa: F403
+from kernelbot.engines import __all__  # noqa: F401

@@ -73,7 +73,7 @@ class IntegrationLike(Protocol):
 
 
 class ProfileLike(Protocol):
-    """What kernelbot.propose reads of kernelbot.profiles.Profile."""
+    """What kernelbot.propose reads of kernelbot.engines.Profile."""
 
     @property
     def name(self) -> str: ...

@@ -73,7 +73,7 @@ def check_options(options: ScanOptions) -> None:
 
 
 def run_scan(options: ScanOptions) -> ScanOutcome:
-    from kernelbot.profiles import load_profile
+    from kernelbot.engines import load_profile
 
     profile = load_profile(options.profile, config=options.config)
     check_options(options)

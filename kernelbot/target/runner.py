@@ -31,7 +31,7 @@ class RunContext:
     run_dir: Path
     state: TargetState
     options: TargetOptions
-    profile: Any  # kernelbot.profiles.Profile
+    profile: Any  # kernelbot.engines.Profile
     view: StageView
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from kernelbot import git
 from kernelbot.console import warn
+from kernelbot.engines.specs import shipped_spec
 from kernelbot.errors import GitError
 from kernelbot.target.runner import RunContext, Stage
 from kernelbot.target.search import run_search, search_outcome
-from kernelbot.target.specs import shipped_spec
 
 TASK_DIR = "task"
 WORKTREE_DIR = "worktree"

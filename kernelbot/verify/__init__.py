@@ -167,7 +167,7 @@ def _benchmark(
 
 
 def benchmark_command(spec: Any, argv: tuple[str, ...]) -> BenchmarkCommand:
-    """The profile's benchmark (kernelbot.profiles.BenchmarkSpec) as the command verification runs."""
+    """The profile's benchmark (kernelbot.engines.BenchmarkSpec) as the command verification runs."""
     metric = spec.metric
     return BenchmarkCommand(
         argv=tuple(argv),

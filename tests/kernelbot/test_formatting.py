@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelbot.engines import load_profile
+from kernelbot.engines.model import Formatter, FormatterTool
 from kernelbot.formatting import FormatterError, format_files, tool_venv
-from kernelbot.profiles import load_profile
-from kernelbot.profiles.model import Formatter, FormatterTool
 from tests.kernelbot.integrate.conftest import tool_venvs  # noqa: F401  (the session fixture)
 
 MESSY = textwrap.dedent(

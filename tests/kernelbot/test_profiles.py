@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelbot.engines import SHIPPED, known_profiles, load_profile
 from kernelbot.errors import ConfigError
-from kernelbot.profiles import SHIPPED, known_profiles, load_profile
 
 
 def test_shipped_profiles() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelbot.engines import load_profile
 from kernelbot.formatting import FormatterError, format_files, tool_venv
 from kernelbot.precommit import PreCommitConfigError, read_config
-from kernelbot.profiles import load_profile
 from kernelbot.tree_formatter import formatter_for_tree
 
 OLDER_SGLANG = """

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelbot.engines import SHIPPED, load_profile
 from kernelbot.formatting import FormatterError, tool_venv
-from kernelbot.profiles import SHIPPED, load_profile
 
 # A real package the SGLang 0.5.23 harness needs (its server arguments are built from msgspec structs at
 # import time, which no fake can imitate); installed like a tool.

@@ -13,8 +13,8 @@ from libcst.codemod import Codemod
 
 from extractors.errors import ExtractionError
 from extractors.release_sources import fetch_release
+from kernelbot.engines.model import Formatter
 from kernelbot.formatting import format_files
-from kernelbot.profiles.model import Formatter
 
 
 def assert_transform(transform: cst.CSTTransformer | Codemod, before: str, after: str) -> str:

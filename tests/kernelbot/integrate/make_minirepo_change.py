@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from extractors.extract import ExtractOptions, extract  # noqa: E402
+from kernelbot.engines import load_profile  # noqa: E402
 from kernelbot.integrate import integrate, op_slug  # noqa: E402
-from kernelbot.profiles import load_profile  # noqa: E402
 from tests.kernelbot.integrate.conftest import make_git_repo  # noqa: E402
 from tests.kernelbot.integrate.test_integrate_minirepo import MINIREPO, TARGETS  # noqa: E402
 

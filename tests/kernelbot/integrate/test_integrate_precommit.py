@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from extractors.extract import ExtractOptions, extract
+from kernelbot.engines import load_profile
 from kernelbot.formatting import FormatterError, tool_venv
 from kernelbot.integrate import integrate, op_slug
-from kernelbot.profiles import load_profile
 from tests.kernelbot.integrate.conftest import git, make_git_repo
 
 ROOT = Path(__file__).resolve().parents[3]

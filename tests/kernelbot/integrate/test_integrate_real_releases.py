@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from extractors.extract import ExtractOptions, extract
+from kernelbot.engines import load_profile
 from kernelbot.integrate import integrate, op_slug
-from kernelbot.profiles import load_profile
 from tests.kernelbot.integrate.conftest import git, make_git_repo
 from tests.kernelbot.integrate.integrate_testing import assert_formatter_is_satisfied, release_root
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelbot.engines import load_profile
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.placement import place
-from kernelbot.profiles import load_profile
 
 
 def _tree(root: Path, package: str) -> Path:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from extractors.extract import ExtractOptions, extract
+from kernelbot.engines import TestPlacement, load_profile
 from kernelbot.integrate.derive_envelope import derive_envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.task_view import load_view
 from kernelbot.integrate.test_source import TestSubject, render_test
-from kernelbot.profiles import TestPlacement, load_profile
 
 ROOT = Path(__file__).resolve().parents[3]
 SUBJECT = TestSubject(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kernelbot import git
+from kernelbot.engines import load_profile
 from kernelbot.errors import GitError
-from kernelbot.profiles import load_profile
 from kernelbot.scan.checkout import prepare_scan_repo, scan_source
 from tests.kernelbot.git_repos import make_repos, run_git
 

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from extractors.scan_profile import ProfiledFunction
-from kernelbot.profiles import load_profile
+from kernelbot.engines import load_profile
 from kernelbot.scan.ranking import STATIC, is_region, measured_regions, rank_regions, ranking_recipe
 
 ENGINE = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelbot.profiles import load_profile
+from kernelbot.engines import load_profile
 from kernelbot.target.options import TargetOptions
 from kernelbot.target.proposal import make_forge
 from tests.kernelbot.target.road import SILU, kernelbot, one_error_line

@@ -1,7 +1,7 @@
-"""Input specs shipped for a profile's functions, so that nobody writes one to run the bundled example.
+"""Input specs shipped for an engine's functions, so that nobody writes one to run the bundled example.
 
-`specs/<profile>/<dotted function>.toml`, e.g. `specs/example/minisglang.layers.activation.SiluAndMul.
-forward_native.toml` for `minisglang.layers.activation:SiluAndMul.forward_native` (the path form
+`engines/<profile>/specs/<dotted function>.toml`, e.g. `engines/example/specs/minisglang.layers.activation.
+SiluAndMul.forward_native.toml` for `minisglang.layers.activation:SiluAndMul.forward_native` (the path form
 `minisglang/layers/activation.py:SiluAndMul.forward_native` finds the same file).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SPECS = Path(__file__).resolve().parent
+ENGINES = Path(__file__).resolve().parent
 
 
 def dotted(function: str) -> str:
@@ -22,10 +22,10 @@ def dotted(function: str) -> str:
 
 
 def shipped_spec(profile: str, function: str) -> Path | None:
-    path = SPECS / profile / f"{dotted(function)}.toml"
+    path = ENGINES / profile / "specs" / f"{dotted(function)}.toml"
     return path if path.is_file() else None
 
 
 def shipped_functions(profile: str) -> list[str]:
     """The functions a profile ships specs for, in `module:Qualname` form where it can be told apart."""
-    return sorted(p.stem for p in (SPECS / profile).glob("*.toml"))
+    return sorted(p.stem for p in (ENGINES / profile / "specs").glob("*.toml"))

@@ -1,5 +1,5 @@
-"""Target profiles from TOML: the shipped ones (package data next to this module: sglang.toml, lmdeploy.toml,
-example.toml) and user ones from a `kernelbot.toml`:
+"""Engine profiles from TOML: the shipped ones (package data, one per engine directory: sglang/profile.toml,
+lmdeploy/profile.toml, example/profile.toml) and user ones from a `kernelbot.toml`:
 
     [profiles.my-sglang]          # a new name
     extends = "sglang"            # optional: start from a shipped (or earlier user) profile
@@ -20,8 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelbot.errors import ConfigError
-from kernelbot.profiles.model import (
+from kernelbot.engines.model import (
     PLACEMENTS,
     TEST_STYLES,
     BenchmarkSpec,
@@ -32,6 +31,7 @@ from kernelbot.profiles.model import (
     Profile,
     TestPlacement,
 )
+from kernelbot.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,7 +77,7 @@ def _resolve(name: str, user: dict[str, Any], path: Path, seen: tuple[str, ...])
             base, _ = _resolve(parent, user, path, (*seen, name))
         return _merge(base, table), where
     if name in SHIPPED:
-        return _shipped(name, user, path), f"shipped {name}.toml"
+        return _shipped(name, user, path), f"shipped {name}/profile.toml"
     known = ", ".join(sorted({*SHIPPED, *user}))
     raise ConfigError(f"unknown target profile {name!r}; known profiles: {known}")
 
@@ -86,7 +86,7 @@ def _shipped(name: str, user: dict[str, Any], path: Path) -> dict[str, Any]:
     if name not in SHIPPED:
         known = ", ".join(sorted({*SHIPPED, *user}))
         raise ConfigError(f"{path}: cannot extend unknown profile {name!r}; known profiles: {known}")
-    text = resources.files("kernelbot.profiles").joinpath(f"{name}.toml").read_text()
+    text = resources.files("kernelbot.engines").joinpath(name, "profile.toml").read_text()
     return tomllib.loads(text)
 
 

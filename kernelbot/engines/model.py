@@ -1,5 +1,5 @@
 """What kernelbot knows about one target repository: a frozen `Profile` built from TOML data (see
-`kernelbot.profiles.loader` for where that data comes from and how it is checked).
+`kernelbot.engines.loader` for where that data comes from and how it is checked).
 
 Paths in a profile are relative to one of two roots, named in each field's comment:
 - the *repo root*: the top of the git work tree (tests, benchmarks, the test command's cwd);
