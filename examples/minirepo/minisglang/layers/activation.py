@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .custom_op import CustomOp
+from minisglang.kernels.fused_op import BaseFusedOp
 
 
-class SiluAndMul(CustomOp):
+class SiluAndMul(BaseFusedOp):
     """SwiGLU: the input holds [gate | up] along the last dim; the output is silu(gate) * up."""
 
     def forward_native(self, x: torch.Tensor) -> torch.Tensor:

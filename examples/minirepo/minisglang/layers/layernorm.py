@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .custom_op import CustomOp
+from minisglang.kernels.fused_op import BaseFusedOp
 
 DEFAULT_RMS_EPS = 1e-6
 
 
-class RMSNorm(CustomOp):
+class RMSNorm(BaseFusedOp):
     def __init__(self, hidden_size: int, eps: float = DEFAULT_RMS_EPS) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(hidden_size))

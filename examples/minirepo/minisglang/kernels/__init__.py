@@ -1,0 +1,1 @@
+"""The operator contract (fused_op, spec) and the Triton backends of the ops (ops/<group>/)."""

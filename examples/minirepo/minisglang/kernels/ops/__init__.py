@@ -1,0 +1,1 @@
+"""Triton backends of the ops, one package per group of layers (activation, layernorm, moe, attention)."""

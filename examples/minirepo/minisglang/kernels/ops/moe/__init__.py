@@ -1,0 +1,1 @@
+"""Triton backends of the moe ops."""
