@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelbot.engines.convention import CONVENTIONS
 from kernelbot.engines.model import (
     PLACEMENTS,
     TEST_STYLES,
@@ -196,6 +197,7 @@ def _build(name: str, raw: dict[str, Any], where: str) -> Profile:
         human_steps=pr.strings("human_steps", []),
         fork_remote=forge.get("fork_remote", str, "fork"),
         api_url=forge.get("api_url", str, "https://api.github.com"),
+        convention=top.choice("convention", tuple(CONVENTIONS), "call-site"),
     )
     for table in (pr, forge, top):
         table.done()

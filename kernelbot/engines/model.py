@@ -151,6 +151,9 @@ class Profile:
     fork_remote: str = "fork"
     api_url: str = "https://api.github.com"
     source_root: str = ""  # the chosen candidate (see for_tree); the first candidate until then
+    # How the engine takes a kernel (kernelbot.engines.convention.CONVENTIONS): "sglang", "lmdeploy",
+    # "example", or "call-site" (a guarded call in the function itself) for engines kernelbot has none for.
+    convention: str = "call-site"
 
     def for_tree(self, repo: Path) -> Profile:
         """This profile with `source_root` set to the first candidate holding `package` in `repo`."""

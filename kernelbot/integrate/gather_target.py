@@ -27,6 +27,10 @@ _REFUSED_DECORATORS = {
 }
 
 
+# Decorators that compile the function they wrap (torch.compile, and SGLang's torch_compile helpers).
+_COMPILE_DECORATORS = {"compile", "torch_compile", "maybe_torch_compile"}
+
+
 @dataclass
 class Target:
     node: cst.FunctionDef
@@ -34,6 +38,12 @@ class Target:
     is_static: bool
     returns_value: bool  # some own `return <value>`
     refusals: list[str] = field(default_factory=list)
+    decorators: tuple[str, ...] = ()  # as written, call arguments aside
+
+    @property
+    def compiled(self) -> bool:
+        """Decorated with torch.compile (or a wrapper named like it): the engine runs it compiled."""
+        return any(name.split(".")[-1] in _COMPILE_DECORATORS for name in self.decorators)
 
     @property
     def is_method(self) -> bool:
@@ -74,7 +84,9 @@ def _describe(node: cst.FunctionDef, classes: tuple[cst.ClassDef, ...]) -> Targe
     decorators = [_decorator_name(d) for d in node.decorators]
     body = _OwnBody()
     node.body.visit(body)
-    target = Target(node, classes, "staticmethod" in decorators, body.returns_value)
+    target = Target(
+        node, classes, "staticmethod" in decorators, body.returns_value, decorators=tuple(decorators)
+    )
     if node.asynchronous is not None:
         target.refusals.append("it is an async function")
     if body.yields:

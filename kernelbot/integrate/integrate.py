@@ -1,9 +1,11 @@
 """integrate(): puts a winning kernel into a work tree of the target repository.
 
 1. reads the task (task_view) and derives the envelope the evaluator proved (derive_envelope);
-2. writes the kernel module where the profile places it (kernel_module, with its guard);
-3. rewrites the original function to call the kernel behind the guard (route_to_kernel) and, when the
-   profile asks, exports the kernel from its package (export_from_init);
+2. writes the kernel module where the engine's convention places it (kernel_module, with its guard);
+3. makes the engine call the kernel the way its convention says (kernelbot.engines.convention: a
+   forward_triton backend of an SGLang-style op, a Triton<Op>Impl in LMDeploy's CUDA backend, or a guarded
+   call in the function itself) and, when the profile asks, exports the kernel from its package
+   (export_from_init);
 4. writes the unit test in the repository's style (test_source);
 5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
    versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
@@ -22,6 +24,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from kernelbot.engines.convention import KernelRequest, SlotEvidence, WireRequest, Wiring, convention_for
 from kernelbot.engines.model import Profile
 from kernelbot.formatting import format_files
 from kernelbot.integrate.derive_envelope import derive_envelope
@@ -34,7 +37,7 @@ from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
 from kernelbot.integrate.line_merge import merge_formatted
 from kernelbot.integrate.naming import guard_name, kernel_entry_name, op_name
 from kernelbot.integrate.placement import Placement, place
-from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
+from kernelbot.integrate.route_to_kernel import KernelCall
 from kernelbot.integrate.task_view import TaskView, load_view
 from kernelbot.integrate.test_source import TestSubject, render_test
 from kernelbot.tree_formatter import formatter_for_tree
@@ -61,10 +64,21 @@ class Integration:
     notes: tuple[str, ...] = ()
     formatter: str = ""  # the tools the files were formatted with, and where their pins came from
     cpu_test_env: dict[str, str] = field(default_factory=lambda: {"TRITON_INTERPRET": "1"})
+    slot: str = ""
+    auto_selected: bool = False
+    selection: str = ""
+    in_compile_region: bool = False
+    reference_file: Path | None = None  # the file holding the reference code; no line of it is changed
 
 
 def integrate(
-    repo: Path, profile: Profile, task_dir: Path, candidate_source: str, *, op_slug: str
+    repo: Path,
+    profile: Profile,
+    task_dir: Path,
+    candidate_source: str,
+    *,
+    op_slug: str,
+    evidence: SlotEvidence | None = None,
 ) -> Integration:
     """Edit `repo` (a work tree) in place so that the task's function calls the candidate's kernel inside the
     envelope the evaluator proved, add the generated test, and format the touched files.
@@ -73,7 +87,10 @@ def integrate(
     the files are named after the op (e.g. rms_norm_triton.py). Raises IntegrationError (a KernelbotError) for
     bad input: the function is not in the tree, a construct the codemod cannot rewrite, a candidate without
     the entry, a task whose inputs the test cannot rebuild, a file that already exists; FormatterError when a
-    formatter cannot be installed or fails. Whatever it raises, the tree is left as it was."""
+    formatter cannot be installed or fails. Whatever it raises, the tree is left as it was.
+
+    `evidence` (default: nothing measured) decides whether the engine selects the kernel by itself (see
+    SlotEvidence)."""
     if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", op_slug):
         raise IntegrationError(f"op slug {op_slug!r} must be lowercase words joined by '-' (see op_slug())")
     repo = Path(repo).resolve()
@@ -84,8 +101,12 @@ def integrate(
     view = load_view(Path(task_dir))
     op = op_name(view.qualname)
     names = KernelNames(kernel_entry_name(op), guard_name(op))
+    convention = convention_for(profile.convention)
     placement = place(profile, view.task.source.path, op)
     original, module, target = _locate(repo, placement, view)
+    chosen_file = convention.kernel_file(KernelRequest(repo, profile, placement, target, view.qualname))
+    if chosen_file is not None:
+        placement = place(profile, view.task.source.path, op, kernel_file=chosen_file)
     for path in (placement.kernel_file, placement.test_file):
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
@@ -94,9 +115,6 @@ def integrate(
     )
     derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
     call, passed = _kernel_call(target, view, placement, names, reads)
-    if profile.kernel.lazy_import:
-        check = _device_check(derived.envelope, call)
-        call = dataclasses.replace(call, device_check=check, line_length=profile.formatter.line_length)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -106,18 +124,40 @@ def integrate(
         line_length=profile.formatter.line_length,
         header=profile.formatter.new_file_header,
     )
-    command = RouteToKernelCommand(CodemodContext(filename=str(placement.source_file)), view.qualname, call)
-    rewritten = command.transform_module(module).code
-    if command.rewritten != 1:
-        raise IntegrationError(f"{view.qualname} was found but not rewritten (kernelbot bug?)")
-    edits = {placement.source_file: (original, rewritten)}
+    request = WireRequest(
+        repo,
+        profile,
+        placement,
+        view,
+        target,
+        module,
+        original,
+        call,
+        derived.envelope,
+        evidence or SlotEvidence(),
+    )
+    wiring = convention.wire(request)
+    _check_reference_kept(wiring, view)
+    edits = {path: (before, after) for path, (before, after) in wiring.edits.items() if before is not None}
+    created = {path: after for path, (before, after) in wiring.edits.items() if before is None}
     if placement.init_file is not None:
         edits[placement.init_file] = _exported(repo, placement, names.entry)
-    subject = TestSubject(placement.source_module, placement.kernel_module, names.entry, names.guard, passed)
+    subject = TestSubject(
+        placement.source_module,
+        placement.kernel_module,
+        names.entry,
+        names.guard,
+        passed,
+        kernel_method=wiring.test_hook.method,
+        kernel_owner=wiring.test_hook.owner,
+    )
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
 
-    created = {placement.kernel_file: kernel_source, placement.test_file: test_source}
-    touched = (placement.kernel_file, *edits, placement.test_file)
+    created = {placement.kernel_file: kernel_source, **created, placement.test_file: test_source}
+    for path in created:
+        if (repo / path).exists():
+            raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
+    touched = (placement.kernel_file, *edits, *list(created)[1:])
     try:
         for path, text in created.items():
             (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -142,8 +182,13 @@ def integrate(
         test_command=[*profile.test_command, str(placement.test_file)],
         kernel_entry=names.entry,
         guard=names.guard,
-        notes=tuple(notes),
+        notes=(*wiring.notes, *notes),
         formatter=chosen.describe(),
+        slot=wiring.slot,
+        auto_selected=wiring.auto_selected,
+        selection=wiring.selection,
+        in_compile_region=wiring.in_compile_region,
+        reference_file=wiring.reference,
     )
 
 
@@ -188,6 +233,9 @@ def _kernel_call(
         arguments.append(f"*{params.star_arg.name.value}")
     own += [p.name.value for p in params.kwonly_params]
     arguments += [f"{p.name.value}={p.name.value}" for p in params.kwonly_params]
+    own_arguments = [*arguments]
+    if isinstance(params.star_kwarg, cst.Param):
+        own_arguments.append(f"**{params.star_kwarg.name.value}")
     attribute_params = set(view.attribute_params.values())
     if own + ([params.star_kwarg.name.value] if isinstance(params.star_kwarg, cst.Param) else []) != [
         p.name for p in view.signature if p.name not in attribute_params
@@ -211,23 +259,27 @@ def _kernel_call(
         arguments=tuple(arguments),
         returns_value=returns_value,
         assign_to=tuple(f"{self_name}.{attr}" for attr in view.written_attributes),
+        own_arguments=tuple(own_arguments),
     )
     return call, passed
 
 
-def _device_check(envelope: Envelope, call: KernelCall) -> str:
-    """The condition a lazy import waits for: a tensor argument on the envelope's device (the guard
-    checks the rest). A required tensor when there is one; else an optional one that is not None."""
-    # What the call passes for each of the kernel's parameters: `x`, `k=k`, `weight=self.weight`.
-    passed = dict(arg.split("=", 1) if "=" in arg else (arg, arg) for arg in call.arguments if "*" not in arg)
-    for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
-        if rule.name in passed:
-            on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'
-            return f"{passed[rule.name]} is not None and {on_device}" if rule.optional else on_device
-    raise IntegrationError(
-        "the profile imports kernels lazily, behind a check of a tensor argument's device, but the "
-        "kernel takes no tensor argument the function passes on"
-    )
+def _check_reference_kept(wiring: Wiring, view: TaskView) -> None:
+    """A convention that keeps the reference intact (an op backend, an Impl subclass) must not have changed
+    a line of the function it stands beside; checked on the function's own text."""
+    if wiring.edits_reference or wiring.reference not in wiring.edits:
+        return
+    before, after = wiring.edits[wiring.reference]
+    if before is None:
+        return
+    gatherer = GatherTargetVisitor(view.qualname)
+    cst.parse_module(after).visit(gatherer)
+    old = GatherTargetVisitor(view.qualname)
+    cst.parse_module(before).visit(old)
+    empty = cst.Module([])
+    kept = [empty.code_for_node(t.node) for t in old.found]
+    if [empty.code_for_node(t.node) for t in gatherer.found] != kept:
+        raise IntegrationError(f"the {wiring.slot} edit changed {view.qualname} itself (kernelbot bug?)")
 
 
 def _summary(target: Target) -> str:

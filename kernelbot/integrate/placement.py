@@ -21,7 +21,8 @@ class Placement:
     test_file: Path
 
 
-def place(profile: Profile, source_path: str, op: str) -> Placement:
+def place(profile: Profile, source_path: str, op: str, kernel_file: PurePosixPath | None = None) -> Placement:
+    """Where the files go; `kernel_file` (an engine convention's choice) replaces the profile's rule."""
     source = PurePosixPath(source_path)
     root = PurePosixPath(profile.source_root) if profile.source_root else PurePosixPath()
     if root.parts and source.parts[: len(root.parts)] != root.parts:
@@ -29,7 +30,9 @@ def place(profile: Profile, source_path: str, op: str) -> Placement:
             f"{source_path} is not under the source root {root}/ of profile {profile.name}"
         )
     stem = profile.kernel.module.format(op=op)
-    if profile.kernel.rule == "beside-source":
+    if kernel_file is not None:
+        kernel = kernel_file
+    elif profile.kernel.rule == "beside-source":
         kernel = source.parent / f"{stem}.py"
     else:
         kernel = root / profile.kernel.directory / f"{stem}.py"

@@ -23,6 +23,9 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor
 
+from kernelbot.integrate.envelope import Envelope
+from kernelbot.integrate.errors import IntegrationError
+
 
 @dataclass(frozen=True)
 class KernelCall:
@@ -41,6 +44,9 @@ class KernelCall:
     # module docstring); empty: import it at the top of the module.
     device_check: str = ""
     line_length: int = 88  # for laying out the function-level import
+    # The function's own arguments as it would forward them to another implementation of itself (no
+    # `param=self.<attr>`): what a fallback such as `super().forward(...)` passes.
+    own_arguments: tuple[str, ...] = ()
 
     @property
     def lazy(self) -> bool:
@@ -129,4 +135,19 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         isinstance(statement, cst.SimpleStatementLine)
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def device_check(envelope: Envelope, call: KernelCall) -> str:
+    """The condition a lazy import waits for: a tensor argument on the envelope's device (the guard
+    checks the rest). A required tensor when there is one; else an optional one that is not None."""
+    # What the call passes for each of the kernel's parameters: `x`, `k=k`, `weight=self.weight`.
+    passed = dict(arg.split("=", 1) if "=" in arg else (arg, arg) for arg in call.arguments if "*" not in arg)
+    for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
+        if rule.name in passed:
+            on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'
+            return f"{passed[rule.name]} is not None and {on_device}" if rule.optional else on_device
+    raise IntegrationError(
+        "the profile imports kernels lazily, behind a check of a tensor argument's device, but the "
+        "kernel takes no tensor argument the function passes on"
     )

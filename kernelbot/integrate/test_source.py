@@ -33,6 +33,11 @@ class TestSubject:
     entry: str
     guard: str
     passed_attributes: dict[str, str]  # entry parameter -> self attribute, for the attributes it reads
+    # How the engine reaches the kernel (kernelbot.engines.convention.TestHook): the method called on the
+    # kernel path ("" or the function's own name: the function itself, behind its guard), and the class it
+    # is called on, (module, class), when not the function's own (LMDeploy's Triton<Op>Impl).
+    kernel_method: str = ""
+    kernel_owner: tuple[str, str] | None = None
 
 
 def render_test(
@@ -58,7 +63,13 @@ def render_test(
     bound = {attr: function for attr, function in view.bound_callables.items()}
     source_names = sorted({owner or method, *bound.values()})
     kernel_import = _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init)
+    kernel_method = subject.kernel_method or method
     context = {
+        "kernel_method": kernel_method,
+        "kernel_owner": subject.kernel_owner[1] if subject.kernel_owner else "",
+        "kernel_owner_import": (
+            f"from {subject.kernel_owner[0]} import {subject.kernel_owner[1]}" if subject.kernel_owner else ""
+        ),
         "header": profile.formatter.new_file_header,
         "docstring": _docstring(view, subject, profile, dynamic),
         "unittest": profile.tests.style == "unittest-customtestcase",

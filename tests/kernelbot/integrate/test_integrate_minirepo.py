@@ -1,7 +1,9 @@
 """The example profile on examples/minirepo (copied into a git repository): SiluAndMul.forward_native and
-RMSNorm.forward_native integrated with hand-written correct candidates; minirepo's whole test suite and the
-generated tests pass, the patch applies, the formatter is satisfied; a wrong kernel fails its generated
-test; bad input gets one clear error and leaves the tree as it was."""
+RMSNorm.forward_native integrated with hand-written correct candidates as the ops' forward_triton backends
+(SiluAndMul's declared in capabilities, as if it had beaten the current path; RMSNorm's opt-in), and a
+method that is not an op with a guarded call; minirepo's whole test suite and the generated tests pass, the
+patch applies, the formatter is satisfied, no line of forward_native changes; a wrong kernel fails its
+generated test; bad input gets one clear error and leaves the tree as it was."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 from extractors.extract import ExtractOptions, extract
 from kernelbot.engines import load_profile
+from kernelbot.engines.convention import SlotEvidence
 from kernelbot.formatting import FormatterError
 from kernelbot.integrate import Integration, IntegrationError, integrate, op_slug
 from tests.kernelbot.integrate.conftest import git, make_git_repo
@@ -89,15 +92,21 @@ def integrated(tmp_path_factory: pytest.TempPathFactory, tool_venvs: dict) -> In
     for key in TARGETS:
         task = _task(repo, tmp, key)
         before = {p: (repo / p).read_text() for p in git(repo, "ls-files").split()}
-        integration = integrate(repo, profile, task, _candidate(key), op_slug=op_slug(task))
+        evidence = SlotEvidence(beats_current_path=True if key == "silu" else None)
+        integration = integrate(
+            repo, profile, task, _candidate(key), op_slug=op_slug(task), evidence=evidence
+        )
         base.update({p: before[str(p)] for p in integration.touched if str(p) in before})
         integrations.append(integration)
     return Integrated(repo, base, integrations)
 
 
-def test_the_functions_call_their_kernels_behind_guards(integrated: Integrated) -> None:
+def test_the_ops_get_forward_triton_backends_and_the_method_a_guarded_call(integrated: Integrated) -> None:
     silu, rmsnorm, metadata = integrated.integrations
-    assert silu.kernel_module == Path("minisglang/layers/silu_and_mul_triton.py")
+    repo = integrated.repo
+    assert silu.kernel_module == Path("minisglang/kernels/ops/activation/silu_and_mul_triton.py")
+    assert rmsnorm.kernel_module == Path("minisglang/kernels/ops/layernorm/rms_norm_triton.py")
+    assert metadata.kernel_module.parent == Path("minisglang/kernels/ops/attention")
     assert rmsnorm.test_file == Path("tests/test_rms_norm_triton.py")
     assert rmsnorm.test_command == [
         "python",
@@ -109,22 +118,75 @@ def test_the_functions_call_their_kernels_behind_guards(integrated: Integrated) 
         str(rmsnorm.test_file),
     ]
     assert "eps = 1e-06" in rmsnorm.envelope.describe()
-    layernorm = (integrated.repo / "minisglang/layers/layernorm.py").read_text()
-    assert "        if can_use_rms_norm_triton(x, residual, eps=self.eps, weight=self.weight):\n" in layernorm
-    assert "            return rms_norm_triton(x, residual, eps=self.eps, weight=self.weight)\n" in layernorm
-    kernel = (integrated.repo / silu.kernel_module).read_text()
+    # forward_native, the reference, keeps every line; the kernel is the op's forward_triton backend.
+    for integration, path in ((silu, "activation.py"), (rmsnorm, "layernorm.py")):
+        before, after = integrated.base[Path("minisglang/layers") / path], (repo / "minisglang/layers" / path)
+        native = _method_source(before, "forward_native")
+        assert native and native == _method_source(after.read_text(), "forward_native")
+        assert "def forward_triton(" in after.read_text() and integration.reference_file == Path(
+            "minisglang/layers", path
+        )
+    layernorm = (repo / "minisglang/layers/layernorm.py").read_text()
+    assert (
+        "from minisglang.kernels.ops.layernorm.rms_norm_triton import "
+        "can_use_rms_norm_triton, rms_norm_triton" in layernorm
+    )
+    assert (
+        "        if not can_use_rms_norm_triton(x, residual, eps=self.eps, weight=self.weight):\n"
+        in layernorm
+    )
+    assert "        return rms_norm_triton(x, residual, eps=self.eps, weight=self.weight)\n" in layernorm
+    # Declared in capabilities only on evidence that it beat the current path; opt-in otherwise, said why.
+    activation = (repo / "minisglang/layers/activation.py").read_text()
+    assert "capabilities = {KernelBackend.TRITON: {CapabilityRequirement.CUDA}}" in activation
+    assert "def backend_eligible(self, backend, x: torch.Tensor) -> bool:" in activation
+    assert silu.auto_selected and "beat the path the op dispatches to today" in silu.selection
+    assert "capabilities" not in layernorm and "backend_eligible" not in layernorm
+    assert not rmsnorm.auto_selected and "was not measured" in rmsnorm.selection
+    assert "forward_triton" in silu.slot and not silu.in_compile_region
+    kernel = (repo / silu.kernel_module).read_text()
     assert "EVOLVE-BLOCK" not in kernel and "def silu_and_mul_triton(" in kernel
     assert "silu_and_mul_forward_native" not in kernel
     assert "Generated by kernelbot from minisglang/layers/activation.py:SiluAndMul.forward_native" in kernel
     assert not silu.notes and not rmsnorm.notes and not metadata.notes
-    backend = (integrated.repo / "minisglang/attention/flash_backend.py").read_text()
-    # The attribute the method sets comes back from the kernel; its old value is not passed in.
+    backend = (repo / "minisglang/attention/flash_backend.py").read_text()
+    # Not an op: a guarded call in the method. The attribute it sets comes back from the kernel; its old
+    # value is not passed in.
     assert (
         "            self.max_seq_len_k = flash_decode_backend_init_forward_metadata_replay_triton(\n"
         in backend
     )
     assert "max_seq_len_k=self.max_seq_len_k" not in backend
+    assert "guarded call" in metadata.slot and metadata.auto_selected
     assert [rule.name for rule in metadata.envelope.values] == ["bs", "seq_len_delta", "page_size"]
+
+
+def test_the_engine_dispatches_as_its_contract_says(integrated: Integrated) -> None:
+    """On the CPU: the declared backend is for CUDA, so the op runs forward_native; asked for explicitly,
+    forward_triton refuses operands outside its guard (a CPU tensor), as an unimplemented backend does."""
+    script = (
+        "import torch\n"
+        "from minisglang.kernels.spec import KernelBackend\n"
+        "from minisglang.layers.activation import SiluAndMul\n"
+        "x = torch.randn(4, 64)\n"
+        "op = SiluAndMul()\n"
+        "assert torch.equal(op(x), op.forward_native(x))\n"
+        "try:\n"
+        "    op(x, backend=KernelBackend.TRITON)\n"
+        "except NotImplementedError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=integrated.repo, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: SiluAndMul.forward_triton: these operands are outside" in done.stdout
+
+
+def _method_source(source: str, name: str) -> str:
+    tree = ast.parse(source)
+    found = [ast.get_source_segment(source, n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    return "\n".join(s for s in found if s and s.lstrip().startswith(f"def {name}("))
 
 
 def test_the_whole_suite_and_the_generated_tests_pass(integrated: Integrated) -> None:
