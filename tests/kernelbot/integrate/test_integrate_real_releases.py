@@ -1,8 +1,12 @@
-"""Real code: the codemod applied to SGLang 0.5.23 and 0.5.9 and LMDeploy 0.18.0 source trees (releases from
-the source cache, as the extractor tests fetch them), two functions each, integrated into one git repository
-made from the release. Each gives a patch that `git apply`s on the untouched tree, files that parse, a
-formatter with nothing left to change (beyond what it would change upstream), and generated tests that pass
-on the CPU through Triton's interpreter, with the release's missing third-party packages faked around them
+"""Real code: the codemod applied to SGLang 0.5.23 and LMDeploy 0.18.0 source trees (releases from the source
+cache, as the extractor tests fetch them), two functions each, integrated into one git repository made from
+the release, the first as if its kernel had beaten the engine's current path, the second unmeasured. Each
+gives a patch that `git apply`s on the untouched tree and uses the engine's own slot (SGLang: a
+forward_triton backend of the op, the kernel in sglang/kernels/ops/<group>/, declared in capabilities only
+for the first; LMDeploy: a Triton<Op>Impl in backends/cuda, the kernel in kernels/cuda, mapped in
+op_backend.py only for the first), with no line of the reference changed; files that parse, a formatter
+with nothing left to change (beyond what it would change upstream), and generated tests that pass on the CPU
+through Triton's interpreter, with the release's missing third-party packages faked around them
 (release_imports.py, as tests/extractors/original_loader.py does for the extractor tests).
 
 The candidates are hand-written fixtures (fixtures/): this is about the codemod, not about kernel quality.
@@ -19,6 +23,7 @@ import pytest
 
 from extractors.extract import ExtractOptions, extract
 from kernelbot.engines import load_profile
+from kernelbot.engines.convention import SlotEvidence
 from kernelbot.integrate import integrate, op_slug
 from tests.kernelbot.integrate.conftest import git, make_git_repo
 from tests.kernelbot.integrate.integrate_testing import assert_formatter_is_satisfied, release_root
@@ -40,7 +45,6 @@ SGLANG_TARGETS = [
 # release -> (profile, [(function, spec, fixture)], packages whose __init__ the harness leaves unexecuted)
 RELEASES = {
     "sglang==0.5.23": ("sglang", SGLANG_TARGETS, ("sglang",)),
-    "sglang==0.5.9": ("sglang", SGLANG_TARGETS, ("sglang",)),
     "lmdeploy==0.18.0": (
         "lmdeploy",
         [
@@ -59,14 +63,6 @@ RELEASES = {
     ),
 }
 
-# SGLang 0.5.9's RMSNorm.forward_native has no quant_linear parameter yet: its candidate has none either.
-CANDIDATE_EDITS = {
-    ("sglang==0.5.9", "sglang_rms_norm_forward_native"): [
-        ("    quant_linear=None,\n", ""),
-        ("quant_linear is not None or ", ""),
-    ],
-}
-
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 
@@ -80,10 +76,10 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
         task = tmp_path / f"task{i}"
         extract(ExtractOptions(repo, function, out=task, spec=SPECS / f"{spec}.toml"))
         candidate = (HERE / "fixtures" / f"{fixture}.py").read_text()
-        for old, new in CANDIDATE_EDITS.get((release, fixture), []):
-            assert old in candidate
-            candidate = candidate.replace(old, new)
-        integrations.append(integrate(repo, profile, task, candidate, op_slug=op_slug(task)))
+        evidence = SlotEvidence(beats_current_path=True if i == 0 else None)
+        integrations.append(
+            integrate(repo, profile, task, candidate, op_slug=op_slug(task), evidence=evidence)
+        )
     touched = tuple(dict.fromkeys(p for i in integrations for p in i.touched))
     tracked = set(git(repo, "ls-files").split())
     upstream = {p: git(repo, "show", f"HEAD:{p}") for p in touched if str(p) in tracked}
@@ -99,24 +95,19 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     for path in touched:
         assert (clean / path).read_text() == (repo / path).read_text()
         ast.parse((repo / path).read_text(), filename=str(path))
-    edited = [p for p in touched if p in upstream]
-    assert len(edited) == len(targets) + int(profile.kernel.export_from_init)
-    for path in edited:  # a minimal diff: lines are only added to upstream files
+    for integration, (function, _, _) in zip(integrations, targets, strict=True):
+        _assert_the_engines_slot(repo, profile.name, integration, function, upstream)
+    assert [i.auto_selected for i in integrations] == [True, False]
+    for path in (p for p in touched if p in upstream):  # upstream lines stay, but for a remapped spec
         removed = [
             ln for ln in git(repo, "diff", "--cached", "--", str(path)).splitlines() if ln.startswith("-")
         ]
-        assert removed == [f"--- a/{path}"], removed
+        if path.name == "op_backend.py":
+            assert len(removed) == 3, removed  # the header and the two lines of the block that is remapped
+        else:
+            assert removed == [f"--- a/{path}"], removed
 
     assert_formatter_is_satisfied(repo, touched, profile.formatter, upstream)
-    if profile.kernel.lazy_import:  # LMDeploy: backends/default/ itself imports neither kernel nor Triton
-        for integration in integrations:
-            kernel = ".".join(integration.kernel_module.with_suffix("").parts)
-            for path in set(integration.touched) - {integration.kernel_module, integration.test_file}:
-                if path.name == "__init__.py":
-                    continue
-                tree = ast.parse((repo / path).read_text())
-                imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == kernel]
-                assert len(imports) == 1 and imports[0] not in tree.body, path
 
     # The generated tests pass on the CPU (the interpreter runs the kernels).
     jit = repo / "sglang" / "kernels" / "jit"
@@ -132,3 +123,46 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     summary = done.stdout.strip().splitlines()[-1:] or [done.stderr[-2000:]]
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in summary[0] and "skipped" not in summary[0] and "failed" not in summary[0], summary
+
+
+def _assert_the_engines_slot(
+    repo: Path, engine: str, integration, function: str, upstream: dict[Path, str]
+) -> None:
+    module, qualname = function.split(":")
+    owner, method = qualname.split(".")
+    reference = Path(*module.split(".")).with_suffix(".py")
+    assert integration.reference_file == reference
+    text = (repo / reference).read_text()
+    if engine == "sglang":
+        group = {"activation": "activation", "layernorm": "layernorm"}[reference.stem]
+        assert integration.kernel_module.parent == Path("sglang/kernels/ops") / group
+        assert _method(text, owner, method) == _method(upstream[reference], owner, method)
+        assert _method(text, owner, "forward_triton")
+        declared = "KernelBackend.TRITON: {CapabilityRequirement.CUDA}" in _class(text, owner)
+        assert declared == integration.auto_selected
+        assert bool(_method(text, owner, "backend_eligible")) == integration.auto_selected
+    else:
+        assert reference not in integration.touched  # backends/default/ is never edited
+        assert integration.kernel_module.parent == Path("lmdeploy/pytorch/kernels/cuda")
+        impl_file = Path("lmdeploy/pytorch/backends/cuda") / reference.name
+        impl = f"Triton{owner.removeprefix('Default').removesuffix('Impl')}V2Impl"
+        assert f"class {impl}({owner}):" in (repo / impl_file).read_text()
+        assert "return super().forward(" in _method((repo / impl_file).read_text(), impl, "forward")
+        op_backend = (repo / "lmdeploy/pytorch/backends/cuda/op_backend.py").read_text()
+        assert (f"return cast(ImplT, {impl}(" in op_backend) == integration.auto_selected
+
+
+def _class(source: str, name: str) -> str:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return ast.get_source_segment(source, node) or ""
+    return ""
+
+
+def _method(source: str, owner: str, name: str) -> str:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == owner:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == name:
+                    return ast.get_source_segment(source, item) or ""
+    return ""
