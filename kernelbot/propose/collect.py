@@ -186,6 +186,10 @@ def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
         test_file=str(integration.test_file),
         envelope=tuple(integration.envelope.describe()),
         formatter=str(getattr(integration, "formatter", "") or ""),
+        slot=str(getattr(integration, "slot", "") or ""),
+        auto_selected=bool(getattr(integration, "auto_selected", False)),
+        selection=str(getattr(integration, "selection", "") or ""),
+        in_compile_region=bool(getattr(integration, "in_compile_region", False)),
     )
 
 

@@ -78,6 +78,12 @@ class ModificationsEvidence:
     test_file: str
     envelope: tuple[str, ...]  # the conditions under which the kernel runs (else the original path)
     formatter: str = ""  # the tools the files were formatted with and where their pins came from
+    # The engine's slot for the kernel (kernelbot.engines.convention.Wiring): where it went, whether the
+    # engine selects it by itself and why (or why not), whether the call is in a torch.compile region.
+    slot: str = ""
+    auto_selected: bool = False
+    selection: str = ""
+    in_compile_region: bool = False
 
 
 @dataclass(frozen=True)

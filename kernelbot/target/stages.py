@@ -125,6 +125,10 @@ def integration_record(integration: Any) -> dict[str, Any]:
         "cpu_test_env": dict(integration.cpu_test_env),
         "notes": list(integration.notes),
         "formatter": str(getattr(integration, "formatter", "")),
+        "slot": str(getattr(integration, "slot", "")),
+        "auto_selected": bool(getattr(integration, "auto_selected", False)),
+        "selection": str(getattr(integration, "selection", "")),
+        "in_compile_region": bool(getattr(integration, "in_compile_region", False)),
     }
 
 
@@ -151,6 +155,10 @@ class RecordedIntegration:
     cpu_test_env: dict[str, str]
     notes: tuple[str, ...] = ()
     formatter: str = ""
+    slot: str = ""
+    auto_selected: bool = False
+    selection: str = ""
+    in_compile_region: bool = False
 
 
 def load_integration(ctx: RunContext) -> RecordedIntegration:
@@ -164,6 +172,10 @@ def load_integration(ctx: RunContext) -> RecordedIntegration:
         cpu_test_env=dict(record.get("cpu_test_env", {})),
         notes=tuple(record.get("notes", ())),
         formatter=str(record.get("formatter", "")),
+        slot=str(record.get("slot", "")),
+        auto_selected=bool(record.get("auto_selected", False)),
+        selection=str(record.get("selection", "")),
+        in_compile_region=bool(record.get("in_compile_region", False)),
     )
 
 
