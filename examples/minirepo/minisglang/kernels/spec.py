@@ -8,7 +8,7 @@ from enum import Enum
 class KernelBackend(str, Enum):
     """Where an implementation comes from; each backend is a `forward_<value>` method of the op."""
 
-    TORCH = "native"  # forward_native: the pure-PyTorch reference, every op has it
+    TORCH = "torch"  # forward_native: the pure-PyTorch reference, every op has it
     TRITON = "triton"  # forward_triton
 
 
