@@ -272,3 +272,23 @@ def test_a_formatter_that_cannot_be_installed_leaves_the_tree_as_it_was(
     with pytest.raises(FormatterError, match=r"formatter ruff==0\.15\.4 is not installed and could not be"):
         integrate(repo, load_profile("example"), task, _candidate("silu"), op_slug="silu")
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_function_under_torch_compile_takes_the_call_only_when_measured_compiled(
+    tmp_path: Path, tool_venvs: dict
+) -> None:
+    repo = make_git_repo(MINIREPO, tmp_path / "repo")
+    task = _task(repo, tmp_path, "decode_metadata")
+    backend = repo / "minisglang/attention/flash_backend.py"
+    method = "    def init_forward_metadata_replay("
+    backend.write_text(backend.read_text().replace(method, f"    @torch.compile(dynamic=True)\n{method}"))
+    git(repo, "commit", "-qam", "the method runs compiled")
+    profile = load_profile("example")
+    with pytest.raises(IntegrationError, match=r"runs under torch\.compile .* not measured compiled"):
+        integrate(repo, profile, task, _candidate("decode_metadata"), op_slug="x")
+    assert git(repo, "status", "--porcelain") == ""
+    measured = SlotEvidence(measured_compiled=True)
+    integration = integrate(
+        repo, profile, task, _candidate("decode_metadata"), op_slug="x", evidence=measured
+    )
+    assert integration.in_compile_region and "inside a torch.compile region" in integration.slot
