@@ -30,19 +30,31 @@ from tests.kernelbot.integrate.integrate_testing import assert_formatter_is_sati
 
 HERE = Path(__file__).parent
 SPECS = HERE.parents[1] / "extractors" / "specs" / "real"
+BEATS, UNMEASURED = SlotEvidence(beats_current_path=True), SlotEvidence()
+# (function, spec, candidate fixture, evidence): an op whose kernel beat the current path, one unmeasured,
+# and a function that is not an op, under @torch.compile, its kernel measured compiled.
 SGLANG_TARGETS = [
     (
-        "sglang.srt.layers.activation:SiluAndMul.forward_native",
-        "sglang_silu_and_mul",
-        "silu_and_mul_forward_native",
+        "sglang.srt.layers.activation:GeluAndMul.forward_native",
+        HERE / "specs" / "sglang_gelu_and_mul.toml",
+        "sglang_gelu_and_mul_forward_native",
+        BEATS,
     ),
     (
         "sglang.srt.layers.layernorm:RMSNorm.forward_native",
-        "sglang_rmsnorm",
+        SPECS / "sglang_rmsnorm.toml",
         "sglang_rms_norm_forward_native",
+        UNMEASURED,
+    ),
+    (
+        "sglang.srt.sampling.penaltylib.repetition_penalty:apply_scaling_penalties",
+        HERE / "specs" / "sglang_scaling_penalties.toml",
+        "sglang_apply_scaling_penalties",
+        SlotEvidence(measured_compiled=True),
     ),
 ]
-# release -> (profile, [(function, spec, fixture)], packages whose __init__ the harness leaves unexecuted)
+# release -> (profile, [(function, spec, fixture, evidence)], packages whose __init__ the harness leaves
+# unexecuted)
 RELEASES = {
     "sglang==0.5.23": ("sglang", SGLANG_TARGETS, ("sglang",)),
     "lmdeploy==0.18.0": (
@@ -50,13 +62,15 @@ RELEASES = {
         [
             (
                 "lmdeploy.pytorch.backends.default.norm:DefaultRMSNormImpl.forward",
-                "lmdeploy_rmsnorm",
+                SPECS / "lmdeploy_rmsnorm.toml",
                 "lmdeploy_rms_norm_forward",
+                BEATS,
             ),
             (
                 "lmdeploy.pytorch.backends.default.apply_rotary_emb:DefaultApplyRotaryEmbImpl.forward",
-                "lmdeploy_apply_rotary",
+                SPECS / "lmdeploy_apply_rotary.toml",
                 "lmdeploy_apply_rotary_forward",
+                UNMEASURED,
             ),
         ],
         (),
@@ -72,11 +86,10 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     repo = make_git_repo(release_root(release), tmp_path / "repo")
     profile = load_profile(profile_name)
     integrations = []
-    for i, (function, spec, fixture) in enumerate(targets):
+    for i, (function, spec, fixture, evidence) in enumerate(targets):
         task = tmp_path / f"task{i}"
-        extract(ExtractOptions(repo, function, out=task, spec=SPECS / f"{spec}.toml"))
+        extract(ExtractOptions(repo, function, out=task, spec=spec))
         candidate = (HERE / "fixtures" / f"{fixture}.py").read_text()
-        evidence = SlotEvidence(beats_current_path=True if i == 0 else None)
         integrations.append(
             integrate(repo, profile, task, candidate, op_slug=op_slug(task), evidence=evidence)
         )
@@ -95,9 +108,10 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     for path in touched:
         assert (clean / path).read_text() == (repo / path).read_text()
         ast.parse((repo / path).read_text(), filename=str(path))
-    for integration, (function, _, _) in zip(integrations, targets, strict=True):
+    for integration, (function, _, _, evidence) in zip(integrations, targets, strict=True):
         _assert_the_engines_slot(repo, profile.name, integration, function, upstream)
-    assert [i.auto_selected for i in integrations] == [True, False]
+        if ":" in function and "." in function.split(":")[1]:  # an op: selected only on the evidence
+            assert integration.auto_selected == bool(evidence.beats_current_path)
     for path in (p for p in touched if p in upstream):  # upstream lines stay, but for a remapped spec
         removed = [
             ln for ln in git(repo, "diff", "--cached", "--", str(path)).splitlines() if ln.startswith("-")
@@ -129,10 +143,15 @@ def _assert_the_engines_slot(
     repo: Path, engine: str, integration, function: str, upstream: dict[Path, str]
 ) -> None:
     module, qualname = function.split(":")
-    owner, method = qualname.split(".")
     reference = Path(*module.split(".")).with_suffix(".py")
     assert integration.reference_file == reference
     text = (repo / reference).read_text()
+    if "." not in qualname:  # not an op: a guarded call where it is defined, said to be compiled
+        assert integration.in_compile_region and "inside a torch.compile region" in integration.slot
+        assert integration.kernel_module.parent == Path("sglang/kernels/ops/sampling")
+        assert f"    if can_use_{qualname}_triton(" in text
+        return
+    owner, method = qualname.split(".")
     if engine == "sglang":
         group = {"activation": "activation", "layernorm": "layernorm"}[reference.stem]
         assert integration.kernel_module.parent == Path("sglang/kernels/ops") / group
