@@ -7,14 +7,17 @@ pool removes those whose process died without closing (SIGKILL, OOM).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 from evaluators.backends import Backend
 from evaluators.errors import BackendUnavailable
-from evaluators.process import WARMUP_TIMEOUT_S, WorkerProcess, worker_env
+from evaluators.process import CACHE_DIR, TASKS_DIR, WARMUP_TIMEOUT_S, WorkerProcess, worker_env
+from evaluators.sandbox import Availability
 from evaluators.zygote import ZygoteClient
 
 SPAWN_ENV = "KERNELBOT_WORKER_SPAWN"
@@ -25,20 +28,29 @@ class Launcher:
     """Starts workers: forked from the pool's zygote (fast), or as fresh interpreters.
 
     $KERNELBOT_WORKER_SPAWN picks "fork" (the default on Linux) or "exec". A pool falls back to "exec" for
-    good when the zygote cannot be started or a forked worker fails to warm up.
+    good when the zygote cannot be started or a forked worker fails to warm up. With an OS sandbox (`box`),
+    every worker is a fresh interpreter in a box of its own (evaluators.sandbox), so that nothing one
+    candidate starts or changes can meet another one.
     """
 
-    def __init__(self, backend: Backend, device_index: int, pool_dir: Path) -> None:
-        default = "fork" if sys.platform.startswith("linux") else "exec"
+    def __init__(
+        self, backend: Backend, device_index: int, pool_dir: Path, box: Availability | None = None
+    ) -> None:
+        self.boxed = box is not None and box.ok
+        default = "fork" if sys.platform.startswith("linux") and not self.boxed else "exec"
         self.mode = os.environ.get(SPAWN_ENV, default)
         if self.mode not in ("fork", "exec"):
             raise BackendUnavailable(f"${SPAWN_ENV} must be 'fork' or 'exec', not {self.mode!r}")
+        if self.boxed:
+            self.mode = "exec"
         self.backend = backend
         self.device_index = device_index
         self.pool_dir = pool_dir
         self.fallback_reason = ""
         self.closed = False
         self._zygote: ZygoteClient | None = None
+        self._staged: dict[str, Path] = {}
+        self._stage_lock = threading.Lock()
 
     def __call__(self) -> WorkerProcess:
         """Start one worker (called from the pool's spawner thread only)."""
@@ -60,12 +72,30 @@ class Launcher:
                         self._zygote.close()
                         self._zygote = None
             self.fall_back(f"the worker zygote failed: {error}")
-        return WorkerProcess.start(**where)
+        return WorkerProcess.start(**where, boxed=self.boxed)
+
+    def task_path(self, task_root: Path) -> Path:
+        """Where a worker reads the task: the task itself, or, for boxed workers, a copy in the pool's task
+        folder, which every box shows read-only (a worker started before the task was known sees it too)."""
+        if not self.boxed:
+            return task_root
+        key = _task_key(task_root)
+        with self._stage_lock:
+            staged = self._staged.get(key)
+            if staged is None or not staged.is_dir():
+                staged = self.pool_dir / TASKS_DIR / key
+                if not staged.is_dir():
+                    partial = staged.with_name(f".{key}.partial")
+                    shutil.rmtree(partial, ignore_errors=True)
+                    shutil.copytree(task_root, partial, symlinks=False)
+                    os.replace(partial, staged)
+                self._staged[key] = staged
+        return staged
 
     def _restart_zygote(self) -> None:
         if self._zygote is not None:
             self._zygote.close()
-        env = worker_env(self.backend, self.pool_dir / "triton-cache")
+        env = worker_env(self.backend, self.pool_dir / CACHE_DIR)
         self._zygote = ZygoteClient(env, self.pool_dir, WARMUP_TIMEOUT_S)
 
     @property
@@ -81,6 +111,17 @@ class Launcher:
         self.closed = True
         if self._zygote is not None:
             self._zygote.close()  # its forks follow it (PR_SET_PDEATHSIG); a spawn waiting on it returns
+
+
+def _task_key(root: Path) -> str:
+    """The task's path and its files' names, sizes and modification times: a task edited on disk between
+    two evaluations gets a fresh copy."""
+    digest = hashlib.sha256(str(root.resolve()).encode())
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return f"{root.name}-{digest.hexdigest()[:16]}"
 
 
 def sweep_stale_pool_dirs(parent: Path) -> None:
