@@ -16,7 +16,14 @@ from pathlib import Path
 
 from evaluators.backends import Backend
 from evaluators.errors import BackendUnavailable
-from evaluators.process import CACHE_DIR, TASKS_DIR, WARMUP_TIMEOUT_S, WorkerProcess, worker_env
+from evaluators.process import (
+    CACHE_DIR,
+    TASKS_DIR,
+    WARMUP_TIMEOUT_S,
+    WorkerProcess,
+    worker_box,
+    worker_env,
+)
 from evaluators.sandbox import Availability
 from evaluators.zygote import ZygoteClient
 
@@ -28,27 +35,30 @@ class Launcher:
     """Starts workers: forked from the pool's zygote (fast), or as fresh interpreters.
 
     $KERNELBOT_WORKER_SPAWN picks "fork" (the default on Linux) or "exec". A pool falls back to "exec" for
-    good when the zygote cannot be started or a forked worker fails to warm up. With an OS sandbox (`box`),
-    every worker is a fresh interpreter in a box of its own (evaluators.sandbox), so that nothing one
-    candidate starts or changes can meet another one.
+    good when the zygote cannot be started or a forked worker fails to warm up.
+
+    With an OS sandbox (`box`, evaluators.sandbox), no two candidates share a box at the same time: in
+    "exec" mode each worker is a fresh interpreter in a box of its own; in "fork" mode each zygote lives in a
+    box of its own (with its folder `box-N/` in the pool directory) and serves one worker at a time,
+    clearing the box between two; the pool keeps as many zygotes as it has workers warm or busy.
     """
 
     def __init__(
         self, backend: Backend, device_index: int, pool_dir: Path, box: Availability | None = None
     ) -> None:
         self.boxed = box is not None and box.ok
-        default = "fork" if sys.platform.startswith("linux") and not self.boxed else "exec"
+        default = "fork" if sys.platform.startswith("linux") else "exec"
         self.mode = os.environ.get(SPAWN_ENV, default)
         if self.mode not in ("fork", "exec"):
             raise BackendUnavailable(f"${SPAWN_ENV} must be 'fork' or 'exec', not {self.mode!r}")
-        if self.boxed:
-            self.mode = "exec"
         self.backend = backend
         self.device_index = device_index
         self.pool_dir = pool_dir
         self.fallback_reason = ""
         self.closed = False
-        self._zygote: ZygoteClient | None = None
+        self._zygote: ZygoteClient | None = None  # the last one used
+        self._boxes: list[ZygoteClient] = []  # boxed zygotes
+        self._boxes_started = 0
         self._staged: dict[str, Path] = {}
         self._stage_lock = threading.Lock()
 
@@ -60,7 +70,9 @@ class Launcher:
         if self.mode == "fork":
             for _ in range(2):  # a zygote that died under us is replaced once; a fresh one failing: given up
                 try:
-                    if self._zygote is None or self._zygote.dead:
+                    if self.boxed:
+                        self._zygote = self._idle_box()
+                    elif self._zygote is None or self._zygote.dead:
                         self._restart_zygote()
                     assert self._zygote is not None
                     return WorkerProcess.fork(self._zygote, **where)
@@ -98,6 +110,22 @@ class Launcher:
         env = worker_env(self.backend, self.pool_dir / CACHE_DIR)
         self._zygote = ZygoteClient(env, self.pool_dir, WARMUP_TIMEOUT_S)
 
+    def _idle_box(self) -> ZygoteClient:
+        """A boxed zygote with no worker alive, started when none is idle (only from the spawner thread)."""
+        for zygote in list(self._boxes):
+            if zygote.dead:
+                zygote.close()
+                self._boxes.remove(zygote)
+            elif zygote.idle:
+                return zygote
+        self._boxes_started += 1
+        box_dir = self.pool_dir / f"box-{self._boxes_started}"
+        box_dir.mkdir()
+        box = worker_box(self.backend, self.pool_dir, box_dir)
+        zygote = ZygoteClient(dict(box.env), box_dir, WARMUP_TIMEOUT_S, box=box)
+        self._boxes.append(zygote)
+        return zygote
+
     @property
     def zygote_dead(self) -> bool:
         return self._zygote is None or self._zygote.dead
@@ -109,8 +137,8 @@ class Launcher:
 
     def close(self) -> None:
         self.closed = True
-        if self._zygote is not None:
-            self._zygote.close()  # its forks follow it (PR_SET_PDEATHSIG); a spawn waiting on it returns
+        for zygote in {id(z): z for z in [*self._boxes, *([self._zygote] if self._zygote else [])]}.values():
+            zygote.close()  # its forks follow it (PR_SET_PDEATHSIG); a spawn waiting on it returns
 
 
 def _task_key(root: Path) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -126,15 +127,21 @@ class _ForkedChild:
         pass
 
     def reap(self) -> None:
-        self.zygote.wait_exit(self.pid, timeout=10)
+        if self.zygote.wait_exit(self.pid, timeout=10) is None and self.zygote.boxed is not None:
+            self.zygote.close()  # stopped or hung (a candidate's doing): its box goes, and all inside
         self.zygote.forget(self.pid)
 
 
 class WorkerProcess:
-    def __init__(self, child: _ExecChild | _ForkedChild, control_fd: int, job_fd: int, workdir: Path) -> None:
+    def __init__(
+        self, child: _ExecChild | _ForkedChild, control_fd: int, job_fd: int, workdir: Path, log_fd: int
+    ) -> None:
         self.child = child
         self.pid = child.pid
         self.workdir = workdir
+        # The log is read through this descriptor, opened before any candidate existed: the candidate may
+        # replace the file in its own writable folder (a symbolic link to a file of ours), not the fd.
+        self._log_fd = log_fd
         self._control = LineReader(control_fd)
         self._job_fd: int | None = job_fd
         self.ready = False
@@ -152,19 +159,26 @@ class WorkerProcess:
         return isinstance(self.child, _ForkedChild) and self.child.zygote.dead
 
     @staticmethod
-    def new_workdir(pool_dir: Path) -> Path:
-        workdir = pool_dir / f"w-{os.getpid()}-{next(_counter)}"
+    def new_workdir(pool_dir: Path) -> tuple[Path, int]:
+        """A fresh folder for one worker (a name no earlier candidate could guess) and its log, opened."""
+        workdir = pool_dir / f"w-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
         workdir.mkdir()  # not parents: a pool directory removed by close() must stay removed
-        return workdir
+        log_fd = os.open(workdir / LOG_FILE, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        return workdir, log_fd
 
     @classmethod
     def fork(
         cls, zygote: ZygoteClient, *, backend: Backend, device_index: int, pool_dir: Path
     ) -> WorkerProcess:
-        """A worker forked from the pool's zygote (OSError when the zygote is gone)."""
-        workdir = cls.new_workdir(pool_dir)
-        pid, control_fd, job_fd = zygote.spawn(workdir, backend.name, device_index)
-        return cls(_ForkedChild(zygote, pid), control_fd, job_fd, workdir)
+        """A worker forked from the pool's zygote (OSError when the zygote is gone); a boxed zygote's
+        worker gets its folder in the zygote's box."""
+        workdir, log_fd = cls.new_workdir(zygote.box_dir if zygote.boxed is not None else pool_dir)
+        try:
+            pid, control_fd, job_fd = zygote.spawn(workdir, backend.name, device_index)
+        except BaseException:
+            os.close(log_fd)
+            raise
+        return cls(_ForkedChild(zygote, pid), control_fd, job_fd, workdir, log_fd)
 
     @classmethod
     def start(
@@ -172,7 +186,7 @@ class WorkerProcess:
     ) -> WorkerProcess:
         """A worker started as a fresh interpreter (`python -m evaluators.worker`); `boxed`: in its own
         sandbox.Box, whose namespace dies with it."""
-        workdir = cls.new_workdir(pool_dir)
+        workdir, log_fd = cls.new_workdir(pool_dir)
         control_r, control_w = os.pipe()
         job_r, job_w = os.pipe()
         command = [
@@ -201,12 +215,12 @@ class WorkerProcess:
                     )
                     child = _ExecChild(proc)
         except BaseException:
-            for fd in (control_r, control_w, job_r, job_w):
+            for fd in (control_r, control_w, job_r, job_w, log_fd):
                 os.close(fd)
             raise
         os.close(control_w)
         os.close(job_r)
-        return cls(child, control_r, job_w, workdir)
+        return cls(child, control_r, job_w, workdir, log_fd)
 
     # --- warm-up and messages -------------------------------------------------------------------------
 
@@ -291,6 +305,8 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(self._job_fd)
             self._job_fd = None
+        with contextlib.suppress(OSError):
+            os.close(self._log_fd)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # --- logs -----------------------------------------------------------------------------------------
@@ -299,12 +315,10 @@ class WorkerProcess:
         """The last `limit` characters the worker (and the candidate) wrote to stdout/stderr."""
         if limit <= 0:
             return ""
-        path = self.workdir / LOG_FILE
         try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - 4 * limit))
-                text = f.read().decode("utf-8", errors="replace")
+            size = os.fstat(self._log_fd).st_size
+            start = max(0, size - 4 * limit)
+            text = os.pread(self._log_fd, size - start, start).decode("utf-8", errors="replace")
         except OSError:
             return ""
         if len(text) <= limit and size <= 4 * limit:
