@@ -37,6 +37,7 @@ from evaluators.job import Job, candidate_sha
 from evaluators.launcher import POOL_DIR_PREFIX, Launcher, sweep_stale_pool_dirs
 from evaluators.process import JobOutcome, Supervisor, WorkerProcess, WorkerStartError
 from evaluators.result import EvalResult, Hardware, failure
+from evaluators.sandbox import require_box_or_consent, sandbox_record
 from evaluators.task import Task, load_task
 
 START_ATTEMPTS = 3  # consecutive workers that die while warming up before the pool gives up
@@ -215,8 +216,11 @@ class WorkerPool:
         self._slots = threading.BoundedSemaphore(size)
         self._busy: set[WorkerProcess] = set()
         sweep_stale_pool_dirs(Path(tempfile.gettempdir()))
+        # The OS sandbox, or consent to run without one (SandboxUnavailable, a ConfigError, otherwise).
+        box = require_box_or_consent("evaluation workers")
+        self.sandbox = sandbox_record()  # one line for the run's record
         self._root = Path(tempfile.mkdtemp(prefix=f"{POOL_DIR_PREFIX}{os.getpid()}-"))
-        self._launcher = Launcher(self.backend, device_index, self._root)
+        self._launcher = Launcher(self.backend, device_index, self._root, box)
         self._warm = _WarmSet(size, self._launcher, self._spawned, replace=replace_workers)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="kb-eval")
         self._closed = False
@@ -284,7 +288,7 @@ class WorkerPool:
         count = max(1, config.seeds_per_case, task.seeds or 0)
         job_config = config_for_job(config, self.size)
         job = Job(
-            task_dir=str(task.root),
+            task_dir=str(self._launcher.task_path(task.root)),
             source=source,
             config=job_config,
             seeds=tuple(secrets.randbits(31) for _ in range(count)),

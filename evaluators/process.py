@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -27,13 +27,14 @@ from evaluators.backends.base import Backend
 from evaluators.config import EvalConfig
 from evaluators.job import PROGRESS_STAGES, Job, LineReader, Message, ProtocolError, describe_exit, write_all
 from evaluators.result import EvalResult, HackFinding, Hardware, Stage
+from evaluators.sandbox import SECRET_NAME, Box, BoxedProcess, box_env, exit_status
 from evaluators.zygote import ZygoteClient
 
 LOCK_WAIT_CAP_S = 3600.0  # waiting for the GPU lock has no budget of its own, but not forever
 WARMUP_TIMEOUT_S = 300.0  # importing torch/triton and creating a CUDA context on a loaded machine
 LOG_FILE = "worker.log"
-# Variables a candidate must never see: API keys and tokens live in the parent's environment only.
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+TASKS_DIR = "tasks"  # in a pool directory: the tasks as boxed workers see them (read-only copies)
+CACHE_DIR = "triton-cache"  # in a pool directory: the compiler cache its workers share
 _counter = itertools.count()
 
 
@@ -41,39 +42,75 @@ class WorkerStartError(Exception):
     """A worker died or went silent while warming up (before any candidate reached it)."""
 
 
-def worker_env(backend: Backend, cache_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
-    env.pop("TRITON_INTERPRET", None)  # only the interpreter backend may set it
+def _package_root() -> Path:
+    return Path(evaluators.__file__).resolve().parent.parent
+
+
+def worker_env(backend: Backend, cache_dir: Path, *, boxed: bool = False) -> dict[str, str]:
+    """A worker's environment: no secret-looking name; in a box, only the allow-list (sandbox.box_env)."""
+    inherited = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # only the backend sets it
+    if boxed:
+        env = box_env(environ=inherited)
+    else:
+        env = {k: v for k, v in inherited.items() if not SECRET_NAME.search(k)}
     env.update(backend.worker_env())
     env["TRITON_CACHE_DIR"] = str(cache_dir)
     env["PYTHONUNBUFFERED"] = "1"  # what a candidate printed before it crashed reaches the log
-    package_root = str(Path(evaluators.__file__).resolve().parent.parent)
+    package_root = str(_package_root())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     return env
 
 
-class _ExecChild:
-    """A worker started as a fresh interpreter: a child of this process."""
+def worker_box(backend: Backend, pool_dir: Path, workdir: Path | None) -> Box:
+    """The box of one worker: its own folder and the pool's compiler cache writable, the pool's task copies
+    and kernelbot's source read-only, the GPU devices on a GPU backend."""
+    cache = pool_dir / CACHE_DIR
+    tasks = pool_dir / TASKS_DIR
+    for path in (cache, tasks):
+        path.mkdir(exist_ok=True)
+    return Box(
+        scratch=None,
+        writable=(cache,) + ((workdir,) if workdir is not None else ()),
+        read_only=(tasks, _package_root()),
+        env=worker_env(backend, cache, boxed=True),
+        cwd=workdir or pool_dir,
+        gpu=backend.name != "triton-interpret",
+    )
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+
+class _ExecChild:
+    """A worker started as a fresh interpreter: a child of this process (in a box: bwrap is the child)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], boxed: BoxedProcess | None = None) -> None:
         self.proc = proc
         self.pid = proc.pid
+        self.boxed = boxed
 
     def status(self) -> int | None:
         """Exit status as Popen reports it (-signal for a signal), without reaping; None while running."""
         if self.proc.returncode is not None:
-            return self.proc.returncode
+            return self._mapped(self.proc.returncode)
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
-            return self.proc.poll()
+            return self._mapped(self.proc.poll())
         if info is None:
             return None
-        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        return self._mapped(info.si_status if info.si_code == os.CLD_EXITED else -info.si_status)
+
+    def _mapped(self, status: int | None) -> int | None:
+        return exit_status(status) if self.boxed is not None else status
+
+    def kill(self) -> None:
+        if self.boxed is not None:
+            self.boxed.kill()
 
     def reap(self) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+        if self.boxed is not None:  # everything the candidate started inside is gone too
+            self.boxed.wait_empty(timeout=10)
+            self.boxed.close()
 
 
 class _ForkedChild:
@@ -86,16 +123,25 @@ class _ForkedChild:
     def status(self) -> int | None:
         return self.zygote.status(self.pid)
 
+    def kill(self) -> None:
+        pass
+
     def reap(self) -> None:
-        self.zygote.wait_exit(self.pid, timeout=10)
+        if self.zygote.wait_exit(self.pid, timeout=10) is None and self.zygote.boxed is not None:
+            self.zygote.close()  # stopped or hung (a candidate's doing): its box goes, and all inside
         self.zygote.forget(self.pid)
 
 
 class WorkerProcess:
-    def __init__(self, child: _ExecChild | _ForkedChild, control_fd: int, job_fd: int, workdir: Path) -> None:
+    def __init__(
+        self, child: _ExecChild | _ForkedChild, control_fd: int, job_fd: int, workdir: Path, log_fd: int
+    ) -> None:
         self.child = child
         self.pid = child.pid
         self.workdir = workdir
+        # The log is read through this descriptor, opened before any candidate existed: the candidate may
+        # replace the file in its own writable folder (a symbolic link to a file of ours), not the fd.
+        self._log_fd = log_fd
         self._control = LineReader(control_fd)
         self._job_fd: int | None = job_fd
         self.ready = False
@@ -113,24 +159,34 @@ class WorkerProcess:
         return isinstance(self.child, _ForkedChild) and self.child.zygote.dead
 
     @staticmethod
-    def new_workdir(pool_dir: Path) -> Path:
-        workdir = pool_dir / f"w-{os.getpid()}-{next(_counter)}"
+    def new_workdir(pool_dir: Path) -> tuple[Path, int]:
+        """A fresh folder for one worker (a name no earlier candidate could guess) and its log, opened."""
+        workdir = pool_dir / f"w-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
         workdir.mkdir()  # not parents: a pool directory removed by close() must stay removed
-        return workdir
+        log_fd = os.open(workdir / LOG_FILE, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        return workdir, log_fd
 
     @classmethod
     def fork(
         cls, zygote: ZygoteClient, *, backend: Backend, device_index: int, pool_dir: Path
     ) -> WorkerProcess:
-        """A worker forked from the pool's zygote (OSError when the zygote is gone)."""
-        workdir = cls.new_workdir(pool_dir)
-        pid, control_fd, job_fd = zygote.spawn(workdir, backend.name, device_index)
-        return cls(_ForkedChild(zygote, pid), control_fd, job_fd, workdir)
+        """A worker forked from the pool's zygote (OSError when the zygote is gone); a boxed zygote's
+        worker gets its folder in the zygote's box."""
+        workdir, log_fd = cls.new_workdir(zygote.box_dir if zygote.boxed is not None else pool_dir)
+        try:
+            pid, control_fd, job_fd = zygote.spawn(workdir, backend.name, device_index)
+        except BaseException:
+            os.close(log_fd)
+            raise
+        return cls(_ForkedChild(zygote, pid), control_fd, job_fd, workdir, log_fd)
 
     @classmethod
-    def start(cls, *, backend: Backend, device_index: int, pool_dir: Path) -> WorkerProcess:
-        """A worker started as a fresh interpreter (`python -m evaluators.worker`)."""
-        workdir = cls.new_workdir(pool_dir)
+    def start(
+        cls, *, backend: Backend, device_index: int, pool_dir: Path, boxed: bool = False
+    ) -> WorkerProcess:
+        """A worker started as a fresh interpreter (`python -m evaluators.worker`); `boxed`: in its own
+        sandbox.Box, whose namespace dies with it."""
+        workdir, log_fd = cls.new_workdir(pool_dir)
         control_r, control_w = os.pipe()
         job_r, job_w = os.pipe()
         command = [
@@ -139,31 +195,32 @@ class WorkerProcess:
             "evaluators.worker",
             f"--control-fd={control_w}",
             f"--job-fd={job_r}",
-            f"--parent-pid={os.getpid()}",
+            # In a box the worker's parent is the namespace's PID 1 (bwrap), which dies with this thread.
+            f"--parent-pid={1 if boxed else os.getpid()}",
             f"--backend={backend.name}",
             f"--device-index={device_index}",
             f"--workdir={workdir}",
         ]
-        env = worker_env(backend, pool_dir / "triton-cache")
         try:
             with open(workdir / LOG_FILE, "ab") as log:
-                proc = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    pass_fds=(control_w, job_r),
-                    cwd=workdir,
-                    env=env,
-                    start_new_session=True,
-                )
+                where = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "cwd": workdir}
+                if boxed:
+                    box = worker_box(backend, pool_dir, workdir)
+                    boxed_proc = BoxedProcess(box, command, pass_fds=(control_w, job_r), **where)
+                    child = _ExecChild(boxed_proc.popen, boxed_proc)
+                else:
+                    env = worker_env(backend, pool_dir / CACHE_DIR)
+                    proc = subprocess.Popen(
+                        command, pass_fds=(control_w, job_r), env=env, start_new_session=True, **where
+                    )
+                    child = _ExecChild(proc)
         except BaseException:
-            for fd in (control_r, control_w, job_r, job_w):
+            for fd in (control_r, control_w, job_r, job_w, log_fd):
                 os.close(fd)
             raise
         os.close(control_w)
         os.close(job_r)
-        return cls(_ExecChild(proc), control_r, job_w, workdir)
+        return cls(child, control_r, job_w, workdir, log_fd)
 
     # --- warm-up and messages -------------------------------------------------------------------------
 
@@ -233,6 +290,7 @@ class WorkerProcess:
             self.killed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        self.child.kill()
 
     def cleanup(self) -> None:
         """Kill the group, reap the worker, close the pipes and delete its directory."""
@@ -247,6 +305,8 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(self._job_fd)
             self._job_fd = None
+        with contextlib.suppress(OSError):
+            os.close(self._log_fd)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # --- logs -----------------------------------------------------------------------------------------
@@ -255,12 +315,10 @@ class WorkerProcess:
         """The last `limit` characters the worker (and the candidate) wrote to stdout/stderr."""
         if limit <= 0:
             return ""
-        path = self.workdir / LOG_FILE
         try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - 4 * limit))
-                text = f.read().decode("utf-8", errors="replace")
+            size = os.fstat(self._log_fd).st_size
+            start = max(0, size - 4 * limit)
+            text = os.pread(self._log_fd, size - start, start).decode("utf-8", errors="replace")
         except OSError:
             return ""
         if len(text) <= limit and size <= 4 * limit:

