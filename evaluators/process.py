@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import evaluators
+from evaluators import secrets
 from evaluators.backends.base import Backend
 from evaluators.config import EvalConfig
 from evaluators.job import PROGRESS_STAGES, Job, LineReader, Message, ProtocolError, describe_exit, write_all
@@ -32,8 +32,6 @@ from evaluators.zygote import ZygoteClient
 LOCK_WAIT_CAP_S = 3600.0  # waiting for the GPU lock has no budget of its own, but not forever
 WARMUP_TIMEOUT_S = 300.0  # importing torch/triton and creating a CUDA context on a loaded machine
 LOG_FILE = "worker.log"
-# Variables a candidate must never see: API keys and tokens live in the parent's environment only.
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 _counter = itertools.count()
 
 
@@ -42,7 +40,8 @@ class WorkerStartError(Exception):
 
 
 def worker_env(backend: Backend, cache_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    # No variable named like a secret, none holding a secret's value (whatever its name: --token-env GH_PAT).
+    env = secrets.scrub_env(os.environ)
     env.pop("TRITON_INTERPRET", None)  # only the interpreter backend may set it
     env.update(backend.worker_env())
     env["TRITON_CACHE_DIR"] = str(cache_dir)
