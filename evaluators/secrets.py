@@ -181,6 +181,10 @@ def held(argv: Sequence[str] = ()) -> Iterator[SecretRegistry]:
     os.environ (for an embedding program or a test that calls the CLI in-process; the initial block stays
     wiped) and the registry is emptied."""
     moved = adopt((*WELL_KNOWN_SECRET_ENVS, *secret_names_in_argv(argv)))
+    # A copy of a secret under another name (`export MY_COPY=$GITHUB_TOKEN`) is that secret too.
+    held_values = REGISTRY.values()
+    copies = [n for n, v in os.environ.items() if any(s in v for s in held_values)]
+    moved += adopt(copies)
     make_undumpable()
     try:
         yield REGISTRY
