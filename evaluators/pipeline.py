@@ -70,8 +70,7 @@ def prepare(
     """Load the task and its reference (raising TaskProblem for a broken task) and read the job's config."""
     try:
         task = load_task(job.task_dir)
-        reference = task.load_reference()
-        task.load_make_inputs()
+        reference = task.pin()  # read once, before the candidate exists (evaluators.task_files)
     except TaskError as exc:
         raise TaskProblem(str(exc)) from exc
     return Prepared(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evaluators import secrets as held_secrets
 from evaluators.backends import require_backend
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
@@ -36,9 +37,10 @@ from evaluators.errors import BackendUnavailable, TaskError
 from evaluators.job import Job, candidate_sha
 from evaluators.launcher import POOL_DIR_PREFIX, Launcher, sweep_stale_pool_dirs
 from evaluators.process import JobOutcome, Supervisor, WorkerProcess, WorkerStartError
-from evaluators.result import EvalResult, Hardware, failure
+from evaluators.result import EvalResult, HackFinding, Hardware, failure
 from evaluators.sandbox import require_box_or_consent, sandbox_record
 from evaluators.task import Task, load_task
+from evaluators.task_files import TaskFilesRegistry
 
 START_ATTEMPTS = 3  # consecutive workers that die while warming up before the pool gives up
 # Fraction of a GPU's memory the pool's workers may hold together (each gets an equal share of it); the
@@ -213,6 +215,7 @@ class WorkerPool:
         self.hardware = Hardware(backend=self.backend_name)
         self._stats = PoolStats()
         self._stats_lock = threading.Lock()
+        self._task_files = TaskFilesRegistry()
         self._slots = threading.BoundedSemaphore(size)
         self._busy: set[WorkerProcess] = set()
         sweep_stale_pool_dirs(Path(tempfile.gettempdir()))
@@ -287,6 +290,7 @@ class WorkerPool:
         sha = candidate_sha(source, task.entry)
         count = max(1, config.seeds_per_case, task.seeds or 0)
         job_config = config_for_job(config, self.size)
+        task_files = self._task_files.get(task.root)  # the task as it was before any candidate ran
         job = Job(
             task_dir=str(self._launcher.task_path(task.root)),
             source=source,
@@ -316,22 +320,28 @@ class WorkerPool:
             if outcome is None:
                 raise BackendUnavailable("evaluation workers keep dying before they receive a job")
         self._count(outcome)
-        if outcome.task_error is not None:
-            raise TaskError(outcome.task_error)
+        hacks = outcome.hacks
+        tampered = task_files.check()  # after the worker is gone: nothing can change them back meanwhile
+        if tampered is not None:
+            hacks = (*hacks, HackFinding("task_tamper", tampered, detector="runtime"))
+        elif outcome.task_error is not None:
+            raise TaskError(held_secrets.redact(outcome.task_error))
         hardware = worker.hardware or self.hardware
         if outcome.result is not None:
             result = outcome.result
         else:
             result = failure(task.name, sha, self.backend_name, task.regime, outcome.stage, outcome.reason)
-        return result.with_updates(
+        result = result.with_updates(
             candidate_sha=sha,
-            hacks=result.hacks + outcome.hacks,
-            score=0.0 if outcome.hacks else result.score,
-            passed=result.passed and not outcome.hacks,
+            hacks=result.hacks + hacks,
+            score=0.0 if hacks else result.score,
+            passed=result.passed and not hacks,
             hardware=hardware,
             logs=logs,
             duration_s=outcome.duration_s,
         )
+        # A candidate may have found a secret somewhere: nothing it wrote leaves the pool unmasked.
+        return result.redacted(held_secrets.redact)
 
     def _ready_worker(self) -> WorkerProcess:
         error: WorkerStartError | None = None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import evaluators
+from evaluators import secrets as held_secrets
 from evaluators.backends.base import Backend
 from evaluators.config import EvalConfig
 from evaluators.job import PROGRESS_STAGES, Job, LineReader, Message, ProtocolError, describe_exit, write_all
@@ -47,8 +48,10 @@ def _package_root() -> Path:
 
 
 def worker_env(backend: Backend, cache_dir: Path, *, boxed: bool = False) -> dict[str, str]:
-    """A worker's environment: no secret-looking name; in a box, only the allow-list (sandbox.box_env)."""
-    inherited = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # only the backend sets it
+    """A worker's environment: no variable named like a secret and none holding a secret's value (whatever
+    its name: --token-env GH_PAT); in a box, only the allow-list (sandbox.box_env)."""
+    inherited = held_secrets.scrub_env(os.environ)
+    inherited.pop("TRITON_INTERPRET", None)  # only the interpreter backend may set it
     if boxed:
         env = box_env(environ=inherited)
     else:

@@ -8,6 +8,7 @@ flagged, the aggregate speedup in the task's regime otherwise (1.0 on backends t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
@@ -40,6 +41,9 @@ HACK_CLASSES: dict[str, tuple[int, str]] = {
     "single_case_aggregate": (14, "one case drives the aggregate speedup"),
     "beyond_roofline": (15, "faster than the hardware can be"),
     "sandbox_escape": (16, "touches files, network, environment or the evaluator"),
+    "kernel_override": (17, "re-registers an ATen kernel through torch.library or the dispatcher"),
+    "task_tamper": (18, "changes the task's files (reference, inputs, task.toml, captured/)"),
+    "store_tamper": (19, "opens the run store or another SQLite database"),
 }
 
 
@@ -160,6 +164,17 @@ class EvalResult:
     def with_updates(self, **changes: Any) -> EvalResult:
         return replace(self, **changes)
 
+    def redacted(self, redact: Callable[[str], str]) -> EvalResult:
+        """The result with `redact` applied to every text a candidate can put into it (logs, reason, the
+        hacks' evidence and the cases' notes): what the parent keeps, stores, prints and prompts with."""
+        return replace(
+            self,
+            reason=redact(self.reason),
+            logs=redact(self.logs),
+            hacks=tuple(replace(h, evidence=redact(h.evidence)) for h in self.hacks),
+            cases=tuple(_redacted_case(c, redact) for c in self.cases),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["stage"] = self.stage.value
@@ -175,6 +190,14 @@ class EvalResult:
     @classmethod
     def from_json(cls, text: str) -> EvalResult:
         return cls.from_dict(json.loads(text))
+
+
+def _redacted_case(case: CaseResult, redact: Callable[[str], str]) -> CaseResult:
+    mismatch = case.mismatch
+    if mismatch is not None:
+        mismatch = replace(mismatch, detail=redact(mismatch.detail))
+    kernels = tuple(replace(k, name=redact(k.name)) for k in case.kernels)
+    return replace(case, skipped=redact(case.skipped), mismatch=mismatch, kernels=kernels)
 
 
 def failure(

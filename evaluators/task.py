@@ -146,17 +146,47 @@ class Task:
 
     def make_inputs(self, case: Case, seed: int, device: str) -> tuple[tuple, dict]:
         """Build one fresh input set for `case`; captured cases ignore the seed (their values are real)."""
+        pinned = _PINNED.get(self.root)
         if case.captured is not None:
-            return load_captured(case.captured, device)
-        args, kwargs = self.load_make_inputs()(dict(case.params), seed, device)
+            data = pinned.captured.get(case.captured) if pinned else None
+            return load_captured(case.captured if data is None else data, device, shown=case.captured)
+        make = pinned.make_inputs if pinned else self.load_make_inputs()
+        args, kwargs = make(dict(case.params), seed, device)
         return tuple(args), dict(kwargs)
 
+    def pin(self) -> Callable[..., Any]:
+        """Load the reference, make_inputs and the captured tensors' bytes now, once, and use these for the
+        rest of this process (an evaluation worker, before the candidate is imported): a candidate that
+        rewrites the task's files on disk (a shared mapping raises no audit event) cannot change what it is
+        compared against. Returns the reference."""
+        reference = self.load_reference()
+        try:
+            captured = {c.captured: c.captured.read_bytes() for c in self.cases if c.captured is not None}
+        except OSError as exc:
+            raise TaskError(f"cannot read captured inputs: {exc}") from exc
+        _PINNED[self.root] = _Pinned(self.load_make_inputs(), captured)
+        return reference
 
-def load_captured(path: Path, device: str) -> tuple[tuple, dict]:
+
+@dataclass(frozen=True)
+class _Pinned:
+    make_inputs: Callable[[dict, int, str], tuple[tuple, dict]]
+    captured: Mapping[Path, bytes]
+
+
+_PINNED: dict[Path, _Pinned] = {}
+
+
+def load_captured(source: Path | bytes, device: str, *, shown: Path | None = None) -> tuple[tuple, dict]:
+    """The inputs in a captured/*.pt file, or in its bytes read before (`shown` names the file then)."""
+    import io
+
     import torch
 
+    path = shown if isinstance(source, bytes) else source
     try:
-        blob = torch.load(path, map_location=device, weights_only=True)
+        readable = io.BytesIO(source) if isinstance(source, bytes) else source
+        blob = torch.load(readable, map_location=device, weights_only=True)
     except Exception as exc:  # torch raises many types for a bad file
         raise TaskError(f"cannot read captured inputs {path}: {exc}") from exc
     if not isinstance(blob, dict) or "args" not in blob:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evaluators import secrets
 from evaluators.config import EvalConfig
 from evolution.errors import SearchConfigError
 
@@ -26,7 +27,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 DEFAULT_API_KEY_ENV = "KERNELBOT_LLM_API_KEY"
 # Environment variables whose values are treated as secrets even when no endpoint names them.
-WELL_KNOWN_SECRET_ENVS = ("KERNELBOT_LLM_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "GITHUB_TOKEN")
+WELL_KNOWN_SECRET_ENVS = secrets.WELL_KNOWN_SECRET_ENVS
 FEATURE_SCALES = ("linear", "log")
 # Operator families' default weights; a config's `mutation.weights` that leaves a family out gets its default
 # here (1.0 for a family not listed), so a config written before an operator existed does not hand it a
@@ -117,6 +118,11 @@ class LLMEndpoint:
     # local vLLM server).
     input_price_per_mtok: float = 0.0
     output_price_per_mtok: float = 0.0
+
+    def __post_init__(self) -> None:
+        # A `user:password@` in the URL is a credential: it lives in the secrets registry, never in the
+        # config that is printed, stored (run.sqlite) or written (target.toml).
+        object.__setattr__(self, "base_url", secrets.strip_url_credentials(self.base_url))
 
 
 @dataclass(frozen=True)
@@ -276,6 +282,14 @@ def parse_llm_flag(spec: str, api_key_env: str = DEFAULT_API_KEY_ENV) -> LLMEndp
             what = "the weight" if name == "weight" else f"{key}= (US dollars per million tokens)"
             raise SearchConfigError(f"--llm {spec!r}: {what} must be a number, got {item!r}") from None
     return LLMEndpoint(model=model, base_url=url, api_key_env=api_key_env, **values)
+
+
+def strip_llm_flag_credentials(spec: str) -> str:
+    """The --llm flag `spec` with any `user:password@` taken out of its URL (into the secrets registry, see
+    evaluators.secrets.strip_url_credentials), for recording it (target.toml) or showing it."""
+    model, sep, rest = spec.partition("@")
+    url, hash_, options = rest.partition("#")
+    return f"{model}{sep}{secrets.strip_url_credentials(url)}{hash_}{options}" if sep else spec
 
 
 _LLM_FLAG_OPTIONS = {

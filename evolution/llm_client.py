@@ -5,22 +5,25 @@ retries, and the token/cost budget of the LLM mutations.
      ├── LLMTransportError   still failing after the retries: 429, 5xx, timeouts, refused connections
      └── LLMRequestError     the endpoint refused the request itself (400, 401, 404): retrying cannot help
 
-The API key is read from the environment variable the endpoint names, handed to the openai client and never
-logged, stored or put into an error message. Retries back off exponentially with full jitter; a server's
-Retry-After (or retry-after-ms) is honoured, up to a cap, so a rate-limited endpoint is not hammered.
+The API key is taken from kernelbot's secrets registry (evaluators.secrets: moved there from the environment
+variable the endpoint names when kernelbot starts), handed to the openai client and never logged, stored or
+put into an error message; a `user:password@` of the endpoint's URL lives there too. Every message is sent
+with the secrets' values masked (what is sent is what the store keeps). Retries back off exponentially with
+full jitter; a server's Retry-After (or retry-after-ms) is honoured, up to a cap, so a rate-limited endpoint
+is not hammered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evaluators import secrets
 from evolution.types import TokenUsage
 
 if TYPE_CHECKING:
@@ -123,7 +126,7 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
-        self._environ = os.environ if environ is None else environ
+        self._environ = environ  # None: the secrets registry (and the environment of a library caller)
         self._client: AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -135,8 +138,9 @@ class ChatClient:
         if self._client is None or self._loop is not loop:
             ep = self.endpoint
             # Local servers (vLLM, SGLang) need no key, but the client insists on one: any placeholder works.
-            key = self._environ.get(ep.api_key_env) or "no-key"
-            self._client = AsyncOpenAI(base_url=ep.base_url, api_key=key, timeout=ep.timeout_s, max_retries=0)
+            key = secrets.get(ep.api_key_env, self._environ) or "no-key"
+            url = secrets.url_with_credentials(ep.base_url)
+            self._client = AsyncOpenAI(base_url=url, api_key=key, timeout=ep.timeout_s, max_retries=0)
             self._loop = loop
         return self._client
 
@@ -144,6 +148,8 @@ class ChatClient:
         import openai
 
         ep = self.endpoint
+        # Masked here too, not only by the mutator: no caller can send a secret to the endpoint.
+        messages = [{**m, "content": secrets.redact(m.get("content", ""))} for m in messages]
         attempts = 0
         while True:
             attempts += 1
@@ -244,7 +250,7 @@ class ChatClient:
             raise LLMTransportError(f"{where}: cannot connect ({cause}); is the server up?") from None
         except openai.APIStatusError as exc:
             if exc.status_code in (401, 403):  # never repeat the text: it may quote the key
-                held = "is not set" if not self._environ.get(ep.api_key_env) else "was refused"
+                held = "is not set" if not secrets.get(ep.api_key_env, self._environ) else "was refused"
                 raise LLMRequestError(
                     f"{where}: HTTP {exc.status_code}, the API key in ${ep.api_key_env} {held}"
                 ) from None

@@ -193,9 +193,8 @@ class RunStore(StoreReader):
         state: dict[str, Any] | None = None,
     ) -> int:
         """The evaluation, where its program landed, and the controller's counters: one transaction."""
-        result = result.with_updates(
-            logs=self._redact(result.logs) or "", reason=self._redact(result.reason) or ""
-        )
+        # Every text of the result a candidate can reach (logs, reason, evidence, notes), by value.
+        result = result.redacted(lambda text: self._redact(text) or "")
         now = time.time()
         with self._tx() as c:
             row = c.execute("SELECT sha, status FROM programs WHERE id = ?", (program_id,)).fetchone()

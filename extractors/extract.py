@@ -100,6 +100,10 @@ def resolve_repo(repo: Path | str) -> Path:
 def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> ExtractionSummary:
     if options.regime not in REGIMES:
         raise ExtractionError(f"--regime must be one of {', '.join(REGIMES)}, got {options.regime!r}")
+    if options.name is not None and not _TASK_NAME.fullmatch(options.name):
+        raise ExtractionError(
+            f"--name {options.name!r}: a task name is letters, digits and _ . - (no path), e.g. rmsnorm_fwd"
+        )
     index, located, built, commit = build(options.repo, options.function)
     name = options.name or _task_name(built.entry)
     out = (options.out or Path("tasks") / name).resolve()
@@ -262,6 +266,10 @@ def _tie_table(rule: TieRule) -> dict[str, Any]:
     if rule.follow:
         table["follow"] = rule.follow
     return table
+
+
+# A task name is also a directory name (tasks/<name>) and a module-name stem: no separators, no "..".
+_TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
 def _task_name(entry: str) -> str:

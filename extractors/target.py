@@ -68,6 +68,8 @@ def find_target(index: RepoIndex, spec: TargetSpec) -> tuple[ModuleRef, str]:
     """The module and qualname of the target, checked with the fast stdlib parser (no LibCST yet)."""
     if spec.path is not None:
         path = (index.root / spec.path).resolve()
+        if not path.is_relative_to(index.root.resolve()):
+            raise TargetNotFound(f"--function: {spec.path} is outside the repository {index.root}")
         if not path.is_file():
             raise TargetNotFound(f"--function: no file {spec.path} in {index.root}")
         ref = index.module_for_path(path)

@@ -9,6 +9,8 @@ import time
 import traceback
 from pathlib import Path
 
+from evaluators import secrets
+
 
 def crash_dir() -> Path:
     return Path(os.environ.get("KERNELBOT_HOME", Path.home() / ".kernelbot")) / "crashes"
@@ -41,5 +43,6 @@ def report_crash(argv: list[str]) -> Path:
         "",
         traceback.format_exc(),
     ]
-    path.write_text("\n".join(body))
+    # The traceback may quote anything (an argument, a response, a candidate's output): secrets masked.
+    path.write_text(secrets.redact("\n".join(body)))
     return path

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from evaluators import secrets
 from kernelbot.errors import GitError
 
 # GIT_* variables a user sets on purpose (transport, TLS, config); everything else with that prefix is what a
@@ -77,7 +78,7 @@ def credential_env(url: str, token_env: str | None) -> dict[str, str]:
     token in $token_env, a credential helper that hands git that token. The helper list is reset first so a
     user's storing helper (credential.helper=store) never writes the token to disk."""
     env = {"GIT_TERMINAL_PROMPT": "0"}
-    token = os.environ.get(token_env, "") if token_env else ""
+    token = secrets.get(token_env) if token_env else ""
     if token and urlsplit(url).scheme in ("http", "https"):
         env.update(config_env({"credential.helper": ""}))
         # Two values for one key: the reset above, then ours (GIT_CONFIG_* allows repeating a key).

@@ -97,6 +97,7 @@ INTERESTING_EVENTS = frozenset(
         "code.__new__",
         "exec",
         "sys._getframe",
+        "sqlite3.connect",
     }
     | _PROCESS_EVENTS
     | _FS_EVENTS
@@ -265,6 +266,10 @@ class AuditPolicy:
             return Violation(
                 "sandbox_escape", f"file-system operation {event}{repr(args[:2])[:200]} ({where})"
             )
+        if event == "sqlite3.connect":
+            # No kernel needs a database; the run store is one (scores, lineage) and any other is a file.
+            shown = repr(args[0])[:200] if args else "?"
+            return Violation("store_tamper", f"opens the SQLite database {shown} ({where})")
         if event in _HARNESS_HOOK_EVENTS:
             return Violation("harness_patch", f"calls {event} (replaces the harness's instruments) ({where})")
         if event in _INTROSPECTION_EVENTS:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from evaluators.guards import dispatch
 from evaluators.guards.audit import Attributor, AuditPolicy, Violation
 from evaluators.guards.snapshots import (
     HarnessSnapshot,
@@ -57,6 +58,7 @@ def warm_up() -> None:
         torch.empty(2).fill_(1).view(1, 2).t()
     import triton.testing  # noqa: F401  (the timing stage uses it; snapshot it as loaded)
 
+    dispatch.baseline()  # the ATen registrations before any candidate exists
     _warmed_up = True
 
 
@@ -136,7 +138,12 @@ class Sandbox:
             )
 
     def findings(self) -> list[HackFinding]:
+        """Everything seen so far. Also compares the dispatcher's ATen registrations with the table taken
+        before the candidate existed (at each stage boundary the cascade asks, not at every call)."""
         self.checkpoint()
+        if self._installed:
+            for change in dispatch.baseline().changes():
+                self.record("kernel_override", f"re-registers an ATen kernel: {change}")
         return [HackFinding(v.kind, v.evidence, detector="runtime") for v in self._violations]
 
     # --- the audit hook ----------------------------------------------------------------------------

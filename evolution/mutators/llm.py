@@ -81,7 +81,7 @@ class LLMMutator:
             _seed_prompt(request)
             if parent is None
             else render_prompt(request.task, parent, request.inspirations, request.hardware, mode)
-        )
+        ).redacted()  # a candidate's log or source may quote a secret: the endpoint gets what the store keeps
         try:
             answer = await client.chat(prompt.messages())
         except LLMErrorWithUsage as exc:

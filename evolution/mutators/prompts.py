@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jinja2
 
+from evaluators import secrets
 from evaluators.candidate import find_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.result import Hardware
@@ -51,6 +52,10 @@ class Prompt:
     def as_text(self) -> str:
         """The prompt as stored with the program (both messages)."""
         return f"[system]\n{self.system}\n\n[user]\n{self.user}"
+
+    def redacted(self) -> Prompt:
+        """The prompt with every secret value masked (evaluators.secrets): what is sent and what is stored."""
+        return Prompt(system=secrets.redact(self.system), user=secrets.redact(self.user))
 
 
 @lru_cache(maxsize=1)

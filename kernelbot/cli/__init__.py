@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
+from evaluators import secrets
 from kernelbot import exit_codes
 from kernelbot.cli.application import app
 
@@ -28,8 +29,11 @@ __all__ = ["app", "main"]
 def main(argv: Optional[list[str]] = None) -> int:  # noqa: UP045 - typer needs Optional on 3.10
     """Run the CLI and return its exit code (the console script exits with it)."""
     args = sys.argv[1:] if argv is None else argv
-    try:
-        app(args=args, prog_name="kernelbot")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    # The token and keys leave the environment before any command can start a process that runs code
+    # kernelbot did not write; the forge and the LLM client take them from the registry.
+    with secrets.held(args):
+        try:
+            app(args=args, prog_name="kernelbot")
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return exit_codes.OK

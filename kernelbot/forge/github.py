@@ -25,6 +25,7 @@ import requests
 from github import Auth, Github, GithubException, GithubRetry
 from github.GithubException import BadCredentialsException, RateLimitExceededException, UnknownObjectException
 
+from evaluators import secrets
 from kernelbot.errors import ConfigError, TransportError
 from kernelbot.forge.errors import ForgeAuthError, ForgeError
 from kernelbot.forge.types import CommentResult, PRState, PullRequest
@@ -60,7 +61,7 @@ def resolve_api_url(api_url: str | None = None, profile_default: str | None = No
 
 def read_token(token_env: str = DEFAULT_TOKEN_ENV) -> str:
     """The token in $token_env; ConfigError naming the variable when it is unset or empty."""
-    token = os.environ.get(token_env, "").strip()
+    token = secrets.get(token_env).strip()
     if not token:
         raise ForgeAuthError(
             f"no GitHub token: set ${token_env} to a token that may push to your fork and open pull requests "

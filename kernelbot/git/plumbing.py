@@ -5,11 +5,11 @@ say what to check. The modules of kernelbot.git reach GitPython through this one
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from evaluators import secrets
 from kernelbot.errors import GitError
 from kernelbot.git_env import hook_variables_hidden, redact_text, redact_url
 
@@ -91,7 +91,7 @@ def looks_unreachable(exc: gitpython.GitCommandError) -> bool:
 def unreachable(remote: str, exc: gitpython.GitCommandError, token_env: str | None) -> RemoteUnreachable:
     if not token_env:
         access = "that you have access to it"
-    elif os.environ.get(token_env):
+    elif secrets.get(token_env):
         access = f"that the token in ${token_env} may use it"
     else:
         access = f"that ${token_env} holds a token that may use it (it is not set)"

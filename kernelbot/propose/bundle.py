@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators import secrets
 from evolution.config import WELL_KNOWN_SECRET_ENVS
 from kernelbot.errors import KernelbotError, RunStateError
 from kernelbot.forge.marker import Marker, parse_marker
@@ -98,7 +99,7 @@ def load_bundle(run_dir: Path) -> Bundle:
 
 def _refuse_secrets(files: dict[str, str], names: Iterable[str]) -> None:
     for name in dict.fromkeys(names):
-        value = os.environ.get(name, "")
+        value = secrets.get(name)
         if len(value) < MIN_SECRET_LEN:
             continue
         for filename, text in files.items():

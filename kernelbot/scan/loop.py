@@ -20,11 +20,11 @@ $KERNELBOT_HOME/scans/<owner>-<name>):
 from __future__ import annotations
 
 import fnmatch
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from evaluators import secrets
 from kernelbot import git
 from kernelbot.console import console
 from kernelbot.errors import ConfigError, GitError
@@ -159,7 +159,7 @@ class Scan:
         return not any(fnmatch.fnmatchcase(target, p) for p in exclude)
 
     def _read_forge(self) -> tuple[ForgeView, str]:
-        if not self.options.open_pr and not os.environ.get(self.options.token_env):
+        if not self.options.open_pr and not secrets.get(self.options.token_env):
             return ledger_view(self.ledger), (
                 f"as the ledger last synced them (no ${self.options.token_env} to ask the forge)"
             )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolution.config import strip_llm_flag_credentials
+
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
 
 
@@ -21,6 +23,10 @@ class SearchFlags:
     seed_files: tuple[Path, ...] = ()
     inductor_seed: bool | None = None
     fusion_seed: bool | None = None
+
+    def __post_init__(self) -> None:
+        # Recorded in target.toml: a URL's `user:password@` goes to the secrets registry instead.
+        object.__setattr__(self, "llm", tuple(strip_llm_flag_credentials(spec) for spec in self.llm))
 
     def as_evolve_flags(self) -> dict[str, object]:
         return {

@@ -65,7 +65,11 @@ CHEATS_BY_CLASS: tuple[Cheat, ...] = (
     Cheat("c12_degenerate_task.py", "vanishing_scale", 12),
     Cheat("c13_hardcoded_shapes.py", "scale_add", 13, static_klass=13),
     Cheat("c16_file_cache.py", "scale_add", 16, static_klass=16),
+    Cheat("c17_torch_library.py", "scale_add", 17),
+    Cheat("c19_store_sqlite.py", "scale_add", 19),
 )
+# Cheats that change the task on disk: judged on a copy of the task (test_runtime_checks.py).
+TASK_TAMPER_CHEATS: tuple[Cheat, ...] = (Cheat("c18_task_rewrite.py", "scale_add", 18),)
 # Decided from timings (scoring.py / roofline.py / the post-timing re-check): proven on a GPU only.
 TIMING_CHEATS: tuple[Cheat, ...] = (
     Cheat("c06c_graph_capture_detection.py", "scale_add", 6, static_klass=6, cpu_runtime=False),

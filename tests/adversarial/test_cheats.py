@@ -8,7 +8,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from suite import CHEATS_BY_CLASS, RUNTIME_ONLY, TIMING_CHEATS, Cheat, describe, hack_numbers, task_dir
+from suite import (
+    CHEATS_BY_CLASS,
+    RUNTIME_ONLY,
+    TASK_TAMPER_CHEATS,
+    TIMING_CHEATS,
+    Cheat,
+    describe,
+    hack_numbers,
+    task_dir,
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -46,8 +55,8 @@ def test_timing_cheats_with_a_static_signature_are_rejected_on_cpu(judge_pool, c
 
 
 def test_every_class_has_a_cheat() -> None:
-    covered = {c.klass for c in (*CHEATS_BY_CLASS, *TIMING_CHEATS)}
-    assert covered == set(range(1, 17))
-    for cheat in (*CHEATS_BY_CLASS, *TIMING_CHEATS):
+    covered = {c.klass for c in (*CHEATS_BY_CLASS, *TIMING_CHEATS, *TASK_TAMPER_CHEATS)}
+    assert covered == set(range(1, 20))
+    for cheat in (*CHEATS_BY_CLASS, *TIMING_CHEATS, *TASK_TAMPER_CHEATS):
         assert cheat.path.is_file(), cheat.path
         assert task_dir(cheat.task).is_dir(), cheat.task
