@@ -68,6 +68,13 @@ class TimingConfig:
     cpu_warmup_ms: float = 20.0
     l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
     regimes: tuple[str, ...] = ("graph", "wall")
+    # What the candidate is timed against (evaluators.timing.baselines): "eager" (the task's reference),
+    # "compile" (torch.compile of it) or "call:module:qualname" (an importable callable with the reference's
+    # signature, e.g. the engine's current path). Correctness is always judged against the eager reference.
+    baseline: str = "eager"
+    # True when the caller already holds the device's GPU lock for the whole evaluation (a confirmation
+    # run holding the GPU exclusively across its processes): the worker then takes no lock of its own.
+    caller_holds_gpu: bool = False
 
 
 @dataclass(frozen=True)
