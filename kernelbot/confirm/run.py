@@ -71,10 +71,16 @@ def current_path_of(task_dir: Path) -> str | None:
     return str(value) if isinstance(value, str) and value.strip() else None
 
 
-def confirmation_config(base: EvalConfig, baseline: str, *, caller_holds_gpu: bool) -> EvalConfig:
+def confirmation_config(
+    base: EvalConfig, baseline: str, *, caller_holds_gpu: bool, timed: bool = True
+) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
-    (the search established correctness; this run is about speed)."""
+    (the search established correctness; this run is about speed). Where nothing is timed (the
+    interpreter) the re-check is the smallest case alone, without repeated calls: the process is there for
+    the plumbing and the columns' availability, and the interpreter's minutes would buy nothing."""
+    if not timed:
+        base = replace(base, drift_calls=0, interpret_budget_s=0.0)
     t = base.timing
     timing = replace(
         t,
@@ -183,6 +189,7 @@ def confirm(
     progress: Callable[[str], None] = lambda message: None,
 ) -> ConfirmReport:
     """Time `kernel_source` against every column in fresh processes until the stop rule decides."""
+    from evaluators.backends import require_backend
     from evaluators.pool import WorkerPool
 
     options = options or ConfirmOptions()
@@ -192,12 +199,19 @@ def confirm(
     columns = _columns(options.current_path or current_path_of(task_dir))
     started = time.monotonic()
     failures: list[str] = []
-    pool = WorkerPool(options.backend, size=1, device_index=options.device_index, config=base)
+    timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))
+    # Where it times, the next process warms up while one is measured (it keeps off the timing core);
+    # elsewhere no worker is started ahead of need.
+    pool = WorkerPool(
+        options.backend, size=1, device_index=options.device_index, config=base, replace_workers=timed
+    )
     with pool:
         backend = pool.backend
-        timed = bool(getattr(backend, "can_time", False))
         with _held_gpu(backend, options) as held:
-            configs = {c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held) for c in columns}
+            configs = {
+                c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held, timed=timed)
+                for c in columns
+            }
             round_ = 0
             while True:
                 todo = [c for c in columns if (c.open(rule) if timed else c.available and not c.processes)]
