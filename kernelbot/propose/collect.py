@@ -357,6 +357,9 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
         claimed=claimed,
         regressed=regressed,
         confidence_pct=round(100 * float(e2e.get("confidence") or 0.95)),
+        runs=int(e2e.get("runs") or len(e2e.get("before", ()))),
+        target_half_width_pct=_float(e2e.get("target_half_width_pct")),
+        inconclusive=e2e.get("conclusive") is False,
     )
 
 

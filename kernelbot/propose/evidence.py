@@ -203,6 +203,10 @@ class E2EEvidence:
     claimed: bool = False  # the whole interval lies on the better side of zero
     regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
+    runs: int = 0  # per side
+    # The adaptive rule's target (None: a fixed number of runs) and whether the cap came first.
+    target_half_width_pct: float | None = None
+    inconclusive: bool = False
 
 
 @dataclass(frozen=True)

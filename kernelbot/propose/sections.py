@@ -244,6 +244,9 @@ def e2e(e: Evidence) -> dict[str, Any]:
         "claimed": b.claimed,
         "regressed": b.regressed,
         "confidence": b.confidence_pct,
+        "runs": b.runs,
+        "inconclusive": b.inconclusive,
+        "target": None if b.target_half_width_pct is None else f"{fmt_pct(b.target_half_width_pct)} %",
     }
 
 

@@ -289,6 +289,8 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
         "e2e_reason": e2e.reason,
         "e2e_delta_pct": e2e_data["delta_pct"],
         "e2e_ci_pct": e2e_data["ci_pct"],
+        "e2e_runs": e2e.runs,
+        "e2e_conclusive": e2e.conclusive,
     }
 
 
@@ -306,7 +308,9 @@ def _verify_summary(outcome: dict[str, Any]) -> str:
     if outcome["e2e_measured"]:
         ci = outcome.get("e2e_ci_pct")
         ci_text = f" (95% CI {ci[0]:+.2f}% .. {ci[1]:+.2f}%)" if ci else ""
-        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}"
+        runs = f", {outcome['e2e_runs']} runs per side" if outcome.get("e2e_runs") else ""
+        verdict = "; inconclusive" if outcome.get("e2e_conclusive") is False else ""
+        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}{runs}{verdict}"
     return f"{tests}; e2e not measured: {outcome['e2e_reason']}"
 
 

@@ -146,3 +146,16 @@ def test_an_unknown_template_lists_the_known_ones(gpu_evidence: Evidence) -> Non
         ConfigError, match="no PR template 'vllm': pr_templates/ has example, lmdeploy, sglang"
     ):
         render_body(gpu_evidence, "vllm")
+
+
+def test_an_inconclusive_e2e_says_so_with_the_runs_it_took(tmp_path: Path) -> None:
+    e2e = verify_content(e2e_measured=True, claimed=False)["e2e"]
+    e2e.update(runs=20, target_half_width_pct=2.0, conclusive=False, ci_pct=[-26.26, 39.61], delta_pct=6.67)
+    evidence = dataclasses.replace(evidence_for(tmp_path, gpu=True), e2e=e2e_evidence(e2e))
+    assert evidence.e2e.inconclusive and evidence.e2e.runs == 20
+    body = render_body(evidence, "example")
+    said = "**Inconclusive**: after 20 runs per side (the cap) the interval is still wider than ±2.0 %"
+    assert said in body
+    assert unexplained_numbers(body, evidence.to_json()) == []
+    settled = e2e_evidence(verify_content(e2e_measured=True)["e2e"])
+    assert not settled.inconclusive and settled.runs == 5
