@@ -49,6 +49,9 @@ NOT_MEASURED_INTERPRETER = "not measured on this machine (CPU interpreter)"
 CURRENT_PATH_KEY = "current_path"  # task.toml: the engine's current path for the function, module:qualname
 # A column whose processes fail this many times in a row is given up (the reasons are in `failures`).
 FAILURES_PER_COLUMN = 2
+# The scored wall regime's cap in a confirmation process: the search ranks with a shorter look
+# (TimingConfig.wall_time_cap_s), a claim is timed as long as a ~+-0.8 % interval takes on a ~10 us call.
+CONFIRM_WALL_TIME_CAP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,8 @@ def confirmation_config(
 ) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
-    (the search established correctness; this run is about speed). Where nothing is timed (the
+    (the search established correctness; this run is about speed), and the wall regime sampled for as
+    long as a claim needs (CONFIRM_WALL_TIME_CAP_S, not the search's cheaper cap). Where nothing is timed (the
     interpreter) the re-check is the smallest case alone, without repeated calls: the process is there for
     the plumbing and the columns' availability, and the interpreter's minutes would buy nothing."""
     if not timed:
@@ -88,6 +92,7 @@ def confirmation_config(
         caller_holds_gpu=caller_holds_gpu,
         secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
+        wall_time_cap_s=max(t.wall_time_cap_s, CONFIRM_WALL_TIME_CAP_S),
     )
     return replace(base, timing=timing, seeds_per_case=1, hidden_cases=0)
 
