@@ -212,7 +212,7 @@ def confirm(
     )
     with pool:
         backend = pool.backend
-        with _held_gpu(backend, options) as held:
+        with held_gpu(backend, options) as held:
             configs = {
                 c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held, timed=timed)
                 for c in columns
@@ -273,7 +273,7 @@ def _take(column: _Column, result: EvalResult, round_: int, failures: list[str])
 
 
 @contextlib.contextmanager
-def _held_gpu(backend: Any, options: ConfirmOptions) -> Iterator[bool]:
+def held_gpu(backend: Any, options: ConfirmOptions) -> Iterator[bool]:
     """The device's GPU lock for the whole confirmation (yields True while held), where the backend times
     on a CUDA device; otherwise nothing is held (False) and the workers lock as usual."""
     device = str(getattr(backend, "device", ""))
