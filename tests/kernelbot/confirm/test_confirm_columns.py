@@ -26,7 +26,9 @@ def verdict(graph: float, wall: float, *, passed: bool = True, reason: str = "co
     cases = ()
     if passed:
         cases = (
-            CaseResult("t1", {"tokens": 1}, True, timings={"graph": timing(graph), "wall": timing(wall, 20.0)}),
+            CaseResult(
+                "t1", {"tokens": 1}, True, timings={"graph": timing(graph), "wall": timing(wall, 20.0)}
+            ),
             CaseResult("hidden", {"tokens": 3}, True, timings={"graph": timing(9.0)}, hidden=True),
         )
     return EvalResult(
