@@ -1,4 +1,4 @@
-"""The five stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
+"""The six stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
 
 extract    RUN/task/        the function as a Task (the user's --spec, or the one shipped for it)
 evolve     RUN/search/      the search (kernelbot.target.search)
