@@ -12,8 +12,12 @@ reference and candidate, in an order rotated per evaluation. The parent reports,
 cross-process coefficient of variation of the reported candidate time and of its speedup over the reference,
 and rewrites stability.json after every process, so a run cut short still leaves what it measured.
 
+Real kernels sit beside them with `--real NAME=TASK_DIR:KERNEL[@CASE]` (e.g. the fusion generator's winner
+for a function extracted fresh by bench/fresh_tasks.py, one serving case): they move more between processes
+than the synthetic ones (issue 27 saw a graph-regime speedup CV of 0.5-3.4 % on two such winners).
+
 Run from the repository root on the GPU machine:
-    PYTHONPATH=. python bench/stability.py --out bench-out/stability
+    PYTHONPATH=. python bench/stability.py --out bench-out/stability [--real NAME=TASK_DIR:KERNEL@CASE ...]
 writes stability.json and stability.md to --out (and the task directories under --out/tasks).
 """
 
@@ -79,6 +83,35 @@ def write_task(root: Path, kernel: str, params: dict[str, Any] | None = None) ->
         data["cases"][0].update(params)
         toml_path.write_text(tomli_w.dumps(data))
     return root
+
+
+def write_real_task(root: Path, spec: str) -> tuple[str, Path]:
+    """`NAME=TASK_DIR:KERNEL[@CASE]`: a real task (e.g. a fresh function of bench/fresh_tasks.py) and a kernel
+    for it (a search's best.py), copied to root/NAME with that one case (default: the task's first), renamed
+    NAME, and the kernel as candidate.py. Raises ValueError naming what is wrong."""
+    import tomli_w
+
+    name, sep, rest = spec.partition("=")
+    where, _, case_name = rest.partition("@")
+    task_dir, colon, kernel = where.rpartition(":")
+    if not sep or not colon or not name:
+        raise ValueError(f"--real expects NAME=TASK_DIR:KERNEL[@CASE], got {spec!r}")
+    source, kernel_path = Path(task_dir), Path(kernel)
+    if not (source / "task.toml").is_file() or not kernel_path.is_file():
+        raise ValueError(f"--real {spec!r}: no task.toml in {source} or no file {kernel_path}")
+    target = root / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("candidates", "__pycache__"))
+    shutil.copyfile(kernel_path, target / "candidate.py")
+    data = tomllib.loads((target / "task.toml").read_text())
+    cases = data.get("cases", [])
+    chosen = [c for c in cases if c.get("name") == case_name] if case_name else cases[:1]
+    if not chosen:
+        raise ValueError(f"--real {spec!r}: the task has no case {case_name!r}")
+    data["cases"] = [{**chosen[0], "name": name}]
+    (target / "task.toml").write_text(tomli_w.dumps(data))
+    return name, target
 
 
 def import_candidate(path: Path, entry: str) -> tuple[Any, Any]:
@@ -186,7 +219,7 @@ def run_child(
     # Compile and check once, as the correctness stage would before timing.
     ref_args, ref_kwargs = task.make_inputs(case, seeds[0], backend.device)
     cand_args, cand_kwargs = task.make_inputs(case, seeds[1], backend.device)
-    if not torch.allclose(candidate(*ref_args, **ref_kwargs), reference(*ref_args, **ref_kwargs), 1e-4, 1e-5):
+    if not first_call_agrees(ctx, case, check_call, (ref_args, ref_kwargs)):
         raise SystemExit(f"candidate of {task.name} disagrees with its reference")
     torch.cuda.synchronize()
 
@@ -236,6 +269,18 @@ def run_child(
         "python": platform.python_version(),
     }
     return record
+
+
+def first_call_agrees(ctx: Any, case: Any, check_call: Any, inputs: Any) -> bool:
+    """The candidate's first call (its compilation) judged by `check_call` on copies of `inputs`: real
+    kernels return tuples, write in place and need their dtype's tolerances, not one float allclose."""
+    from evaluators.timing.inputs import clone_inputs
+    from evaluators.timing.recheck import read_verdict
+
+    before = clone_inputs(inputs)
+    called = clone_inputs(inputs)
+    returned = ctx.candidate(*called[0], **called[1])
+    return read_verdict(check_call(ctx, case, before, returned, called))[0]
 
 
 # --- driver ------------------------------------------------------------------------------------------------
@@ -296,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="do_bench,do_bench_cudagraph",
         help="triton.testing's timers to run beside: do_bench, do_bench_cudagraph (comma-separated) or none",
     )
+    parser.add_argument(
+        "--real",
+        action="append",
+        default=[],
+        metavar="NAME=TASK_DIR:KERNEL[@CASE]",
+        help="a real kernel beside the synthetic ones: a task (e.g. extracted by bench/fresh_tasks.py), "
+        "a kernel for it (a search's best.py) and the case to time (default: its first)",
+    )
     parser.add_argument("--child-timeout", type=float, default=600.0, help="seconds per evaluation process")
     parser.add_argument(
         "--dry-run", action="store_true", help="write the tasks and print the plan; run nothing"
@@ -320,13 +373,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         print("error: --out DIR is required", file=sys.stderr)
         return 2
-    names = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    names = [k.strip() for k in args.kernels.split(",") if k.strip() not in ("", "none")]
     unknown = [k for k in names if k not in KERNELS]
     if unknown:
         print(f"error: unknown kernel(s) {unknown}; choose from {', '.join(KERNELS)}", file=sys.stderr)
         return 2
     out: Path = args.out
     tasks = {name: write_task(out / "tasks" / name, name) for name in names}
+    for spec in args.real:
+        try:
+            name, task_dir = write_real_task(out / "tasks", spec)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if name in tasks:
+            print(f"error: --real {spec!r}: the name {name!r} is taken", file=sys.stderr)
+            return 2
+        tasks[name] = task_dir
+        names.append(name)
+    if not names:
+        print("error: no kernel to time (--kernels none and no --real)", file=sys.stderr)
+        return 2
     plan = [(i, name) for i in range(args.evaluations) for name in names]  # kernels interleaved over time
     bench_arg = ",".join(benches) or "none"
     if args.dry_run:

@@ -28,10 +28,13 @@ class TimingConfig:
     # A wall task's scored regime stops on its speedup's confidence interval instead of the medians' CVs
     # (host time scatters by several % per sample, so those never reached cv_target: 98 of 98
     # decode_metadata cases ran to the cap on the H200); this is its cap. A ~10 us launch-bound call's ratio
-    # scatters ~6 % per pair on the H200, so its interval reaches ~+-0.8 % in 0.2 s; more pairs would barely
-    # move the cross-process spread (per-process effects of ~0.8 % dominate it, 2026-12-01 probe), and every
-    # case of a wall candidate holds the GPU lock that long.
-    wall_time_cap_s: float = 0.2
+    # scatters ~6 % per pair on the H200, so its interval reaches ~+-0.8 % in 0.2 s, ~+-1.5 % in 0.06 s;
+    # more pairs would barely move the cross-process spread (per-process effects of ~0.8 % dominate it,
+    # 2026-12-01 probe), and every case of a wall candidate holds the GPU lock that long. A search ranks
+    # with 0.06 s (at 0.2 s, 7 decode_metadata cases held the lock ~1 s longer per wall candidate, the
+    # likely cause of bench/run.sh throughput's 64.2 -> 50.4 per GPU-minute); a PR's claims come from
+    # the confirmation (kernelbot.confirm), which times the wall regime with 0.2 s in every process.
+    wall_time_cap_s: float = 0.06
     secondary_min_samples: int = 5
     # Graph regime: each implementation replays this many separately allocated copies of its inputs in
     # turn, so where one allocation happens to land in memory weighs less (evaluators.timing.graph).
@@ -68,6 +71,13 @@ class TimingConfig:
     cpu_warmup_ms: float = 20.0
     l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
     regimes: tuple[str, ...] = ("graph", "wall")
+    # What the candidate is timed against (evaluators.timing.baselines): "eager" (the task's reference),
+    # "compile" (torch.compile of it) or "call:module:qualname" (an importable callable with the reference's
+    # signature, e.g. the engine's current path). Correctness is always judged against the eager reference.
+    baseline: str = "eager"
+    # True when the caller already holds the device's GPU lock for the whole evaluation (a confirmation
+    # run holding the GPU exclusively across its processes): the worker then takes no lock of its own.
+    caller_holds_gpu: bool = False
 
 
 @dataclass(frozen=True)

@@ -207,6 +207,7 @@ class _Cascade:
     def timing(self, ctx: JudgeContext, cases: list[CaseResult], report: Any) -> EvalResult:
         p = self.p
         done = {"correct": True, "reference_precision": report.reference_precision}
+        timed_ctx, check = self.baseline(ctx, cases, done)
         if not p.backend.can_time:
             reason = f"correct on {sum(c.passed for c in cases)} case(s); {p.backend.name} does not time"
             return self.result(passed=True, reason=reason, score=1.0, cases=tuple(cases), **done)
@@ -222,6 +223,10 @@ class _Cascade:
             # Held per case and regime, for sampling only; the worker reports each wait so the pool applies
             # the lock-wait budget to it (and the timing budget to the rest).
             p.progress("wait-lock")
+            if p.config.timing.caller_holds_gpu:  # held exclusively by whoever asked for this evaluation
+                p.progress("timing")
+                yield False
+                return
             lock.acquire()
             held_from = time.monotonic()
             try:
@@ -232,7 +237,9 @@ class _Cascade:
                 self.add_seconds("wait_lock", lock.waited_s)
                 self.add_seconds("locked", time.monotonic() - held_from)
 
-        timing = time_cases(ctx, list(report.timeable), gpu_lock=hold)
+        # A baseline other than the task's reference is still judged against the reference (the re-check).
+        against = {"check_call": check} if check is not None else {}
+        timing = time_cases(timed_ctx, list(report.timeable), gpu_lock=hold, **against)
         self._clock(None)
         self.check_sandbox(ctx.sandbox)
         cases = [dataclasses.replace(c, timings=_with_floors(c.name, timing)) for c in cases]
@@ -262,6 +269,25 @@ class _Cascade:
             cases=tuple(cases),
             **done,
         )
+
+    def baseline(self, ctx: JudgeContext, cases: list[CaseResult], done: dict[str, Any]) -> tuple[Any, Any]:
+        """The context the timing stage runs in (its reference replaced by TimingConfig.baseline) and the
+        re-check that judges against the eager reference; the task's own reference: (ctx, None)."""
+        spec = self.p.config.timing.baseline
+        if spec in ("", "eager"):
+            return ctx, None
+        from evaluators.correctness.stage import check_call
+        from evaluators.timing.baselines import UNAVAILABLE, BaselineUnavailable, load_baseline
+
+        try:
+            timed = dataclasses.replace(ctx, reference=load_baseline(spec, ctx.reference))
+        except BaselineUnavailable as exc:
+            self.stop(f"{UNAVAILABLE}: {exc}", cases=tuple(cases), **done)
+
+        def judged_against_eager(_ctx: JudgeContext, *args: Any) -> Any:
+            return check_call(ctx, *args)
+
+        return timed, judged_against_eager
 
     # --- helpers --------------------------------------------------------------------------------------
 

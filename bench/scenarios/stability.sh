@@ -10,11 +10,16 @@
 ## EVALUATIONS=10  fresh processes per kernel
 ## TIMING=  TimingConfig overrides, space-separated KEY=VALUE (e.g. "replay_target_us=500 graph_input_sets=4")
 ## TRITON_BENCH=do_bench,do_bench_cudagraph  triton.testing timers run beside (comma-separated, or none)
+## REAL=  real kernels beside them, space-separated NAME=TASK_DIR:KERNEL@CASE (e.g. a fresh task and its
+##   search's best.py from a claim-coverage run: claim_coverage/work/tasks/N and .../work/runs/N/best.py)
 ## LIMIT=540  seconds for the whole run
 
 timing=()
 read -r -a items <<<"$TIMING"
 for item in "${items[@]}"; do timing+=(--timing "$item"); done
+real=()
+read -r -a reals <<<"$REAL"
+for item in "${reals[@]}"; do real+=(--real "$item"); done
 step stability "$LIMIT" env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/stability.py \
   --out "$BENCH_OUT/stability" --kernels "$KERNELS" --evaluations "$EVALUATIONS" --triton-bench "$TRITON_BENCH" \
-  "${timing[@]}"
+  "${timing[@]}" "${real[@]}"

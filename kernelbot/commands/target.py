@@ -1,5 +1,5 @@
 """`kernelbot target PROFILE --function F`: from a function in a repository to a proposal a maintainer can
-trust, in five recorded stages (kernelbot.target.stages) under one run directory.
+trust, in six recorded stages (kernelbot.target.stages) under one run directory.
 
 A run directory that already holds a run of the same profile and function is continued at its first
 unfinished stage (with or without --resume; --resume only insists that there is one), so a killed run loses

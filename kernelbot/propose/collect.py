@@ -3,8 +3,10 @@
     build_evidence(search_dir=RUN/search, task_dir=RUN/task, profile=..., integration=..., verify=...,
                    repo_url=..., base_sha=..., base_branch=..., function=..., op_slug=...) -> Evidence
 
-- the winning candidate and its verdict (errors, timings in both regimes, hardware, versions) from the
-  search's store (evolution.summary.best_program), iterations / evaluations / tokens / cost from it too;
+- the winning candidate and its verdict (errors, hardware, versions) from the search's store
+  (evolution.summary.best_program), iterations / evaluations / tokens / cost from it too; never its
+  timings: the speed figures come only from the confirmation (RUN/confirm.json, kernelbot.confirm), which
+  re-timed the winner in fresh processes against eager, torch.compile and the engine's current path;
 - the task (tolerances, dynamic sizes, regime) from task.toml;
 - the related tests and the end-to-end benchmark from verify.json's content (or None when verify did not run:
   the evidence then says so instead of showing numbers);
@@ -24,9 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import kernelbot
-from evaluators.config import TimingConfig
 from evaluators.correctness.tolerances import tolerance_for
-from evaluators.result import CaseResult, EvalResult, RegimeTiming
+from evaluators.result import EvalResult
 from evaluators.task import Task, load_task
 from evolution.store import RunStore
 from evolution.summary import SUMMARY_JSON, best_program
@@ -34,7 +35,9 @@ from kernelbot.errors import RunStateError
 from kernelbot.propose.evidence import (
     AccuracyCase,
     AccuracyEvidence,
+    BaselineColumn,
     CaseBench,
+    ColumnFigure,
     E2EEvidence,
     EnvironmentEvidence,
     Evidence,
@@ -43,7 +46,6 @@ from kernelbot.propose.evidence import (
     MotivationEvidence,
     OpEvidence,
     ProvenanceEvidence,
-    RegimeBench,
     RepoEvidence,
     TestCounts,
     TestsEvidence,
@@ -101,8 +103,10 @@ def build_evidence(
     share_of_time_pct: float | None = None,
     share_source: str = NOT_PROFILED,
     reproduce: str | None = None,
+    confirm: Any = None,
 ) -> Evidence:
-    """The Evidence of one proposal (see the module docstring for where each part comes from)."""
+    """The Evidence of one proposal (see the module docstring for where each part comes from). `confirm` is
+    the confirm stage's kernelbot.confirm.ConfirmReport: the only source of speed figures."""
     task = load_task(task_dir)
     with RunStore.open(search_dir, readonly=True) as store:
         best = best_program(store)
@@ -130,7 +134,7 @@ def build_evidence(
         motivation=MotivationEvidence(share_of_time_pct=share_of_time_pct, source=share_source),
         modifications=_modifications(integration),
         accuracy=_accuracy(task, result, config.eval.seeds_per_case, config.eval.hidden_cases),
-        microbenchmarks=microbenchmarks(result, regime_claim_margin(config.eval.timing, result.regime)),
+        microbenchmarks=microbenchmarks(confirm, task.regime),
         tests=tests_evidence((verify or {}).get("tests")),
         e2e=e2e_evidence((verify or {}).get("e2e")),
         provenance=ProvenanceEvidence(
@@ -221,72 +225,71 @@ def _accuracy(task: Task, result: EvalResult, seeds: int, hidden: int) -> Accura
     )
 
 
-def _regime(t: RegimeTiming | None) -> RegimeBench | None:
-    if t is None:
-        return None
-    return RegimeBench(
-        reference_us=t.reference.median_us,
-        candidate_us=t.candidate.median_us,
-        speedup=t.speedup,
-        ci_low=t.ci_low,
-        ci_high=t.ci_high,
-        reference_cv_pct=100.0 * t.reference.cv,
-        candidate_cv_pct=100.0 * t.candidate.cv,
-        samples=t.candidate.samples,
-        claimed=is_claimed(t.ci_low, t.claim_low),
-        claim_low=t.claim_low,
+NOT_CONFIRMED = (
+    "the kernel was not re-measured apart from the search (no confirmation run), and the search's own "
+    "figures are never shown"
+)
+
+
+def microbenchmarks(confirm: Any, regime: str) -> MicrobenchEvidence:
+    """The figures of the confirmation (a kernelbot.confirm.ConfirmReport; None: none ran), per case,
+    regime and baseline column. The search's own timings never get here: its winner is the largest of many
+    noisy estimates, measured beside its own workers."""
+    if confirm is None:
+        return MicrobenchEvidence(measured=False, reason=NOT_CONFIRMED, regime=regime)
+    rule = confirm.rule
+    columns = tuple(
+        BaselineColumn(c.name, c.label, c.available and bool(c.cells), c.reason, c.processes)
+        for c in confirm.columns
     )
-
-
-def is_claimed(ci_low: float | None, claim_low: float | None) -> bool:
-    """A speedup is claimed when the lower bound a claim may state is above 1: claim_low (the interval's
-    lower end less the cross-process margin) where the evaluator gave one, else the interval's lower end."""
-    bound = claim_low if claim_low is not None else ci_low
-    return bound is not None and bound > 1.0
-
-
-def _timed(case: CaseResult) -> bool:
-    return bool(case.timings)
-
-
-def microbenchmarks(result: EvalResult, claim_margin: float | None = None) -> MicrobenchEvidence:
-    """Per-case timings in both regimes; on a backend that never times, measured=False and why.
-
-    `claim_margin` is the cross-process margin of the task's regime in the run's evaluator configuration
-    (TimingConfig.graph_claim_margin / wall_claim_margin): the aggregate's claim_low is its interval's
-    lower end divided by 1 + that margin, as the evaluator bounds each case."""
-    if not any(_timed(c) for c in result.cases):
-        where = result.hardware.device or "this machine"
-        if result.backend == "triton-interpret":
-            reason = f"this run used Triton's interpreter on {where}, which checks correctness only"
-        else:
-            reason = f"the {result.backend or 'evaluator'} backend timed no case"
-        return MicrobenchEvidence(measured=False, reason=reason, regime=result.regime)
-    cases = tuple(
-        CaseBench(c.name, dict(c.params), _regime(c.timings.get("graph")), _regime(c.timings.get("wall")))
-        for c in result.cases
-        if _timed(c)
-    )
-    low, high = result.speedup_ci if result.speedup_ci else (None, None)
-    claim_low = None
-    if low is not None and claim_margin is not None:
-        claim_low = low / (1.0 + max(0.0, claim_margin))
+    common = {
+        "columns": columns,
+        "confidence_pct": round(100.0 * float(rule.get("confidence", 0.975)), 2),
+        "min_processes": int(rule.get("min_processes", 0)),
+        "max_processes": int(rule.get("max_processes", 0)),
+        "confirm_s": float(confirm.wall_s),
+    }
+    if not confirm.measured:
+        return MicrobenchEvidence(measured=False, reason=confirm.reason, regime=regime, **common)
+    keys: list[tuple[str, str]] = []
+    params: dict[str, dict[str, Any]] = {}
+    for column in confirm.columns:
+        for cell in column.cells:
+            params.setdefault(cell.case, dict(cell.params))
+            if (cell.case, cell.regime) not in keys:
+                keys.append((cell.case, cell.regime))
+    order = {r: i for i, r in enumerate(confirm.regimes)}
+    keys.sort(key=lambda k: (order.get(k[1], len(order)),))  # task regime first, cases in measured order
+    cases = []
+    for case, case_regime in keys:
+        figures = []
+        for column in confirm.columns:
+            cell = column.cell(case, case_regime)
+            if cell is None:
+                continue
+            figures.append(
+                ColumnFigure(
+                    column=column.name,
+                    pooled=cell.pooled,
+                    bound=cell.lower,
+                    upper=cell.upper,
+                    processes=cell.processes,
+                    cv_pct=None if cell.cv is None else 100.0 * cell.cv,
+                    verdict=cell.verdict,
+                    baseline_us=cell.baseline_us,
+                    kernel_us=cell.kernel_us,
+                )
+            )
+        cases.append(CaseBench(case, params[case], case_regime, tuple(figures)))
     return MicrobenchEvidence(
         measured=True,
         reason="",
-        regime=result.regime,
-        cases=cases,
-        speedup=result.speedup,
-        ci_low=low,
-        ci_high=high,
-        claimed=is_claimed(low, claim_low),
-        claim_low=claim_low,
+        regime=regime,
+        cases=tuple(cases),
+        beats_current_path=confirm.beats_current_path,
+        not_faster_than_current=tuple(f"{c.case} ({c.regime})" for c in confirm.current_path_not_faster),
+        **common,
     )
-
-
-def regime_claim_margin(timing: TimingConfig, regime: str) -> float | None:
-    """The cross-process margin the evaluator divides a regime's interval by (None for another regime)."""
-    return {"graph": timing.graph_claim_margin, "wall": timing.wall_claim_margin}.get(regime)
 
 
 def _counts(run: Mapping[str, Any] | None) -> TestCounts | None:
@@ -358,6 +361,9 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
         claimed=claimed,
         regressed=regressed,
         confidence_pct=round(100 * float(e2e.get("confidence") or 0.95)),
+        runs=int(e2e.get("runs") or len(e2e.get("before", ()))),
+        target_half_width_pct=_float(e2e.get("target_half_width_pct")),
+        inconclusive=e2e.get("conclusive") is False,
     )
 
 

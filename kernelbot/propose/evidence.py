@@ -12,8 +12,9 @@ store, verify.json and the integration; the template only formats them. `Evidenc
      ├── motivation      share_of_time_pct | None, source (where it was measured, or why it was not)
      ├── modifications   files, kernel_module, test_file, envelope (one line per condition)
      ├── accuracy        cases (errors vs tolerance), seeds_per_case, hidden_cases, dynamic_keys, precision
-     ├── microbenchmarks measured | reason; per case and regime: times, speedup, CI, claim_low, CV, samples,
-     │                   claimed
+     ├── microbenchmarks measured | reason; the baseline columns (eager, compile, current path: available or
+     │                   why not); per case and regime and column, from the confirmation's fresh processes
+     │                   (RUN/confirm.json, never the search): pooled speedup, bound, processes, CV, verdict
      ├── tests           command, files, before/after counts, new / pre-existing failures, fixed
      ├── e2e             measured | reason; command, metric, both sides' samples, means, CV, delta %, CI,
      │                   claimed
@@ -33,8 +34,8 @@ from typing import Any
 
 from kernelbot.errors import RunStateError
 
-EVIDENCE_SCHEMA = 1
-CONFIDENCE_PCT = 95  # every interval here is a 95 % one (the evaluator's and verify's)
+EVIDENCE_SCHEMA = 2
+CONFIDENCE_PCT = 95  # the end-to-end interval is a 95 % one (verify's)
 
 
 @dataclass(frozen=True)
@@ -110,27 +111,40 @@ class AccuracyEvidence:
 
 
 @dataclass(frozen=True)
-class RegimeBench:
-    reference_us: float
-    candidate_us: float
-    speedup: float
-    ci_low: float
-    ci_high: float
-    reference_cv_pct: float  # coefficient of variation of the kept samples, in percent
-    candidate_cv_pct: float
-    samples: int
-    claimed: bool  # claim_low > 1 (ci_low > 1 without one): only then does the body call it faster
-    # The lowest speedup a claim may state: ci_low less the cross-process margin (the evaluator's
-    # RegimeTiming.claim_low); None when too few pairs were timed for it, or the verdict predates it.
-    claim_low: float | None = None
+class ColumnFigure:
+    """The kernel against one baseline column in one case and regime, over fresh processes
+    (kernelbot.confirm): never a figure of the search itself."""
+
+    column: str  # eager | compile | current
+    pooled: float  # geometric mean over processes of baseline time / kernel time
+    bound: float | None  # the claim: one-sided prediction bound over processes (None: too few processes)
+    upper: float | None
+    processes: int
+    cv_pct: float | None  # cross-process coefficient of variation of the speedup, in percent
+    verdict: str  # faster | not faster | not shown
+    baseline_us: float | None = None  # geometric mean over processes of the per-process medians
+    kernel_us: float | None = None
+
+    @property
+    def claimed(self) -> bool:
+        return self.verdict == "faster"
 
 
 @dataclass(frozen=True)
 class CaseBench:
     name: str
     params: dict[str, Any]
-    graph: RegimeBench | None
-    wall: RegimeBench | None
+    regime: str
+    figures: tuple[ColumnFigure, ...]  # one per baseline column with figures, in column order
+
+
+@dataclass(frozen=True)
+class BaselineColumn:
+    name: str  # eager | compile | current
+    label: str  # what it is, in words (the current path's callable named)
+    available: bool
+    reason: str  # why it has no figures, when not available
+    processes: int
 
 
 @dataclass(frozen=True)
@@ -138,15 +152,16 @@ class MicrobenchEvidence:
     measured: bool
     reason: str  # why nothing was timed, when measured is false
     regime: str  # the regime the task is judged in ("graph" or "wall")
-    cases: tuple[CaseBench, ...] = ()
-    speedup: float | None = None  # geometric mean over cases, task regime
-    ci_low: float | None = None
-    ci_high: float | None = None
-    claimed: bool = False  # claim_low > 1 (ci_low > 1 where claim_low is None)
-    confidence_pct: int = CONFIDENCE_PCT
-    # ci_low less the cross-process margin of the task's regime, the same rule the evaluator applies per
-    # case (None when the run's configuration gave no margin).
-    claim_low: float | None = None
+    columns: tuple[BaselineColumn, ...] = ()
+    cases: tuple[CaseBench, ...] = ()  # one per case and regime timed
+    confidence_pct: float = 97.5  # of the one-sided bounds
+    min_processes: int = 0
+    max_processes: int = 0
+    # Every case's current-path bound above 1 (None: no current-path figure); and the cases where the
+    # kernel was shown not to beat the current path (no pull request is opened then).
+    beats_current_path: bool | None = None
+    not_faster_than_current: tuple[str, ...] = ()
+    confirm_s: float | None = None  # the confirmation's own wall time
 
 
 @dataclass(frozen=True)
@@ -194,6 +209,10 @@ class E2EEvidence:
     claimed: bool = False  # the whole interval lies on the better side of zero
     regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
+    runs: int = 0  # per side
+    # The adaptive rule's target (None: a fixed number of runs) and whether the cap came first.
+    target_half_width_pct: float | None = None
+    inconclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -275,7 +294,9 @@ __all__ = [
     "EVIDENCE_SCHEMA",
     "AccuracyCase",
     "AccuracyEvidence",
+    "BaselineColumn",
     "CaseBench",
+    "ColumnFigure",
     "E2EEvidence",
     "EnvironmentEvidence",
     "Evidence",
@@ -284,7 +305,6 @@ __all__ = [
     "MotivationEvidence",
     "OpEvidence",
     "ProvenanceEvidence",
-    "RegimeBench",
     "RepoEvidence",
     "TestCounts",
     "TestsEvidence",

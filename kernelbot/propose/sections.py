@@ -2,8 +2,8 @@
 
 Each function returns plain data (strings already formatted, rows for tables, flags for the template's
 `if`s) and never does arithmetic: every number comes out of the Evidence field it is stored in, only rounded
-for display. Whether something is "faster" is the stored `claimed` flag (the lower bound a claim may state
-above 1: the interval's lower end less the cross-process margin), never a comparison made here.
+for display. Whether something is "faster" is the stored verdict of the confirmation's stop rule (its bound
+over fresh processes above 1), never a comparison made here.
 `pr_templates/<profile>.md.j2` arranges the sections under the target repo's own headings.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernelbot.propose.evidence import CaseBench, Evidence, RegimeBench
+from kernelbot.propose.evidence import CaseBench, ColumnFigure, Evidence
 
 REGIME_WORDS = {
     "graph": "inside a captured CUDA graph, so GPU time is what counts",
@@ -143,53 +143,55 @@ def accuracy(e: Evidence) -> dict[str, Any]:
     }
 
 
-def _claim_bound(ci_low: float, claim_low: float | None) -> float:
-    """The bound the stored `claimed` flag was decided on (see collect.is_claimed): claim_low where the
-    evaluator gave one, else the interval's lower end. A choice between stored numbers, not arithmetic."""
-    return claim_low if claim_low is not None else ci_low
+COLUMN_WORDS = {"eager": "eager", "compile": "torch.compile", "current": "current path"}
+VERDICT_WORDS = {"faster": "faster", "not faster": "not faster", "not shown": "no claim"}
 
 
-def _bench_row(case: CaseBench, regime: str, t: RegimeBench) -> dict[str, Any]:
+def _figure_row(case: CaseBench, f: ColumnFigure) -> dict[str, Any]:
     return {
         "name": cell(case.name),
         "params": cell(params_text(case.params)),
-        "regime": regime,
-        "reference_us": fmt_us(t.reference_us),
-        "candidate_us": fmt_us(t.candidate_us),
-        "speedup": f"{fmt_x(t.speedup)}×",
-        "ci": f"[{fmt_x(t.ci_low)}, {fmt_x(t.ci_high)}]",
-        "claim": f"≥ {fmt_bound(_claim_bound(t.ci_low, t.claim_low))}×",
-        "cv": f"{fmt_pct(t.reference_cv_pct)} % / {fmt_pct(t.candidate_cv_pct)} %",
-        "samples": t.samples,
-        "verdict": "faster" if t.claimed else "no claim",
+        "regime": case.regime,
+        "column": COLUMN_WORDS.get(f.column, f.column),
+        "baseline_us": "–" if f.baseline_us is None else fmt_us(f.baseline_us),
+        "kernel_us": "–" if f.kernel_us is None else fmt_us(f.kernel_us),
+        "pooled": f"{fmt_x(f.pooled)}×",
+        "bound": "–" if f.bound is None else f"≥ {fmt_bound(f.bound)}×",
+        "processes": f.processes,
+        "cv": "–" if f.cv_pct is None else f"{fmt_pct(f.cv_pct)} %",
+        "verdict": VERDICT_WORDS.get(f.verdict, f.verdict),
     }
 
 
 def microbenchmarks(e: Evidence) -> dict[str, Any]:
+    """The confirmation's figures: per case, regime and baseline column (eager, torch.compile, the engine's
+    current path), the pooled speedup over fresh processes, its bound, the process count and their spread;
+    a column without figures says why. Nothing here comes from the search."""
     mb = e.microbenchmarks
-    if not mb.measured:
-        return {"measured": False, "reason": mb.reason, "regime": mb.regime}
-    rows = []
-    for case in mb.cases:
-        for regime in ("graph", "wall"):
-            timing = getattr(case, regime)
-            if timing is not None:
-                rows.append(_bench_row(case, regime, timing))
-    aggregate = None
-    if mb.speedup is not None and mb.ci_low is not None and mb.ci_high is not None:
-        aggregate = {
-            "speedup": f"{fmt_x(mb.speedup)}×",
-            "ci": f"[{fmt_x(mb.ci_low)}, {fmt_x(mb.ci_high)}]",
-            "claim": f"{fmt_bound(_claim_bound(mb.ci_low, mb.claim_low))}×",
-            "claimed": mb.claimed,
+    columns = [
+        {
+            "name": COLUMN_WORDS.get(c.name, c.name),
+            "label": c.label,
+            "available": c.available,
+            "reason": c.reason,
+            "processes": c.processes,
         }
+        for c in mb.columns
+    ]
+    if not mb.measured:
+        return {"measured": False, "reason": mb.reason, "regime": mb.regime, "columns": columns}
+    rows = [_figure_row(case, f) for case in mb.cases for f in case.figures]
     return {
         "measured": True,
         "regime": mb.regime,
+        "columns": columns,
         "rows": rows,
-        "aggregate": aggregate,
-        "confidence": mb.confidence_pct,
-        "any_claimed": any(row["verdict"] == "faster" for row in rows),
+        "confidence": fmt_pct(mb.confidence_pct),
+        "min_processes": mb.min_processes,
+        "max_processes": mb.max_processes,
+        "any_claimed": any(f.claimed for case in mb.cases for f in case.figures),
+        "beats_current_path": mb.beats_current_path,
+        "not_faster_than_current": list(mb.not_faster_than_current),
     }
 
 
@@ -242,6 +244,9 @@ def e2e(e: Evidence) -> dict[str, Any]:
         "claimed": b.claimed,
         "regressed": b.regressed,
         "confidence": b.confidence_pct,
+        "runs": b.runs,
+        "inconclusive": b.inconclusive,
+        "target": None if b.target_half_width_pct is None else f"{fmt_pct(b.target_half_width_pct)} %",
     }
 
 

@@ -25,7 +25,7 @@ SEARCH_DIR = "search"
 BUNDLE_DIR = "pr"
 BODY_FILE = "body.md"
 EVIDENCE_FILE = "evidence.json"
-STAGES = ("extract", "evolve", "integrate", "verify", "propose")
+STAGES = ("extract", "evolve", "confirm", "integrate", "verify", "propose")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 state.py     RUN/target.toml (what the run is about, each stage's status and outcome)
 runner.py    the stages in order, skipping finished ones, recording each outcome before the next
-stages.py    the five stages; search.py (evolve) and proposal.py (propose) hold the larger two
+stages.py    the six stages; search.py (evolve) and proposal.py (propose) hold the larger two
 repo.py      the repository the change is made against (the example, a checkout, a clone, a release)
 specs/       input specs shipped for profiles' functions (the example's)
 view.py      the live view (rich on a terminal, plain lines elsewhere)

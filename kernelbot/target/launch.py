@@ -30,7 +30,7 @@ def default_run_dir(profile: str, function: str) -> Path:
 
 
 def run_target(options: TargetOptions, *, view: StageView | None = None) -> TargetState:
-    """Run (or continue) the target run `options` describe through all five stages; returns its state.
+    """Run (or continue) the target run `options` describe through all six stages; returns its state.
     Progress goes to `view` (default: the console's live view)."""
     from kernelbot.engines import load_profile
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evolution.config import strip_llm_flag_credentials
+from kernelbot.confirm.stoprule import StopRule
 
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
 
@@ -54,6 +55,7 @@ class TargetOptions:
     spec: Path | None = None
     search: SearchFlags = field(default_factory=SearchFlags)
     benchmark_runs: int | None = None  # per side; None: the profile benchmark's runs (5 when shipped)
+    confirm: StopRule = field(default_factory=StopRule)  # fresh processes per baseline column (confirm stage)
     open_pr: bool = False
     fork: str | None = None  # the fork's remote URL (or a remote name of the repository)
     token_env: str = DEFAULT_TOKEN_ENV  # the environment variable holding the forge token

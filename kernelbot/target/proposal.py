@@ -44,6 +44,7 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
         function=state.function,
         op_slug=state.outcome("integrate")["op_slug"],
         reproduce=reproduce_command(ctx),
+        confirm=_confirmation(ctx),
     )
     bundle = write_bundle(
         ctx.run_dir, evidence, profile, git.diff_against(worktree, base), secret_envs=(options.token_env,)
@@ -85,6 +86,12 @@ def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
             f"no pull request is opened from a change whose tests could not run: {tests['cannot_run']}; "
             f"{tests.get('advice') or 'install the engine and its dependencies'}"
         )
+    slower = evidence.microbenchmarks.not_faster_than_current
+    if slower:
+        return (
+            "no pull request is opened from a kernel that does not beat what the engine runs today: "
+            f"not faster than its current path in {', '.join(slower)} (fresh-process bounds below 1)"
+        )
     e2e = evidence.e2e
     if e2e.regressed:
         return (
@@ -93,6 +100,15 @@ def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
             f"{e2e.ci_high_pct:+.1f} %])"
         )
     return None
+
+
+def _confirmation(ctx: RunContext) -> Any:
+    """The confirm stage's report (None for a run made before that stage existed: no speed is shown)."""
+    if not ctx.state.is_done("confirm"):
+        return None
+    from kernelbot.target.stages import load_confirmation
+
+    return load_confirmation(ctx)
 
 
 def make_forge(options: TargetOptions, profile: Any) -> Any:

@@ -1,7 +1,9 @@
-"""The five stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
+"""The six stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
 
 extract    RUN/task/        the function as a Task (the user's --spec, or the one shipped for it)
 evolve     RUN/search/      the search (kernelbot.target.search)
+confirm    RUN/confirm.json the winner re-timed against every baseline column in fresh processes
+           (kernelbot.confirm): the only figures a proposal prints
 integrate  RUN/worktree/    a work tree of the base commit with the winning kernel put in
 verify     RUN/verify.json  tests and benchmark on clean trees of the base and of the change
 propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the PR opened or updated
@@ -84,6 +86,65 @@ def _evolve_summary(outcome: dict[str, Any]) -> str:
         f"kernel {outcome['program_id']} ({outcome['operator']}){speed}; "
         f"{outcome['evaluations']} evaluation(s); stopped: {outcome['stop_reason']}"
     )
+
+
+# --- confirm ------------------------------------------------------------------------------------------------
+
+
+def confirm_stage(ctx: RunContext) -> dict[str, Any]:
+    from kernelbot.confirm import CONFIRM_FILE, ConfirmOptions, confirm
+
+    evolve = ctx.state.outcome("evolve")
+    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
+    source = (ctx.run_dir / evolve["kernel_file"]).read_text()
+    options = ConfirmOptions(
+        rule=ctx.options.confirm,
+        backend=str(evolve.get("backend") or "auto"),
+        config=_search_eval_config(ctx.run_dir / evolve["search_dir"]),
+    )
+    ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
+    report = confirm(
+        task_dir, source, options, kernel_sha=str(evolve.get("kernel_sha", "")), progress=ctx.view.step
+    )
+    report.write(ctx.run_dir / CONFIRM_FILE)
+    return {
+        "report": CONFIRM_FILE,
+        "measured": report.measured,
+        "reason": report.reason,
+        "beats_current_path": report.beats_current_path,
+        "processes": {c.name: c.processes for c in report.columns},
+        "wall_s": report.wall_s,
+    }
+
+
+def _search_eval_config(search_dir: Path) -> Any:
+    """The evaluator settings the search ran with (the confirmation starts from them), or None."""
+    from evolution.store import RunStore
+
+    try:
+        with RunStore.open(search_dir, readonly=True) as store:
+            return store.config().eval
+    except Exception:  # a store without a readable config: the evaluator's defaults
+        return None
+
+
+def load_confirmation(ctx: RunContext) -> Any:
+    """The confirm stage's kernelbot.confirm.ConfirmReport (RUN/confirm.json): its figures are what a
+    proposal prints, and `beats_current_path` is what the integration declares (SGLang `capabilities`)."""
+    from kernelbot.confirm import load_confirm
+
+    return load_confirm(ctx.run_dir / ctx.state.outcome("confirm")["report"])
+
+
+def _confirm_summary(outcome: dict[str, Any]) -> str:
+    counts = ", ".join(f"{name} {n}" for name, n in (outcome.get("processes") or {}).items())
+    if not outcome.get("measured"):
+        return f"{outcome.get('reason') or 'not measured'}; processes: {counts}"
+    beats = outcome.get("beats_current_path")
+    current = (
+        "" if beats is None else ("; beats the current path" if beats else "; does not beat the current path")
+    )
+    return f"processes: {counts} in {outcome.get('wall_s', 0):.0f}s{current}"
 
 
 # --- integrate ----------------------------------------------------------------------------------------------
@@ -240,6 +301,8 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
         "e2e_reason": e2e.reason,
         "e2e_delta_pct": e2e_data["delta_pct"],
         "e2e_ci_pct": e2e_data["ci_pct"],
+        "e2e_runs": e2e.runs,
+        "e2e_conclusive": e2e.conclusive,
     }
 
 
@@ -257,7 +320,9 @@ def _verify_summary(outcome: dict[str, Any]) -> str:
     if outcome["e2e_measured"]:
         ci = outcome.get("e2e_ci_pct")
         ci_text = f" (95% CI {ci[0]:+.2f}% .. {ci[1]:+.2f}%)" if ci else ""
-        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}"
+        runs = f", {outcome['e2e_runs']} runs per side" if outcome.get("e2e_runs") else ""
+        verdict = "; inconclusive" if outcome.get("e2e_conclusive") is False else ""
+        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}{runs}{verdict}"
     return f"{tests}; e2e not measured: {outcome['e2e_reason']}"
 
 
@@ -286,6 +351,7 @@ def _propose_again(ctx: RunContext, outcome: dict[str, Any]) -> bool:
 STAGE_LIST = [
     Stage("extract", extract_stage, _extract_summary),
     Stage("evolve", evolve_stage, _evolve_summary),
+    Stage("confirm", confirm_stage, _confirm_summary),
     Stage("integrate", integrate_stage, _integrate_summary),
     Stage("verify", verify_stage, _verify_summary),
     Stage("propose", propose_stage, _propose_summary, _propose_again),

@@ -7,7 +7,7 @@
     [repo]            where the change is made: source (as given), path (relative to RUN when under it),
                       base_commit, branch
     [stages.extract]  status = "done" | "failed" | "running", started_at, finished_at, error, [outcome]
-    ...               (extract, evolve, integrate, verify, propose)
+    ...               (extract, evolve, confirm, integrate, verify, propose)
 
 The file is rewritten whole, atomically, whenever a stage starts or ends, so a killed run leaves the last
 consistent state: a stage not `done` is unfinished and runs again (the evolve stage then resumes its own
@@ -36,7 +36,7 @@ else:  # pragma: no cover
 
 SCHEMA = 1
 STATE_FILE = "target.toml"
-STAGES = ("extract", "evolve", "integrate", "verify", "propose")
+STAGES = ("extract", "evolve", "confirm", "integrate", "verify", "propose")
 DONE, FAILED, RUNNING = "done", "failed", "running"
 
 

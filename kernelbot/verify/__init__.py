@@ -15,13 +15,20 @@ with the original for real. The benchmark runs only where it can mean something 
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kernelbot.verify.benchmark import BenchmarkCommand, E2EOutcome, not_measured, run_alternating
+from kernelbot.verify.benchmark import (
+    DEFAULT_MAX_RUNS,
+    BenchmarkCommand,
+    E2EOutcome,
+    not_measured,
+    run_alternating,
+)
 from kernelbot.verify.importable import base_import_problem
 from kernelbot.verify.related import related_test_files
 from kernelbot.verify.repo_tests import TestRun, run_tests
@@ -43,7 +50,8 @@ def verify(
     """Run the related tests and the benchmark on both trees; write RUN/verify.json (RUN defaults to the
     change work tree's parent, as in the run directory's layout) and return the report.
 
-    `benchmark_runs` per side defaults to the profile benchmark's `runs`."""
+    `benchmark_runs` per side (the least; pairs are added until the change's CI is within +-2 %, up to the
+    benchmark's `max_runs` or DEFAULT_MAX_RUNS) defaults to the profile benchmark's `runs`."""
     run_dir = run_dir or change_worktree.parent
     logs = run_dir / LOG_DIR
     gpu = gpu_available()
@@ -162,8 +170,26 @@ def _benchmark(
         )
         return not_measured(reason, command, runs)
     return run_alternating(
-        command, base, change, runs, log_dir=logs, source_root=source_root, progress=progress
+        command,
+        base,
+        change,
+        runs,
+        log_dir=logs,
+        source_root=source_root,
+        progress=progress,
+        max_runs=max(runs, int(getattr(spec, "max_runs", 0) or DEFAULT_MAX_RUNS)),
+        hold=gpu_hold,
     )
+
+
+@contextlib.contextmanager
+def gpu_hold() -> Iterator[None]:
+    """The GPU lock of device 0 (evaluators.gpu_lock) for the whole benchmark: no kernelbot timing runs on
+    the GPU while the engine is measured."""
+    from evaluators.gpu_lock import GpuLock, device_key
+
+    with GpuLock(device_key(0)).hold():
+        yield
 
 
 def benchmark_command(spec: Any, argv: tuple[str, ...]) -> BenchmarkCommand:

@@ -1,6 +1,8 @@
 """The end-to-end benchmark before and after the change: the same command in the base work tree and in the
 changed one, alternating (base, change, base, change, ...) so that drift of the machine falls on both sides,
-each run's metric read from its output.
+each run a fresh process whose metric is read from its output. Pairs of runs are added until the 95 % CI
+half-width of the change is within a target (2 %) or a cap is reached: then the outcome is "inconclusive",
+with the runs it took (a +6.67 % change with a CI of -26 % .. +40 % from five runs a side says nothing).
 
 A number is only ever read from a run that happened here and exited 0. When the benchmark cannot mean
 anything on this machine (no GPU for a kernel that only runs on one), is not configured, or fails, the outcome
@@ -9,6 +11,7 @@ says why and carries no samples: a partial or borrowed number is never reported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +22,8 @@ from kernelbot.verify.process import resolve_command, run_captured, tail, worktr
 from kernelbot.verify.stats import relative_delta, summarize
 
 DEFAULT_TIMEOUT_S = 1800.0
+TARGET_HALF_WIDTH_PCT = 2.0  # stop once the change's 95 % CI is within +-this many percentage points
+DEFAULT_MAX_RUNS = 20  # per side: the cap of the adaptive rule
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,10 @@ class E2EOutcome:
     after: tuple[float, ...] = ()
     order: tuple[str, ...] = ()  # "base" / "change", in the order the runs happened
     logs: tuple[str, ...] = ()
+    # The adaptive rule (None: a fixed number of runs): the half-width aimed at, and whether it was reached
+    # (False: the cap came first, the outcome is inconclusive).
+    target_half_width_pct: float | None = None
+    conclusive: bool | None = None
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -100,6 +109,9 @@ class E2EOutcome:
             "before": list(self.before),
             "after": list(self.after),
             "logs": list(self.logs),
+            "target_half_width_pct": self.target_half_width_pct,
+            "conclusive": self.conclusive,
+            "half_width_pct": None,
             "means": None,
             "stdev": None,
             "cv": None,
@@ -117,6 +129,7 @@ class E2EOutcome:
                 cv={"before": b.cv, "after": a.cv},
                 delta_pct=delta.pct,
                 ci_pct=list(delta.ci_pct) if delta.ci_pct else None,
+                half_width_pct=half_width_pct(delta.ci_pct),
                 confidence=delta.confidence,
                 method=delta.method,
             )
@@ -137,7 +150,14 @@ class E2EOutcome:
             after=tuple(float(v) for v in data.get("after", ())),
             order=tuple(data.get("order", ())),
             logs=tuple(data.get("logs", ())),
+            target_half_width_pct=data.get("target_half_width_pct"),
+            conclusive=data.get("conclusive"),
         )
+
+
+def half_width_pct(ci_pct: tuple[float, float] | list[float] | None) -> float | None:
+    """Half the width of the change's confidence interval, in percentage points."""
+    return None if not ci_pct else (float(ci_pct[1]) - float(ci_pct[0])) / 2.0
 
 
 def not_measured(reason: str, command: BenchmarkCommand | None = None, runs: int = 0) -> E2EOutcome:
@@ -164,18 +184,47 @@ def run_alternating(
     log_dir: Path,
     source_root: str = "",
     progress: Callable[[str], None] = lambda message: None,
+    max_runs: int | None = None,
+    target_half_width_pct: float = TARGET_HALF_WIDTH_PCT,
+    hold: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
 ) -> E2EOutcome:
-    """Run the benchmark `runs` times on each side, alternating, and collect the metric of every run."""
+    """Run the benchmark on each side, alternating, and collect the metric of every run: `runs` times a side
+    when `max_runs` is None; else at least `runs` and then pairs until the change's CI half-width is within
+    `target_half_width_pct` or `max_runs` a side were run (inconclusive). `hold` (the GPU lock) is held
+    around the whole benchmark, so no other kernelbot run times on the GPU meanwhile."""
     if runs < 2:
         return not_measured(f"{runs} run(s) per side asked for; a spread needs two", command, runs)
+    with hold() if hold is not None else contextlib.nullcontext():
+        return _alternate(
+            command, base, change, runs, max_runs, target_half_width_pct, log_dir, source_root, progress
+        )
+
+
+def _alternate(
+    command: BenchmarkCommand,
+    base: Path,
+    change: Path,
+    runs: int,
+    max_runs: int | None,
+    target: float,
+    log_dir: Path,
+    source_root: str,
+    progress: Callable[[str], None],
+) -> E2EOutcome:
+    adaptive = max_runs is not None
+    cap = max(runs, max_runs) if max_runs is not None else runs
     log_dir.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {"base": [], "change": []}
     order: list[str] = []
     logs: list[str] = []
     argv = resolve_command(command.argv)
-    for i in range(runs):
+    conclusive: bool | None = None
+    for i in range(cap):
+        if adaptive and i >= runs and _within(samples, target):
+            conclusive = True
+            break
         for side, tree in (("base", base), ("change", change)):
-            progress(f"benchmark run {i + 1}/{runs} on the {side}")
+            progress(f"benchmark run {i + 1}/{cap if adaptive else runs} on the {side}")
             exit_code, output = run_captured(
                 argv,
                 tree / command.cwd,
@@ -200,17 +249,41 @@ def run_alternating(
             order.append(side)
     if summarize(samples["base"]).mean == 0.0:
         return not_measured(f"{command.metric} is 0 on the base, no relative change", command, runs)
+    done = len(samples["base"])
+    if adaptive and conclusive is None:
+        conclusive = _within(samples, target)
+    if not adaptive:
+        reason = f"{done} runs per side, alternating base and change"
+    elif conclusive:
+        reason = (
+            f"{done} runs per side, alternating base and change, until the 95 % CI was within +-{target:g} %"
+        )
+    else:
+        reason = (
+            f"inconclusive: the 95 % CI of the change was still wider than +-{target:g} % after {done} runs "
+            "per side (the cap), alternating base and change"
+        )
     return E2EOutcome(
         True,
-        f"{runs} runs per side, alternating base and change",
+        reason,
         command=command.argv,
         cwd=command.cwd,
         metric=command.metric,
         unit=command.unit,
         higher_is_better=command.higher_is_better,
-        runs=runs,
+        runs=done,
         before=tuple(samples["base"]),
         after=tuple(samples["change"]),
         order=tuple(order),
         logs=tuple(logs),
+        target_half_width_pct=target if adaptive else None,
+        conclusive=conclusive,
     )
+
+
+def _within(samples: dict[str, list[float]], target: float) -> bool:
+    """True when the change's CI half-width so far is within `target` percentage points."""
+    if len(samples["base"]) < 2 or summarize(samples["base"]).mean == 0.0:
+        return False
+    half = half_width_pct(relative_delta(samples["base"], samples["change"]).ci_pct)
+    return half is not None and half <= target

@@ -133,6 +133,14 @@ def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: s
         ("target-example", ("ITERATIONS=4",)),
         ("real-kernels", ()),
         ("acceptance", ()),
+        ("claim-coverage", ("FRESH=sglang_silu_and_mul", "TASKS=", "REMEASURE=10")),
+        (
+            "stability",
+            (
+                "KERNELS=tiny",
+                "REAL=silu=examples/tasks/silu_and_mul:examples/tasks/silu_and_mul/candidates/silu_and_mul_triton.py@t16_d1792_fp32",
+            ),
+        ),
     ],
 )
 def test_every_dry_run_step_is_accepted_by_its_tool(scenario, params, tmp_path, monkeypatch) -> None:

@@ -152,6 +152,29 @@ def test_stability_dry_run_writes_tasks_and_prints_one_process_per_evaluation(tm
     assert exc.value.code == 0
 
 
+def test_a_real_kernel_is_timed_beside_the_synthetic_ones_on_one_of_its_cases(tmp_path, capsys):
+    silu = ROOT / "examples" / "tasks" / "silu_and_mul"
+    real = f"silu_t16={silu}:{silu / 'candidates' / 'silu_and_mul_triton.py'}@t16_d1792_fp32"
+    argv = ["--out", str(tmp_path), "--evaluations", "1", "--kernels", "none", "--real", real, "--dry-run"]
+    assert stability.main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and "tasks/silu_t16" in lines[0]
+    task = load_task(tmp_path / "tasks" / "silu_t16")
+    assert [c.name for c in task.cases] == ["silu_t16"] and task.cases[0].params["d"] == 1792
+    assert (
+        (tmp_path / "tasks" / "silu_t16" / "candidate.py")
+        .read_text()
+        .startswith((silu / "candidates" / "silu_and_mul_triton.py").read_text()[:40])
+    )
+    assert not (tmp_path / "tasks" / "silu_t16" / "candidates").exists()
+    assert stability.main(["--out", str(tmp_path), "--real", f"x={silu}:nope.py", "--dry-run"]) == 2
+    assert (
+        stability.main(["--out", str(tmp_path), "--real", f"x={silu}:{silu}/reference.py@zz", "--dry-run"])
+        == 2
+    )
+    assert stability.main(["--out", str(tmp_path), "--kernels", "none", "--dry-run"]) == 2
+
+
 # --- throughput -------------------------------------------------------------------------------------------
 
 SILU = ROOT / "examples" / "tasks" / "silu_and_mul" / "candidates" / "silu_and_mul_triton.py"

@@ -25,6 +25,9 @@ from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.store_read import MutationRecord
 from evolution.types import Program, TokenUsage
+from kernelbot.confirm import NOT_MEASURED_INTERPRETER, StopRule
+from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
+from kernelbot.confirm.stoprule import estimate
 from kernelbot.propose import Evidence, build_evidence
 from kernelbot.propose.sections import NUMBER_FORMATS
 
@@ -75,7 +78,12 @@ BASE_SHA = "3f2a9c41d0e8b7a6c5d4e3f2a1b0c9d8e7f6a5b4"
 
 
 def evidence_for(
-    tmp_path: Path, *, gpu: bool, profile: ProfileStandIn | None = None, **verify: bool
+    tmp_path: Path,
+    *,
+    gpu: bool,
+    profile: ProfileStandIn | None = None,
+    current: str = "missing",
+    **verify: bool,
 ) -> Evidence:
     source = SILU_CANDIDATE.read_text()
     result = gpu_result(source) if gpu else interpret_result(source)
@@ -91,7 +99,81 @@ def evidence_for(
         base_branch="main",
         function=FUNCTION,
         op_slug=OP_SLUG,
+        confirm=gpu_confirmation(current) if gpu else cpu_confirmation(),
     )
+
+
+RULE = StopRule(min_processes=3, max_processes=10, confidence=0.975)
+NO_CURRENT = "cannot import sgl_kernel: ModuleNotFoundError: No module named 'sgl_kernel'"
+
+
+def _cell(case: str, params: dict[str, Any], regime: str, speedups: list[float], ref_us: float) -> CellReport:
+    """A cell as kernelbot.confirm records it, its figures computed by the real stop rule."""
+    est = estimate(speedups, RULE)
+    verdict = est.verdict if est.verdict != "undecided" else "not shown"
+    return CellReport(
+        case, params, regime, est.speedups, est.pooled, est.lower, est.upper, est.cv, verdict,
+        baseline_us=ref_us, kernel_us=ref_us / est.pooled,
+    )  # fmt: skip
+
+
+T1 = {"tokens": 1, "d": 2048, "dtype": "bfloat16"}
+T16 = {"tokens": 16, "d": 1792, "dtype": "float32"}
+
+
+def gpu_confirmation(current: str = "missing") -> ConfirmReport:
+    """A confirmation on the H200 as kernelbot.confirm writes it: eager and torch.compile columns, the current
+    path missing ("missing"), slower than the kernel ("slower") or faster than it ("faster")."""
+    eager = ColumnReport(
+        "eager", "eager", "eager PyTorch (the original code)", True, processes=3,
+        cells=(
+            _cell("t1_d2048_bf16", T1, "graph", [1.391, 1.402, 1.396], 5.61),
+            _cell("t1_d2048_bf16", T1, "wall", [1.02, 0.97, 1.06], 21.3),
+            _cell("t16_d1792_fp32", T16, "graph", [1.012, 1.031, 1.024], 6.02),
+            _cell("t16_d1792_fp32", T16, "wall", [1.018, 1.005, 1.046], 22.1),
+        ),
+    )  # fmt: skip
+    compiled = ColumnReport(
+        "compile", "compile", "torch.compile of the original code (default mode, dynamic=False)", True,
+        processes=3,
+        cells=(
+            _cell("t1_d2048_bf16", T1, "graph", [1.112, 1.118, 1.109], 4.49),
+            _cell("t16_d1792_fp32", T16, "graph", [0.951, 0.948, 0.955], 5.59),
+        ),
+    )  # fmt: skip
+    if current == "missing":
+        cur = ColumnReport("current", "", "the engine's current path", False, reason=NO_CURRENT)
+    else:
+        speed = [1.21, 1.22, 1.215] if current == "faster" else [0.91, 0.92, 0.915]
+        cur = ColumnReport(
+            "current", "call:sgl_kernel:silu_and_mul", "the engine's current path `sgl_kernel:silu_and_mul`",
+            True, processes=3,
+            cells=(
+                _cell("t1_d2048_bf16", T1, "graph", speed, 4.88),
+                _cell("t16_d1792_fp32", T16, "graph", [1.11, 1.12, 1.115], 5.02),
+            ),
+        )  # fmt: skip
+    return ConfirmReport(
+        measured=True, reason="", backend="triton-cuda", device="NVIDIA H200", kernel_sha="abc",
+        regimes=("graph", "wall"),
+        rule={"min_processes": 3, "max_processes": 10, "confidence": 0.975},
+        columns=(eager, compiled, cur), wall_s=41.7,
+    )  # fmt: skip
+
+
+def cpu_confirmation() -> ConfirmReport:
+    """What the confirmation writes under Triton's interpreter: one process per column, no figures."""
+    return ConfirmReport(
+        measured=False, reason=NOT_MEASURED_INTERPRETER, backend="triton-interpret", device="cpu",
+        kernel_sha="abc", regimes=("graph", "wall"),
+        rule={"min_processes": 3, "max_processes": 10, "confidence": 0.975},
+        columns=(
+            ColumnReport("eager", "eager", "eager PyTorch (the original code)", True, processes=1),
+            ColumnReport("compile", "compile", "torch.compile of the original code", True, processes=1),
+            ColumnReport("current", "", "the engine's current path", False, reason=NO_CURRENT),
+        ),
+        wall_s=12.3,
+    )  # fmt: skip
 
 
 def _timing(

@@ -50,26 +50,36 @@ def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence)
     )
     assert e.environment.kernelbot == kernelbot.__version__
 
+    # Speed comes from the confirmation alone: the search's own figures (1.2671x, [1.1834, 1.3377]) never.
     mb = e.microbenchmarks
-    assert (
-        mb.measured
-        and mb.regime == "graph"
-        and (mb.speedup, mb.ci_low, mb.ci_high) == (1.2671, 1.1834, 1.3377)
-    )
-    # The aggregate's claimable bound: its interval's lower end less the graph regime's margin of the run's
-    # evaluator configuration (TimingConfig.graph_claim_margin, 0.25 %).
-    assert mb.claimed and mb.claim_low == pytest.approx(1.1834 / 1.0025)
+    assert mb.measured and mb.regime == "graph" and mb.confidence_pct == 97.5
+    assert (mb.min_processes, mb.max_processes, mb.confirm_s) == (3, 10, 41.7)
+    assert [(c.name, c.available) for c in mb.columns] == [
+        ("eager", True),
+        ("compile", True),
+        ("current", False),
+    ]
+    assert "sgl_kernel" in mb.columns[2].reason and mb.beats_current_path is None
+    assert [(c.name, c.regime) for c in mb.cases] == [
+        ("t1_d2048_bf16", "graph"),
+        ("t16_d1792_fp32", "graph"),
+        ("t1_d2048_bf16", "wall"),
+        ("t16_d1792_fp32", "wall"),
+    ]
     first = mb.cases[0]
-    assert first.graph is not None and first.graph.claimed and first.graph.reference_us == 5.61
-    assert first.graph.claim_low == 1.3279
-    assert first.wall is not None and not first.wall.claimed  # 0.9733 < 1: no claim
-    assert mb.cases[0].graph.reference_cv_pct == pytest.approx(1.23)
-    assert [c.name for c in mb.cases] == ["t1_d2048_bf16", "t16_d1792_fp32", "hidden1"]
-    assert not mb.cases[1].graph.claimed
-    # The interval lies above 1 but the bound a claim may state does not: no claim.
-    assert mb.cases[1].wall.ci_low > 1.0 and mb.cases[1].wall.claim_low < 1.0 and not mb.cases[1].wall.claimed
-    # Too few pairs for a claimable bound: the interval's lower end decides.
-    assert mb.cases[2].graph.claim_low is None and mb.cases[2].graph.claimed
+    assert [f.column for f in first.figures] == ["eager", "compile"]
+    eager, compiled = first.figures
+    assert compiled.claimed and compiled.pooled < eager.pooled
+    assert (
+        eager.claimed
+        and eager.processes == 3
+        and eager.bound is not None
+        and 1.0 < eager.bound < eager.pooled
+    )
+    assert eager.baseline_us == 5.61 and eager.cv_pct is not None and eager.cv_pct < 1.0
+    assert mb.cases[1].figures[1].verdict == "not faster"  # torch.compile is faster on the fp32 case
+    assert not mb.cases[2].figures[0].claimed  # the wall regime's spread keeps its bound below 1
+    assert "1.2671" not in e.to_json() and "1.1834" not in e.to_json()
 
     acc = e.accuracy
     assert acc.seeds_per_case == 3 and acc.hidden_cases == 1 and acc.dynamic_keys == ("tokens",)
@@ -111,8 +121,9 @@ def test_an_unknown_schema_is_refused(gpu_evidence: Evidence) -> None:
 
 def test_interpreter_evidence_says_no_speed_was_measured(cpu_evidence: Evidence) -> None:
     mb = cpu_evidence.microbenchmarks
-    assert not mb.measured and not mb.claimed and mb.cases == () and mb.speedup is None
-    assert mb.reason == "this run used Triton's interpreter on cpu, which checks correctness only"
+    assert not mb.measured and mb.cases == () and mb.beats_current_path is None
+    assert mb.reason == "not measured on this machine (CPU interpreter)"
+    assert [c.processes for c in mb.columns] == [1, 1, 0]  # the confirmation's processes ran all the same
     assert not cpu_evidence.e2e.measured and "no GPU" in cpu_evidence.e2e.reason
     skipped = [c for c in cpu_evidence.accuracy.cases if c.skipped]
     assert skipped and skipped[0].max_abs_error is None
@@ -140,6 +151,8 @@ def test_without_verification_the_evidence_says_so(tmp_path: Path) -> None:
     )
     assert not e.tests.ran and "not run" in e.tests.reason
     assert not e.e2e.measured and "not run" in e.e2e.reason
+    # No confirmation either: the search's own timings are not shown in its place.
+    assert not e.microbenchmarks.measured and "no confirmation run" in e.microbenchmarks.reason
     assert e.op.title == "[Feature] Fused Triton kernel for C.d"
 
 
@@ -198,5 +211,5 @@ def test_a_real_interpreter_evaluation_becomes_evidence_that_claims_no_speed(tmp
     assert not e.microbenchmarks.measured and e.environment.backend == "triton-interpret"
     assert any(c.skipped for c in e.accuracy.cases) and any(c.hidden for c in e.accuracy.cases)
     body = render_body(e, "example")
-    assert "**No speed was measured**: this run used Triton's interpreter on cpu" in body
+    assert "**No speed was measured**: the kernel was not re-measured apart from the search" in body
     assert unexplained_numbers(body, e.to_json()) == []

@@ -101,7 +101,10 @@ def test_the_pull_request_road(
     assert "interpreter" in evidence["microbenchmarks"]["reason"]
     assert evidence["e2e"]["measured"] is False
     assert evidence["tests"]["preexisting_failures"] == ["tests/test_known_issue.py::test_known_issue"]
-    assert "no speed was measured" in (bundle / "body.md").read_text().lower()
+    assert "not measured on this machine (cpu interpreter)" in (bundle / "body.md").read_text().lower()
+    # The confirmation ran its processes all the same, apart from the search (RUN/confirm.json).
+    confirmed = json.loads((run / "confirm.json").read_text())
+    assert confirmed["measured"] is False and [c["processes"] for c in confirmed["columns"]][:2] == [1, 1]
     check = tmp_path / "check"
     run_git(tmp_path, "clone", "--quiet", str(upstream), str(check))
     run_git(check, "apply", "--check", str(bundle / "patch.diff"))

@@ -97,7 +97,7 @@ def test_stages_run_in_order_and_resume_where_they_stopped(tmp_path: Path) -> No
     rec.fail["integrate"] = ConfigError("formatter black is not installed")
     with pytest.raises(ConfigError):
         run_stages(rec.stages(), context(tmp_path, console))
-    assert rec.calls == ["extract", "evolve", "integrate"]
+    assert rec.calls == ["extract", "evolve", "confirm", "integrate"]
     state = TargetState.load(tmp_path)
     assert state.stages["integrate"].status == "failed"
     assert state.stages["integrate"].error == "formatter black is not installed"
@@ -105,16 +105,16 @@ def test_stages_run_in_order_and_resume_where_they_stopped(tmp_path: Path) -> No
 
     del rec.fail["integrate"]
     run_stages(rec.stages(), context(tmp_path, console))
-    assert rec.calls == ["extract", "evolve", "integrate", "integrate", "verify", "propose"]
+    assert rec.calls == ["extract", "evolve", "confirm", "integrate", "integrate", "verify", "propose"]
     text = console.export_text()
     assert "[extract] already done: n=1" in text and "[verify] done in" in text
     assert TargetState.load(tmp_path).first_unfinished() is None
 
     # Everything is done: a re-run does nothing, except the propose stage when a PR is to be opened.
     run_stages(rec.stages(), context(tmp_path, console))
-    assert len(rec.calls) == 6
+    assert len(rec.calls) == 7
     run_stages(rec.stages(), context(tmp_path, console, open_pr=True))
-    assert rec.calls[-1] == "propose" and len(rec.calls) == 7
+    assert rec.calls[-1] == "propose" and len(rec.calls) == 8
 
 
 def test_a_refusal_is_recorded_done_and_repeated(tmp_path: Path) -> None:

@@ -102,3 +102,36 @@ def test_read_metric_by_regex_and_json() -> None:
     assert read_metric('{"tps": 3}\nnot json {\n{"tps": true}\n', by_key) == 3.0
     with pytest.raises(MetricNotFound):
         read_metric("nothing here", by_key)
+
+
+def test_runs_are_added_until_the_interval_is_narrow(tmp_path: Path) -> None:
+    # A 20 % change with +-0.1 % jitter: the 95 % CI is within +-2 % after the least number of runs.
+    base, change = tree(tmp_path / "base", "base", 1000.0), tree(tmp_path / "change", "change", 1200.0)
+    outcome = run_alternating(command(tmp_path), base, change, 2, log_dir=tmp_path / "logs", max_runs=6)
+    assert outcome.measured and outcome.conclusive is True and outcome.runs == 2
+    data = outcome.to_dict()
+    assert data["half_width_pct"] <= 2.0 and data["target_half_width_pct"] == 2.0
+    assert "until the 95 % CI was within +-2 %" in outcome.reason
+    assert E2EOutcome.from_dict(json.loads(json.dumps(data))) == outcome
+
+
+def test_a_noisy_benchmark_ends_inconclusive_at_the_cap(tmp_path: Path) -> None:
+    # +-10 % jitter per run: four runs a side cannot bring the interval within +-2 %.
+    base, change = tree(tmp_path / "base", "base", 10.0), tree(tmp_path / "change", "change", 10.0)
+    held: list[str] = []
+
+    class Hold:
+        def __enter__(self) -> None:
+            held.append("in")
+
+        def __exit__(self, *exc: object) -> None:
+            held.append("out")
+
+    outcome = run_alternating(
+        command(tmp_path), base, change, 2, log_dir=tmp_path / "logs", max_runs=4, hold=Hold
+    )
+    assert outcome.measured and outcome.conclusive is False and outcome.runs == 4
+    assert outcome.order == ("base", "change") * 4 and held == ["in", "out"]
+    assert outcome.reason.startswith("inconclusive: the 95 % CI of the change was still wider than +-2 %")
+    assert "after 4 runs per side (the cap)" in outcome.reason
+    assert outcome.to_dict()["half_width_pct"] > 2.0

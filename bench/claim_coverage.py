@@ -1,0 +1,251 @@
+"""Claim coverage: how often the speed a bundle would print holds in further fresh processes.
+
+    PYTHONPATH=. python bench/claim_coverage.py --out OUT [--fresh NAME[,NAME...]] [--tasks DIR[,DIR...]]
+        [--pairs TASK_DIR=KERNEL ...] [--search-seconds 75] [--remeasure 10] [--sources ARCHIVE]
+        [--deadline 540]
+
+Winners:
+- `--fresh`: functions of bench/fresh_tasks.py extracted fresh from their releases (serving shapes in
+  bench/specs/), each searched from nothing with the fusion generator alone (`kernelbot evolve
+  --no-inductor-seed`: no seed file, no LLM, no Inductor code), all searches at once;
+- `--tasks`: task directories searched the same way (the bundled example's tasks start from their
+  candidates/, as `kernelbot target example` does);
+- `--pairs`: a task and a kernel file judged as they are.
+Then, per winner and one at a time: the confirmation (kernelbot.confirm.confirm, the same call as the confirm
+stage of `kernelbot target`: fresh processes, GPU held, stop rule) gives the claims the body would print (per
+case, regime and column: "≥ bound×"); then `--remeasure` further fresh processes per column, timed the same
+way, each checked against every printed bound. A claim held in a process when that process's speedup is at
+least the bound. The table: per winner, column and regime, claims held / checked; the acceptance asks for
+>= 95 % in each regime.
+
+Writes OUT/claim_coverage.json (meta, the confirmations, every re-measured speedup) and OUT/claim_coverage.md
+after every winner, so a run cut short by --deadline keeps what it measured. On a machine without a GPU the
+confirmation runs its plumbing only (Triton's interpreter never times) and there is nothing to cover.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SEARCH_CONFIG = "[stop]\ndrain_timeout_s = 20.0\n"
+COVERAGE_TARGET = 0.95
+
+
+def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend: str) -> dict[str, Any]:
+    """`processes` more fresh processes per measured column of `report`, with the GPU held; per column,
+    case and regime the speedups they measured."""
+    from evaluators.config import EvalConfig
+    from evaluators.pool import WorkerPool
+    from evaluators.task import load_task
+    from kernelbot.confirm.run import ConfirmOptions, confirmation_config, held_gpu
+
+    task = load_task(task_dir)
+    measured: dict[str, dict[str, list[float]]] = {}
+    failures: list[str] = []
+    pool = WorkerPool(backend, size=1, config=EvalConfig())
+    with pool, held_gpu(pool.backend, ConfirmOptions()) as held:
+        for column in report.columns:
+            if not column.cells:
+                continue
+            config = confirmation_config(EvalConfig(), column.baseline, caller_holds_gpu=held)
+            for index in range(processes):
+                result = pool.evaluate(task, source, config=config)
+                if not result.passed:
+                    failures.append(f"{column.name} #{index + 1}: {result.stage.value}: {result.reason}")
+                    continue
+                for case in result.cases:
+                    for regime, t in case.timings.items():
+                        key = f"{case.name}|{regime}"
+                        measured.setdefault(column.name, {}).setdefault(key, []).append(t.speedup)
+    return {"speedups": measured, "failures": failures}
+
+
+def coverage(report: Any, again: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per column, case and regime: the printed bound and how many re-measured processes reached it."""
+    rows = []
+    for column in report.columns:
+        for cell in column.cells:
+            if cell.lower is None:
+                continue
+            seen = again["speedups"].get(column.name, {}).get(f"{cell.case}|{cell.regime}", [])
+            rows.append(
+                {
+                    "column": column.name,
+                    "case": cell.case,
+                    "regime": cell.regime,
+                    "pooled": cell.pooled,
+                    "bound": cell.lower,
+                    "verdict": cell.verdict,
+                    "processes": cell.processes,
+                    "cv": cell.cv,
+                    "remeasured": seen,
+                    "held": sum(1 for s in seen if s >= cell.lower),
+                }
+            )
+    return rows
+
+
+def summary(winners: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Claims held / checked per regime over every winner and column."""
+    out: dict[str, dict[str, Any]] = {}
+    for winner in winners:
+        for row in winner.get("coverage", []):
+            entry = out.setdefault(row["regime"], {"held": 0, "checked": 0})
+            entry["held"] += row["held"]
+            entry["checked"] += len(row["remeasured"])
+    for entry in out.values():
+        entry["fraction"] = entry["held"] / entry["checked"] if entry["checked"] else None
+        entry["met"] = entry["fraction"] is not None and entry["fraction"] >= COVERAGE_TARGET
+    return out
+
+
+def markdown(data: dict[str, Any]) -> str:
+    meta = data["meta"]
+    lines = [
+        f"Claim coverage on {meta.get('device', '?')} (torch {meta.get('torch', '?')}, triton "
+        f"{meta.get('triton', '?')}), {meta.get('date', '')}, `{meta.get('command', '')}`",
+        "",
+        "| winner | column | regime | claims (case-regime) | held / re-measured | coverage | worst CV |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for winner in data["winners"]:
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in winner.get("coverage", []):
+            groups.setdefault((row["column"], row["regime"]), []).append(row)
+        if not groups:
+            lines.append(f"| {winner['name']} | – | – | 0 | – | – | {winner.get('why', '')} |")
+        for (column, regime), rows in sorted(groups.items()):
+            held = sum(r["held"] for r in rows)
+            seen = sum(len(r["remeasured"]) for r in rows)
+            worst = max((r["cv"] or 0.0 for r in rows), default=0.0)
+            share = f"{100 * held / seen:.1f} %" if seen else "–"
+            lines.append(
+                f"| {winner['name']} | {column} | {regime} | {len(rows)} | {held} / {seen} | {share} | "
+                f"{100 * worst:.2f} % |"
+            )
+    lines += ["", "| regime | held / re-measured | coverage | target |", "| --- | --- | --- | --- |"]
+    for regime, entry in sorted(data["summary"].items()):
+        share = "–" if entry["fraction"] is None else f"{100 * entry['fraction']:.1f} %"
+        met = "met" if entry["met"] else "not met"
+        lines.append(f"| {regime} | {entry['held']} / {entry['checked']} | {share} | >= 95 % ({met}) |")
+    return "\n".join(lines) + "\n"
+
+
+def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: Any) -> dict[str, Path]:
+    """Fresh tasks extracted, then every task searched at once with the fusion generator alone; the task
+    directories whose search left a best.py, by name."""
+    from bench.llm_free_acceptance import extract_all, run_all, unpack_sources
+
+    tasks_dir, runs_dir, logs = work / "tasks", work / "runs", work / "logs"
+    for d in (tasks_dir, runs_dir, logs):
+        d.mkdir(parents=True, exist_ok=True)
+    dirs = {d.name: d for d in task_dirs}
+    if names:
+        print(unpack_sources(args.sources), flush=True)
+        fresh = extract_all(tasks_dir, names, args.specs, "cuda")
+        dirs.update({n: tasks_dir / n for n, rec in fresh.items() if rec.get("ok")})
+        for n, rec in fresh.items():
+            if not rec.get("ok"):
+                print(f"{n}: not extracted: {rec.get('error') or rec.get('probe')}", flush=True)
+    (work / "search.toml").write_text(SEARCH_CONFIG)
+    evolve = {
+        n: [sys.executable, "-m", "kernelbot.cli", "evolve", str(d), "--out", str(runs_dir / n),
+            "--time-limit", f"{args.search_seconds}s", "--iterations", "100000", "--workers-per-device",
+            str(args.workers), "--no-inductor-seed", "--config", str(work / "search.toml")]
+        for n, d in dirs.items()
+    }  # fmt: skip
+    run_all(evolve, logs, "evolve", args.search_seconds + 60)
+    return {n: d for n, d in dirs.items() if (runs_dir / n / "best.py").is_file()}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench/claim_coverage.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--fresh", default="", metavar="NAME[,NAME...]", help="bench/fresh_tasks.py names")
+    parser.add_argument("--tasks", default="", metavar="DIR[,DIR...]", help="task directories to search")
+    parser.add_argument("--pairs", nargs="*", default=[], metavar="TASK_DIR=KERNEL")
+    parser.add_argument("--search-seconds", type=int, default=75)
+    parser.add_argument("--workers", type=int, default=2, help="evaluation workers per search")
+    parser.add_argument("--remeasure", type=int, default=10, help="further fresh processes per column")
+    parser.add_argument("--min-processes", type=int, default=3)
+    parser.add_argument("--max-processes", type=int, default=6)
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--sources", type=Path, default=ROOT / ".devsite" / "sources.tar.xz")
+    parser.add_argument("--specs", type=Path, default=ROOT / "bench" / "specs")
+    parser.add_argument("--deadline", type=float, default=540.0, help="start no winner after this many s")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from bench.fresh_tasks import FRESH_TASKS
+    from bench.meta import run_meta
+    from kernelbot.confirm import ConfirmOptions, StopRule, confirm
+
+    started = time.monotonic()
+    names = [n.strip() for n in args.fresh.split(",") if n.strip()]
+    unknown = sorted(set(names) - {t.name for t in FRESH_TASKS})
+    if unknown:
+        print(f"error: --fresh: unknown {unknown} (bench/fresh_tasks.py names them)", file=sys.stderr)
+        return 2
+    pairs: dict[str, tuple[Path, Path]] = {}
+    for item in args.pairs:
+        task, sep, kernel = item.partition("=")
+        if not sep or not Path(task).is_dir() or not Path(kernel).is_file():
+            print(
+                f"error: --pairs expects TASK_DIR=KERNEL_FILE, both existing; got {item!r}", file=sys.stderr
+            )
+            return 2
+        pairs[Path(task).name] = (Path(task), Path(kernel))
+    task_dirs = [Path(d.strip()) for d in args.tasks.split(",") if d.strip()]
+    missing = [str(d) for d in task_dirs if not (d / "task.toml").is_file()]
+    if missing:
+        print(f"error: --tasks: no task.toml in {missing}", file=sys.stderr)
+        return 2
+    work = args.out / "work"
+    os.environ.setdefault("KERNELBOT_CACHE", str(work / "cache"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    if names or task_dirs:
+        for n, d in search_winners(names, task_dirs, work, args).items():
+            pairs[n] = (d, work / "runs" / n / "best.py")
+    rule = StopRule(args.min_processes, args.max_processes)
+    meta = run_meta()
+    data: dict[str, Any] = {"meta": meta, "rule": asdict(rule), "winners": [], "summary": {}}
+    for name, (task_dir, kernel) in pairs.items():
+        if time.monotonic() - started > args.deadline:
+            data["winners"].append({"name": name, "why": "not started: the deadline had passed"})
+            continue
+        source = kernel.read_text()
+        options = ConfirmOptions(rule=rule, backend=args.backend)
+        report = confirm(task_dir, source, options, progress=lambda m, n=name: print(f"{n}: {m}", flush=True))
+        winner: dict[str, Any] = {"name": name, "task_dir": str(task_dir), "kernel": str(kernel)}
+        winner["confirm"] = report.to_dict()
+        if report.measured:
+            again = remeasure(task_dir, source, report, args.remeasure, report.backend)
+            winner["remeasure_failures"] = again["failures"]
+            winner["coverage"] = coverage(report, again)
+        else:
+            winner["why"] = report.reason
+        data["winners"].append(winner)
+        data["summary"] = summary(data["winners"])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "claim_coverage.json").write_text(json.dumps(data, indent=2, default=str))
+        (args.out / "claim_coverage.md").write_text(markdown(data))
+    table = markdown(data)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "claim_coverage.md").write_text(table)
+    (args.out / "claim_coverage.json").write_text(json.dumps(data, indent=2, default=str))
+    print(table, flush=True)
+    return 0 if all(entry["met"] for entry in data["summary"].values()) and data["summary"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""RUN/confirm.json: what the confirmation measured, as a typed record that round-trips through JSON.
+
+ConfirmReport
+ ├── measured, reason       False (and why) where the backend never times: Triton's interpreter
+ ├── backend, device, kernel_sha, regimes, rule {min_processes, max_processes, confidence}
+ ├── columns[]              eager | compile | current: the baseline each is timed against
+ │    ├── available, reason (why a column has no figures: not importable, a failed process)
+ │    ├── processes         fresh processes this column was measured in
+ │    └── cells[]           per case and regime: per-process speedups, pooled, lower / upper bound,
+ │                          cv, verdict (faster | not faster | not shown), baseline / kernel µs
+ ├── beats_current_path     every case's current-path bound above 1 (None: no such column measured)
+ └── wall_s                 the confirmation's own wall time (apart from the search's)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelbot.confirm.stoprule import FASTER, NOT_FASTER
+from kernelbot.errors import RunStateError
+
+CONFIRM_FILE = "confirm.json"
+CONFIRM_SCHEMA = 1
+EAGER, COMPILE, CURRENT = "eager", "compile", "current"
+COLUMNS = (EAGER, COMPILE, CURRENT)
+
+
+@dataclass(frozen=True)
+class CellReport:
+    case: str
+    params: dict[str, Any]
+    regime: str
+    speedups: tuple[float, ...]  # baseline time / kernel time, one per fresh process
+    pooled: float  # geometric mean over processes
+    lower: float | None  # the claim: one-sided prediction bound over processes (kernelbot.confirm.stoprule)
+    upper: float | None
+    cv: float | None  # cross-process coefficient of variation of the speedups
+    verdict: str  # faster | not faster | not shown
+    baseline_us: float | None = None  # geometric mean over processes of the per-process medians
+    kernel_us: float | None = None
+
+    @property
+    def processes(self) -> int:
+        return len(self.speedups)
+
+
+@dataclass(frozen=True)
+class ColumnReport:
+    name: str  # eager | compile | current
+    baseline: str  # the evaluator's TimingConfig.baseline: eager, compile, call:module:qualname
+    label: str  # what the column is, in words (with the callable's name for the current path)
+    available: bool
+    reason: str = ""  # why there are no figures, when not available
+    processes: int = 0
+    cells: tuple[CellReport, ...] = ()
+
+    def cell(self, case: str, regime: str) -> CellReport | None:
+        return next((c for c in self.cells if c.case == case and c.regime == regime), None)
+
+
+@dataclass(frozen=True)
+class ConfirmReport:
+    measured: bool
+    reason: str  # why no speed was measured, when measured is false
+    backend: str
+    device: str
+    kernel_sha: str
+    regimes: tuple[str, ...]
+    rule: dict[str, Any]
+    columns: tuple[ColumnReport, ...] = ()
+    wall_s: float = 0.0
+    failures: tuple[str, ...] = ()  # processes that gave no figures, and why
+    schema: int = CONFIRM_SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def column(self, name: str) -> ColumnReport | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    @property
+    def beats_current_path(self) -> bool | None:
+        """True when every case's current-path bound lies above 1 in the regimes measured; False when some
+        case's is not; None where no current-path figure exists (not importable, or not measured)."""
+        column = self.column(CURRENT)
+        if not self.measured or column is None or not column.available or not column.cells:
+            return None
+        return all(c.verdict == FASTER for c in column.cells)
+
+    @property
+    def current_path_not_faster(self) -> tuple[CellReport, ...]:
+        """Cells where the kernel was shown not to beat what runs today (no PR is opened then)."""
+        column = self.column(CURRENT)
+        if column is None:
+            return ()
+        return tuple(c for c in column.cells if c.verdict == NOT_FASTER)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["beats_current_path"] = self.beats_current_path
+        return data
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfirmReport:
+        if data.get("schema") != CONFIRM_SCHEMA:
+            raise RunStateError(f"confirm.json has schema {data.get('schema')!r}; this kernelbot reads 1")
+        columns = tuple(
+            ColumnReport(
+                name=c["name"],
+                baseline=c["baseline"],
+                label=c["label"],
+                available=bool(c["available"]),
+                reason=c.get("reason", ""),
+                processes=int(c.get("processes", 0)),
+                cells=tuple(
+                    CellReport(**{**cell, "speedups": tuple(cell["speedups"])}) for cell in c.get("cells", ())
+                ),
+            )
+            for c in data.get("columns", ())
+        )
+        return cls(
+            measured=bool(data["measured"]),
+            reason=str(data.get("reason", "")),
+            backend=str(data.get("backend", "")),
+            device=str(data.get("device", "")),
+            kernel_sha=str(data.get("kernel_sha", "")),
+            regimes=tuple(data.get("regimes", ())),
+            rule=dict(data.get("rule", {})),
+            columns=columns,
+            wall_s=float(data.get("wall_s", 0.0)),
+            failures=tuple(data.get("failures", ())),
+            extra=dict(data.get("extra", {})),
+        )
+
+
+def load_confirm(path: Path) -> ConfirmReport:
+    try:
+        return ConfirmReport.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RunStateError(
+            f"cannot read {path}: {exc}; run the confirm stage again (delete it from target.toml)"
+        ) from exc

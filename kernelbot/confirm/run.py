@@ -1,0 +1,287 @@
+"""The confirmation: the search's winner timed again against every baseline column a PR shows, apart from
+the search's own samples, each time in a fresh evaluation worker, until the stop rule decides.
+
+    report = confirm(task_dir, kernel_source, ConfirmOptions(backend="triton-cuda"))
+
+Why apart from the search: a search's winner is the largest of many noisy estimates (its own figures are
+biased upward), measured while the search's other workers and often other searches shared the GPU. Here:
+- every process is a new evaluation worker (evaluators.pool.WorkerPool: one candidate per process), drawing
+  its own hidden seeds, so the inputs are re-drawn per process; the task's L2 state (task.toml `cache`) and
+  both regimes are timed as thoroughly as the scored one (the search's short look at the other regime is not
+  a figure a PR may print);
+- the columns: eager (the task's reference), torch.compile of it, and the engine's current path where one is
+  named (`current_path = "module:qualname"` in task.toml, or ConfirmOptions.current_path) and importable in
+  the worker; the evaluator swaps the timed reference (TimingConfig.baseline) and still judges every call
+  against the eager reference;
+- the device's GPU lock (evaluators.gpu_lock) is held by this process for the whole confirmation, so no
+  other kernelbot run times on the GPU meanwhile, and the workers take no lock of their own;
+- processes are added per column until kernelbot.confirm.stoprule decides every case and regime.
+
+On a backend that never times (Triton's interpreter) one process per column still runs (correctness, the
+columns' availability, the JSON) and the report says speed was not measured on this machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from evaluators.config import EvalConfig
+from evaluators.result import EvalResult
+from evaluators.stats import geometric_mean
+from evaluators.task import load_task
+from evaluators.timing.baselines import COMPILE, UNAVAILABLE, call_spec
+from kernelbot.confirm.report import COLUMNS, CURRENT, EAGER, CellReport, ColumnReport, ConfirmReport
+from kernelbot.confirm.stoprule import StopRule, all_decided, estimate, final
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+NOT_MEASURED_INTERPRETER = "not measured on this machine (CPU interpreter)"
+CURRENT_PATH_KEY = "current_path"  # task.toml: the engine's current path for the function, module:qualname
+# A column whose processes fail this many times in a row is given up (the reasons are in `failures`).
+FAILURES_PER_COLUMN = 2
+# The scored wall regime's cap in a confirmation process: the search ranks with a shorter look
+# (TimingConfig.wall_time_cap_s), a claim is timed as long as a ~+-0.8 % interval takes on a ~10 us call.
+CONFIRM_WALL_TIME_CAP_S = 0.2
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    rule: StopRule = field(default_factory=StopRule)
+    backend: str = "auto"
+    device_index: int = 0
+    current_path: str | None = None  # module:qualname; None: the task's `current_path`, if it names one
+    hold_gpu: bool = True  # hold the device's GPU lock for the whole confirmation
+    config: EvalConfig | None = None  # the evaluator settings to start from (the search's); None: defaults
+
+
+def current_path_of(task_dir: Path) -> str | None:
+    """The engine's current path for the task's function, as task.toml names it (None: it names none)."""
+    try:
+        data = tomllib.loads((task_dir / "task.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get(CURRENT_PATH_KEY)
+    return str(value) if isinstance(value, str) and value.strip() else None
+
+
+def confirmation_config(
+    base: EvalConfig, baseline: str, *, caller_holds_gpu: bool, timed: bool = True
+) -> EvalConfig:
+    """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
+    regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
+    (the search established correctness; this run is about speed), and the wall regime sampled for as
+    long as a claim needs (CONFIRM_WALL_TIME_CAP_S, not the search's cheaper cap). Where nothing is timed (the
+    interpreter) the re-check is the smallest case alone, without repeated calls: the process is there for
+    the plumbing and the columns' availability, and the interpreter's minutes would buy nothing."""
+    if not timed:
+        base = replace(base, drift_calls=0, interpret_budget_s=0.0)
+    t = base.timing
+    timing = replace(
+        t,
+        baseline=baseline,
+        caller_holds_gpu=caller_holds_gpu,
+        secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s),
+        secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
+        wall_time_cap_s=max(t.wall_time_cap_s, CONFIRM_WALL_TIME_CAP_S),
+    )
+    return replace(base, timing=timing, seeds_per_case=1, hidden_cases=0)
+
+
+@dataclass
+class _Column:
+    name: str
+    baseline: str
+    label: str
+    available: bool = True
+    reason: str = ""
+    processes: int = 0
+    failures_in_a_row: int = 0
+    # (case, regime) -> per-process (speedup, baseline µs, kernel µs)
+    samples: dict[tuple[str, str], list[tuple[float, float, float]]] = field(default_factory=dict)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def open(self, rule: StopRule) -> bool:
+        if not self.available or self.processes >= rule.max_processes:
+            return False
+        if self.processes < rule.min_processes or not self.samples:
+            return True
+        return not all_decided(estimate([s for s, _, _ in v], rule) for v in self.samples.values())
+
+    def record(self, result: EvalResult) -> None:
+        self.processes += 1
+        self.failures_in_a_row = 0
+        for case in result.cases:
+            if case.hidden:
+                continue
+            self.params[case.name] = dict(case.params)
+            for regime, t in case.timings.items():
+                if t.speedup > 0 and math.isfinite(t.speedup):
+                    entry = (t.speedup, t.reference.median_us, t.candidate.median_us)
+                    self.samples.setdefault((case.name, regime), []).append(entry)
+
+    def report(self, rule: StopRule) -> ColumnReport:
+        cells = []
+        for (case, regime), values in self.samples.items():
+            cell = final(estimate([s for s, _, _ in values], rule))
+            cells.append(
+                CellReport(
+                    case=case,
+                    params=self.params.get(case, {}),
+                    regime=regime,
+                    speedups=cell.speedups,
+                    pooled=cell.pooled,
+                    lower=_finite(cell.lower),
+                    upper=_finite(cell.upper),
+                    cv=_finite(cell.cv),
+                    verdict=cell.verdict,
+                    baseline_us=geometric_mean([b for _, b, _ in values]),
+                    kernel_us=geometric_mean([k for _, _, k in values]),
+                )
+            )
+        available = self.available and (self.processes > 0)
+        return ColumnReport(
+            name=self.name,
+            baseline=self.baseline,
+            label=self.label,
+            available=available,
+            reason=self.reason,
+            processes=self.processes,
+            cells=tuple(cells),
+        )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _columns(current: str | None) -> list[_Column]:
+    columns = [
+        _Column(EAGER, "eager", "eager PyTorch (the original code)"),
+        _Column("compile", COMPILE, "torch.compile of the original code (default mode, dynamic=False)"),
+    ]
+    if current:
+        columns.append(_Column(CURRENT, call_spec(current), f"the engine's current path `{current}`"))
+    else:
+        columns.append(
+            _Column(
+                CURRENT,
+                "",
+                "the engine's current path",
+                available=False,
+                reason="the engine names no current path for this function (task.toml `current_path`)",
+            )
+        )
+    assert tuple(c.name for c in columns) == COLUMNS
+    return columns
+
+
+def confirm(
+    task_dir: Path,
+    kernel_source: str,
+    options: ConfirmOptions | None = None,
+    *,
+    kernel_sha: str = "",
+    progress: Callable[[str], None] = lambda message: None,
+) -> ConfirmReport:
+    """Time `kernel_source` against every column in fresh processes until the stop rule decides."""
+    from evaluators.backends import require_backend
+    from evaluators.pool import WorkerPool
+
+    options = options or ConfirmOptions()
+    rule = options.rule
+    task = load_task(task_dir)
+    base = options.config or EvalConfig()
+    columns = _columns(options.current_path or current_path_of(task_dir))
+    started = time.monotonic()
+    failures: list[str] = []
+    timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))
+    # Where it times, the next process warms up while one is measured (it keeps off the timing core);
+    # elsewhere no worker is started ahead of need.
+    pool = WorkerPool(
+        options.backend, size=1, device_index=options.device_index, config=base, replace_workers=timed
+    )
+    with pool:
+        backend = pool.backend
+        with held_gpu(backend, options) as held:
+            configs = {
+                c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held, timed=timed)
+                for c in columns
+            }
+            round_ = 0
+            while True:
+                todo = [c for c in columns if (c.open(rule) if timed else c.available and not c.processes)]
+                if not todo:
+                    break
+                round_ += 1
+                for column in todo:
+                    progress(f"confirming against {column.name}: fresh process {column.processes + 1}")
+                    result = pool.evaluate(task, kernel_source, config=configs[column.name])
+                    _take(column, result, round_, failures)
+        hardware = pool.hardware
+    regimes = tuple(
+        sorted({r for c in columns for (_, r) in c.samples}, key=lambda r: r != task.regime)
+    ) or tuple(base.timing.regimes)
+    reason = ""
+    if not timed:
+        reason = (
+            NOT_MEASURED_INTERPRETER
+            if backend.name == "triton-interpret"
+            else f"not measured on this machine (the {backend.name} backend does not time)"
+        )
+    return ConfirmReport(
+        measured=timed and any(c.samples for c in columns),
+        reason=reason or ("" if any(c.samples for c in columns) else "no confirmation process timed a case"),
+        backend=backend.name,
+        device=str(getattr(hardware, "device", "") or ""),
+        kernel_sha=kernel_sha,
+        regimes=regimes,
+        rule={
+            "min_processes": rule.min_processes,
+            "max_processes": rule.max_processes,
+            "confidence": rule.confidence,
+            "bound": "one-sided t prediction bound on per-process log-speedups",
+        },
+        columns=tuple(c.report(rule) for c in columns),
+        wall_s=round(time.monotonic() - started, 3),
+        failures=tuple(failures),
+    )
+
+
+def _take(column: _Column, result: EvalResult, round_: int, failures: list[str]) -> None:
+    if result.passed:
+        column.record(result)
+        return
+    if result.reason.startswith(UNAVAILABLE):
+        column.available = False
+        column.reason = result.reason[len(UNAVAILABLE) :].lstrip(": ") or result.reason
+        return
+    failures.append(f"{column.name}, process {round_}: {result.stage.value} stage: {result.reason}")
+    column.failures_in_a_row += 1
+    if column.failures_in_a_row >= FAILURES_PER_COLUMN:
+        column.available = False
+        column.reason = f"{FAILURES_PER_COLUMN} confirmation processes in a row failed: {result.reason}"
+
+
+@contextlib.contextmanager
+def held_gpu(backend: Any, options: ConfirmOptions) -> Iterator[bool]:
+    """The device's GPU lock for the whole confirmation (yields True while held), where the backend times
+    on a CUDA device; otherwise nothing is held (False) and the workers lock as usual."""
+    device = str(getattr(backend, "device", ""))
+    if not (options.hold_gpu and getattr(backend, "can_time", False) and device.startswith("cuda")):
+        yield False
+        return
+    from evaluators.gpu_lock import GpuLock, device_key
+
+    lock = GpuLock(device_key(options.device_index))
+    with lock.hold():
+        yield True

@@ -1,0 +1,55 @@
+"""bench/claim_coverage.py's arithmetic on a recorded confirmation: a claim holds in a further process when
+that process's speedup reaches the printed bound; coverage is counted per regime against the 95 % target."""
+
+from __future__ import annotations
+
+import math
+
+from bench.claim_coverage import coverage, markdown, summary
+from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
+from kernelbot.confirm.stoprule import StopRule, estimate
+
+RULE = StopRule()
+
+
+def cell(case: str, regime: str, speedups: list[float]) -> CellReport:
+    est = estimate(speedups, RULE)
+    return CellReport(case, {}, regime, est.speedups, est.pooled, est.lower, est.upper, est.cv, est.verdict)
+
+
+def report() -> ConfirmReport:
+    eager = ColumnReport(
+        "eager",
+        "eager",
+        "eager",
+        True,
+        processes=3,
+        cells=(cell("a", "graph", [1.50, 1.51, 1.49]), cell("a", "wall", [1.2, 1.3, 1.1])),
+    )
+    compiled = ColumnReport(
+        "compile", "compile", "compile", True, processes=3, cells=(cell("a", "graph", [1.0] * 3),)
+    )
+    return ConfirmReport(True, "", "triton-cuda", "H200", "x", ("graph", "wall"), {}, (eager, compiled))
+
+
+def test_claims_are_checked_against_every_further_process() -> None:
+    confirmed = report()
+    bound = confirmed.columns[0].cells[0].lower
+    again = {
+        "speedups": {
+            "eager": {"a|graph": [1.50, bound - 1e-6, 1.52], "a|wall": [1.25] * 4},
+            "compile": {"a|graph": [1.0, 0.99]},
+        },
+        "failures": [],
+    }
+    rows = coverage(confirmed, again)
+    held = {(r["column"], r["regime"]): (r["held"], len(r["remeasured"])) for r in rows}
+    assert held == {("eager", "graph"): (2, 3), ("eager", "wall"): (4, 4), ("compile", "graph"): (1, 2)}
+    total = summary([{"name": "w", "coverage": rows}])
+    assert total["graph"] == {"held": 3, "checked": 5, "fraction": 0.6, "met": False}
+    assert total["wall"]["met"] and math.isclose(total["wall"]["fraction"], 1.0)
+    table = markdown(
+        {"meta": {"device": "H200"}, "winners": [{"name": "w", "coverage": rows}], "summary": total}
+    )
+    assert "| w | eager | graph | 1 | 2 / 3 | 66.7 % |" in table
+    assert "| graph | 3 / 5 | 60.0 % | >= 95 % (not met) |" in table
