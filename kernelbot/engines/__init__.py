@@ -1,7 +1,8 @@
 """The engines kernelbot proposes kernels to, one directory each (`kernelbot/engines/<name>/`): the engine's
 profile (what kernelbot knows about its repository: paths, tests, formatter, benchmark, PR conventions, as
-TOML data in `profile.toml`) and the input specs shipped for its functions (`specs/`). See docs/target.md,
-"Profiles".
+TOML data in `profile.toml`), its integration convention (`convention.py`: where a kernel goes in the engine,
+see kernelbot.engines.convention) and the input specs shipped for its functions (`specs/`). See
+docs/target.md, "Profiles" and "Engine conventions".
 
     profile = load_profile("sglang").for_tree(worktree)
 """

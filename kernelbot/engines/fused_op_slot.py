@@ -87,6 +87,11 @@ class FusedOpConvention:
                 f"not declared in {class_qualname}.capabilities: the op already gates backends per call in "
                 "its own backend_eligible, which kernelbot does not merge its guard into; opt-in only"
             )
+        elif beats and _priority_leaves_out_triton(owner):
+            selection = (
+                f"not declared in {class_qualname}.capabilities: the op's own priority does not list "
+                "KernelBackend.TRITON, so a declaration would not select it; opt-in only"
+            )
         elif beats:
             auto = True
             selection = (
@@ -123,6 +128,19 @@ class FusedOpConvention:
             test_hook=TestHook(method=BACKEND_METHOD),
             reference=source,
         )
+
+
+def _priority_leaves_out_triton(owner: cst.ClassDef) -> bool:
+    """The class sets its own `priority` and TRITON is not in it (auto-selection only tries those)."""
+    for statement in owner.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+                if isinstance(small, cst.AnnAssign):
+                    targets = [small.target]
+                if any(isinstance(t, cst.Name) and t.value == "priority" for t in targets):
+                    return "KernelBackend.TRITON" not in cst.Module([]).code_for_node(statement)
+    return False
 
 
 def _free_name(directory: Path, name: str) -> str:
@@ -196,7 +214,7 @@ def _forward_triton(target: Target, call: KernelCall, class_qualname: str) -> cs
         name=cst.Name(BACKEND_METHOD),
         decorators=(),
         body=parsed.body,
-        leading_lines=(cst.EmptyLine(),),
+        leading_lines=(cst.EmptyLine(indent=False),),
     )
 
 
@@ -217,4 +235,4 @@ def _backend_eligible(target: Target, call: KernelCall) -> cst.FunctionDef:
     ]
     parsed = cst.parse_statement("\n".join(lines) + "\n")
     assert isinstance(parsed, cst.FunctionDef)
-    return parsed.with_changes(leading_lines=(cst.EmptyLine(),))
+    return parsed.with_changes(leading_lines=(cst.EmptyLine(indent=False),))

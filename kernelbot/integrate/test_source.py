@@ -171,9 +171,20 @@ def _docstring(view: TaskView, subject: TestSubject, profile: Profile, dynamic: 
             + (" and the attributes it sets" if view.written_attributes else "")
             + ". The cases are those kernelbot's evaluator checked the kernel on"
             + (f", then other values of the sizes that vary at serving time ({dynamic})" if dynamic else "")
-            + ". On a GPU the kernel runs behind its guard in the rewritten code; without one, through "
-            "Triton's interpreter on the CPU.",
+            + f". On a GPU the kernel runs through {_gpu_path(view, subject)}, behind its guard; "
+            "without one, through Triton's interpreter on the CPU.",
             width=width,
         ),
     ]
     return "\n".join(lines)
+
+
+def _gpu_path(view: TaskView, subject: TestSubject) -> str:
+    """How the test reaches the kernel on a GPU, in words: the engine's slot for it."""
+    method = view.qualname.split(".")[-1]
+    if subject.kernel_owner:
+        return f"`{subject.kernel_owner[1]}.{subject.kernel_method}`"
+    if subject.kernel_method and subject.kernel_method != method:
+        owner = view.qualname.rsplit(".", 1)[0]
+        return f"`{owner}.{subject.kernel_method}`, compared with `{view.qualname}`"
+    return f"`{view.qualname}`"

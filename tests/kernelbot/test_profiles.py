@@ -84,6 +84,8 @@ def test_user_profile_extends_a_shipped_one(tmp_path: Path) -> None:
     assert mine.tests.style == "unittest-customtestcase"  # the rest of the table comes from sglang
     assert load_profile("sglang", config=config).default_branch == "release"
     assert known_profiles(config=config) == sorted({*SHIPPED, "my-sglang"})
+    # The engine's convention comes along with the rest (kernelbot/engines/sglang/convention.py).
+    assert mine.convention == "sglang" and load_profile("lmdeploy").convention == "lmdeploy"
 
 
 @pytest.mark.parametrize(
@@ -115,6 +117,10 @@ def test_user_profile_extends_a_shipped_one(tmp_path: Path) -> None:
         ('[profiles.p]\ndescription = "standalone"\n', r"repo_url is missing"),
         ('[profiles.p]\nextends = "q"\n[profiles.q]\nextends = "p"\n', r"in a circle: p -> q -> p"),
         ("[profiles.p]\nextends = 3\n", r"extends must be a profile name"),
+        (
+            '[profiles.p]\nextends = "example"\nconvention = "vllm"\n',
+            r"convention must be one of call-site, sglang, lmdeploy, example",
+        ),
     ],
 )
 def test_bad_profiles_name_the_field(tmp_path: Path, table: str, message: str) -> None:

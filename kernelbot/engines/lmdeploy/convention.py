@@ -136,9 +136,10 @@ def _impl_module(existing: str | None, request: WireRequest, impl: str, default_
     )
     assert isinstance(skeleton, cst.ClassDef)
     members = list(skeleton.body.body)
-    members[-1] = forward.with_changes(leading_lines=(cst.EmptyLine(),))
+    members[-1] = forward.with_changes(leading_lines=(cst.EmptyLine(indent=False),))
     cls = skeleton.with_changes(
-        body=skeleton.body.with_changes(body=members), leading_lines=(cst.EmptyLine(), cst.EmptyLine())
+        body=skeleton.body.with_changes(body=members),
+        leading_lines=(cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)),
     )
     if existing is None:
         header = request.profile.formatter.new_file_header

@@ -74,3 +74,20 @@ def test_real_sglang_layernorm() -> None:
     [target] = gather("RMSNorm.forward_native", source)
     assert target.is_method and target.returns_value and not target.refusals
     assert [p.name.value for p in target.node.params.params][:2] == ["self", "x"]
+
+
+def test_a_function_under_torch_compile_is_said_to_be_compiled() -> None:
+    source = textwrap.dedent(
+        """
+        @torch.compile(dynamic=True, backend=get_compiler_backend())
+        def apply_scaling_penalties(logits, scaling_penalties):
+            logits[:] = logits * scaling_penalties
+
+        def plain(x):
+            return x
+        """
+    )
+    [compiled] = gather("apply_scaling_penalties", source)
+    [plain] = gather("plain", source)
+    assert compiled.compiled and compiled.decorators == ("torch.compile",)
+    assert not plain.compiled and not compiled.refusals

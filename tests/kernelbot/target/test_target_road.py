@@ -109,6 +109,16 @@ def test_the_pull_request_road(
     run_git(tmp_path, "clone", "--quiet", str(upstream), str(check))
     run_git(check, "apply", "--check", str(bundle / "patch.diff"))
     assert (bundle / "reproduce.sh").stat().st_mode & 0o111
+    # The engine's slot: SiluAndMul gains a forward_triton backend (opt-in: nothing was timed), its kernel
+    # sits with the engine's Triton backends, and no line of the layer's module (forward_native) changes.
+    patch = (bundle / "patch.diff").read_text()
+    assert "+++ b/minisglang/kernels/ops/activation/silu_and_mul_triton.py" in patch
+    assert "+    def forward_triton(self, x: torch.Tensor) -> torch.Tensor:" in patch
+    layer_diff = patch.split("+++ b/minisglang/layers/activation.py")[1].split("diff --git")[0]
+    assert not [ln for ln in layer_diff.splitlines() if ln.startswith("-")]
+    slot = evidence["modifications"]
+    assert "SiluAndMul.forward_triton" in slot["slot"] and not slot["auto_selected"]
+    assert "was not measured" in slot["selection"]
 
     # 2. The same run again, same kernel: the forge is asked, the PR is left as it is.
     code, out, err = target("r1", ROWWISE, "--open-pr", "--fork", fork)
