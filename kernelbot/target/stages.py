@@ -150,6 +150,17 @@ def _confirm_summary(outcome: dict[str, Any]) -> str:
 # --- integrate ----------------------------------------------------------------------------------------------
 
 
+def slot_evidence(ctx: RunContext) -> Any:
+    """What the confirmation measured that decides the engine's slot: whether the kernel beat the path the
+    engine dispatches the op to today (SGLang `capabilities`, LMDeploy's build-spec mapping). A run whose
+    confirmation is not recorded declares nothing (opt-in)."""
+    from kernelbot.engines.convention import SlotEvidence
+
+    if not ctx.state.is_done("confirm"):
+        return SlotEvidence()
+    return SlotEvidence(beats_current_path=load_confirmation(ctx).beats_current_path)
+
+
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
     """A clean work tree of `repo` at `commit` at `path`; one left there by an interrupted run is replaced."""
     if path.exists():
@@ -171,7 +182,8 @@ def integrate_stage(ctx: RunContext) -> dict[str, Any]:
     ctx.view.step(f"work tree of {ctx.state.repo.base_commit[:12]} at {worktree}")
     fresh_worktree(repo_path(ctx), worktree, ctx.state.repo.base_commit)
     slug = op_slug(task_dir)
-    integration = integrate(worktree, ctx.profile, task_dir, kernel, op_slug=slug)
+    evidence = slot_evidence(ctx)
+    integration = integrate(worktree, ctx.profile, task_dir, kernel, op_slug=slug, evidence=evidence)
     return {"worktree": WORKTREE_DIR, "op_slug": slug, **integration_record(integration)}
 
 
