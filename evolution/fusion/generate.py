@@ -70,6 +70,7 @@ def generate(report: TraceReport, knobs: Knobs, *, entry: str, task_name: str) -
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs)
+    lines += _constants_of_reference(report.constants)
     used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), _NUM_WARPS])
     lines += [EVOLVE_START, knobs.header(), *_constants(knobs, used)]
     kernel_text = "\n".join(k.text for k in kernels)
@@ -106,6 +107,17 @@ def _header(task_name: str, report: TraceReport, graphs: list[Graph]) -> list[st
         "import triton.language as tl",
         "",
     ]
+
+
+def _constants_of_reference(statements: tuple[str, ...]) -> list[str]:
+    """What the entry's defaults read (`TOP_K = 8`, an enum class), under the reference's names."""
+    lines: list[str] = []
+    for statement in statements:
+        if "\n" in statement:  # a class: two blank lines around it
+            lines += ["", statement, "", ""]
+        else:
+            lines.append(statement)
+    return [*lines, ""] if lines else []
 
 
 def _constants(knobs: Knobs, used: str) -> list[str]:

@@ -134,6 +134,8 @@ class TraceReport:
     signature: str = ""  # the entry's parameter list as written in reference.py (ast.unparse of its args)
     returns: str = ""  # its return annotation text ("" when none)
     params: tuple[str, ...] = ()  # parameter names in order
+    # Module-level statements the signature's defaults need (`TOP_K = 8`, an enum class), in order.
+    constants: tuple[str, ...] = ()
     torch_version: str = ""
     notes: tuple[str, ...] = ()
 
@@ -149,6 +151,7 @@ class TraceReport:
             signature=str(data.get("signature", "")),
             returns=str(data.get("returns", "")),
             params=tuple(data.get("params", [])),
+            constants=tuple(data.get("constants", [])),
             torch_version=str(data.get("torch_version", "")),
             notes=tuple(data.get("notes", [])),
         )
