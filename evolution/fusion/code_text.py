@@ -48,3 +48,73 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
+
+
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`text` split at its commas outside brackets and strings."""
+    parts, depth, quote, start = [], 0, "", 0
+    for k, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[k - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:k].strip())
+            start = k + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _wrap(line: str, limit: int) -> list[str]:
+    """One statement longer than `limit` broken after the opening bracket whose group runs to its end,
+    one item a line (as black writes it); the line itself when it has no such group."""
+    indent = line[: len(line) - len(line.lstrip())]
+    depth, quote, opened = 0, "", -1
+    for k, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote and line[k - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return [line]  # a comment: left as it is
+        elif char in "([{":
+            if depth == 0:
+                opened = k
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0 and opened >= 0:
+                tail = line[k + 1 :]
+                if tail.strip() in ("", ":", ","):
+                    items = _split_top_level(line[opened + 1 : k])
+                    if len(items) < 2 and not (items and len(indent) + 4 + len(items[0]) < len(line)):
+                        return [line]
+                    head = [line[: opened + 1]]
+                    body = [f"{indent}    {item}," for item in items]
+                    inner = [part for b in body for part in (_wrap(b, limit) if len(b) > limit else [b])]
+                    return [*head, *inner, f"{indent}{line[k]}{tail}"]
+                opened = -1
+    return [line]
+
+
+def wrap_long_lines(source: str, limit: int) -> str:
+    """`source` with every code line over `limit` characters broken at its brackets (docstrings and
+    comments are written within the limit where they are made)."""
+    out: list[str] = []
+    in_string = False
+    for line in source.split("\n"):
+        quotes = line.count('"""') + line.count("'''")
+        if not in_string and len(line) > limit and quotes == 0:
+            out.extend(_wrap(line, limit))
+        else:
+            out.append(line)
+        if quotes % 2 == 1:
+            in_string = not in_string
+    return "\n".join(out)

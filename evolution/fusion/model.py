@@ -64,6 +64,7 @@ class Node:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     outputs: tuple[TensorMeta, ...]  # one per tensor the op returns (topk: values, indices)
+    label: str = ""  # the reference's variable that holds this value (`variance`), when one does
 
     @property
     def meta(self) -> TensorMeta:
@@ -77,6 +78,7 @@ class Node:
             args=tuple(data.get("args", [])),
             kwargs=dict(data.get("kwargs", {})),
             outputs=tuple(TensorMeta.from_dict(m) for m in data.get("outputs", [])),
+            label=str(data.get("label", "")),
         )
 
 

@@ -137,7 +137,9 @@ def _capture_case(
         return run
 
     torch._dynamo.reset()
-    compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)
+    # A decorator's wrapper (`@torch.no_grad()`) takes *args: Dynamo would name the graph's inputs after
+    # it (`L['args'][3]`); the function it wraps names them as the reference's parameters.
+    compiled = torch.compile(inspect.unwrap(reference), backend=backend, dynamic=True, fullgraph=True)
     try:
         with inductor_settings(device):
             result = compiled(*args, **kwargs)
