@@ -77,9 +77,10 @@ def generate(
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs, line_length)
-    lines += _constants_of_reference(report.constants)
     used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), _NUM_WARPS])
-    lines += [EVOLVE_START, knobs.header(), *_constants(knobs, used)]
+    # The reference's constants go inside the block: a crossover child carries each parent's whole code.
+    lines += [EVOLVE_START, *_constants_of_reference(report.constants)]
+    lines += [knobs.header(), *_constants(knobs, used)]
     kernel_text = "\n".join({k.name: k.text for k in kernels}.values())
     for source in blocks.source_of(blocks.used_by(kernel_text)):
         lines += ["", "", source]
