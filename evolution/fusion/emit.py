@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from evolution.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
 from evolution.fusion.errors import LoweringError
 from evolution.fusion.naming import Hints
-from evolution.fusion.params import KernelParams
+from evolution.fusion.params import KernelParams, next_pow2
 from evolution.fusion.region import Binding, Block, Region
 from evolution.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
 
@@ -247,6 +247,13 @@ class Emitter:
     def atom_mask(self, atom: Atom) -> Tile | None:
         if self.binding(atom).kind == "grid":
             return None
+        binding = self.binding(atom)
+        if (
+            binding.kind == "register"
+            and atom.extent.is_Integer
+            and int(atom.extent) == next_pow2(int(atom.extent))
+        ):
+            return None  # a power-of-two literal extent fills its arange: every lane is in bounds
         index = self.atom_index(atom)
         extent = self.params.size(atom.extent)
         return self.let(f"{index.code} < {extent}", index.atoms, "i1", index.grid, prefix=f"{atom.name}_mask")

@@ -30,6 +30,7 @@ from evolution.fusion.host import host_body, returned
 from evolution.fusion.kernel import KernelCode, build_kernel
 from evolution.fusion.knobs import Knobs
 from evolution.fusion.model import Graph, TraceReport
+from evolution.fusion.naming import apply, identifier
 from evolution.fusion.symbols import SizeError
 
 _NUM_WARPS = '''def _num_warps(elements):
@@ -185,6 +186,7 @@ def _host_function(
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
     body = host_body(graph, kernel, tensors[0])
     body.append(f"return {returned(graph.result, kernel.holders)}")
+    body = _named_sizes(body, graph.symbols)
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
         head = f"def {entry}({report.signature}){returns}:"
@@ -219,7 +221,19 @@ def _dispatcher(
         lines.append(f"    if {test}:")
         lines.append(f"        return _{entry}{suffixes[k]}({call})")
     lines.append('    raise TypeError("no kernel was written for these argument dtypes")')
-    return lines
+    symbols = {k: v for graph in graphs for k, v in graph.symbols.items()}
+    return _named_sizes(lines, symbols)
+
+
+def _named_sizes(lines: list[str], symbols: dict[str, str]) -> list[str]:
+    """Host lines with each size symbol named after where it comes from (`s45` -> `gating_output_size0`,
+    `s53` -> `topk`, the argument itself); the bindings that become `topk = topk` are dropped."""
+    names = {
+        symbol: source if source.isidentifier() else identifier(source).replace("_shape_", "_size")
+        for symbol, source in symbols.items()
+    }
+    renamed = [apply(line, names) for line in lines]
+    return [line for line in renamed if not re.fullmatch(r"\s*(\w+) = \1", line)]
 
 
 def _validate(source: str, entry: str) -> None:

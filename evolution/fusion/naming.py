@@ -2,11 +2,12 @@
 renames them after what they hold, once the kernel's text is complete.
 
 A value's name comes, in order of preference, from the reference (an argument loaded: `x`, `weight`; the
-variable the reference assigned it to: `variance`, `scores`), from the op that made it (`rsqrt`, `sigmoid`,
-`topk_ids`), from how it is used (the offsets a load of `x` reads: `x_offs`) or from its expression (`sum_sq`,
-`x_f32`, `scores_masked`). Axes (atoms) are named by their role: the program's rows (`row`), the one
-register axis of a row (`col`), or the size parameter of their extent (`topk`, `num_expert_group`). Equal
-names get a suffix (`x_2`); nothing is renamed to a name the kernel already uses.
+variable the reference assigned it to: `variance`, `scores`), from the op that made it (`rsqrt`,
+`sigmoid`, `topk_ids`), from how it is used (the offsets a load of `x` reads: `x_offs`) or from its
+expression (`sum_power`, `x_f32`, `candidates_masked`). Axes (atoms) are named by their role: the
+program's rows (`row`), the one register axis of a row (`col`), or the size parameter of their extent
+(`topk`, `num_expert_group`). Equal names get a suffix (`x_2`); nothing is renamed to a name the kernel
+already uses.
 """
 
 from __future__ import annotations

@@ -124,3 +124,37 @@ def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
     assert duplicate_kernels(child) == []
     assert "WARPS_SCALE_b = 2.0" in child  # what differs stays, once
     assert check(root, child) > 0
+
+
+def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from evolution.fusion.trace.labels import source_labels
+
+    path = tmp_path / "reference.py"
+    lines = ["def f(x):", "    scores = (", "        x.sigmoid()", "        + 1", "    )"]
+    lines.append("    return scores * 2")
+    path.write_text("\n".join(lines) + "\n")
+
+    def node(name: str, line: int) -> SimpleNamespace:
+        trace = f'  File "{path}", line {line}, in f\n    ...\n'
+        return SimpleNamespace(name=name, meta={"stack_trace": trace})
+
+    nodes = [node("sigmoid", 3), node("add", 4), node("mul", 6), SimpleNamespace(name="decomposed", meta={})]
+    assert source_labels(nodes) == {"add": "scores"}  # `return` assigns no name
+
+
+def test_specialisations_are_named_for_when_they_run() -> None:
+    from evolution.fusion.generate import specialisation_names
+    from evolution.fusion.model import Graph
+
+    def graph(**kinds: str) -> Graph:
+        return Graph(
+            cases=(), placeholders=(), nodes=(), outputs=(), mutations=(), result={}, arg_kinds=kinds
+        )
+
+    bf16 = graph(x="tensor:bfloat16", bias="tensor:float32")
+    fp32 = graph(x="tensor:float32", bias="none")
+    assert specialisation_names([bf16, fp32]) == ["_bf16_fp32", "_fp32_no_bias"]
+    assert specialisation_names([bf16]) == [""]
+    assert specialisation_names([bf16, bf16]) == ["_0", "_1"]  # told apart by sizes only
