@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from evolution.fusion import naming, symbols
+from evolution.fusion.code_text import inline_single_use
 from evolution.fusion.emit import Emitter, Options
 from evolution.fusion.errors import LoweringError
 from evolution.fusion.evaluate import Evaluator
@@ -89,6 +90,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     values = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, values), renamed)
+    text = inline_single_use(text, 100)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 _FIXED = frozenset({"pid", "rest", "first"})
 _RESERVED = frozenset({"tl", "triton", "torch", "libdevice", *keyword.kwlist, *dir(builtins)})
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute
 _CASTS = {"tl.int64": "i64", "tl.int32": "i32", "tl.float32": "f32", "tl.int1": "bool", "tl.float64": "f64"}
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin"}
 _MAX_PART = 14  # a derived name built from an operand's name only while that stays short
@@ -53,7 +54,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     tree = ast.parse(kernel_text)
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
-    taken = set(_IDENT.findall(kernel_text)) | _RESERVED
+    taken = set(_FREE_IDENT.findall(kernel_text)) | _RESERVED  # `tl.rsqrt` leaves `rsqrt` free
     bound = _bound_in_order(fn)
     uses = _pointer_uses(fn)
     mapping: dict[str, str] = {}
@@ -223,6 +224,9 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{left}_offs" if _short(left) else "offs"
         if isinstance(value.op, ast.BitAnd):
             return "mask"
+        one = isinstance(value.right, ast.Constant) and value.right.value == 1.0
+        if isinstance(value.op, ast.Mult) and one:
+            return f"{left}_float" if _short(left) else "as_float"  # an integer size made a float
         words = {ast.Add: "plus", ast.Sub: "minus", ast.Mult: "times", ast.Div: "over", ast.FloorDiv: "div"}
         word = words.get(type(value.op))
         if word and _short(left) and _short(right) and left != right:

@@ -158,3 +158,26 @@ def test_specialisations_are_named_for_when_they_run() -> None:
     assert specialisation_names([bf16, fp32]) == ["_bf16_fp32", "_fp32_no_bias"]
     assert specialisation_names([bf16]) == [""]
     assert specialisation_names([bf16, bf16]) == ["_0", "_1"]  # told apart by sizes only
+
+
+def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
+    from evolution.fusion.code_text import inline_single_use
+
+    kernel = "\n".join(
+        [
+            "def k(x_ptr, x_stride0, N: tl.constexpr):",
+            "    row_offs = tl.program_id(0) * x_stride0",
+            "    x = tl.load(x_ptr + row_offs)",
+            "    scale = x * 2.0",
+            "    base_offs = row_offs + N",
+            "    for start in range(0, N, 4):",
+            "        row_offs = row_offs + start",
+            "    tl.store(x_ptr + base_offs, scale)",
+        ]
+    )
+    inlined = inline_single_use(kernel, 100)
+    assert "x = tl.load(x_ptr + (tl.program_id(0) * x_stride0))" not in inlined  # row_offs is read twice
+    assert "scale = x * 2.0" in inlined  # a value keeps its name
+    assert "base_offs = row_offs + N" in inlined  # what it reads is reassigned before its use: not moved
+    single = inline_single_use("def k(x_ptr, s):\n    offs = s * 4\n    tl.load(x_ptr + offs)", 100)
+    assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
