@@ -28,7 +28,10 @@ class TritonInterpretBackend:
     def init_device(self) -> None:
         import torch
 
+        from evaluators.backends import triton_interpret_rounding
+
         torch.empty(1).fill_(0)
+        triton_interpret_rounding.install()  # bfloat16 casts round as on a GPU (see that module)
 
     def synchronize(self) -> None:
         return None

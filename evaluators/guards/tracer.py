@@ -29,6 +29,7 @@ _COMPILE_FILES = (
     os.path.join("_functorch", "aot_autograd.py"),
 )
 _MAX_EVENTS = 20
+_TRITON_SHIMS = ("triton_interpret_rounding.py",)  # in evaluators/backends/
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class CodeTracer:
         guards_dir = os.path.dirname(os.path.realpath(__file__))
         self.guards_dir = guards_dir + os.sep
         self.evaluators_dir = os.path.dirname(guards_dir) + os.sep
+        # What the interpreter backend installs into Triton runs as part of Triton's interpreter, on every
+        # kernel's casts: it is not the candidate calling the evaluator.
+        self.triton_shims = frozenset(
+            os.path.join(self.evaluators_dir, "backends", name) for name in _TRITON_SHIMS
+        )
         self.events: list[TracedEvent] = []
         self._verdicts: dict[CodeType, str | None] = {}
         self._seen: set[str] = set()
@@ -97,6 +103,8 @@ class CodeTracer:
             return "ran torch.compile machinery"
         if "torchinductor_" in path:
             return "ran inductor-generated code"
+        if path in self.triton_shims:
+            return None
         if path.startswith(self.evaluators_dir) and not path.startswith(self.guards_dir):
             return "ran the evaluator's code"
         return None

@@ -48,3 +48,132 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
+
+
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`text` split at its commas outside brackets and strings."""
+    parts, depth, quote, start = [], 0, "", 0
+    for k, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[k - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:k].strip())
+            start = k + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _wrap(line: str, limit: int) -> list[str]:
+    """One statement longer than `limit` broken after the opening bracket whose group runs to its end,
+    one item a line (as black writes it); the line itself when it has no such group."""
+    indent = line[: len(line) - len(line.lstrip())]
+    depth, quote, opened = 0, "", -1
+    for k, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote and line[k - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return [line]  # a comment: left as it is
+        elif char in "([{":
+            if depth == 0:
+                opened = k
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0 and opened >= 0:
+                tail = line[k + 1 :]
+                if tail.strip() in ("", ":", ","):
+                    items = _split_top_level(line[opened + 1 : k])
+                    if len(items) < 2 and not (items and len(indent) + 4 + len(items[0]) < len(line)):
+                        return [line]
+                    head = [line[: opened + 1]]
+                    body = [f"{indent}    {item}," for item in items]
+                    inner = [part for b in body for part in (_wrap(b, limit) if len(b) > limit else [b])]
+                    return [*head, *inner, f"{indent}{line[k]}{tail}"]
+                opened = -1
+    return [line]
+
+
+def wrap_long_lines(source: str, limit: int) -> str:
+    """`source` with every code line over `limit` characters broken at its brackets (docstrings and
+    comments are written within the limit where they are made)."""
+    out: list[str] = []
+    in_string = False
+    for line in source.split("\n"):
+        quotes = line.count('"""') + line.count("'''")
+        if not in_string and len(line) > limit and quotes == 0:
+            out.extend(_wrap(line, limit))
+        else:
+            out.append(line)
+        if quotes % 2 == 1:
+            in_string = not in_string
+    return "\n".join(out)
+
+
+_ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_NOT_INLINED = ("tl.load", "tl.store", "tl.atomic", "_kb_", "tl.arange", "tl.full", "tl.zeros")
+
+
+def inline_single_use(text: str, limit: int, longest: int = 60) -> str:
+    """A kernel's address temporaries (offsets, strided indices) read once, at the same indentation,
+    inlined into their reader when it stays within `limit` characters: an engine's kernel writes
+    `x_ptr + row * stride + cols` as one expression. Values keep their names; loads, block calls and
+    aranges are never moved, nor anything past a statement that assigns a name it reads."""
+    lines = text.split("\n")
+    changed = True
+    while changed:
+        changed = False
+        counts: dict[str, int] = {}
+        for line in lines:
+            for word in _WORD.findall(line.split("#", 1)[0]):
+                counts[word] = counts.get(word, 0) + 1
+        for i, line in enumerate(lines):
+            match = _ASSIGN.match(line)
+            if match is None or counts.get(match.group(2)) != 2:
+                continue
+            indent, name, expr = match.groups()
+            if "offs" not in name and "stride" not in expr:
+                continue  # only address arithmetic: values keep the names that say what they hold
+            if len(expr) > longest or any(marker in expr for marker in _NOT_INLINED):
+                continue
+            reads = set(_WORD.findall(expr))
+            use = _single_use(lines, i, indent, name, reads)
+            if use is None:
+                continue
+            simple = re.fullmatch(r"[\w.]+(\[[^\]]*\])?", expr) is not None
+            replacement = (expr if simple else wrapped(expr)).replace("\\", "\\\\")
+            new = re.sub(rf"\b{name}\b", replacement, lines[use])
+            if len(new) > limit:
+                continue
+            lines[use] = new
+            del lines[i]
+            changed = True
+            break
+    return "\n".join(lines)
+
+
+def _single_use(lines: list[str], i: int, indent: str, name: str, reads: set[str]) -> int | None:
+    """The line after `i` that reads `name`, when it is at `indent` and nothing in between (at any depth)
+    assigns a name the expression reads or closes the block `i` is in."""
+    for j in range(i + 1, len(lines)):
+        line = lines[j]
+        if line.strip() and len(line) - len(line.lstrip()) < len(indent):
+            return None  # the block ended first
+        if re.search(rf"\b{name}\b", line):
+            same = len(line) - len(line.lstrip()) == len(indent)
+            return j if same and not line.lstrip().startswith(("for ", "while ")) else None
+        targets = set(_WORD.findall(line.split(" = ", 1)[0])) if " = " in line else set()
+        if targets & reads:
+            return None
+    return None

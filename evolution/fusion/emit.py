@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from evolution.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
 from evolution.fusion.errors import LoweringError
-from evolution.fusion.params import KernelParams, Param
+from evolution.fusion.naming import Hints
+from evolution.fusion.params import KernelParams, next_pow2
 from evolution.fusion.region import Binding, Block, Region
 from evolution.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
 
@@ -44,7 +45,9 @@ class Emitter:
         table: AtomTable,
         names: itertools.count,
         options: Options,
+        hints: Hints | None = None,
     ) -> None:
+        self.hints = hints if hints is not None else Hints()  # what each bound name holds (naming.py)
         self.params = params
         self.region = region
         self.table = table
@@ -102,6 +105,7 @@ class Emitter:
         if found is not None:
             return found
         name = self.fresh(prefix)
+        self._hint_kind(name, prefix)
         self._place(target, f"{name} = {code}", grid)
         self._defined[name] = target
         tile = Tile(name, atoms, dtype, grid)
@@ -109,6 +113,21 @@ class Emitter:
             self.region.shapes.add(tuple(self.extent_code(a) for a in atoms))
         target.cse[key] = tile
         return tile
+
+    def _hint_kind(self, name: str, prefix: str) -> None:
+        if prefix == "v":
+            return
+        if re.fullmatch(r"a\d+_", prefix):  # an atom's index
+            self.hints.add(name, f"offs_{prefix[:-1]}", 2)
+        elif re.fullmatch(r"a\d+_mask", prefix):
+            self.hints.add(name, prefix, 2)
+        else:  # a load: the reference's argument
+            self.hints.add(name, prefix.rstrip("_"), 3)
+
+    def name_value(self, tile: Tile, base: str, priority: int) -> None:
+        """Say what a bound value holds (the reference's variable, the op that made it)."""
+        if tile.code in self._defined:
+            self.hints.add(tile.code, base, priority)
 
     def statement(self, text: str, grid: frozenset[Atom]) -> None:
         """A statement written by hand (`a, b = block(x)`): placed like a let, its targets defined there."""
@@ -170,6 +189,7 @@ class Emitter:
     def _loop_block(self, atom: Atom, depth: int) -> Block:
         binding = self.binding(atom)
         var = self.fresh(f"{atom.name}_start")
+        self.hints.add(var, f"{atom.name}_start", 2)
         header = f"for {var} in range(0, {self.params.size(atom.extent)}, {binding.block}):"
         block = Block(header=header, depth=depth, loop_atom=atom, var=var)
         self._defined[var] = block
@@ -182,6 +202,7 @@ class Emitter:
             chunk = partial()
             parent = self.stack[block.depth - 1]
             name = self.fresh("acc")
+            self.hints.add(name, f"{kind}_acc", 2)
             identity = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
             if chunk.dtype not in ("fp32", "fp64") and kind != "sum":
                 identity = -(2**31) + 1 if kind == "max" else 2**31 - 1
@@ -226,6 +247,13 @@ class Emitter:
     def atom_mask(self, atom: Atom) -> Tile | None:
         if self.binding(atom).kind == "grid":
             return None
+        binding = self.binding(atom)
+        if (
+            binding.kind == "register"
+            and atom.extent.is_Integer
+            and int(atom.extent) == next_pow2(int(atom.extent))
+        ):
+            return None  # a power-of-two literal extent fills its arange: every lane is in bounds
         index = self.atom_index(atom)
         extent = self.params.size(atom.extent)
         return self.let(f"{index.code} < {extent}", index.atoms, "i1", index.grid, prefix=f"{atom.name}_mask")
@@ -305,18 +333,12 @@ class Emitter:
             return tile
         return self.rounded(tile, storage)
 
-    def emulation(self) -> str:
-        """The constexpr that says whether bf16 rounding must be emulated (true under the interpreter)."""
-        return self.params.add(Param("EMULATE_ROUNDING", "_interpreted()", "size", True, "CPU interpreter"))
-
     def rounded(self, tile: Tile, storage: str) -> Tile:
         """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
         if tile.code in self._rounded:
             return tile
-        if storage == "bfloat16":
-            result = self.unary(f"_kb_round_bf16({{a}}, {self.emulation()})", tile, tile.dtype)
-        else:
-            result = self.unary(f"{wrapped('{a}')}.to(tl.float16).to(tl.float32)", tile, tile.dtype)
+        narrow = "tl.bfloat16" if storage == "bfloat16" else "tl.float16"
+        result = self.unary(f"{wrapped('{a}')}.to({narrow}).to(tl.float32)", tile, tile.dtype)
         self._rounded.add(result.code)
         return result
 

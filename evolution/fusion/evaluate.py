@@ -173,8 +173,18 @@ class Evaluator:
             for i, tile in enumerate(result):
                 key = (node.name, i, index_key(index), guard.code if guard is not None else None)
                 self._cache[key] = tile
+                self._name(node, i, tile)
             return result[output]
+        self._name(node, 0, result)
         return result
+
+    def _name(self, node: Node, output: int, tile: Tile) -> None:
+        """Tell the emitter what a node's value is called: the reference's variable, else its op."""
+        if node.label and output == 0:
+            self.emitter.name_value(tile, node.label, 3)
+        op = op_name(node.target, output)
+        if op:
+            self.emitter.name_value(tile, op, 2)
 
     def scalar(self, value: Any) -> Tile:
         """A Python number, a size expression or None used as an operand."""
@@ -233,6 +243,74 @@ class Evaluator:
 
     def result_dtype(self, node: Node) -> str:
         return compute_dtype(node.meta.dtype)
+
+
+_OP_NAMES = {
+    "add": "added",
+    "sub": "diff",
+    "mul": "product",
+    "div": "quotient",
+    "pow": "power",
+    "sum": "total",
+    "amax": "row_max",
+    "amin": "row_min",
+    "max": "maximum",
+    "min": "minimum",
+    "abs": "magnitude",
+    "neg": "negated",
+    "where": "selected",
+    "masked_fill": "filled",
+    "bitwise_not": "inverted",
+    "eq": "is_equal",
+    "ne": "not_equal",
+    "lt": "is_less",
+    "gt": "is_greater",
+    "le": "at_most",
+    "ge": "at_least",
+    "gather": "gathered",
+    "index": "gathered",
+    "clamp": "clamped",
+    "scatter": "scattered",
+    "repeat_interleave": "repeated",
+}
+_PASS_THROUGH = (
+    "getitem",
+    "view",
+    "_to_copy",
+    "convert_element_type",
+    "clone",
+    "expand",
+    "unsqueeze",
+    "squeeze",
+    "permute",
+    "reshape",
+    "slice",
+    "select",
+    "alias",
+    "copy",
+    "t",
+    "transpose",
+)
+_OUTPUT_NAMES = {
+    "topk": ("topk_values", "topk_ids"),
+    "sort": ("sorted_values", "sorted_ids"),
+    "max": ("maximum", "argmax"),
+    "min": ("minimum", "argmin"),
+}
+
+
+def op_name(target: str, output: int) -> str:
+    """A name for output `output` of ATen op `target` ("aten.rsqrt.default" -> "rsqrt"); "" for ops that
+    only move or cast a value (its name stays that of what it moves)."""
+    parts = target.split(".")
+    base = parts[1] if len(parts) > 1 and parts[0] in ("aten", "prims") else parts[0]
+    base = base.rstrip("_") or base
+    if base in _PASS_THROUGH or base.startswith(("_to_copy", "convert_element_type")):
+        return ""
+    if base in _OUTPUT_NAMES:
+        names = _OUTPUT_NAMES[base]
+        return names[min(output, len(names) - 1)]
+    return _OP_NAMES.get(base, base)
 
 
 def _ref(ref: Any) -> tuple[str, int]:

@@ -14,7 +14,8 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from evolution.fusion import symbols
+from evolution.fusion import naming, symbols
+from evolution.fusion.code_text import inline_single_use
 from evolution.fusion.emit import Emitter, Options
 from evolution.fusion.errors import LoweringError
 from evolution.fusion.evaluate import Evaluator
@@ -66,6 +67,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
     options = Options(emulate_rounding=knobs.rounding, eviction=knobs.eviction, topk=knobs.topk)
     names = itertools.count()
+    hints = naming.Hints()
     grid_params = _grid_params(params, grid)
     if loop is not None:
         extent = params.host_size(loop.extent)
@@ -74,7 +76,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     persistent = knobs.persistent > 0
     for region, members in plan.regions:
         region.hoist = persistent and not region.guarded
-        emitter = Emitter(params, region, table, names, options)
+        emitter = Emitter(params, region, table, names, options, hints)
         evaluator = Evaluator(graph, emitter, table, LOWERINGS)
         looped = loop is not None and any(loop in m.atoms for m in members)
         with emitter.loop(loop) if looped else contextlib.nullcontext():  # type: ignore[arg-type]
@@ -82,16 +84,53 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
             for member, value in zip(members, values, strict=True):
                 _store(evaluator, member, value)
     text = _kernel_text(name, params, plan, grid_params, persistent)
+    tile_elements = _tile_elements(params, plan, knobs)
+    # Readable names: values after what they hold, axes after their role (naming.py).
+    atoms = _atom_names(table, plan, params)
+    values = naming.rename_map(text, hints, atoms)
+    renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
+    text = naming.apply(naming.apply(text, values), renamed)
+    text = inline_single_use(text, 100)
+    for param in params.params.values():
+        param.name = renamed.get(param.name, param.name)
+        param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
     return KernelCode(
         name=name,
         text=text,
         params=list(params.params.values()),
-        grid=grid_params,
+        grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host in grid_params],
         stores=stores,
         holders=holders,
-        tile_elements=_tile_elements(params, plan, knobs),
+        tile_elements=naming.apply(tile_elements, renamed),
         persistent=persistent,
     )
+
+
+def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str, str]:
+    """Atom -> a name for its role: `row` for the one row axis of the grid, `col` for the one axis a
+    program holds (or blocks) along a row, else the size parameter of its extent (`topk`)."""
+    grid = {axis.atom.name: axis for axis in plan.grid}
+    rows = [a for a in table.atoms if a.name in grid and not grid[a.name].block]
+    cols = [a for a in table.atoms if a.name not in grid or grid[a.name].block]
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for group, single in ((rows, "row"), (cols, "col")):
+        for atom in group:
+            if len(group) == 1:
+                base = single
+            elif atom.extent.is_Integer:
+                base = f"n{int(atom.extent)}"
+            else:
+                base = naming.identifier(params.size(atom.extent))
+                if re.fullmatch(r"size_\d+", base):
+                    base = f"{single}_dim"
+            name = base
+            k = 2
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            names[atom.name] = name
+    return names
 
 
 def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:

@@ -1,7 +1,8 @@
 """The choices a fusion candidate was written with, recorded in its EVOLVE-BLOCK as one JSON comment line so
-that `fusion:variant` regenerates a parent with one of them changed:
+that `fusion:variant` regenerates a parent with one of them changed. Only the knobs that differ from their
+defaults are written (a short line); `kernelbot integrate` drops the line from the module it ships:
 
-    # fusion-knobs: {"rows": 1, "inner": "auto", ...}
+    # fusion-knobs: {"rows": 4, "warps": 0.5}
 
 rows        rows (grid indices of the row atom) per program: the row atom becomes a register axis of ROWS
 inner       "row": the innermost written axis whole in registers; "block": split over the grid in blocks of
@@ -70,7 +71,9 @@ class Knobs:
             raise ValueError("; ".join(problems))
 
     def header(self) -> str:
-        return HEADER + json.dumps(asdict(self), sort_keys=True)
+        default = Knobs()
+        changed = {k: v for k, v in asdict(self).items() if getattr(default, k) != v}
+        return HEADER + json.dumps(changed, sort_keys=True)
 
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

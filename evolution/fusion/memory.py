@@ -94,8 +94,10 @@ def store_tensor(
     atoms = emitter.union(value, *([offset] if offset is not None else []))
     mask = emitter.mask(set(atoms))
     code = emitter.align(value, atoms) if atoms else value.code
-    if storage == "bfloat16" and value.dtype in ("fp32", "fp64"):
-        code = f"_kb_to_bf16({code}, {emitter.emulation()})"
+    if storage in ("float32", "bfloat16", "float16"):
+        # The pointer's own element type: kernels of specialisations that differ only in the output's
+        # float dtype are then one kernel (generate.py shares equal kernels).
+        code = f"{_paren(code)}.to({base}.dtype.element_ty)"
     elif not (storage == "bool" and value.dtype == "i1"):
         code = f"{_paren(code)}.to({target})"
     address = f"{base} + {emitter.align(offset, atoms)}" if offset is not None else base

@@ -64,6 +64,7 @@ class Node:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     outputs: tuple[TensorMeta, ...]  # one per tensor the op returns (topk: values, indices)
+    label: str = ""  # the reference's variable that holds this value (`variance`), when one does
 
     @property
     def meta(self) -> TensorMeta:
@@ -77,6 +78,7 @@ class Node:
             args=tuple(data.get("args", [])),
             kwargs=dict(data.get("kwargs", {})),
             outputs=tuple(TensorMeta.from_dict(m) for m in data.get("outputs", [])),
+            label=str(data.get("label", "")),
         )
 
 
@@ -134,6 +136,8 @@ class TraceReport:
     signature: str = ""  # the entry's parameter list as written in reference.py (ast.unparse of its args)
     returns: str = ""  # its return annotation text ("" when none)
     params: tuple[str, ...] = ()  # parameter names in order
+    # Module-level statements the signature's defaults need (`TOP_K = 8`, an enum class), in order.
+    constants: tuple[str, ...] = ()
     torch_version: str = ""
     notes: tuple[str, ...] = ()
 
@@ -149,6 +153,7 @@ class TraceReport:
             signature=str(data.get("signature", "")),
             returns=str(data.get("returns", "")),
             params=tuple(data.get("params", [])),
+            constants=tuple(data.get("constants", [])),
             torch_version=str(data.get("torch_version", "")),
             notes=tuple(data.get("notes", [])),
         )

@@ -29,6 +29,25 @@ class Store:
     target_rank: int = 0
 
 
+_HOST_NAMES = frozenset({"programs", "torch", "triton", "tl"})
+
+
+def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) -> str:
+    """The host variable of a fresh output: the reference's name for the value (`topk_weights`, found on
+    the node or on what it casts or scales, up to three ops back), else `out<k>`."""
+    node = nodes.get(name)
+    for _ in range(4):
+        if node is None or node.label:
+            break
+        source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
+        node = nodes.get(source["node"]) if source is not None else None
+    label = node.label if node is not None else ""
+    reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
+    if label and label.isidentifier() and label not in reserved and not label.isupper():
+        return label
+    return f"out{k}"
+
+
 def build_stores(graph: Graph) -> tuple[list[Store], dict[int, str]]:
     """The stores of `graph`, and for each graph output the host expression that holds it."""
     stores: list[Store] = []
@@ -48,7 +67,7 @@ def build_stores(graph: Graph) -> tuple[list[Store], dict[int, str]]:
             continue
         meta = nodes[name].meta
         shape = tuple(symbols.parse(s) for s in meta.shape)
-        target = f"_out{len(written)}"
+        target = _output_name(graph, nodes, name, len(written), set(written.values()))
         written[name] = target
         holders[position] = target
         placement = tuple((d, sympy.Integer(0), sympy.Integer(1)) for d in range(len(shape)))

@@ -218,9 +218,10 @@ def _usable(program: Program, parent: Program, task: Task) -> bool:
 def _route(split: Split, parent: dict[str, float], theirs: dict[str, float]) -> Route:
     side = "up to" if split.b_small else "above"
     shown = ", ".join(f"{n} ({theirs[n]:.2f}x vs {parent[n]:.2f}x)" for n in split.b_cases)
+    # The measurements that justify the threshold, not the search's bookkeeping (program ids and shas are
+    # in the run's store): this comment ships with the kernel.
     why = (
-        f"Cases {side} {split.threshold} bytes ran faster with B (program {split.partner.id}, sha "
-        f"{split.partner.sha}) as a group, speedup B vs parent: {shown}; routed geometric mean "
-        f"{split.gain:+.1%} over the parent's."
+        f"Cases {side} {split.threshold} bytes ran faster with B as a group, speedup B vs the other code: "
+        f"{shown}; routed geometric mean {split.gain:+.1%}."
     )
     return Route(split.threshold, split.b_small, why)

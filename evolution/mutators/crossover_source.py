@@ -10,8 +10,11 @@ rebind one of A's names is refused rather than guessed around. Nothing here runs
 
 from __future__ import annotations
 
+import ast
 import itertools
+import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -192,6 +195,66 @@ def _accepts(params: cst.Parameters, n_positional: int, keywords: set[str]) -> b
     return all(r in keywords for r in required)
 
 
+def _top_level(text: str) -> dict[str, ast.stmt]:
+    """name -> the top-level def, class or single-name assignment that binds it."""
+    found: dict[str, ast.stmt] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node
+    return found
+
+
+def _shape(node: ast.stmt, names: Callable[[str], str]) -> str:
+    """`node` as ast.dump with every Name (and a def's own name) passed through `names`, docstrings kept."""
+    copy = ast.parse(ast.unparse(node)).body[0]
+    for sub in ast.walk(copy):
+        if isinstance(sub, ast.Name):
+            sub.id = names(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+            sub.name = names(sub.name)
+    return ast.dump(copy)
+
+
+def shared_definitions(a_text: str, b_text: str, b_map: dict[str, str], entry: str) -> set[str]:
+    """The names B's block defines exactly as A's does once B's names that are shared are read as A's:
+    the child keeps one copy (a bucket child of two variants of one kernel ships one kernel body, and
+    the helpers and constants they agree on once). Found to a fixpoint: a kernel is shared once the
+    helpers it calls are."""
+    try:
+        a_defs, b_defs = _top_level(a_text), _top_level(b_text)
+    except SyntaxError:
+        return set()
+    shared: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, node in b_defs.items():
+            if name in shared or name == entry or name not in a_defs:
+                continue
+            b_shape = _shape(node, lambda n, own=name: n if n in shared or n == own else b_map.get(n, n))
+            if b_shape == _shape(a_defs[name], lambda n: n):
+                shared.add(name)
+                changed = True
+    return shared
+
+
+def _without(text: str, names: set[str]) -> str:
+    """`text` without its top-level definitions of `names` (decorators and the blank lines after them)."""
+    if not names:
+        return text
+    lines = text.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in ast.parse(text).body:
+        defined = _top_level(ast.unparse(node))
+        if set(defined) & names:
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            drop.update(range(first - 1, node.end_lineno or node.lineno))
+    kept = "".join(line for k, line in enumerate(lines) if k not in drop)
+    return re.sub(r"\n{4,}", "\n\n\n", kept)
+
+
 def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     """A's file with the combined EVOLVE-BLOCK; raises CrossoverError when the two cannot be combined."""
     try:
@@ -227,6 +290,8 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
 
     taken = a_file.names | b_file.names
     b_map = _suffix_for(b_code.defined(), entry, taken)
+    shared = shared_definitions(a_block.text, b_block.text, b_map, entry)
+    b_map = {old: (old if old in shared else new) for old, new in b_map.items()}
     taken |= set(b_map.values())
     a_name = _fresh(f"_{entry}_a{{}}", taken)
     constant = _fresh("CROSSOVER_BYTES{}", taken | {a_name})
@@ -276,5 +341,6 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
 """
     header = "\n\n\n# --- bucket crossover: candidate B's code, its module-level names suffixed ---\n"
     b_part = "".join(f"{s}\n" for s in [*added, *(["import torch"] if needs_torch else [])])
-    block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_code.renamed(b_map).strip()
+    b_text = _without(b_code.renamed(b_map), shared)
+    block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_text.strip()
     return replace_evolve_block(a_source, block + "\n" + dispatcher + "\n\n")

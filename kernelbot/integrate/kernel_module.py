@@ -4,6 +4,7 @@ checked on, and the guard (guard_source) appended. Formatting is left to the rep
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransform
 from kernelbot.integrate.task_view import TaskView
 
 _GUARD_HELPERS = ("ENABLED", "_is_checked_tensor", "_needs_autograd")
+_SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ def build_kernel_module(
     line_length: int,
     header: str = "",
 ) -> str:
+    # The fusion generator's knob line is the search's bookkeeping, not the module's.
+    candidate_source = _SEARCH_NOTES.sub("", candidate_source)
     try:
         module = cst.parse_module(candidate_source)
     except cst.ParserSyntaxError as exc:

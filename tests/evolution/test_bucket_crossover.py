@@ -282,8 +282,10 @@ def test_nested_crossovers_keep_names_apart_and_stay_correct(tmp_path):
     c = timed(task, first, lambda p: 1.3 if p["tokens"] < 3 else 1.0)
     again, error = cross(c, b, task=task)
     assert error == "" and again is not None
-    for name in ("def _silu_and_mul_a2(", "def _silu_and_mul_b2(", "SMALL_BLOCK_b2 =", "CROSSOVER_BYTES2 ="):
+    for name in ("def _silu_and_mul_a2(", "def _silu_and_mul_b2(", "CROSSOVER_BYTES2 ="):
         assert name in again, name
+    # What B defines exactly as the parent does (SMALL_BLOCK, equal in both) is not copied a second time.
+    assert "SMALL_BLOCK_b2 =" not in again and again.count("SMALL_BLOCK = ") == 1
     # A plain parent crossed with the crossover child, whose code goes in renamed.
     d = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
     c2 = timed(task, first, lambda p: 1.3 if p["tokens"] < 40 else 1.0)

@@ -34,7 +34,10 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
     if not ordered:
         raise TraceError("the task has no case to trace")
     torch._dynamo.reset()
-    compiled = torch.compile(reference, backend=recorder.backend, dynamic=True, fullgraph=True)
+    # A decorator's wrapper (`@torch.no_grad()`) takes *args: Dynamo would name the graph's inputs after
+    # it (`L['args'][3]`); the function it wraps names them as the reference's parameters.
+    target = inspect.unwrap(reference)
+    compiled = torch.compile(target, backend=recorder.backend, dynamic=True, fullgraph=True)
     signature = inspect.signature(reference)
     with dynamo_config.patch({**limits, **unspecialised}), fx_config.patch(use_duck_shape=False):
         for case in ordered:

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from evolution.fusion.trace.errors import TraceError
+from evolution.fusion.trace.labels import source_labels
 
 _SOURCE_PATTERNS = (
     (re.compile(r"\.size\(\)\[(\d+)\]"), r".shape[\1]"),
@@ -69,6 +70,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     mutations: list[list[Any]] = []
     outputs: list[Any] = []
     written: dict[str, str] = {}  # a copy_ into an input -> the input (a returned copy_ returns the input)
+    labels = source_labels([n for n in fw.graph.nodes if n.op == "call_function"])
     for node in fw.graph.nodes:
         if node.op == "output":
             result = node.args[0]
@@ -98,6 +100,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
                 "args": [_encode(a) for a in node.args],
                 "kwargs": {k: _encode(v) for k, v in node.kwargs.items()},
                 "outputs": _metas(value),
+                **({"label": labels[node.name]} if node.name in labels else {}),
             }
         )
     return {"placeholders": inputs, "nodes": nodes, "outputs": outputs, "mutations": mutations}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from evolution.fusion.model import TraceReport
 from evolution.fusion.trace.capture import trace_cases
+from evolution.fusion.trace.defaults import resolve_defaults
 from evolution.fusion.trace.errors import TraceError
 
 
@@ -19,7 +22,7 @@ def trace_task(task_dir: str, device: str = "cpu") -> TraceReport:
     task = load_task(task_dir)
     try:
         reference = task.load_reference()
-        signature, returns, params = _signature(task.reference_path, task.entry)
+        signature, returns, params, constants = _signature(task.reference_path, task.entry, reference)
         graphs = trace_cases(task, reference, device)
     except TraceError as exc:
         return TraceReport(error=str(exc), torch_version=torch.__version__)
@@ -30,11 +33,14 @@ def trace_task(task_dir: str, device: str = "cpu") -> TraceReport:
         signature=signature,
         returns=returns,
         params=params,
+        constants=constants,
         torch_version=torch.__version__,
     )
 
 
-def _signature(path: Path, entry: str) -> tuple[str, str, tuple[str, ...]]:
+def _signature(
+    path: Path, entry: str, reference: Callable[..., Any]
+) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
     tree = ast.parse(path.read_text())
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
     if fn is None:
@@ -46,4 +52,5 @@ def _signature(path: Path, entry: str) -> tuple[str, str, tuple[str, ...]]:
     # (torch.LongTensor, engine classes) that a candidate need not and should not read.
     for argument in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
         argument.annotation = None
-    return ast.unparse(fn.args), "", params
+    constants = resolve_defaults(fn.args, reference)
+    return ast.unparse(fn.args), "", params, constants

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
+from evolution.fusion.trace.defaults import resolve_defaults
+from evolution.fusion.trace.errors import TraceError
 from evolution.mutators.inductor.case_choice import choose_cases
 from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 from evolution.mutators.inductor.settings import inductor_settings
@@ -51,7 +53,7 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
     task = load_task(task_dir)
     try:
         reference = task.load_reference()
-        signature = _signature_text(task.reference_path, task.entry)
+        signature = _signature_text(task.reference_path, task.entry, reference)
         chosen, notes = choose_cases(task, device, case_name)
         if not chosen:
             raise CaptureError("the task has no case with generated inputs to trace")
@@ -135,7 +137,9 @@ def _capture_case(
         return run
 
     torch._dynamo.reset()
-    compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)
+    # A decorator's wrapper (`@torch.no_grad()`) takes *args: Dynamo would name the graph's inputs after
+    # it (`L['args'][3]`); the function it wraps names them as the reference's parameters.
+    compiled = torch.compile(inspect.unwrap(reference), backend=backend, dynamic=True, fullgraph=True)
     try:
         with inductor_settings(device):
             result = compiled(*args, **kwargs)
@@ -263,14 +267,18 @@ def _structure(value: Any, graph_outputs: list[Any], arguments: dict[str, Any]) 
     raise CaptureError(f"the reference returns a {type(value).__name__}, which kernelbot cannot rebuild")
 
 
-def _signature_text(path: Path, entry: str) -> str:
-    """`def entry(params) -> returns:` from reference.py, with defaults made literal."""
+def _signature_text(path: Path, entry: str, reference: Any) -> str:
+    """`def entry(params) -> returns:` from reference.py, with defaults made literal (a module constant
+    such as `topk=TOP_K` becomes its value: the candidate does not define the reference's constants)."""
     tree = ast.parse(path.read_text())
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
     if fn is None:
         raise CaptureError(f"{path} defines no top-level function {entry}")
-    defaults = [*fn.args.defaults, *[d for d in fn.args.kw_defaults if d is not None]]
-    for node in defaults:
+    try:
+        resolve_defaults(fn.args, reference, inline=True)
+    except TraceError as exc:
+        raise CaptureError(f"{entry}: {exc}") from None
+    for node in [*fn.args.defaults, *[d for d in fn.args.kw_defaults if d is not None]]:
         try:
             ast.literal_eval(node)
         except ValueError:

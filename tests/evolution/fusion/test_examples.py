@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from readable import problems
 
 from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
@@ -58,5 +59,6 @@ def test_example_reaches_a_correct_fusion_seed(tmp_path: Path, judge, example: s
     assert not (task.root / "candidates").exists()
     outcome = asyncio.run(FusionSeedMutator(FusionWriter()).mutate(MutationRequest(task, None)))
     assert outcome.child_source, outcome.error
+    assert problems(outcome.child_source) == []  # the rules of a shippable module (readable.py)
     result = judge(task, outcome.child_source)
     assert result.correct, result.reason

@@ -10,6 +10,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
+from readable import problems
 
 from bench.fusion_targets import TARGETS, Target, extract_target
 from evaluators.candidate import Candidate
@@ -67,6 +68,7 @@ def test_fusion_seed_is_correct_on_a_fresh_task(
     task = load_task(task_dir)
     outcome = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
     assert outcome.child_source, outcome.error
+    assert problems(outcome.child_source) == []  # the rules of a shippable module (readable.py)
     result = judge(task, outcome.child_source)
     assert result.correct, result.reason
     assert any(c.hidden for c in result.cases), "the evaluator drew no hidden dynamic size"

@@ -188,7 +188,8 @@ def test_residual_rmsnorm_in_place_in_two_dtypes(tmp_path: Path) -> None:
     assert len(report.graphs) == 2  # one specialisation per dtype
     source = write(root, report).source
     assert "x.dtype == torch.bfloat16" in source or "x.dtype == torch.float32" in source
-    assert source.count("@triton.jit\ndef _add_rmsnorm_kernel") == 2
+    # The bf16 kernel rounds its intermediates as eager does: two bodies, each named for when it runs.
+    assert "def _add_rmsnorm_fp32_kernel(" in source and "def _add_rmsnorm_bf16_kernel(" in source
     assert check(root, source) == 12
 
 

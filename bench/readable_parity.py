@@ -1,0 +1,154 @@
+"""The shipped (readable) kernel module against the search's raw winner, in one process, per case and regime.
+
+The module `kernelbot integrate` writes is built from the winner: markers and the knob line stripped, names
+the writer chose, the entry renamed, a guard added. Its kernels must run as fast as the winner's (the
+acceptance asks for 1 %). Each `TASK=RAW=READABLE[:ENTRY]` triple is timed with the evaluator's own timing
+stage (evaluators.timing.time_cases, as bench/vs_compile.py does): the raw winner is the baseline, the
+readable module the contender, so speedup = raw time / readable time and parity is [0.99, 1.01]. Every
+timed call of the readable module is re-checked against the eager reference. ENTRY defaults to the task's
+entry (give the module's public name, e.g. `rms_norm_triton`, for an integrated module).
+
+    PYTHONPATH=. python bench/readable_parity.py --out bench-out/readable_parity \
+        TASK_DIR=RUN/search/best.py=RUN/worktree/pkg/kernel_triton.py:kernel_triton
+
+`--check-only` runs no timing: both sides on every case, compared with the evaluator's tolerances (on a
+machine without a GPU through Triton's interpreter), to see that a pair is what it should be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.config_overrides import add_set_option, eval_config
+from bench.meta import run_meta
+
+
+def _load(path: Path, entry: str) -> tuple[Any, Any]:
+    spec = importlib.util.spec_from_file_location(f"kb_parity_{abs(hash((path, entry)))}", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"error: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, entry, None)
+    if not callable(fn):
+        raise SystemExit(f"error: {path} defines no function {entry}()")
+    return module, fn
+
+
+def _parse(triple: str) -> tuple[Path, Path, Path, str]:
+    parts = triple.split("=")
+    if len(parts) != 3:
+        raise SystemExit(f"error: expected TASK=RAW=READABLE[:ENTRY], got {triple!r}")
+    readable, _, entry = parts[2].partition(":")
+    return Path(parts[0]), Path(parts[1]), Path(readable), entry
+
+
+def check(task_dir: Path, raw_path: Path, readable_path: Path, entry: str) -> dict[str, Any]:
+    """Both sides on every case (seed 0), outputs compared with the evaluator's tolerance table."""
+    import torch
+
+    from evaluators.correctness.tolerances import tolerance_for
+    from evaluators.task import load_task
+
+    task = load_task(task_dir)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    _, raw = _load(raw_path, task.entry)
+    _, readable = _load(readable_path, entry or task.entry)
+    mismatches = []
+    for case in task.cases:
+        args, kwargs = task.make_inputs(case, 0, device)
+        twin_args, twin_kwargs = task.make_inputs(case, 0, device)
+        expected, actual = raw(*args, **kwargs), readable(*twin_args, **twin_kwargs)
+        flat_expected = expected if isinstance(expected, (tuple, list)) else [expected]
+        flat_actual = actual if isinstance(actual, (tuple, list)) else [actual]
+        for k, (e, a) in enumerate(zip(flat_expected, flat_actual, strict=True)):
+            if torch.is_tensor(e):
+                tol = tolerance_for(e.dtype, task)
+                if not torch.allclose(a.float(), e.float(), atol=tol.atol, rtol=tol.rtol, equal_nan=True):
+                    mismatches.append(f"{case.name}: output {k}")
+    return {"task": task.name, "checked": len(task.cases), "mismatches": mismatches}
+
+
+def measure(task_dir: Path, raw_path: Path, readable_path: Path, entry: str, config: Any) -> dict[str, Any]:
+    from bench.vs_compile import _time_pair
+    from evaluators.backends import require_backend
+    from evaluators.task import load_task
+
+    task = load_task(task_dir)
+    backend = require_backend("triton-cuda")
+    backend.init_device()
+    _, raw = _load(raw_path, task.entry)
+    module, readable = _load(readable_path, entry or task.entry)
+    report = _time_pair(task, list(task.cases), backend, raw, readable, module, readable_path, config)
+    rows = {
+        case: {
+            regime: {"speedup": t.speedup, "ci": [t.ci_low, t.ci_high], "raw_us": t.reference.median_us}
+            for regime, t in regimes.items()
+        }
+        for case, regimes in report.timings.items()
+    }
+    return {
+        "task": task.name,
+        "regime": task.regime,
+        "passed": report.passed,
+        "reason": report.reason,
+        "cases": rows,
+    }
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        "# Readable kernel module vs the search's raw winner",
+        "",
+        f"- GPU: {meta['device']}; torch {meta['torch']}, triton {meta['triton']}; date {meta['date']}",
+        f"- command: `{meta['command']}`",
+        "- speedup = raw winner time / readable module time (median of paired ratios, 95 % CI); parity: the",
+        "  CI inside [0.99, 1.01]",
+        "",
+        "| task | case | regime | readable vs raw | raw us |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        for case, regimes in row.get("cases", {}).items():
+            for regime, t in regimes.items():
+                lines.append(
+                    f"| {row['task']} | {case} | {regime} | {t['speedup']:.3f}x "
+                    f"[{t['ci'][0]:.3f}, {t['ci'][1]:.3f}] | {t['raw_us']:.2f} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("triples", nargs="+", metavar="TASK=RAW=READABLE[:ENTRY]")
+    parser.add_argument("--out", type=Path, default=Path("bench-out/readable_parity"))
+    parser.add_argument("--check-only", action="store_true", help="compare outputs, time nothing")
+    add_set_option(parser, 'timing.regimes=["graph"]')
+    options = parser.parse_args(argv)
+    triples = [_parse(t) for t in options.triples]
+    options.out.mkdir(parents=True, exist_ok=True)
+    if options.check_only:
+        results = [check(*t) for t in triples]
+        print(json.dumps(results, indent=1))
+        return 1 if any(r["mismatches"] for r in results) else 0
+    try:
+        _, config = eval_config(options.overrides)
+    except (ValueError, TypeError) as exc:
+        print(f"error: --set: {exc}", file=sys.stderr)
+        return 1
+    rows = [measure(*t, config) for t in triples]
+    meta = run_meta()
+    (options.out / "readable_parity.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (options.out / "readable_parity.md").write_text(markdown(rows, meta))
+    print(markdown(rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

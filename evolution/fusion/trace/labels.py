@@ -1,0 +1,66 @@
+"""The reference's own names for graph nodes: the variable a source statement assigns (`scores = ...`).
+
+Dynamo keeps, on each node, the stack trace of the source line that made it. The innermost statement of the
+reference's file around that line, when it assigns one plain name (`variance = x.pow(2).mean(...)`), names
+the last node the statement made: the value the name holds. Nodes of a statement without a single target
+(`return ...`, `x1, x2 = ...`) and nodes a decomposition made (no stack trace) keep no label; the code
+writer names those after their op.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
+
+
+@functools.lru_cache(maxsize=32)
+def _statements(path: str) -> tuple[tuple[int, int, str], ...]:
+    """(first line, last line, assigned name or "") of every statement of the file at `path`."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        target: ast.expr | None = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            target = node.target
+        name = target.id if isinstance(target, ast.Name) else ""
+        found.append((node.lineno, node.end_lineno or node.lineno, name))
+    return tuple(found)
+
+
+def _statement_of(stack_trace: str) -> tuple[str, int, str] | None:
+    """(file, first line, assigned name) of the innermost statement of the trace's last frame."""
+    frames = _FRAME.findall(stack_trace or "")
+    if not frames:
+        return None
+    path, line_text = frames[-1]
+    line = int(line_text)
+    around = [s for s in _statements(path) if s[0] <= line <= s[1]]
+    if not around:
+        return None
+    first, _, name = min(around, key=lambda s: s[1] - s[0])
+    return path, first, name
+
+
+def source_labels(nodes: list[Any]) -> dict[str, str]:
+    """FX node name -> the reference's variable holding its value, for the last node of each statement
+    that assigns one name."""
+    last: dict[tuple[str, int], tuple[str, str]] = {}
+    for node in nodes:
+        statement = _statement_of(node.meta.get("stack_trace") or "")
+        if statement is None:
+            continue
+        path, first, name = statement
+        last[(path, first)] = (node.name, name)
+    return {node: name for node, name in last.values() if name}

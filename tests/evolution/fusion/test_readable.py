@@ -1,0 +1,183 @@
+"""The fusion generator's output reads like an engine's own kernel (docs/fusion.md, "Readable output"): one
+test per rule on the checker (tests/evolution/fusion/readable.py) so that each can fail, the writer's pieces
+that make it so (names, line wrapping, crossover sharing), and generated candidates that follow every rule
+and stay correct. The example tasks and the fresh engine tasks are checked where their seeds are judged
+(test_examples.py, test_fusion_fresh_tasks.py)."""
+
+from __future__ import annotations
+
+import pytest
+from fusion_tasks import check, trace, write, write_task
+from readable import duplicate_kernels, numbered_names, problems
+
+from evolution.fusion.code_text import wrap_long_lines
+from evolution.fusion.knobs import Knobs
+from evolution.fusion.naming import Hints, apply, rename_map
+from evolution.mutators.crossover_source import Route, build_child
+
+KERNEL = """@triton.jit
+def _k(x_ptr, out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    a0_1 = tl.arange(0, N)
+    a0_mask2 = a0_1 < N
+    x_3 = tl.load(x_ptr + pid * N + a0_1, mask=a0_mask2, other=0)
+    v4 = x_3.to(tl.float32)
+    v5 = v4 * v4
+    v6 = tl.sum(v5, axis=0)
+    v7 = tl.rsqrt(v6)
+    tl.store(out_ptr + pid * N + a0_1, v4 * v7, mask=a0_mask2)"""
+
+
+def test_the_checker_finds_each_rule_broken() -> None:
+    assert numbered_names(KERNEL) == ["a0_1", "v4", "v5", "v6", "v7"]
+    twin = KERNEL.replace("def _k(", "def _k_b(").replace("v4", "y").replace("x_3", "xb")
+    assert duplicate_kernels(f"{KERNEL}\n\n\n{twin}\n") == [("_k", "_k_b")]
+    other = twin.replace("tl.rsqrt", "tl.sqrt")
+    assert duplicate_kernels(f"{KERNEL}\n\n\n{other}\n") == []
+    assert any("interpreter" in p for p in problems("EMULATE = not torch.cuda.is_available()\n"))
+    assert any("over 10 characters" in p for p in problems("x = 12345678901\n", limit=10))
+    assert any("lines (at most 3)" in p for p in problems("a = 1\n" * 4, max_lines=3))
+
+
+def test_values_are_named_after_what_they_hold() -> None:
+    hints = Hints()
+    hints.add("x_3", "x", 3)
+    hints.add("a0_1", "offs_a0", 2)
+    hints.add("a0_mask2", "a0_mask", 2)
+    hints.add("v6", "variance", 3)
+    renamed = apply(KERNEL, rename_map(KERNEL, hints, {"a0": "col"}))
+    assert numbered_names(renamed) == []
+    expected = ("offs_col = tl.arange", "col_mask = offs_col < N", "x = tl.load", "x_f32 = x.to(tl.float32)")
+    for text in expected:
+        assert text in renamed, text
+    assert "variance = tl.sum(" in renamed and "rsqrt_variance = tl.rsqrt(variance)" in renamed
+
+
+def test_long_statements_are_broken_at_their_brackets() -> None:
+    source = 'def f(alpha, beta, gamma, delta):\n    return g(alpha, beta, "a, (b", delta)\n'
+    wrapped = wrap_long_lines(source, 30)
+    compile(wrapped, "<wrapped>", "exec")
+    assert max(len(line) for line in wrapped.splitlines()) <= 30
+    assert '        "a, (b",' in wrapped  # a string's commas and brackets stay inside it
+
+
+RMS_REFERENCE = """
+import torch
+
+EPS = 1e-6
+
+
+def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = EPS):
+    x = x + residual
+    residual = x
+    variance = x.float().pow(2).mean(dim=-1, keepdim=True)
+    x = x.float() * torch.rsqrt(variance + eps)
+    return (x * weight.float()).to(residual.dtype), residual
+"""
+RMS_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    dtype = getattr(torch, case["dtype"])
+    t, h = case["tokens"], case["hidden"]
+    x = torch.randn(t, h, generator=g).to(dtype).to(device)
+    residual = torch.randn(t, h, generator=g).to(dtype).to(device)
+    weight = (1 + 0.1 * torch.randn(h, generator=g)).to(dtype).to(device)
+    return (x, residual, weight), {}
+"""
+
+
+@pytest.fixture(scope="module")
+def rms_task(tmp_path_factory: pytest.TempPathFactory):
+    root = write_task(
+        tmp_path_factory.mktemp("readable") / "add_rmsnorm",
+        "add_rmsnorm",
+        RMS_REFERENCE,
+        RMS_INPUTS,
+        [
+            {"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16"},
+            {"name": "t2_fp32", "tokens": 2, "hidden": 40, "dtype": "float32"},
+        ],
+    )
+    return root, trace(root)
+
+
+@pytest.mark.slow  # one trace (Dynamo, seconds) and the candidates run on the interpreter
+def test_a_generated_norm_follows_every_rule_and_stays_correct(rms_task) -> None:
+    root, report = rms_task
+    source = write(root, report).source
+    assert problems(source) == []
+    for name in ("x_ptr", "residual_ptr", "weight_ptr", "variance", "_add_rmsnorm_bf16_kernel"):
+        assert name in source, name
+    assert "fusion-knobs: {}" in source  # default knobs: nothing to record
+    assert check(root, source) > 0
+
+
+@pytest.mark.slow
+def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
+    root, report = rms_task
+    a = write(root, report, Knobs()).source
+    b = write(root, report, Knobs(warps=2.0)).source  # the same kernels, another launch
+    child = build_child(a, b, "add_rmsnorm", Route(4096, True, "B was faster on small inputs."))
+    assert duplicate_kernels(child) == []
+    assert "WARPS_SCALE_b = 2.0" in child  # what differs stays, once
+    assert check(root, child) > 0
+
+
+def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from evolution.fusion.trace.labels import source_labels
+
+    path = tmp_path / "reference.py"
+    lines = ["def f(x):", "    scores = (", "        x.sigmoid()", "        + 1", "    )"]
+    lines.append("    return scores * 2")
+    path.write_text("\n".join(lines) + "\n")
+
+    def node(name: str, line: int) -> SimpleNamespace:
+        trace = f'  File "{path}", line {line}, in f\n    ...\n'
+        return SimpleNamespace(name=name, meta={"stack_trace": trace})
+
+    nodes = [node("sigmoid", 3), node("add", 4), node("mul", 6), SimpleNamespace(name="decomposed", meta={})]
+    assert source_labels(nodes) == {"add": "scores"}  # `return` assigns no name
+
+
+def test_specialisations_are_named_for_when_they_run() -> None:
+    from evolution.fusion.generate import specialisation_names
+    from evolution.fusion.model import Graph
+
+    def graph(**kinds: str) -> Graph:
+        return Graph(
+            cases=(), placeholders=(), nodes=(), outputs=(), mutations=(), result={}, arg_kinds=kinds
+        )
+
+    bf16 = graph(x="tensor:bfloat16", bias="tensor:float32")
+    fp32 = graph(x="tensor:float32", bias="none")
+    assert specialisation_names([bf16, fp32]) == ["_bf16_fp32", "_fp32_no_bias"]
+    assert specialisation_names([bf16]) == [""]
+    assert specialisation_names([bf16, bf16]) == ["_0", "_1"]  # told apart by sizes only
+
+
+def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
+    from evolution.fusion.code_text import inline_single_use
+
+    kernel = "\n".join(
+        [
+            "def k(x_ptr, x_stride0, N: tl.constexpr):",
+            "    row_offs = tl.program_id(0) * x_stride0",
+            "    x = tl.load(x_ptr + row_offs)",
+            "    scale = x * 2.0",
+            "    base_offs = row_offs + N",
+            "    for start in range(0, N, 4):",
+            "        row_offs = row_offs + start",
+            "    tl.store(x_ptr + base_offs, scale)",
+        ]
+    )
+    inlined = inline_single_use(kernel, 100)
+    assert "x = tl.load(x_ptr + (tl.program_id(0) * x_stride0))" not in inlined  # row_offs is read twice
+    assert "scale = x * 2.0" in inlined  # a value keeps its name
+    assert "base_offs = row_offs + N" in inlined  # what it reads is reassigned before its use: not moved
+    single = inline_single_use("def k(x_ptr, s):\n    offs = s * 4\n    tl.load(x_ptr + offs)", 100)
+    assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
