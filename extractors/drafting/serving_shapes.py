@@ -47,6 +47,7 @@ class ModelShapes:
     dtype: str
     sizes: dict[str, int]
     values: dict[str, Any] = field(default_factory=dict)  # eps, routed_scaling_factor, scoring_func, ...
+    family: str = ""  # "llama-3", "qwen3-moe", ...: cases from two families differ in more than scale
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,19 @@ class ServingProfile:
     prefill_tokens: tuple[int, ...]
     decode_batch: tuple[int, ...]
     sizes: dict[str, int]  # page_size, pool, context
+    # Every model the engine serves that shapes are taken from (the drafting models first), and the
+    # activation dtypes it serves them in.
+    served: tuple[ModelShapes, ...] = ()
+    dtypes: tuple[str, ...] = ("bfloat16",)
+
+    def models_using(self, needed: set[str]) -> tuple[ModelShapes, ...]:
+        """Every served model that defines each of the model sizes in `needed`: the models whose layers run a
+        function using those sizes (an activation over `intermediate` is run by dense models, a router over
+        `num_experts` and `topk` by MoE ones). Empty when `needed` names no model size."""
+        wanted = needed & set(MODEL_SIZES)
+        if not wanted:
+            return ()
+        return tuple(m for m in self.served or self.models if wanted <= set(m.sizes))
 
     def model_for(self, needed: set[str]) -> ModelShapes:
         """The first model defining every needed model size (else the one defining most of them)."""
@@ -71,6 +85,7 @@ def load_profile(name: str) -> ServingProfile:
         raise ExtractionError(f"no serving-shape profile {name!r} (known: {known})")
     raw = tomllib.loads(path.read_text())
     models = tuple(load_model(m) for m in raw["models"])
+    served = [*models, *(load_model(m) for m in raw.get("served_models", []) if m not in raw["models"])]
     return ServingProfile(
         name=name,
         models=models,
@@ -78,6 +93,8 @@ def load_profile(name: str) -> ServingProfile:
         prefill_tokens=tuple(raw["prefill_tokens"]),
         decode_batch=tuple(raw["decode_batch"]),
         sizes={k: int(raw[k]) for k in PROFILE_SIZES if k in raw},
+        served=tuple(served),
+        dtypes=tuple(raw.get("dtypes", ["bfloat16"])),
     )
 
 
@@ -87,7 +104,11 @@ def load_model(name: str) -> ModelShapes:
         raise ExtractionError(f"no model preset {name!r} under {PRESETS / 'models'}")
     raw = tomllib.loads(path.read_text())
     return ModelShapes(
-        raw["name"], raw.get("dtype", "bfloat16"), dict(raw["sizes"]), dict(raw.get("values", {}))
+        raw["name"],
+        raw.get("dtype", "bfloat16"),
+        dict(raw["sizes"]),
+        dict(raw.get("values", {})),
+        family=str(raw.get("family", raw["name"])),
     )
 
 

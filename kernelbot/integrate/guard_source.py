@@ -1,6 +1,8 @@
 """Renders the guard appended to a kernel module: an `ENABLED` switch, two small helpers and the predicate
 `can_use_<op>_triton(<the entry's parameters>)`, which is True only inside the Envelope. The text comes from
-templates/guard.py.j2; this module turns each rule into one boolean expression."""
+templates/guard.py.j2; this module turns each rule into one boolean expression. No condition names a size:
+tensors are checked for device, dtype, rank, contiguity and the int32 element bound, sizes and float
+parameters for their type only, switches for the values the kernel was checked on."""
 
 from __future__ import annotations
 
@@ -37,14 +39,17 @@ def render_guard(
 def _tensor_condition(rule: TensorRule) -> str:
     dtypes = ", ".join(f"torch.{d}" for d in rule.dtypes)
     ranks = ", ".join(str(r) for r in rule.ranks)
-    sizes = ", ".join(f"{dim}: ({', '.join(map(str, allowed))},)" for dim, allowed in rule.fixed_dims)
-    call = f"_is_checked_tensor({rule.name}, ({dtypes},), ({ranks},), {{{sizes}}}"
+    call = f"_is_checked_tensor({rule.name}, ({dtypes},), ({ranks},)"
     call += ")" if rule.contiguous else ", contiguous=False)"
     return f"({rule.name} is None or {call})" if rule.optional else call
 
 
 def _value_condition(rule: ValueRule) -> str:
     if rule.free:
+        if rule.kind == "int":
+            return f"(isinstance({rule.name}, int) and not isinstance({rule.name}, bool))"
+        if rule.kind == "float":
+            return f"isinstance({rule.name}, (int, float))"
         return ""
     parts = [_equals(rule.name, value) for value in rule.values]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
