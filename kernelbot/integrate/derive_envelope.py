@@ -1,10 +1,10 @@
 """Derives the Envelope from a task: builds every case's inputs with the task's own make_inputs on the CPU,
 binds them to the reference's signature (so defaults count as the values the evaluator ran with), then
-builds each case again with each `dynamic` size, and each model size the case names (hidden, topk, ...),
-moved to nearby unlisted values, to see which dims and scalars follow them: a scalar that follows a size is a
-size, which the kernel takes at run time. The cases with a dynamic size moved that build are returned too:
-the generated test runs them. Tensors in the task's half dtype are allowed in every half dtype the engine
-serves (served_shapes.served_dtypes): the generated test checks each."""
+builds each case again with each `dynamic` size, and each other size the case names (hidden, topk,
+page_size, ...), moved to nearby unlisted values, to see which dims and scalars follow them: a scalar that
+follows a size is a size, which the kernel takes at run time. The cases with a dynamic size moved that
+build are returned too: the generated test runs them. Tensors in the task's half dtype are allowed in
+every half dtype the engine serves (served_shapes.served_dtypes): the generated test checks each."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import torch
 from evaluators.task import Case
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
-from kernelbot.integrate.served_shapes import activation_dtype, model_keys, served_dtypes
+from kernelbot.integrate.served_shapes import activation_dtype, served_dtypes
 from kernelbot.integrate.task_view import TaskView
 
 _SCALARS = (bool, int, float, str, type(None), torch.dtype)
@@ -42,12 +42,12 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
     bound = [_bind(view, signature, case) for case in task.cases]
     variants: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (key, base, moved)
     other_cases: list[dict[str, Any]] = []
-    sized = next((c for c in runnable if model_keys(c.params)), None)
+    sized = next((c for c in runnable if _size_keys(c.params)), None)
     for case, base in zip(task.cases, bound, strict=True):
         if case.is_captured:
             continue
-        # Model sizes are moved in one case only: which dims and scalars follow them is the same in all.
-        sizes = sorted(model_keys(case.params) - set(task.dynamic)) if case is sized else []
+        # Other sizes are moved in one case only: which dims and scalars follow them is the same in all.
+        sizes = sorted(_size_keys(case.params) - set(task.dynamic)) if case is sized else []
         keys = [*task.dynamic, *sizes]
         for key in keys:
             value = case.params.get(key)
@@ -87,6 +87,11 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
             rules_v.append(_value_rule(view, name, seen, moved))
     envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
     return DerivedEnvelope(envelope, tuple(other_cases))
+
+
+def _size_keys(params: dict[str, Any]) -> set[str]:
+    """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
+    return {k for k, v in params.items() if type(v) is int}
 
 
 def _bind(view: TaskView, signature: inspect.Signature, case: Case) -> dict[str, Any]:

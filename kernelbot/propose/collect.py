@@ -101,6 +101,7 @@ def build_evidence(
     share_of_time_pct: float | None = None,
     share_source: str = NOT_PROFILED,
     reproduce: str | None = None,
+    base_ref: str = "",
 ) -> Evidence:
     """The Evidence of one proposal (see the module docstring for where each part comes from)."""
     task = load_task(task_dir)
@@ -125,7 +126,7 @@ def build_evidence(
             kernel_hash=kernel_hash(best.source),
             title=profile.pr_title(SUMMARY.format(qualname=qualname)),
         ),
-        repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch),
+        repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch, base_ref=base_ref),
         environment=_environment(result),
         motivation=MotivationEvidence(share_of_time_pct=share_of_time_pct, source=share_source),
         modifications=_modifications(integration),

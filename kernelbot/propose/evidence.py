@@ -51,6 +51,9 @@ class RepoEvidence:
     url: str
     base_sha: str
     branch: str  # the upstream branch the PR targets
+    # The upstream tag whose sources the base commit holds (a pypi: release imported as one commit, whose
+    # sha upstream does not have); empty when the base commit is upstream's own.
+    base_ref: str = ""
 
 
 @dataclass(frozen=True)

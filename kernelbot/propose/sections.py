@@ -14,9 +14,16 @@ from typing import Any
 
 from kernelbot.propose.evidence import CaseBench, Evidence, RegimeBench
 
+# Why a regime was timed: the task's regime is an extraction option (graph unless told otherwise), not where
+# the engine was seen to run the function, so the words say it is assumed.
 REGIME_WORDS = {
-    "graph": "inside a captured CUDA graph, so GPU time is what counts",
-    "wall": "eagerly, so launch-inclusive wall time is what counts",
+    "graph": (
+        "timed as replays of a captured CUDA graph (GPU time); that the engine runs it inside a captured "
+        "CUDA graph is assumed, not observed"
+    ),
+    "wall": (
+        "timed eagerly (launch-inclusive wall time); that the engine runs it eagerly is assumed, not observed"
+    ),
 }
 
 
@@ -267,6 +274,7 @@ def reproduce(e: Evidence) -> dict[str, Any]:
         "base_sha": e.repo.base_sha,
         "base_short": e.repo.base_sha[:12],
         "branch": e.repo.branch,
+        "base_ref": e.repo.base_ref,
     }
 
 
