@@ -4,7 +4,8 @@
 2. writes the kernel module where the profile places it (kernel_module, with its guard);
 3. rewrites the original function to call the kernel behind the guard (route_to_kernel) and, when the
    profile asks, exports the kernel from its package (export_from_init);
-4. writes the unit test in the repository's style (test_source);
+4. writes the unit test in the repository's style (test_source) and a benchmark script where the engine
+   keeps its kernel benchmarks (bench_source);
 5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
    versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
    upstream wrote them (line_merge).
@@ -23,6 +24,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from kernelbot.formatting import format_files
+from kernelbot.integrate.bench_source import bench_path, render_bench
 from kernelbot.integrate.derive_envelope import derive_envelope
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -35,7 +37,7 @@ from kernelbot.integrate.naming import guard_name, kernel_entry_name, op_name
 from kernelbot.integrate.placement import Placement, place
 from kernelbot.integrate.route_to_kernel import KernelCall, RouteToKernelCommand
 from kernelbot.integrate.task_view import TaskView, load_view
-from kernelbot.integrate.test_source import TestSubject, render_test
+from kernelbot.integrate.test_source import TestSubject, render_context, render_test
 from kernelbot.profiles.model import Profile
 from kernelbot.tree_formatter import formatter_for_tree
 
@@ -61,6 +63,8 @@ class Integration:
     notes: tuple[str, ...] = ()
     formatter: str = ""  # the tools the files were formatted with, and where their pins came from
     cpu_test_env: dict[str, str] = field(default_factory=lambda: {"TRITON_INTERPRET": "1"})
+    # The benchmark script the change adds (bench_source): eager, torch.compile and the kernel on a GPU.
+    bench_file: Path | None = None
 
 
 def integrate(
@@ -86,7 +90,8 @@ def integrate(
     names = KernelNames(kernel_entry_name(op), guard_name(op))
     placement = place(profile, view.task.source.path, op)
     original, module, target = _locate(repo, placement, view)
-    for path in (placement.kernel_file, placement.test_file):
+    bench_file = bench_path(profile, op)
+    for path in (placement.kernel_file, placement.test_file, bench_file):
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
     reads = GatherParamReadsVisitor.of(
@@ -115,9 +120,15 @@ def integrate(
         edits[placement.init_file] = _exported(repo, placement, names.entry)
     subject = TestSubject(placement.source_module, placement.kernel_module, names.entry, names.guard, passed)
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
+    context = render_context(view, subject, profile, repo, derived.other_cases)
+    bench_source = render_bench(context, profile, view.qualname)
 
-    created = {placement.kernel_file: kernel_source, placement.test_file: test_source}
-    touched = (placement.kernel_file, *edits, placement.test_file)
+    created = {
+        placement.kernel_file: kernel_source,
+        placement.test_file: test_source,
+        bench_file: bench_source,
+    }
+    touched = (placement.kernel_file, *edits, placement.test_file, bench_file)
     try:
         for path, text in created.items():
             (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -142,6 +153,7 @@ def integrate(
         test_command=[*profile.test_command, str(placement.test_file)],
         kernel_entry=names.entry,
         guard=names.guard,
+        bench_file=bench_file,
         notes=tuple(notes),
         formatter=chosen.describe(),
     )

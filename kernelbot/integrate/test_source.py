@@ -46,6 +46,18 @@ def render_test(
     repo: Path,
     other_cases: tuple[dict[str, Any], ...],
 ) -> str:
+    context = render_context(view, subject, profile, repo, other_cases)
+    return environment(profile.formatter.line_length).get_template("test.py.j2").render(**context)
+
+
+def render_context(
+    view: TaskView,
+    subject: TestSubject,
+    profile: Profile,
+    repo: Path,
+    other_cases: tuple[dict[str, Any], ...],
+) -> dict[str, Any]:
+    """What the test template (and the benchmark's, kernelbot.integrate.bench_source) are rendered from."""
     if view.inputs is None:
         raise IntegrationError(
             f"{view.task.inputs_path} holds no input spec (hand-written or captured inputs): the generated "
@@ -64,7 +76,7 @@ def render_test(
     owner, method = (parts[-2], parts[-1]) if view.is_method else ("", parts[-1])
     bound = {attr: function for attr, function in view.bound_callables.items()}
     source_names = sorted({owner or method, *bound.values()})
-    context = {
+    return {
         "header": profile.formatter.new_file_header,
         "docstring": _docstring(view, subject, profile, dynamic),
         "unittest": profile.tests.style == "unittest-customtestcase",
@@ -98,7 +110,6 @@ def render_test(
         "test_class": "Test" + "".join(w.capitalize() for w in subject.entry.split("_")),
         "test_function": f"test_{subject.entry}_matches_the_original",
     }
-    return environment(profile.formatter.line_length).get_template("test.py.j2").render(**context)
 
 
 # Cases whose tensors hold more elements than this in all run on a CUDA GPU only: Triton's interpreter runs

@@ -187,6 +187,7 @@ def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
         test_file=str(integration.test_file),
         envelope=tuple(integration.envelope.describe()),
         formatter=str(getattr(integration, "formatter", "") or ""),
+        bench_file=str(getattr(integration, "bench_file", "") or ""),
     )
 
 

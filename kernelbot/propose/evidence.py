@@ -81,6 +81,7 @@ class ModificationsEvidence:
     test_file: str
     envelope: tuple[str, ...]  # the conditions under which the kernel runs (else the original path)
     formatter: str = ""  # the tools the files were formatted with and where their pins came from
+    bench_file: str = ""  # the benchmark script the patch adds (eager, torch.compile, kernel on a GPU)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def motivation(e: Evidence) -> dict[str, Any]:
 
 def modifications(e: Evidence) -> dict[str, Any]:
     m = e.modifications
-    others = [f for f in m.files if f not in (m.kernel_module, m.test_file)]
+    others = [f for f in m.files if f not in (m.kernel_module, m.test_file, m.bench_file)]
     return {
         "function": e.op.function,
         "kernel_module": m.kernel_module,
@@ -118,6 +118,7 @@ def modifications(e: Evidence) -> dict[str, Any]:
         "changed": others,
         "envelope": list(m.envelope),
         "formatter": m.formatter,
+        "bench_file": m.bench_file,
     }
 
 

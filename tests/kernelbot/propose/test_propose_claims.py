@@ -42,3 +42,15 @@ def test_a_release_is_reproduced_from_its_tag_with_the_new_test_only(gpu_evidenc
     assert "base=v0.5.23" in script and gpu_evidence.repo.base_sha not in script
     assert "python3 -m pytest -q test/srt/test_x_triton.py" in script
     assert "test_other.py" not in script
+
+
+def test_the_benchmark_script_is_listed_and_run_only_with_a_gpu(gpu_evidence: Evidence) -> None:
+    bench = "benchmark/kernels/bench_silu_and_mul_triton.py"
+    modifications = dataclasses.replace(
+        gpu_evidence.modifications, bench_file=bench, files=(*gpu_evidence.modifications.files, bench)
+    )
+    evidence = dataclasses.replace(gpu_evidence, modifications=modifications)
+    body = render_body(evidence, "sglang")
+    assert f"- New benchmark: `{bench}`" in body and f"- Changed: `{bench}`" not in body
+    script = render_reproduce(evidence)
+    assert f"python {bench}" in script and "torch.cuda.is_available()" in script
