@@ -40,19 +40,19 @@ def serving_profile(view: TaskView) -> ServingProfile:
 
 
 def activation_dtype(spec: InputSpecSource | None) -> str | None:
-    """The half dtype the input spec gives its activations (its first bfloat16 / float16 tensor), or None
-    when it has none: then the function takes the dtypes its spec names and nothing is swapped."""
+    """The dtype the input spec gives its activations: its first bfloat16 / float16 tensor's, else float32
+    when it has float32 tensors (a spec written in float32 for an op the engine runs in its model dtype).
+    None when it has no floating-point tensor: nothing is swapped."""
     if spec is None:
         return None
-    for arg in spec.spec.values():
-        if "shape" in arg and arg.get("dtype") in HALF_DTYPES:
-            return str(arg["dtype"])
-    return None
+    floats = [str(a.get("dtype", "float32")) for a in spec.spec.values() if "shape" in a]
+    half = next((d for d in floats if d in HALF_DTYPES), None)
+    return half or ("float32" if "float32" in floats else None)
 
 
 def served_dtypes(view: TaskView) -> tuple[str, ...]:
-    """The activation dtypes the test checks the kernel on: the task's own first, then the others the
-    engine serves. Only the task's dtype when its activations are not half precision."""
+    """The activation dtypes the test checks the kernel on: the task's own first, then the half dtypes the
+    engine serves. Empty when the spec has no floating-point tensor."""
     own = activation_dtype(view.inputs)
     if own is None:
         return ()
