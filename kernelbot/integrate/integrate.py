@@ -47,8 +47,8 @@ class Integration:
     """What integrate() did, for the change named `op_slug`. Paths are relative to the repo root.
     `test_command` runs only the generated test (the profile's test command plus its path). `cpu_test_env` is
     the environment to add when running tests on a machine without a GPU: the generated test turns Triton's
-    interpreter on itself, but only when triton is not imported yet, and in a whole test run another module
-    usually imports it first (the test then skips, saying so). `notes` are things a reviewer should know (a
+    interpreter on itself, and where another module imported triton first it checks its cases in a new
+    process, which this environment spares. `notes` are things a reviewer should know (a
     file formatted whole because its untouched lines could not be kept apart, a checker's leftover
     findings)."""
 

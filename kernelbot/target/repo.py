@@ -38,6 +38,8 @@ _COPY_IGNORED = shutil.ignore_patterns(
     "*.egg-info",
     "build",
     "dist",
+    "*.dist-info",  # a release's packaging metadata, no part of its repository
+    ".kernelbot-*",  # the source cache's markers
 )
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 # The one commit of a copied tree (the example, a release) is dated here rather than now, and made by

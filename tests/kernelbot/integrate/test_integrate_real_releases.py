@@ -1,9 +1,12 @@
 """Real code: the codemod applied to SGLang 0.5.23 and 0.5.9 and LMDeploy 0.18.0 source trees (releases from
 the source cache, as the extractor tests fetch them), two functions each, integrated into one git repository
-made from the release. Each gives a patch that `git apply`s on the untouched tree, files that parse, a
-formatter with nothing left to change (beyond what it would change upstream), and generated tests that pass
-on the CPU through Triton's interpreter, with the release's missing third-party packages faked around them
-(release_imports.py, as tests/extractors/original_loader.py does for the extractor tests).
+made from the release as `kernelbot target --repo pypi:...` makes it: laid out as the upstream repository
+(SGLang's package under python/) and tagged with the release's tag. Each gives a patch that `git apply`s on
+the untouched tree, files that parse, a formatter with nothing left to change (beyond what it would change
+upstream), guards without the cases' sizes, tests over two dtypes and several model families' sizes that
+pass on the CPU through Triton's interpreter (the cases small enough for it), with the release's missing
+third-party packages faked around them (release_imports.py, as tests/extractors/original_loader.py does for
+the extractor tests).
 
 The candidates are hand-written fixtures (fixtures/): this is about the codemod, not about kernel quality.
 """
@@ -20,7 +23,8 @@ import pytest
 from extractors.extract import ExtractOptions, extract
 from kernelbot.integrate import integrate, op_slug
 from kernelbot.profiles import load_profile
-from tests.kernelbot.integrate.conftest import git, make_git_repo
+from kernelbot.target.repo import prepare, release_tag
+from tests.kernelbot.integrate.conftest import git
 from tests.kernelbot.integrate.integrate_testing import assert_formatter_is_satisfied, release_root
 from tests.kernelbot.integrate.pr_checks import assert_reviewable
 
@@ -74,8 +78,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 @pytest.mark.parametrize("release", list(RELEASES))
 def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dict[str, Path]) -> None:
     profile_name, targets, skip_init = RELEASES[release]
-    repo = make_git_repo(release_root(release), tmp_path / "repo")
+    release_root(release)  # skips when the release cannot be obtained
+    prepared = prepare(f"pypi:{release}", profile_name, "", tmp_path / "run")
+    repo = prepared.path
+    assert git(repo, "tag", "--points-at", "HEAD").split() == [release_tag(f"pypi:{release}")]
     profile = load_profile(profile_name)
+    source_root = repo / profile.for_tree(repo).source_root
     integrations = []
     tasks = []
     for i, (function, spec, fixture) in enumerate(targets):
@@ -91,6 +99,11 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     for integration, task in zip(integrations, tasks, strict=True):
         assert_reviewable(repo, integration, task)
     touched = tuple(dict.fromkeys(p for i in integrations for p in i.touched))
+    # Paths as the repository has them: SGLang's package under python/, its tests under test/srt.
+    package_dir = Path(profile.for_tree(repo).source_root, profile.package)
+    for integration in integrations:
+        assert integration.kernel_module.is_relative_to(package_dir), integration.kernel_module
+        assert integration.test_file.is_relative_to(Path(profile.tests.directory)), integration.test_file
     tracked = set(git(repo, "ls-files").split())
     upstream = {p: git(repo, "show", f"HEAD:{p}") for p in touched if str(p) in tracked}
 
@@ -117,7 +130,8 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
     if profile.kernel.lazy_import:  # LMDeploy: backends/default/ itself imports neither kernel nor Triton
         for integration in integrations:
             kernel = ".".join(integration.kernel_module.with_suffix("").parts)
-            for path in set(integration.touched) - {integration.kernel_module, integration.test_file}:
+            added = {integration.kernel_module, integration.test_file, integration.bench_file}
+            for path in set(integration.touched) - added:
                 if path.name == "__init__.py":
                     continue
                 tree = ast.parse((repo / path).read_text())
@@ -125,12 +139,12 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
                 assert len(imports) == 1 and imports[0] not in tree.body, path
 
     # The generated tests pass on the CPU (the interpreter runs the kernels).
-    jit = repo / "sglang" / "kernels" / "jit"
+    jit = source_root / "sglang" / "kernels" / "jit"
     if jit.is_dir():  # the unpacked release has only .py files; its JIT loader looks for these two folders
         (jit / "include").mkdir(exist_ok=True)
         (jit / "csrc").mkdir(exist_ok=True)
     site_packages = sorted(tool_venvs["msgspec==0.23.0"].glob("lib/python*/site-packages"))
-    cmd = [sys.executable, str(HERE / "run_generated_test.py"), str(repo), profile.package]
+    cmd = [sys.executable, str(HERE / "run_generated_test.py"), str(source_root), profile.package]
     cmd += [str(repo / i.test_file) for i in integrations]
     cmd += [arg for name in skip_init for arg in ("--skip-init", name)]
     cmd += [arg for path in site_packages for arg in ("--site-packages", str(path))]
