@@ -134,3 +134,31 @@ def test_the_guard_refuses_tensors_beyond_int32_offsets() -> None:
     with torch.no_grad():
         assert scope["can_use"](torch.empty(2**16, 2**15 - 1, dtype=torch.bfloat16, device="meta"))
         assert not scope["can_use"](torch.empty(2**16, 2**15, dtype=torch.bfloat16, device="meta"))
+
+
+def test_a_float_parameter_is_passed_on_whatever_its_value(tmp_path: Path) -> None:
+    """`filter_value = -inf` (a sampling filter's fill) is a float the kernel takes as it is: the guard checks
+    its type only, where it used to refuse to guard a non-finite float."""
+    repo = write_repo(
+        tmp_path / "repo",
+        {
+            "toy/__init__.py": "",
+            "toy/ops.py": (
+                "import torch\n\n\ndef keep_top(logits, k: int, filter_value: float = -float('inf')):\n"
+                "    kth = torch.topk(logits, k, dim=-1).values[..., -1:]\n"
+                "    return logits.masked_fill(logits < kth, filter_value)\n"
+            ),
+        },
+    )
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        "[sizes]\ntokens = [2, 5]\nvocab = 64\ntopk = 8\n"
+        '[args.logits]\nshape = ["tokens", "vocab"]\n[args.k]\nvalue = "topk"\n'
+    )
+    extract(ExtractOptions(repo, "toy.ops:keep_top", out=tmp_path / "task", spec=spec))
+    envelope = derive_envelope(load_view(tmp_path / "task")).envelope
+    assert envelope.rule("filter_value") == ValueRule("filter_value", (), free=True, kind="float")
+    assert envelope.rule("k") == ValueRule("k", (), free=True, kind="int")  # follows the topk size
+    rule = envelope.rule("logits")
+    assert isinstance(rule, TensorRule) and rule.fixed_dims == ()
+    assert rule.dtypes == ("float32", "bfloat16", "float16")  # a float32 spec: the served dtypes too
