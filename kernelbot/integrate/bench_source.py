@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from kernelbot.integrate.templates_env import environment
+from kernelbot.integrate.templates_env import environment, fit_comments
 from kernelbot.profiles.model import Profile
 
 BENCH_PATHS = {
@@ -37,8 +37,9 @@ def render_bench(context: dict[str, Any], profile: Profile, qualname: str) -> st
         width=width,
         initial_indent='"""',
     ).removeprefix('"""')
-    return (
+    source = (
         environment(width)
         .get_template("bench.py.j2")
         .render(**{**context, "docstring": docstring, "kernel_package": package, "kernel_name": name})
     )
+    return fit_comments(source, width)

@@ -34,3 +34,24 @@ def environment(line_length: int) -> jinja2.Environment:
 
     env.filters["docwrap"] = docwrap
     return env
+
+
+def fit_comments(source: str, width: int) -> str:
+    """`source` with every comment kept within `width` columns (formatters wrap code, never comments): a
+    long comment line is re-wrapped at its indent, a trailing comment that makes its line too long moves
+    onto its own line above it."""
+    out: list[str] = []
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        prefix = indent + "# "
+        if len(line) > width and stripped.startswith("#") and not stripped.startswith("#!"):
+            text = stripped.lstrip("#").strip()
+            out += textwrap.wrap(text, width, initial_indent=prefix, subsequent_indent=prefix)
+        elif len(line) > width and "  # " in stripped and not stripped.startswith(("'", '"')):
+            code, _, comment = line.partition("  # ")
+            out += textwrap.wrap(comment, width, initial_indent=prefix, subsequent_indent=prefix)
+            out.append(code.rstrip())
+        else:
+            out.append(line)
+    return "\n".join(out) + ("\n" if source.endswith("\n") else "")

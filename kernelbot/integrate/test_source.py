@@ -22,7 +22,7 @@ from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
 from kernelbot.integrate.naming import snake
 from kernelbot.integrate.served_shapes import activation_dtype, served_cases, served_dtypes
 from kernelbot.integrate.task_view import InputSpecSource, TaskView
-from kernelbot.integrate.templates_env import environment
+from kernelbot.integrate.templates_env import environment, fit_comments
 from kernelbot.profiles.model import Profile
 
 
@@ -47,7 +47,8 @@ def render_test(
     other_cases: tuple[dict[str, Any], ...],
 ) -> str:
     context = render_context(view, subject, profile, repo, other_cases)
-    return environment(profile.formatter.line_length).get_template("test.py.j2").render(**context)
+    width = profile.formatter.line_length
+    return fit_comments(environment(width).get_template("test.py.j2").render(**context), width)
 
 
 def render_context(

@@ -46,7 +46,21 @@ def test_coverage(repo: Path, integration: Integration) -> tuple[list[str], int,
     return dtypes, len(shapes), families
 
 
-def assert_reviewable(repo: Path, integration: Integration, task_dir: Path) -> None:
+def long_lines(repo: Path, integration: Integration, width: int) -> list[str]:
+    """Lines of the generated test and benchmark longer than the engine's limit (formatters wrap code,
+    not comments or strings, so these are the generator's to keep short)."""
+    out = []
+    for path in (integration.test_file, integration.bench_file):
+        if path is None:
+            continue
+        for number, line in enumerate((repo / path).read_text().splitlines(), 1):
+            if len(line) > width:
+                out.append(f"{path}:{number}: {len(line)} > {width}")
+    return out
+
+
+def assert_reviewable(repo: Path, integration: Integration, task_dir: Path, width: int) -> None:
+    assert long_lines(repo, integration, width) == []
     assert guard_size_literals(repo, integration, task_dir) == []
     dtypes, shapes, families = test_coverage(repo, integration)
     assert len(dtypes) >= 2 and shapes >= 4 and len(families) >= 2, (dtypes, shapes, families)

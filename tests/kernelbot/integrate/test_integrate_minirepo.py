@@ -151,7 +151,7 @@ def test_the_generated_test_covers_dtypes_and_model_families(integrated: Integra
     rmsnorm = integrated.integrations[1]
     text = (integrated.repo / rmsnorm.test_file).read_text()
     assert "DTYPES = [torch.bfloat16, torch.float16]" in text and "noqa: E402" not in text
-    assert_reviewable(integrated.repo, rmsnorm, integrated.tasks[1])
+    assert_reviewable(integrated.repo, rmsnorm, integrated.tasks[1], 110)  # minirepo's ruff line length
     script = (
         "import sys, triton, pytest\n"
         "import minisglang.layers.rms_norm_triton  # imported before the test could set TRITON_INTERPRET\n"

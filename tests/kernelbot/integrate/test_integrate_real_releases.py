@@ -97,7 +97,7 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
         tasks.append(task)
     # Guards without the cases' sizes; tests over two dtypes and the shapes of several model families.
     for integration, task in zip(integrations, tasks, strict=True):
-        assert_reviewable(repo, integration, task)
+        assert_reviewable(repo, integration, task, profile.formatter.line_length)
     touched = tuple(dict.fromkeys(p for i in integrations for p in i.touched))
     # Paths as the repository has them: SGLang's package under python/, its tests under test/srt.
     package_dir = Path(profile.for_tree(repo).source_root, profile.package)
