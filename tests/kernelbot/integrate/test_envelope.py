@@ -88,9 +88,13 @@ def _entry(signature: str) -> cst.FunctionDef:
     return entry
 
 
-def _guard(envelope: Envelope, signature: str) -> dict:
-    scope: dict = {"torch": torch}
-    exec(render_guard(envelope, _entry(signature), "can_use", "kernel"), scope)
+def _guard(envelope: Envelope, signature: str, body: str = "pass") -> dict:
+    import triton
+
+    entry = cst.parse_statement(f"def entry({signature}):\n    {body}\n")
+    assert isinstance(entry, cst.FunctionDef)
+    scope: dict = {"torch": torch, "triton": triton}
+    exec(render_guard(envelope, entry, "can_use", "kernel"), scope)
     return scope
 
 
@@ -162,3 +166,17 @@ def test_a_float_parameter_is_passed_on_whatever_its_value(tmp_path: Path) -> No
     rule = envelope.rule("logits")
     assert isinstance(rule, TensorRule) and rule.fixed_dims == ()
     assert rule.dtypes == ("float32", "bfloat16", "float16")  # a float32 spec: the served dtypes too
+
+
+def test_a_padded_register_extent_is_limited_to_tritons_largest_tensor() -> None:
+    """The entry compiles its kernel for `triton.next_power_of_2(x.shape[1])` (a constexpr): the guard's one
+    size condition is Triton's real limit on it, 2**20 elements, not the sizes the cases had. A padded extent
+    capped by min(BLOCK, ...) is tiled: no condition."""
+    rule = TensorRule("x", ("bfloat16",), (2,), (), ((0, ("tokens",)),), True, False)
+    body = "s1 = x.shape[1]; rows = min(BLOCK, triton.next_power_of_2(x.shape[0]))"
+    body += "; w = triton.next_power_of_2(s1)"
+    scope = _guard(Envelope("meta", (rule,), (), ("tokens",)), "x", body)
+    with torch.no_grad():
+        assert scope["can_use"](torch.empty(2**20, 2**10, dtype=torch.bfloat16, device="meta"))
+        assert scope["can_use"](torch.empty(1, 2**20, dtype=torch.bfloat16, device="meta"))
+        assert not scope["can_use"](torch.empty(1, 2**20 + 1, dtype=torch.bfloat16, device="meta"))
