@@ -46,11 +46,10 @@ from kernelbot.tree_formatter import formatter_for_tree
 class Integration:
     """What integrate() did, for the change named `op_slug`. Paths are relative to the repo root.
     `test_command` runs only the generated test (the profile's test command plus its path). `cpu_test_env` is
-    the environment to add when running tests on a machine without a GPU: the generated test turns Triton's
-    interpreter on itself, and where another module imported triton first it checks its cases in a new
-    process, which this environment spares. `notes` are things a reviewer should know (a
-    file formatted whole because its untouched lines could not be kept apart, a checker's leftover
-    findings)."""
+    the environment to add when running tests on a machine without a GPU: without it the generated test
+    checks its cases in a new process that has Triton's interpreter on, which this environment spares.
+    `notes` are things a reviewer should know (a file formatted whole because its untouched lines could not
+    be kept apart, a checker's leftover findings)."""
 
     op_slug: str
     kernel_module: Path

@@ -86,6 +86,8 @@ def render_context(
         "needs_math": needs_math(make_inputs),
         "source_module": subject.source_module,
         "source_names": ", ".join(source_names),
+        "needs_importlib": profile.kernel.export_from_init,
+        "kernel_import": _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init),
         "source_name_list": source_names,
         "tolerances": _tolerances(view),
         "cases": [(_dict_source(params), note) for params, note in small],
@@ -175,6 +177,15 @@ def _base_class(profile: Profile, repo: Path) -> tuple[str, str]:
         return "", ""
     defined = any(isinstance(node, ast.ClassDef) and node.name == name for node in tree.body)
     return (module, name) if defined else ("", "")
+
+
+def _import_as(module: str, alias: str, exported: bool) -> str:
+    """The import binding the kernel module to `alias`. When the package exports the kernel function
+    under the module's own name, `from package import module` would bind that function instead."""
+    package, _, name = module.rpartition(".")
+    if exported:
+        return f'{alias} = importlib.import_module("{module}")'
+    return f"from {package} import {name} as {alias}" if package else f"import {module} as {alias}"
 
 
 def _tolerances(view: TaskView) -> list[tuple[str, str, str]]:
