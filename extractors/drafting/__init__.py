@@ -13,8 +13,8 @@ from typing import Any
 
 from extractors.drafting.compose import compose
 from extractors.drafting.gather_param_uses import gather_param_uses
-from extractors.drafting.search import DraftSearch
-from extractors.drafting.serving_shapes import load_profile
+from extractors.drafting.search import DraftSearch, SearchResult, served_model_cases
+from extractors.drafting.serving_shapes import ServingProfile, load_profile
 from extractors.drafting.solver import initial_assignment
 from extractors.drafting.trials import TrialRunner
 from extractors.errors import ExtractionError
@@ -63,6 +63,7 @@ def draft_inputs(
     runner = TrialRunner(source, entry, signature, timeout)
     try:
         result = DraftSearch(runner, facts, profile, progress).run(start)
+        served = [] if result.error else _served_cases(runner, result, profile)
     finally:
         runner.close()
     if result.error:
@@ -74,7 +75,7 @@ def draft_inputs(
         raise DraftRefused(
             DraftFailure(result.error, result.error_case, result.attempts, start.describe(), spec, result.log)
         )
-    composed = compose(result, profile)
+    composed = compose(result, profile, served)
     record = {
         "profile": profile.name,
         "model": result.variants[0].assignment.model,
@@ -85,3 +86,15 @@ def draft_inputs(
         "dropped": composed.dropped,
     }
     return Drafted(composed.spec, composed.inferred, record, result.degenerate)
+
+
+def _served_cases(runner: TrialRunner, result: SearchResult, profile: ServingProfile) -> list[dict[str, Any]]:
+    """The cases at other model families' sizes (search.served_model_cases) on which the reference runs and
+    is accepted as the base's cases are; one it refuses is left out."""
+    base = result.variants[0].assignment
+    cases = served_model_cases(base, profile)
+    if not cases:
+        return []
+    outcomes = runner.run(base.spec_args(), base.sizes, [{**base.sizes, **c} for c in cases])
+    accepted = {o.case for o in outcomes if o.accepted}
+    return [c for c in cases if c["name"] in accepted]

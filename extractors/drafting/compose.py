@@ -23,7 +23,10 @@ class ComposedDraft:
     dropped: list[str] = field(default_factory=list)
 
 
-def compose(result: SearchResult, profile: ServingProfile) -> ComposedDraft:
+def compose(
+    result: SearchResult, profile: ServingProfile, served: list[dict[str, Any]] | None = None
+) -> ComposedDraft:
+    """`served`: cases at other model families' sizes (search.served_model_cases), added after the rest."""
     variants = list(result.variants)
     dropped = list(result.dropped)
     while True:
@@ -71,6 +74,10 @@ def compose(result: SearchResult, profile: ServingProfile) -> ComposedDraft:
         what = ", ".join(f"{k}={v}" for k, v in variant.flips.items()) or "the first assignment"
         names = [c["name"] + (f"_{variant.suffix}" if variant.suffix else "") for c in serving]
         described.append(f"{', '.join(names)}: {what}")
+    for case in served or []:
+        cases.append({**case, **keys[0]})
+        sized = ", ".join(f"{k}={v}" for k, v in case.items() if k not in ("name", "tokens", "batch"))
+        described.append(f"{case['name']}: the first assignment at {sized}")
     for key in ("tokens", "batch"):
         first = next((c[key] for c in cases if key in c), None)
         if first is not None:

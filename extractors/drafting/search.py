@@ -13,7 +13,7 @@ from typing import Any
 from extractors.drafting.assignment import ArgDraft, Assignment
 from extractors.drafting.facts import UseFacts
 from extractors.drafting.repair import repairs
-from extractors.drafting.serving_shapes import ServingProfile
+from extractors.drafting.serving_shapes import MODEL_SIZES, ServingProfile
 from extractors.drafting.solver import PROBE_SIZES, symbols
 from extractors.drafting.trials import TrialOutcome, TrialRunner
 
@@ -204,3 +204,29 @@ def _allowed(start: Assignment, candidate: Assignment, frozen: set[str] | None) 
     if frozen is None:
         return True
     return all(candidate.args[n].spec() == start.args[n].spec() for n in start.args if n not in frozen)
+
+
+# Other families whose sizes a draft adds cases for: each adds evaluator time to every candidate, so two.
+MAX_OTHER_FAMILIES = 2
+
+
+def served_model_cases(assignment: Assignment, profile: ServingProfile) -> list[dict[str, Any]]:
+    """One decode case per other model family the profile serves that uses the same model sizes (a dense
+    activation's `intermediate`, a router's `num_experts` and `topk`), at the largest decode token count: the
+    draft then checks the function at the sizes of the models that run it, not of one model only."""
+    used = {s for a in assignment.args.values() if a.kind != "none" for s in symbols(a)}
+    needed = used & set(MODEL_SIZES)
+    if not needed:
+        return []
+    own = next((m for m in profile.served or profile.models if m.name == assignment.model), None)
+    seen = {own.family} if own is not None else set()
+    cases: list[dict[str, Any]] = []
+    for model in profile.models_using(needed):
+        if model.family in seen or len(cases) == MAX_OTHER_FAMILIES:
+            continue
+        seen.add(model.family)
+        case: dict[str, Any] = {"name": f"decode{profile.decode_tokens[-1]}_{model.name}"}
+        case.update({k: profile.decode_tokens[-1] for k in ("tokens", "batch") if k in used})
+        case.update({k: model.sizes[k] for k in sorted(needed)})
+        cases.append(case)
+    return cases

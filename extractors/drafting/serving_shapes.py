@@ -47,6 +47,8 @@ class ModelShapes:
     dtype: str
     sizes: dict[str, int]
     values: dict[str, Any] = field(default_factory=dict)  # eps, routed_scaling_factor, scoring_func, ...
+    family: str = ""  # "llama-3", "qwen3-moe", ...: cases from two families differ in more than scale
+    config: str = ""  # the Hugging Face repository whose config.json the sizes come from
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,19 @@ class ServingProfile:
     prefill_tokens: tuple[int, ...]
     decode_batch: tuple[int, ...]
     sizes: dict[str, int]  # page_size, pool, context
+    # Every model the engine serves that shapes are taken from (the drafting models first), and the
+    # activation dtypes it serves them in.
+    served: tuple[ModelShapes, ...] = ()
+    dtypes: tuple[str, ...] = ("bfloat16",)
+
+    def models_using(self, needed: set[str]) -> tuple[ModelShapes, ...]:
+        """Every served model that defines each of the model sizes in `needed`: the models whose layers run a
+        function using those sizes (an activation over `intermediate` is run by dense models, a router over
+        `num_experts` and `topk` by MoE ones). Empty when `needed` names no model size."""
+        wanted = needed & set(MODEL_SIZES)
+        if not wanted:
+            return ()
+        return tuple(m for m in self.served or self.models if wanted <= set(m.sizes))
 
     def model_for(self, needed: set[str]) -> ModelShapes:
         """The first model defining every needed model size (else the one defining most of them)."""
@@ -71,6 +86,7 @@ def load_profile(name: str) -> ServingProfile:
         raise ExtractionError(f"no serving-shape profile {name!r} (known: {known})")
     raw = tomllib.loads(path.read_text())
     models = tuple(load_model(m) for m in raw["models"])
+    served = [*models, *(load_model(m) for m in raw.get("served_models", []) if m not in raw["models"])]
     return ServingProfile(
         name=name,
         models=models,
@@ -78,6 +94,8 @@ def load_profile(name: str) -> ServingProfile:
         prefill_tokens=tuple(raw["prefill_tokens"]),
         decode_batch=tuple(raw["decode_batch"]),
         sizes={k: int(raw[k]) for k in PROFILE_SIZES if k in raw},
+        served=tuple(served),
+        dtypes=tuple(raw.get("dtypes", ["bfloat16"])),
     )
 
 
@@ -87,7 +105,12 @@ def load_model(name: str) -> ModelShapes:
         raise ExtractionError(f"no model preset {name!r} under {PRESETS / 'models'}")
     raw = tomllib.loads(path.read_text())
     return ModelShapes(
-        raw["name"], raw.get("dtype", "bfloat16"), dict(raw["sizes"]), dict(raw.get("values", {}))
+        raw["name"],
+        raw.get("dtype", "bfloat16"),
+        dict(raw["sizes"]),
+        dict(raw.get("values", {})),
+        family=str(raw.get("family", raw["name"])),
+        config=str(raw.get("config", "")),
     )
 
 
@@ -98,3 +121,45 @@ def profile_for_source(source: str) -> str:
         if name != "default" and name in text:
             return name
     return "default"
+
+
+def shape_table(profile: ServingProfile) -> str:
+    """The profile's served models as a markdown table (one row per model, the sizes drafts and generated
+    tests take from it), then its token counts and dtypes: docs/model_shapes.md is made of these."""
+    models = profile.served or profile.models
+    sizes = [s for s in MODEL_SIZES if any(s in m.sizes for m in models)]
+    columns = ["model", "family", "config.json of", *sizes]
+    rows = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for model in models:
+        cells = [model.name, model.family, f"`{model.config}`"]
+        cells += [str(model.sizes.get(s, "–")) for s in sizes]
+        rows.append("| " + " | ".join(cells) + " |")
+    tokens = ", ".join(map(str, profile.decode_tokens))
+    prefill = ", ".join(map(str, profile.prefill_tokens))
+    dtypes = ", ".join(profile.dtypes)
+    rows += ["", f"Decode tokens per forward: {tokens}; prefill chunk: {prefill}; dtypes: {dtypes}."]
+    return "\n".join(rows) + "\n"
+
+
+DOC_INTRO = """# Model shapes per engine
+
+The sizes kernelbot drafts inputs with, checks generated tests at and lets guards take at run time, per
+serving profile (`extractors/drafting/presets/profiles/<engine>.toml`). Each model's numbers come from the
+public `config.json` of the repository the table names (one file per model under
+`extractors/drafting/presets/models/`); a function is checked at the sizes of every model that defines the
+sizes it uses (an activation over `intermediate`: the dense models; a router over `num_experts`/`topk`: the
+MoE models). `–`: the model has no such size. Regenerate with
+`python -m extractors.drafting.serving_shapes > docs/model_shapes.md` after editing the presets
+(tests/extractors/test_model_shapes_doc.py checks this file against them).
+"""
+
+
+def shapes_doc() -> str:
+    """docs/model_shapes.md: the shape table of every serving profile."""
+    names = sorted(p.stem for p in (PRESETS / "profiles").glob("*.toml"))
+    parts = [DOC_INTRO] + [f"## {name}\n\n{shape_table(load_profile(name))}" for name in names]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(shapes_doc(), end="")

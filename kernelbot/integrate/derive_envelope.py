@@ -1,12 +1,15 @@
 """Derives the Envelope from a task: builds every case's inputs with the task's own make_inputs on the CPU,
 binds them to the reference's signature (so defaults count as the values the evaluator ran with), then
-builds each case again with each `dynamic` size moved to nearby unlisted values, to see which dims and
-scalars follow it. The moved cases that build are returned too: the generated test runs them."""
+builds each case again with each `dynamic` size, and each other size the case names (hidden, topk,
+page_size, ...), moved to nearby unlisted values, to see which dims and scalars follow them: a scalar that
+follows a size is a size, which the kernel takes at run time. The cases with a dynamic size moved that
+build are returned too: the generated test runs them. Tensors in the task's half dtype are allowed in
+every half dtype the engine serves (served_shapes.served_dtypes): the generated test checks each."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +19,7 @@ import torch
 from evaluators.task import Case
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.served_shapes import activation_dtype, served_dtypes
 from kernelbot.integrate.task_view import TaskView
 
 _SCALARS = (bool, int, float, str, type(None), torch.dtype)
@@ -38,10 +42,14 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
     bound = [_bind(view, signature, case) for case in task.cases]
     variants: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (key, base, moved)
     other_cases: list[dict[str, Any]] = []
+    sized = next((c for c in runnable if _size_keys(c.params)), None)
     for case, base in zip(task.cases, bound, strict=True):
         if case.is_captured:
             continue
-        for key in task.dynamic:
+        # Other sizes are moved in one case only: which dims and scalars follow them is the same in all.
+        sizes = sorted(_size_keys(case.params) - set(task.dynamic)) if case is sized else []
+        keys = [*task.dynamic, *sizes]
+        for key in keys:
             value = case.params.get(key)
             if not isinstance(value, int) or isinstance(value, bool):
                 continue
@@ -54,12 +62,14 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                 except IntegrationError:
                     continue
                 built += 1
-                if params not in other_cases and case in _extremes(runnable, key):
+                dynamic = key in task.dynamic
+                if dynamic and params not in other_cases and case in _extremes(runnable, key):
                     other_cases.append(params)
-                if built == 2:  # two unlisted sizes per case are enough to see what follows the key
+                if built == (2 if dynamic else 1):  # enough unlisted sizes to see what follows the key
                     break
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
+    half, dtypes = activation_dtype(view.inputs), served_dtypes(view)
     for name in signature.parameters:
         if name in ignore:
             continue
@@ -69,11 +79,19 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         if tensors:
             if len(tensors) + sum(v is None for v in seen) != len(seen):
                 raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
-            rules_t.append(_tensor_rule(name, seen, moved))
+            rule = _tensor_rule(name, seen, moved)
+            if half is not None and rule.dtypes == (half,):
+                rule = dataclasses.replace(rule, dtypes=dtypes)
+            rules_t.append(rule)
         else:
             rules_v.append(_value_rule(view, name, seen, moved))
     envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
     return DerivedEnvelope(envelope, tuple(other_cases))
+
+
+def _size_keys(params: dict[str, Any]) -> set[str]:
+    """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
+    return {k for k, v in params.items() if type(v) is int}
 
 
 def _bind(view: TaskView, signature: inspect.Signature, case: Case) -> dict[str, Any]:
@@ -130,6 +148,10 @@ def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) 
 
 
 def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> ValueRule:
+    """A float parameter is passed on as it is: only its type is checked. An int that follows a size is a
+    size: the kernel takes it at run time, so only its type is checked. Anything else (a switch: a bool, a
+    string, None, a dtype, an int no size moves) is compared with the values the cases had, as each value
+    chooses a code path the kernel was checked on."""
     for value in seen:
         if not _renderable(value):
             raise IntegrationError(
@@ -137,8 +159,11 @@ def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[st
                 f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers, "
                 "strings, dtypes and tuples of them)"
             )
+    if seen and all(isinstance(v, float) for v in seen):
+        return ValueRule(name, (), free=True, kind="float")
     if any(not _same(base, var) for _, base, var in moved):
-        return ValueRule(name, (), free=True)
+        is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in seen)
+        return ValueRule(name, (), free=True, kind="int" if is_int else "")
     values: list[object] = []
     for value in seen:
         if not any(_same(value, v) for v in values):
@@ -147,8 +172,6 @@ def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[st
 
 
 def _renderable(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
     if isinstance(value, (tuple, list)):
         return all(_renderable(v) for v in value)
     return isinstance(value, _SCALARS)

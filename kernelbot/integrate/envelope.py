@@ -1,14 +1,19 @@
 """The envelope: the arguments a kernel was proved correct on, as rules per parameter of the entry. The guard
 the codemod writes sends a call to the kernel only inside it; anything else takes the original PyTorch path.
 
-Rules come from the task's cases (kernelbot.integrate.derive_envelope): a tensor's dtypes, rank, the sizes of
-its dims that do not vary at serving time, contiguity; a scalar's values; dims and scalars that follow the
-task's `dynamic` sizes (batch, tokens) are left free, as the evaluator's hidden cases move them.
+Rules come from the task's cases (kernelbot.integrate.derive_envelope) and state what the kernel needs, never
+the sizes it happened to be checked at: a tensor's device, dtypes, rank and contiguity, and that its element
+count fits the int32 offsets a Triton kernel computes; a number's type (sizes and float parameters reach the
+kernel at run time); the values of switches (booleans, strings, None) that choose a code path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# Triton computes offsets from program ids and `tl.arange` in int32: a tensor of 2**31 elements or more would
+# overflow them, whatever the kernel's block sizes.
+INT32_ELEMENTS = 2**31
 
 
 @dataclass(frozen=True)
@@ -16,8 +21,9 @@ class TensorRule:
     name: str
     dtypes: tuple[str, ...]  # "bfloat16", ...
     ranks: tuple[int, ...]
-    fixed_dims: tuple[tuple[int, tuple[int, ...]], ...]  # (dim, allowed sizes) for one fixed rank
-    dynamic_dims: tuple[tuple[int, tuple[str, ...]], ...]  # (dim, the dynamic keys that move it)
+    # (dim, sizes the cases had) for dims no size key moved: what was checked, not a condition of the guard
+    fixed_dims: tuple[tuple[int, tuple[int, ...]], ...]
+    dynamic_dims: tuple[tuple[int, tuple[str, ...]], ...]  # (dim, the size keys that move it)
     contiguous: bool  # every case's tensor was contiguous: the guard requires it
     optional: bool  # some cases passed None instead
 
@@ -26,10 +32,7 @@ class TensorRule:
         parts.append(f"{'/'.join(map(str, self.ranks))}-D")
         if self.contiguous:
             parts.append("contiguous")
-        for dim, sizes in self.fixed_dims:
-            parts.append(f"dim {dim} in {{{', '.join(map(str, sizes))}}}")
-        for dim, keys in self.dynamic_dims:
-            parts.append(f"dim {dim} any size ({', '.join(keys)})")
+        parts.append("fewer than 2**31 elements")
         text = f"{self.name}: " + ", ".join(parts)
         return text + " (or None)" if self.optional else text
 
@@ -38,11 +41,12 @@ class TensorRule:
 class ValueRule:
     name: str
     values: tuple[object, ...]  # allowed values (empty when free)
-    free: bool = False  # follows a dynamic size: any value
+    free: bool = False  # a size or a float parameter: any value of its type
+    kind: str = ""  # free rules: "int" (a size) or "float" (a float parameter; ints pass too)
 
     def describe(self) -> str:
         if self.free:
-            return f"{self.name}: any value (follows the dynamic sizes)"
+            return f"{self.name}: any {self.kind or 'value'}"
         if len(self.values) == 1:
             return f"{self.name} = {self.values[0]!r}"
         return f"{self.name} in {{{', '.join(repr(v) for v in self.values)}}}"

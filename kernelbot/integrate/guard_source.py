@@ -1,8 +1,15 @@
 """Renders the guard appended to a kernel module: an `ENABLED` switch, two small helpers and the predicate
 `can_use_<op>_triton(<the entry's parameters>)`, which is True only inside the Envelope. The text comes from
-templates/guard.py.j2; this module turns each rule into one boolean expression."""
+templates/guard.py.j2; this module turns each rule into one boolean expression. No condition names a size:
+tensors are checked for device, dtype, rank, contiguity and the int32 element bound, sizes and float
+parameters for their type only, switches for the values the kernel was checked on. The one size limit is a
+real one: a register extent the entry pads with `triton.next_power_of_2(<size>)` (a constexpr the kernel is
+compiled for) must fit Triton's largest tensor, 2**20 elements; a padded extent capped by `min(BLOCK, ...)`
+is tiled and has none."""
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -17,6 +24,7 @@ def render_guard(
     conditions = ["ENABLED"]
     conditions += [_tensor_condition(rule) for rule in envelope.tensors]
     conditions += [c for c in (_value_condition(rule) for rule in envelope.values) if c]
+    conditions += [f"{extent} <= {TRITON_MAX_TENSOR_NUMEL}" for extent in padded_extents(entry)]
     if envelope.tensors:
         names = ", ".join(rule.name for rule in envelope.tensors)
         conditions.append(f"not _needs_autograd({names})")
@@ -34,17 +42,87 @@ def render_guard(
     )
 
 
+# Triton's largest tensor (triton.language.core.TRITON_MAX_TENSOR_NUMEL): a block of more elements does not
+# compile.
+TRITON_MAX_TENSOR_NUMEL = 1 << 20
+_ALLOWED_NAMES = {"triton", "min", "max", "len", "int"}
+
+
+def padded_extents(entry: cst.FunctionDef) -> list[str]:
+    """`triton.next_power_of_2(<size>)` calls of the entry whose size is an expression over its parameters
+    once the entry's own single assignments are substituted (`s1 = x.shape[1]`), and which no
+    `min(...)` caps: each is a register extent the kernel is compiled for."""
+    tree = ast.parse(cst.Module([entry]).code)
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    assigned: dict[str, ast.expr] = {}
+    counts: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            counts[name] = counts.get(name, 0) + 1
+            assigned[name] = node.value
+    single = {n: v for n, v in assigned.items() if counts[n] == 1 and n not in params}
+    capped = {
+        id(arg)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"
+        for arg in node.args
+    }
+    out: list[str] = []
+    for node in ast.walk(function):
+        if id(node) in capped or not _is_next_power_of_2(node):
+            continue
+        size = _substitute(node.args[0], single)  # type: ignore[attr-defined]
+        if size is None:
+            continue
+        names = {n.id for n in ast.walk(size) if isinstance(n, ast.Name)}
+        if names <= params | _ALLOWED_NAMES:
+            text = f"triton.next_power_of_2({ast.unparse(size)})"
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def _is_next_power_of_2(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and len(node.args) == 1
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "next_power_of_2"
+    )
+
+
+def _substitute(expr: ast.expr, single: dict[str, ast.expr], depth: int = 0) -> ast.expr | None:
+    """`expr` with the names the entry assigns once replaced by what they hold (None past a few levels)."""
+    if depth > 6:
+        return None
+
+    class _Replace(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.copy_location(single[node.id], node) if node.id in single else node
+
+    replaced = _Replace().visit(ast.parse(ast.unparse(expr), mode="eval")).body
+    if any(isinstance(n, ast.Name) and n.id in single for n in ast.walk(replaced)):
+        return _substitute(replaced, single, depth + 1)
+    return replaced
+
+
 def _tensor_condition(rule: TensorRule) -> str:
     dtypes = ", ".join(f"torch.{d}" for d in rule.dtypes)
     ranks = ", ".join(str(r) for r in rule.ranks)
-    sizes = ", ".join(f"{dim}: ({', '.join(map(str, allowed))},)" for dim, allowed in rule.fixed_dims)
-    call = f"_is_checked_tensor({rule.name}, ({dtypes},), ({ranks},), {{{sizes}}}"
+    call = f"_is_checked_tensor({rule.name}, ({dtypes},), ({ranks},)"
     call += ")" if rule.contiguous else ", contiguous=False)"
     return f"({rule.name} is None or {call})" if rule.optional else call
 
 
 def _value_condition(rule: ValueRule) -> str:
     if rule.free:
+        if rule.kind == "int":
+            return f"(isinstance({rule.name}, int) and not isinstance({rule.name}, bool))"
+        if rule.kind == "float":
+            return f"isinstance({rule.name}, (int, float))"
         return ""
     parts = [_equals(rule.name, value) for value in rule.values]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"

@@ -1,6 +1,8 @@
 """Renders a task's input spec (SPEC/ORDER of a spec-generated inputs.py) as a plain `make_inputs` function
 for the generated test: one line per argument, drawing the same values from the same seed as the task's
-inputs.py does, so a maintainer reads what is built instead of a spec interpreter. See
+inputs.py does, so a maintainer reads what is built instead of a spec interpreter. An argument with `when`
+is None where its case key is false (without drawing, as inputs.py does); tensors in the spec's activation
+dtype take the test's `float_dtype` instead, so one spec checks every dtype the engine serves. See
 extractors/input_spec.py for the spec's fields."""
 
 from __future__ import annotations
@@ -12,24 +14,30 @@ from typing import Any
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.task_view import InputSpecSource
 
-_RESERVED = {"torch", "math", "gen", "seed", "device"}
+_RESERVED = {"torch", "math", "gen", "seed", "device", "float_dtype"}
 _FLOAT_INITS = {"randn", "rand", "probs", "ones", "zeros", "arange"}
 
 
-def render_make_inputs(spec: InputSpecSource, sizes: list[str]) -> str:
-    """`def make_inputs(*, <sizes>, seed) -> (args, kwargs)` building CPU values."""
+def render_make_inputs(spec: InputSpecSource, sizes: list[str], swap: str | None = None) -> str:
+    """`def make_inputs(*, <sizes>, seed) -> (args, kwargs)` building CPU values; with `swap` (a dtype
+    name), also a `float_dtype` parameter that tensors of that dtype take instead."""
     clash = sorted(_RESERVED & {*spec.spec, *sizes})
     if clash:
         raise IntegrationError(f"the input spec names {clash}, which the generated test uses itself")
-    params = ", ".join([*sizes, "seed"])
+    params = ", ".join([*sizes, *(["float_dtype"] if swap else []), "seed"])
+    doc = "the values the task's inputs.py draws from `seed`"
+    if swap:
+        doc += f", with float_dtype where it has {swap}"
     lines = [
         f"def make_inputs(*, {params}):",
-        '    """The entry\'s arguments for one case, on the CPU: the values the task\'s inputs.py draws from',
-        '    `seed`."""',
+        *_docstring(f"The entry's arguments for one case, on the CPU: {doc}."),
         "    gen = torch.Generator().manual_seed(seed)",
     ]
     for name, arg in spec.spec.items():
-        lines.append(f"    {name} = {_value(name, arg)}")
+        value = _value(name, arg, swap)
+        if "when" in arg:
+            value = f"{value} if {_expr(arg['when'], wrap=True)} else None"
+        lines.append(f"    {name} = {value}")
     positional = [n for n, kind in spec.order if kind == "positional"]
     named = [n for n, kind in spec.order if kind != "positional"]
     args = "(" + ", ".join(positional) + ("," if len(positional) == 1 else "") + ")"
@@ -42,9 +50,20 @@ def needs_math(source: str) -> bool:
     return "math." in source
 
 
-def _value(name: str, arg: dict[str, Any]) -> str:
+def _docstring(text: str, width: int = 80) -> list[str]:
+    words, lines, line = text.split(), [], '    """'
+    for word in words:
+        if len(line) + 1 + len(word) > width and line.strip('" '):
+            lines.append(line)
+            line = "    "
+        line += ("" if line.endswith(('"', " ")) else " ") + word
+    lines.append(line + '"""')
+    return lines
+
+
+def _value(name: str, arg: dict[str, Any], swap: str | None = None) -> str:
     if "shape" in arg:
-        return _tensor(name, arg)
+        return _tensor(name, arg, swap)
     if "value" in arg:
         return _expr(arg["value"])
     if "text" in arg:
@@ -54,7 +73,7 @@ def _value(name: str, arg: dict[str, Any]) -> str:
     return "None"
 
 
-def _tensor(name: str, arg: dict[str, Any]) -> str:
+def _tensor(name: str, arg: dict[str, Any], swap: str | None = None) -> str:
     dims = [str(d) for d in arg["shape"]]
     shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
     dtype = arg.get("dtype", "float32")
@@ -90,9 +109,10 @@ def _tensor(name: str, arg: dict[str, Any]) -> str:
         text = f"torch.full({shape}, {_expr(arg.get('fill', 0))})"
     else:
         raise IntegrationError(f"input spec: args.{name}.init {init!r} is not one the test can render")
-    if dtype == "float32" and init in _FLOAT_INITS:
+    target = "float_dtype" if swap is not None and dtype == swap else f"torch.{dtype}"
+    if target == "torch.float32" and init in _FLOAT_INITS:
         return text
-    return f"({text}).to(torch.{dtype})" if not _is_call(text) else f"{text}.to(torch.{dtype})"
+    return f"({text}).to({target})" if not _is_call(text) else f"{text}.to({target})"
 
 
 def _affine(base: str, scale: object, offset: object) -> str:

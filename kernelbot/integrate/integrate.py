@@ -6,7 +6,8 @@
    forward_triton backend of an SGLang-style op, a Triton<Op>Impl in LMDeploy's CUDA backend, or a guarded
    call in the function itself) and, when the profile asks, exports the kernel from its package
    (export_from_init);
-4. writes the unit test in the repository's style (test_source);
+4. writes the unit test in the repository's style (test_source) and a benchmark script where the engine
+   keeps its kernel benchmarks (bench_source);
 5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
    versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
    upstream wrote them (line_merge).
@@ -27,6 +28,7 @@ from libcst.codemod import CodemodContext
 from kernelbot.engines.convention import KernelRequest, SlotEvidence, WireRequest, Wiring, convention_for
 from kernelbot.engines.model import Profile
 from kernelbot.formatting import format_files
+from kernelbot.integrate.bench_source import bench_path, render_bench
 from kernelbot.integrate.derive_envelope import derive_envelope
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -39,7 +41,7 @@ from kernelbot.integrate.naming import guard_name, kernel_entry_name, op_name
 from kernelbot.integrate.placement import Placement, place
 from kernelbot.integrate.route_to_kernel import KernelCall
 from kernelbot.integrate.task_view import TaskView, load_view
-from kernelbot.integrate.test_source import TestSubject, render_test
+from kernelbot.integrate.test_source import TestSubject, render_context, render_test
 from kernelbot.tree_formatter import formatter_for_tree
 
 
@@ -47,11 +49,10 @@ from kernelbot.tree_formatter import formatter_for_tree
 class Integration:
     """What integrate() did, for the change named `op_slug`. Paths are relative to the repo root.
     `test_command` runs only the generated test (the profile's test command plus its path). `cpu_test_env` is
-    the environment to add when running tests on a machine without a GPU: the generated test turns Triton's
-    interpreter on itself, but only when triton is not imported yet, and in a whole test run another module
-    usually imports it first (the test then skips, saying so). `notes` are things a reviewer should know (a
-    file formatted whole because its untouched lines could not be kept apart, a checker's leftover
-    findings)."""
+    the environment to add when running tests on a machine without a GPU: without it the generated test
+    checks its cases in a new process that has Triton's interpreter on, which this environment spares.
+    `notes` are things a reviewer should know (a file formatted whole because its untouched lines could not
+    be kept apart, a checker's leftover findings)."""
 
     op_slug: str
     kernel_module: Path
@@ -69,6 +70,8 @@ class Integration:
     selection: str = ""
     in_compile_region: bool = False
     reference_file: Path | None = None  # the file holding the reference code; no line of it is changed
+    # The benchmark script the change adds (bench_source): eager, torch.compile and the kernel on a GPU.
+    bench_file: Path | None = None
 
 
 def integrate(
@@ -107,7 +110,8 @@ def integrate(
     chosen_file = convention.kernel_file(KernelRequest(repo, profile, placement, target, view.qualname))
     if chosen_file is not None:
         placement = place(profile, view.task.source.path, op, kernel_file=chosen_file)
-    for path in (placement.kernel_file, placement.test_file):
+    bench_file = bench_path(profile, op)
+    for path in (placement.kernel_file, placement.test_file, bench_file):
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
     reads = GatherParamReadsVisitor.of(
@@ -152,8 +156,15 @@ def integrate(
         kernel_owner=wiring.test_hook.owner,
     )
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
+    context = render_context(view, subject, profile, repo, derived.other_cases)
+    bench_source = render_bench(context, profile, view.qualname)
 
-    created = {placement.kernel_file: kernel_source, **created, placement.test_file: test_source}
+    created = {
+        placement.kernel_file: kernel_source,
+        **created,
+        placement.test_file: test_source,
+        bench_file: bench_source,
+    }
     for path in created:
         if (repo / path).exists():
             raise IntegrationError(f"{path} already exists in {repo}: integrate into a fresh work tree")
@@ -182,6 +193,7 @@ def integrate(
         test_command=[*profile.test_command, str(placement.test_file)],
         kernel_entry=names.entry,
         guard=names.guard,
+        bench_file=bench_file,
         notes=(*wiring.notes, *notes),
         formatter=chosen.describe(),
         slot=wiring.slot,

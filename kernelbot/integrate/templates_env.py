@@ -34,3 +34,43 @@ def environment(line_length: int) -> jinja2.Environment:
 
     env.filters["docwrap"] = docwrap
     return env
+
+
+def fit_comments(source: str, width: int) -> str:
+    """`source` with every comment kept within `width` columns (formatters wrap code, never comments): a
+    block of comment lines with one too long is re-wrapped as one paragraph at its indent, a trailing
+    comment that makes its line too long moves onto its own lines above it."""
+    lines = source.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        prefix = indent + "# "
+        if stripped.startswith("#") and not stripped.startswith("#!"):
+            block = [line]
+            while (
+                i + 1 < len(lines)
+                and lines[i + 1].startswith(prefix)
+                and _comment_indent(lines[i + 1]) == indent
+            ):
+                i += 1
+                block.append(lines[i])
+            if any(len(b) > width for b in block):
+                text = " ".join(b.strip().lstrip("#").strip() for b in block)
+                out += textwrap.wrap(text, width, initial_indent=prefix, subsequent_indent=prefix)
+            else:
+                out += block
+        elif len(line) > width and "  # " in stripped and not stripped.startswith(("'", '"')):
+            code, _, comment = line.partition("  # ")
+            out += textwrap.wrap(comment, width, initial_indent=prefix, subsequent_indent=prefix)
+            out.append(code.rstrip())
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out) + ("\n" if source.endswith("\n") else "")
+
+
+def _comment_indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]

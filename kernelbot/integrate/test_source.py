@@ -1,13 +1,16 @@
 """Renders the generated unit test (templates/test.py.j2) in the repository's style: pytest functions, or a
 unittest class deriving the profile's base class (SGLang's CustomTestCase) when the tree has it.
 
-The test needs nothing from kernelbot: it builds the task's inputs itself (inputs_source), compares the
-original code with the kernel over the evaluator's cases and other values of the dynamic sizes, and on a
-machine without a GPU runs the kernel through Triton's interpreter."""
+The test needs nothing from kernelbot: it builds the task's inputs itself (inputs_source) and compares the
+original code with the kernel over the task's cases, other values of its dynamic sizes and the sizes of every
+model the engine serves that uses the function (served_shapes), each in every activation dtype the engine
+serves. Cases small enough for Triton's interpreter run everywhere (the interpreter on a machine without a
+GPU); larger ones run on a CUDA GPU only, and the file says which is which."""
 
 from __future__ import annotations
 
 import ast
+import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +21,9 @@ from kernelbot.engines.model import Profile
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
 from kernelbot.integrate.naming import snake
-from kernelbot.integrate.task_view import TaskView
-from kernelbot.integrate.templates_env import environment
+from kernelbot.integrate.served_shapes import activation_dtype, served_cases, served_dtypes
+from kernelbot.integrate.task_view import InputSpecSource, TaskView
+from kernelbot.integrate.templates_env import environment, fit_comments
 
 
 @dataclass(frozen=True)
@@ -47,24 +51,39 @@ def render_test(
     repo: Path,
     other_cases: tuple[dict[str, Any], ...],
 ) -> str:
+    context = render_context(view, subject, profile, repo, other_cases)
+    width = profile.formatter.line_length
+    return fit_comments(environment(width).get_template("test.py.j2").render(**context), width)
+
+
+def render_context(
+    view: TaskView,
+    subject: TestSubject,
+    profile: Profile,
+    repo: Path,
+    other_cases: tuple[dict[str, Any], ...],
+) -> dict[str, Any]:
+    """What the test template (and the benchmark's, kernelbot.integrate.bench_source) are rendered from."""
     if view.inputs is None:
         raise IntegrationError(
             f"{view.task.inputs_path} holds no input spec (hand-written or captured inputs): the generated "
             "test builds its inputs from one; re-extract the task with --spec"
         )
-    cases = [(c.params, "checked by kernelbot's evaluator") for c in view.task.cases if not c.is_captured]
     dynamic = ", ".join(view.task.dynamic)
-    cases += [(params, f"another value of {dynamic}") for params in other_cases]
+    cases = _cases(view, other_cases)
     sizes = list(dict.fromkeys(k for params, _ in cases for k in params))
-    make_inputs = render_make_inputs(view.inputs, sizes)
+    swap = activation_dtype(view.inputs)
+    make_inputs = render_make_inputs(view.inputs, sizes, swap)
+    dtypes = served_dtypes(view) or (_first_float_dtype(view.inputs),)
+    small = [(params, note) for params, note in cases if _fits_interpreter(view.inputs, params)]
+    large = [(params, note) for params, note in cases if (params, note) not in small]
     base_module, base_class = _base_class(profile, repo)
     parts = view.qualname.split(".")
     owner, method = (parts[-2], parts[-1]) if view.is_method else ("", parts[-1])
     bound = {attr: function for attr, function in view.bound_callables.items()}
     source_names = sorted({owner or method, *bound.values()})
-    kernel_import = _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init)
     kernel_method = subject.kernel_method or method
-    context = {
+    return {
         "kernel_method": kernel_method,
         "kernel_owner": subject.kernel_owner[1] if subject.kernel_owner else "",
         "kernel_owner_import": (
@@ -76,12 +95,18 @@ def render_test(
         "base_module": base_module,
         "base_class": base_class,
         "needs_math": needs_math(make_inputs),
-        "needs_importlib": profile.kernel.export_from_init,
-        "kernel_import": kernel_import,
         "source_module": subject.source_module,
         "source_names": ", ".join(source_names),
+        "needs_importlib": profile.kernel.export_from_init,
+        "kernel_import": _import_as(subject.kernel_module, "kernel", profile.kernel.export_from_init),
+        "source_name_list": source_names,
         "tolerances": _tolerances(view),
-        "cases": [(_dict_source(params), note) for params, note in cases],
+        "cases": [(_dict_source(params), note) for params, note in small],
+        "gpu_cases": [(_dict_source(params), note) for params, note in large],
+        "dtypes": ", ".join(f"torch.{d}" for d in dtypes),
+        "swap": swap or "",
+        "interpreter_elements": INTERPRETER_ELEMENTS,
+        "kernel_module": subject.kernel_module,
         "is_method": view.is_method,
         "owner": owner,
         "owner_snake": snake(owner) if owner else "",
@@ -99,7 +124,56 @@ def render_test(
         "test_class": "Test" + "".join(w.capitalize() for w in subject.entry.split("_")),
         "test_function": f"test_{subject.entry}_matches_the_original",
     }
-    return environment(profile.formatter.line_length).get_template("test.py.j2").render(**context)
+
+
+# Cases whose tensors hold more elements than this in all run on a CUDA GPU only: Triton's interpreter runs
+# each program in NumPy, a few seconds for a prefill-sized case.
+INTERPRETER_ELEMENTS = 1 << 18
+
+
+def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], str]]:
+    """(params, where it comes from): the task's cases, the other values of its dynamic sizes, then each
+    served model's sizes at decode and prefill token counts; each set of params once."""
+    runnable = [c for c in view.task.cases if not c.is_captured]
+    cases = [(c.params, f"task case {c.name}") for c in runnable]
+    dynamic = ", ".join(view.task.dynamic)
+    cases += [(params, f"{dynamic} off the task's values") for params in other_cases]
+    if runnable:
+        for served in served_cases(view, runnable[0].params):
+            counts = ", ".join(f"{k} {served.params[k]}" for k in view.task.dynamic if k in served.params)
+            note = f"{served.model.name} sizes ({served.model.family})" + (f", {counts}" if counts else "")
+            cases.append((served.params, note))
+    out: list[tuple[dict[str, Any], str]] = []
+    for params, note in cases:
+        if all(params != p for p, _ in out):
+            out.append((params, note))
+    return out
+
+
+def _fits_interpreter(spec: InputSpecSource, params: dict[str, Any]) -> bool:
+    """Whether the case's spec tensors hold at most INTERPRETER_ELEMENTS elements in all (a shape that
+    cannot be evaluated from the sizes alone counts as too large)."""
+    total = 0
+    scope = {"min": min, "max": max, "int": int, "abs": abs, "math": math, **params}
+    for arg in spec.spec.values():
+        if "shape" not in arg:
+            continue
+        try:
+            dims = [
+                int(eval(d, {"__builtins__": {}}, scope)) if isinstance(d, str) else int(d)
+                for d in arg["shape"]
+            ]
+        except Exception:  # an expression over earlier arguments: not known before the case is built
+            return False
+        total += math.prod(dims)
+    return total <= INTERPRETER_ELEMENTS
+
+
+def _first_float_dtype(spec: InputSpecSource) -> str:
+    for arg in spec.spec.values():
+        if "shape" in arg and str(arg.get("dtype", "float32")).startswith(("float", "bfloat")):
+            return str(arg.get("dtype", "float32"))
+    return "float32"
 
 
 def _base_class(profile: Profile, repo: Path) -> tuple[str, str]:
@@ -169,10 +243,12 @@ def _docstring(view: TaskView, subject: TestSubject, profile: Profile, dynamic: 
             "original PyTorch code with the kernel: the result, every tensor argument afterwards (in-place "
             "writes)"
             + (" and the attributes it sets" if view.written_attributes else "")
-            + ". The cases are those kernelbot's evaluator checked the kernel on"
-            + (f", then other values of the sizes that vary at serving time ({dynamic})" if dynamic else "")
-            + f". On a GPU the kernel runs through {_gpu_path(view, subject)}, behind its guard; "
-            "without one, through Triton's interpreter on the CPU.",
+            + ". The cases are the task's"
+            + (f", other values of the sizes that vary at serving time ({dynamic})" if dynamic else "")
+            + " and the sizes of the served models that use the function, each in every dtype of DTYPES. "
+            "On a GPU the kernel runs "
+            f"through {_gpu_path(view, subject)}, behind its guard; without one, through "
+            "Triton's interpreter on the CPU, for the cases in CASES (GPU_CASES are too large for it).",
             width=width,
         ),
     ]

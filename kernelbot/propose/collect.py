@@ -104,6 +104,7 @@ def build_evidence(
     share_source: str = NOT_PROFILED,
     reproduce: str | None = None,
     confirm: Any = None,
+    base_ref: str = "",
 ) -> Evidence:
     """The Evidence of one proposal (see the module docstring for where each part comes from). `confirm` is
     the confirm stage's kernelbot.confirm.ConfirmReport: the only source of speed figures."""
@@ -129,7 +130,7 @@ def build_evidence(
             kernel_hash=kernel_hash(best.source),
             title=profile.pr_title(SUMMARY.format(qualname=qualname)),
         ),
-        repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch),
+        repo=RepoEvidence(url=repo_url, base_sha=base_sha, branch=base_branch, base_ref=base_ref),
         environment=_environment(result),
         motivation=MotivationEvidence(share_of_time_pct=share_of_time_pct, source=share_source),
         modifications=_modifications(integration),
@@ -194,6 +195,7 @@ def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
         auto_selected=bool(getattr(integration, "auto_selected", False)),
         selection=str(getattr(integration, "selection", "") or ""),
         in_compile_region=bool(getattr(integration, "in_compile_region", False)),
+        bench_file=str(getattr(integration, "bench_file", "") or ""),
     )
 
 

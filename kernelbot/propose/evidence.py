@@ -52,6 +52,9 @@ class RepoEvidence:
     url: str
     base_sha: str
     branch: str  # the upstream branch the PR targets
+    # The upstream tag whose sources the base commit holds (a pypi: release imported as one commit, whose
+    # sha upstream does not have); empty when the base commit is upstream's own.
+    base_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class ModificationsEvidence:
     auto_selected: bool = False
     selection: str = ""
     in_compile_region: bool = False
+    bench_file: str = ""  # the benchmark script the patch adds (eager, torch.compile, kernel on a GPU)
 
 
 @dataclass(frozen=True)

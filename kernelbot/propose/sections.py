@@ -14,9 +14,16 @@ from typing import Any
 
 from kernelbot.propose.evidence import CaseBench, ColumnFigure, Evidence
 
+# Why a regime was timed: the task's regime is an extraction option (graph unless told otherwise), not where
+# the engine was seen to run the function, so the words say it is assumed.
 REGIME_WORDS = {
-    "graph": "inside a captured CUDA graph, so GPU time is what counts",
-    "wall": "eagerly, so launch-inclusive wall time is what counts",
+    "graph": (
+        "timed as replays of a captured CUDA graph (GPU time); that the engine runs it inside a captured "
+        "CUDA graph is assumed, not observed"
+    ),
+    "wall": (
+        "timed eagerly (launch-inclusive wall time); that the engine runs it eagerly is assumed, not observed"
+    ),
 }
 
 
@@ -103,7 +110,7 @@ def motivation(e: Evidence) -> dict[str, Any]:
 
 def modifications(e: Evidence) -> dict[str, Any]:
     m = e.modifications
-    others = [f for f in m.files if f not in (m.kernel_module, m.test_file)]
+    others = [f for f in m.files if f not in (m.kernel_module, m.test_file, m.bench_file)]
     return {
         "function": e.op.function,
         "kernel_module": m.kernel_module,
@@ -111,6 +118,7 @@ def modifications(e: Evidence) -> dict[str, Any]:
         "changed": others,
         "envelope": list(m.envelope),
         "formatter": m.formatter,
+        "bench_file": m.bench_file,
     }
 
 
@@ -272,6 +280,7 @@ def reproduce(e: Evidence) -> dict[str, Any]:
         "base_sha": e.repo.base_sha,
         "base_short": e.repo.base_sha[:12],
         "branch": e.repo.branch,
+        "base_ref": e.repo.base_ref,
     }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from kernelbot import git
 from kernelbot.errors import ConfigError, RunStateError
 from kernelbot.target.options import TargetOptions
-from kernelbot.target.repo import EXAMPLE_SOURCE
+from kernelbot.target.repo import EXAMPLE_SOURCE, release_tag
 from kernelbot.target.runner import ProposalRefused, RunContext
 
 DEFAULT_FORK_REMOTE = "fork"
@@ -45,6 +45,7 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
         op_slug=state.outcome("integrate")["op_slug"],
         reproduce=reproduce_command(ctx),
         confirm=_confirmation(ctx),
+        base_ref=release_tag(state.repo.source),
     )
     bundle = write_bundle(
         ctx.run_dir, evidence, profile, git.diff_against(worktree, base), secret_envs=(options.token_env,)

@@ -5,7 +5,10 @@
     --repo PATH                    a local checkout, used in place: it must be clean and on a branch
     --repo URL (or a bare repo)    cloned into RUN/upstream (no --repo for another profile: its repo_url)
     --repo pypi:NAME==VERSION      the release's sources (extractors.release_sources) copied into
-                                   RUN/upstream and committed, so the change has a base commit to diff against
+                                   RUN/upstream where the upstream repository keeps them (the profile's first
+                                   source root: SGLang's python/, LMDeploy's top level), committed and tagged
+                                   with the release's tag (`v<version>`), so the patch's paths are the
+                                   repository's and its base is named as upstream names it
 
 The change itself is then made in RUN/worktree, a git work tree of the base commit, so the user's checkout
 is never touched.
@@ -35,6 +38,8 @@ _COPY_IGNORED = shutil.ignore_patterns(
     "*.egg-info",
     "build",
     "dist",
+    "*.dist-info",  # a release's packaging metadata, no part of its repository
+    ".kernelbot-*",  # the source cache's markers
 )
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 # The one commit of a copied tree (the example, a release) is dated here rather than now, and made by
@@ -42,6 +47,25 @@ _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 # (which records the base) still matches when the same example or release is run again.
 IMPORT_DATE = "2000-01-01T00:00:00+00:00"
 _SHOWN_DIRTY = 5
+
+
+def release_tag(source: str) -> str:
+    """The upstream tag of a `pypi:NAME==VERSION` source: SGLang and LMDeploy tag releases `v<version>`.
+    Empty for any other source."""
+    if not source.startswith("pypi:") or "==" not in source:
+        return ""
+    return "v" + source.split("==", 1)[1].strip()
+
+
+def release_layout_root(profile_name: str) -> str:
+    """Where the repository keeps the package an unpacked release has at its top: the profile's first
+    source root ("python" for SGLang, "" for LMDeploy and the example). "" for a profile not shipped."""
+    from kernelbot.profiles import load_profile
+
+    try:
+        return load_profile(profile_name).source_roots[0]
+    except (ConfigError, IndexError):
+        return ""
 
 
 @dataclass(frozen=True)
@@ -84,7 +108,14 @@ def prepare(source: str | None, profile_name: str, repo_url: str, run_dir: Path)
 
         release = source.removeprefix("pypi:")
         tree = fetch_release(release)
-        return _committed_copy(source, tree, upstream, f"the sources of the {release} release")
+        return _committed_copy(
+            source,
+            tree,
+            upstream,
+            f"the sources of the {release} release",
+            under=release_layout_root(profile_name),
+            tag=release_tag(source),
+        )
     if is_remote(source):
         _clear(upstream)
         git.clone(source, upstream)
@@ -120,13 +151,25 @@ def _checkout(source: str, path: Path) -> PreparedRepo:
     return PreparedRepo(source, path, git.head_commit(path), git.current_branch(path) or "")
 
 
-def _committed_copy(source: str, tree: Path, dest: Path, what: str) -> PreparedRepo:
-    """`tree` copied into a new repository at `dest`, committed as its first commit."""
+def _committed_copy(
+    source: str, tree: Path, dest: Path, what: str, *, under: str = "", tag: str = ""
+) -> PreparedRepo:
+    """`tree` copied into a new repository at `dest` (into its folder `under`), committed as its first
+    commit and, with `tag`, tagged."""
     _clear(dest)
-    shutil.copytree(tree, dest, ignore=_COPY_IGNORED, symlinks=True)
+    shutil.copytree(tree, dest / under if under else dest, ignore=_COPY_IGNORED, symlinks=True)
     git.init_repository(dest)
     git.commit_all(dest, f"Import {what}", date=IMPORT_DATE)
+    if tag:
+        _tag(dest, tag)
     return _checkout(source, dest)
+
+
+def _tag(path: Path, tag: str) -> None:
+    from kernelbot.git.plumbing import open_repo
+
+    with open_repo(path) as repo:
+        repo.create_tag(tag)
 
 
 def _clear(path: Path) -> None:

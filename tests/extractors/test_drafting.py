@@ -323,3 +323,16 @@ def test_a_trial_that_hangs_is_killed_and_the_next_one_starts_a_fresh_worker(tmp
         assert ran[0].accepted and ran[0].outputs == ["return: float32[4]"], ran[0]
     finally:
         runner.close()
+
+
+def test_a_draft_takes_the_sizes_of_other_model_families_that_use_the_function(tmp_path: Path) -> None:
+    """A grouped router is run by DeepSeek-V3 and by Kimi-K2 (384 experts, one group kept): the draft adds a
+    case at Kimi-K2's sizes, which the reference ran on, instead of DeepSeek-V3's sizes only."""
+    task, toml = _extract(tmp_path, ROUTER, "route", profile="sglang")
+    assert toml["extraction"]["draft"]["model"] == "deepseek-v3"
+    extra = [c for c in task.cases if c.name.endswith("_kimi-k2")]
+    assert len(extra) == 1
+    params = extra[0].params
+    assert (params["num_experts"], params["topk_group"], params["topk"]) == (384, 1, 8)
+    assert params["tokens"] == 64
+    assert len(_runs_every_case(task)) == len(task.cases)

@@ -32,14 +32,17 @@ def test_minirepo_rmsnorm_envelope(tmp_path: Path) -> None:
     )
     derived = derive_envelope(load_view(task))
     envelope = derived.envelope
+    # Sizes follow the case's keys (tokens, hidden): none is pinned. The activations are allowed in both half
+    # dtypes the engine serves (the generated test checks each); the fp32 weight stays fp32.
     assert envelope.rule("x") == TensorRule(
-        "x", ("bfloat16",), (2,), ((1, (128,)),), ((0, ("tokens",)),), True, False
+        "x", ("bfloat16", "float16"), (2,), (), ((0, ("tokens",)), (1, ("hidden",))), True, False
     )
     assert envelope.rule("weight") == TensorRule(
-        "weight", ("float32",), (1,), ((0, (128,)),), (), True, False
+        "weight", ("float32",), (1,), (), ((0, ("hidden",)),), True, False
     )
-    assert envelope.rule("eps") == ValueRule("eps", (1e-06,))
-    assert "x: bfloat16, 2-D, contiguous, dim 1 in {128}, dim 0 any size (tokens)" in envelope.describe()
+    assert envelope.rule("eps") == ValueRule("eps", (), free=True, kind="float")
+    assert "x: bfloat16, float16, 2-D, contiguous, fewer than 2**31 elements" in envelope.describe()
+    assert "eps: any float" in envelope.describe()
     # Other batch sizes for the test, around the smallest and the largest listed case.
     tokens = {case["tokens"] for case in derived.other_cases}
     assert tokens == {2, 3, 26, 35}
@@ -70,7 +73,7 @@ def test_scalars_that_follow_a_dynamic_size_are_free_and_objects_refused(tmp_pat
     )
     extract(ExtractOptions(repo, "toy.ops:head", out=tmp_path / "task", spec=spec))
     envelope = derive_envelope(load_view(tmp_path / "task")).envelope
-    assert envelope.rule("n") == ValueRule("n", (), free=True)
+    assert envelope.rule("n") == ValueRule("n", (), free=True, kind="int")
     assert envelope.rule("mode") == ValueRule("mode", ("b",))
     assert envelope.rule("table") == ValueRule("table", (None,))
     spec.write_text(spec.read_text() + '[args.table]\nexpr = "torch.nn.Identity()"\n')
@@ -79,10 +82,18 @@ def test_scalars_that_follow_a_dynamic_size_are_free_and_objects_refused(tmp_pat
         derive_envelope(load_view(tmp_path / "task"))
 
 
-def _guard(envelope: Envelope, signature: str) -> object:
+def _entry(signature: str) -> cst.FunctionDef:
     entry = cst.parse_statement(f"def entry({signature}):\n    pass\n")
     assert isinstance(entry, cst.FunctionDef)
-    scope: dict = {"torch": torch}
+    return entry
+
+
+def _guard(envelope: Envelope, signature: str, body: str = "pass") -> dict:
+    import triton
+
+    entry = cst.parse_statement(f"def entry({signature}):\n    {body}\n")
+    assert isinstance(entry, cst.FunctionDef)
+    scope: dict = {"torch": torch, "triton": triton}
     exec(render_guard(envelope, entry, "can_use", "kernel"), scope)
     return scope
 
@@ -90,21 +101,82 @@ def _guard(envelope: Envelope, signature: str) -> object:
 def test_rendered_guard_accepts_the_envelope_and_nothing_else() -> None:
     x_rule = TensorRule("x", ("bfloat16",), (2,), ((1, (128, 256)),), ((0, ("tokens",)),), True, False)
     r_rule = TensorRule("residual", ("bfloat16",), (2,), ((1, (128, 256)),), ((0, ("tokens",)),), True, True)
-    envelope = Envelope(
-        "cpu", (x_rule, r_rule), (ValueRule("eps", (1e-06,)), ValueRule("mode", (None, "a"))), ("tokens",)
+    values = (
+        ValueRule("eps", (), free=True, kind="float"),
+        ValueRule("topk", (), free=True, kind="int"),
+        ValueRule("mode", (None, "a")),
     )
-    scope = _guard(envelope, "x, residual=None, *, eps, mode=None")
+    envelope = Envelope("cpu", (x_rule, r_rule), values, ("tokens",))
+    signature = "x, residual=None, *, eps, topk=8, mode=None"
+    source = render_guard(envelope, _entry(signature), "can_use", "kernel")
+    # The sizes the cases had (128, 256) are what was checked, never a condition.
+    assert "128" not in source and "256" not in source
+    scope = _guard(envelope, signature)
     can_use = scope["can_use"]
     x = torch.zeros(7, 256, dtype=torch.bfloat16)
     with torch.no_grad():
         assert can_use(x, eps=1e-06)
         assert can_use(x, x, eps=1e-06, mode="a")
+        assert can_use(torch.zeros(7, 64, dtype=torch.bfloat16), eps=1e-06)  # any size
+        assert can_use(x, eps=1e-05) and can_use(x, eps=float("-inf"), topk=2)  # floats and sizes: any
+        assert not can_use(x, eps="1e-6") and not can_use(x, eps=1e-6, topk=2.0)  # of their type only
+        assert not can_use(x, eps=1e-6, topk=True)
         assert not can_use(x.float(), eps=1e-06)  # dtype
-        assert not can_use(torch.zeros(7, 64, dtype=torch.bfloat16), eps=1e-06)  # fixed dim
         assert not can_use(x[None], eps=1e-06)  # rank
         assert not can_use(torch.zeros(256, 7, dtype=torch.bfloat16).t(), eps=1e-06)  # not contiguous
-        assert not can_use(x, eps=1e-05) and not can_use(x, eps=1e-06, mode="b")  # values
+        assert not can_use(x, eps=1e-06, mode="b")  # a switch's value
     assert not can_use(x.requires_grad_(), eps=1e-06)  # would need a backward
     scope["ENABLED"] = False
     with torch.no_grad():
         assert not can_use(x, eps=1e-06)
+
+
+def test_the_guard_refuses_tensors_beyond_int32_offsets() -> None:
+    """A real limit of Triton kernels, checked without allocating: the guard rendered for meta tensors."""
+    rule = TensorRule("x", ("bfloat16",), (2,), (), ((0, ("tokens",)),), True, False)
+    scope = _guard(Envelope("meta", (rule,), (), ("tokens",)), "x")
+    with torch.no_grad():
+        assert scope["can_use"](torch.empty(2**16, 2**15 - 1, dtype=torch.bfloat16, device="meta"))
+        assert not scope["can_use"](torch.empty(2**16, 2**15, dtype=torch.bfloat16, device="meta"))
+
+
+def test_a_float_parameter_is_passed_on_whatever_its_value(tmp_path: Path) -> None:
+    """`filter_value = -inf` (a sampling filter's fill) is a float the kernel takes as it is: the guard checks
+    its type only, where it used to refuse to guard a non-finite float."""
+    repo = write_repo(
+        tmp_path / "repo",
+        {
+            "toy/__init__.py": "",
+            "toy/ops.py": (
+                "import torch\n\n\ndef keep_top(logits, k: int, filter_value: float = -float('inf')):\n"
+                "    kth = torch.topk(logits, k, dim=-1).values[..., -1:]\n"
+                "    return logits.masked_fill(logits < kth, filter_value)\n"
+            ),
+        },
+    )
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        "[sizes]\ntokens = [2, 5]\nvocab = 64\ntopk = 8\n"
+        '[args.logits]\nshape = ["tokens", "vocab"]\n[args.k]\nvalue = "topk"\n'
+    )
+    extract(ExtractOptions(repo, "toy.ops:keep_top", out=tmp_path / "task", spec=spec))
+    envelope = derive_envelope(load_view(tmp_path / "task")).envelope
+    assert envelope.rule("filter_value") == ValueRule("filter_value", (), free=True, kind="float")
+    assert envelope.rule("k") == ValueRule("k", (), free=True, kind="int")  # follows the topk size
+    rule = envelope.rule("logits")
+    assert isinstance(rule, TensorRule) and rule.fixed_dims == ()
+    assert rule.dtypes == ("float32", "bfloat16", "float16")  # a float32 spec: the served dtypes too
+
+
+def test_a_padded_register_extent_is_limited_to_tritons_largest_tensor() -> None:
+    """The entry compiles its kernel for `triton.next_power_of_2(x.shape[1])` (a constexpr): the guard's one
+    size condition is Triton's real limit on it, 2**20 elements, not the sizes the cases had. A padded extent
+    capped by min(BLOCK, ...) is tiled: no condition."""
+    rule = TensorRule("x", ("bfloat16",), (2,), (), ((0, ("tokens",)),), True, False)
+    body = "s1 = x.shape[1]; rows = min(BLOCK, triton.next_power_of_2(x.shape[0]))"
+    body += "; w = triton.next_power_of_2(s1)"
+    scope = _guard(Envelope("meta", (rule,), (), ("tokens",)), "x", body)
+    with torch.no_grad():
+        assert scope["can_use"](torch.empty(2**20, 2**10, dtype=torch.bfloat16, device="meta"))
+        assert scope["can_use"](torch.empty(1, 2**20, dtype=torch.bfloat16, device="meta"))
+        assert not scope["can_use"](torch.empty(1, 2**20 + 1, dtype=torch.bfloat16, device="meta"))

@@ -65,3 +65,31 @@ def test_reserved_names_are_refused() -> None:
 
     with pytest.raises(IntegrationError, match="gen"):
         render_make_inputs(InputSpecSource({"gen": {"value": 1}}, [("gen", "positional")]), ["tokens"])
+
+
+def test_a_when_argument_is_none_where_its_key_is_false_and_half_tensors_take_the_test_dtype() -> None:
+    """`with_residual` reaches make_inputs: False gives None (drawing nothing, as inputs.py does), True the
+    tensor; tensors of the swapped dtype take float_dtype, the fp32 weight keeps its dtype."""
+    from kernelbot.integrate.task_view import InputSpecSource
+
+    spec = InputSpecSource(
+        {
+            "x": {"shape": ["tokens", "hidden"], "dtype": "bfloat16"},
+            "residual": {"shape": ["tokens", "hidden"], "dtype": "bfloat16", "when": "with_residual"},
+            "weight": {"shape": ["hidden"], "dtype": "float32"},
+        },
+        [("x", "positional"), ("residual", "positional"), ("weight", "keyword")],
+    )
+    source = render_make_inputs(spec, ["tokens", "hidden", "with_residual"], swap="bfloat16")
+    scope: dict = {"torch": torch}
+    exec(source, scope)
+    (x, residual), kwargs = scope["make_inputs"](
+        tokens=3, hidden=8, with_residual=False, float_dtype=torch.float16, seed=0
+    )
+    assert residual is None and x.dtype == torch.float16 and kwargs["weight"].dtype == torch.float32
+    (x2, residual), kwargs2 = scope["make_inputs"](
+        tokens=3, hidden=8, with_residual=True, float_dtype=torch.bfloat16, seed=0
+    )
+    assert residual is not None and residual.dtype == torch.bfloat16 and residual.shape == (3, 8)
+    torch.testing.assert_close(x2.float(), x.float(), atol=1e-2, rtol=1e-2)  # one draw, two dtypes
+    assert not torch.equal(kwargs2["weight"], kwargs["weight"])  # the residual drew first this time

@@ -32,11 +32,13 @@ def _change(repos: Repos, tmp_path: Path) -> str:
 
 
 def _evidence_on(repos: Repos, evidence: Evidence) -> Evidence:
-    tests = dataclasses.replace(evidence.tests, command=("python", "-m", "pytest", "-q", "tests/test_new.py"))
+    command = ("python", "-m", "pytest", "-q", "tests/test_new.py")
+    tests = dataclasses.replace(evidence.tests, command=command, files=("tests/test_new.py",))
     return dataclasses.replace(
         evidence,
         repo=RepoEvidence(url=str(repos.upstream), base_sha=repos.base_sha, branch="main"),
         tests=tests,
+        modifications=dataclasses.replace(evidence.modifications, test_file="tests/test_new.py"),
     )
 
 

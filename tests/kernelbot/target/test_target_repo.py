@@ -10,7 +10,7 @@ import pytest
 from extractors.release_sources import cache_dir
 from kernelbot import git
 from kernelbot.errors import ConfigError, GitError
-from kernelbot.target.repo import IMPORT_DATE, is_remote, prepare
+from kernelbot.target.repo import IMPORT_DATE, is_remote, prepare, release_tag
 from tests.kernelbot.git_repos import Repos, run_git
 
 
@@ -90,3 +90,38 @@ def test_a_release_becomes_a_committed_tree(tmp_path: Path) -> None:
         prepare("pypi:lmdeploy==0.10.2", "lmdeploy", "", tmp_path / "run2").base_commit
         == prepared.base_commit
     )
+
+
+@pytest.mark.parametrize(
+    ("source", "profile", "package_path"),
+    [
+        ("pypi:sglang==0.5.23", "sglang", "python/sglang/srt/layers/activation.py"),
+        ("pypi:lmdeploy==0.18.0", "lmdeploy", "lmdeploy/pytorch/backends/default/activation.py"),
+    ],
+)
+def test_a_release_is_laid_out_as_its_repository_and_tagged(
+    source: str, profile: str, package_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unpacked release has the package at its top; SGLang's repository keeps it under python/, so the
+    patch's paths must be python/sglang/...; the base commit carries the release's tag (v<version>), the name
+    upstream has for it. A stand-in tree replaces the download: the layout is what is checked here."""
+    import extractors.release_sources as release_sources
+
+    inner = Path(package_path.removeprefix("python/"))
+    package = inner.parts[0]
+    tree = tmp_path / "unpacked"
+    (tree / inner).parent.mkdir(parents=True)
+    (tree / inner).write_text("def f(x):\n    return x\n")
+    (tree / f"{package}-0.0.dist-info").mkdir()
+    monkeypatch.setattr(release_sources, "fetch_release", lambda requirement: tree)
+    prepared = prepare(source, profile, "", tmp_path / "run")
+    tracked = run_git(prepared.path, "ls-files").split()
+    assert package_path in tracked
+    tag = release_tag(source)
+    assert tag == "v" + source.split("==")[1]
+    assert run_git(prepared.path, "rev-parse", f"{tag}^{{commit}}").strip() == prepared.base_commit
+
+
+def test_only_a_release_has_a_tag() -> None:
+    assert release_tag("pypi:sglang==0.5.23") == "v0.5.23"
+    assert release_tag("example") == "" and release_tag("https://github.com/sgl-project/sglang") == ""
