@@ -29,6 +29,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,7 +51,7 @@ KNOWN_SECRETS = ("GITHUB_TOKEN", "GH_TOKEN", "KERNELBOT_LLM_API_KEY", "OPENAI_AP
 _ENV_NAMES = frozenset(
     {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER",
      "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VIRTUAL_ENV",
-     "SOURCE_DATE_EPOCH", "NO_COLOR"}
+     "SOURCE_DATE_EPOCH", "NO_COLOR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
 )  # fmt: skip
 _ENV_PREFIXES = (
     "LC_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "CUDA_", "NVIDIA_", "CUBLAS_",
@@ -315,6 +316,10 @@ def _binds(system: Iterable[Path], writable: Iterable[Path], read_only: Iterable
                 mode[path] = kind
     out: list[str] = []
     for path in sorted(mode, key=lambda p: (len(p.parts), str(p))):
+        # Already shown the same way by its nearest bound ancestor: no mount (nor mount point) needed.
+        ancestor = next((a for a in path.parents if a in mode), None)
+        if ancestor is not None and mode[ancestor] == mode[path]:
+            continue
         out += [mode[path], str(path), str(path)]
     return out
 
@@ -387,6 +392,59 @@ def _pidfd(pid: int | None) -> int | None:
         return os.pidfd_open(pid)
     except OSError:  # already gone
         return None
+
+
+def boxed_argv(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    what: str,
+    scratch: Path | None = None,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+    cwd: Path | None = None,
+    gpu: bool = False,
+) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) to start `argv` with, for a caller that runs its own subprocess (asyncio, subprocess.run):
+    in a box when one can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
+    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. Start it in a
+    session of its own, and kill its process group: bwrap is its leader, and the namespace dies with it."""
+    if not require_box_or_consent(what).ok:
+        return list(argv), {k: v for k, v in env.items() if not SECRET_NAME.search(k)}
+    box = Box(
+        scratch=scratch,
+        read_only=tuple(read_only),
+        writable=tuple(writable),
+        env=box_env(environ=env),
+        cwd=cwd,
+        gpu=gpu and bool(gpu_devices()),
+    )
+    return box.command(argv), {}
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (a command started in a session of its own: bwrap and its
+    namespace, or an unboxed command and its children)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file (not a symbolic link a boxed process left in its place,
+    pointing at a file of ours); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def exit_status(returncode: int | None) -> int | None:
