@@ -206,13 +206,22 @@ def python_paths() -> list[Path]:
     """Directories the running interpreter loads code from: its prefixes and every existing sys.path entry."""
     paths = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     paths.add(Path(sys.executable).resolve().parent.parent)
-    for entry in sys.path:
+    for entry in sys.path[1:]:  # not [0]: the script's folder or the working directory, not an install
         if entry and Path(entry).is_dir():
             paths.add(Path(entry).resolve())
-    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry and Path(entry).is_dir():
-            paths.add(Path(entry).resolve())
-    return _outermost(paths)
+    # ...and the shared libraries it was told to load (a CUDA driver or toolkit outside /usr).
+    for name in ("PYTHONPATH", "LD_LIBRARY_PATH"):
+        for entry in os.environ.get(name, "").split(os.pathsep):
+            if entry and Path(entry).is_dir():
+                paths.add(Path(entry).resolve())
+    return _outermost(p for p in paths if not _too_wide(p))
+
+
+def _too_wide(path: Path) -> bool:
+    """A folder that would show far more than code: the root, a home directory or a folder above one
+    (its ~/.ssh, ~/.config/gh, ~/.netrc). A '.' on PYTHONPATH run from $HOME would name one."""
+    homes = {Path.home().resolve(), Path("/root"), Path("/home")}
+    return path == Path("/") or any(path == h or path in h.parents for h in homes)
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
