@@ -1,7 +1,8 @@
 """The operating-system wall around untrusted code: a bubblewrap (`bwrap`) command line for one process.
 
-Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, the
-repository's tests in verify) starts through `Box.command(argv)`. The process then runs in its own user, PID,
+Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, drafting's
+trial runs, captured and profiled commands, the repository's tests in verify) starts through
+`Box.command(argv)` (by way of `BoxedProcess` or `boxed_argv`). The process then runs in its own user, PID,
 IPC, UTS, cgroup and network namespaces (the network namespace holds only loopback), sees a fresh /proc (no
 other process), a minimal /dev (plus the GPU devices on CUDA machines), a private tmpfs /tmp, the system,
 the Python installation and the project's source read-only, the paths the caller names read-only or
@@ -51,11 +52,13 @@ KNOWN_SECRETS = ("GITHUB_TOKEN", "GH_TOKEN", "KERNELBOT_LLM_API_KEY", "OPENAI_AP
 _ENV_NAMES = frozenset(
     {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER",
      "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VIRTUAL_ENV",
-     "SOURCE_DATE_EPOCH", "NO_COLOR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
+     "SOURCE_DATE_EPOCH", "NO_COLOR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+     # kernelbot settings a boxed process reads (not the LLM or forge ones: a URL may hold a password)
+     "KERNELBOT_LOCK_DIR", "KERNELBOT_TIMING_CPUS", "KERNELBOT_CAPTURE_CONFIG", "KERNELBOT_PROFILE_CONFIG"}
 )  # fmt: skip
 _ENV_PREFIXES = (
     "LC_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "CUDA_", "NVIDIA_", "CUBLAS_",
-    "CUDNN_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "MACA_", "MXC_", "KERNELBOT_",
+    "CUDNN_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "MACA_", "MXC_",
 )  # fmt: skip
 # Files of /etc a Python process needs (dynamic loader, user names, time zone, alternatives symlinks); the
 # rest of /etc (shadow, ssh host keys, credentials of system services) stays out.
@@ -218,7 +221,7 @@ def box_env(
     kept = {
         k: v
         for k, v in env.items()
-        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not SECRET_NAME.search(k) and k != ALLOW_ENV
+        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not SECRET_NAME.search(k)
     }
     kept.update({k: v for k, v in (extra or {}).items() if not SECRET_NAME.search(k)})
     return kept
