@@ -44,8 +44,16 @@ class Launcher:
     """
 
     def __init__(
-        self, backend: Backend, device_index: int, pool_dir: Path, box: Availability | None = None
+        self,
+        backend: Backend,
+        device_index: int,
+        pool_dir: Path,
+        box: Availability | None = None,
+        *,
+        boxes: int = 1,
     ) -> None:
+        """`boxes`: boxed zygotes to keep started (the pool's warm workers plus its busy ones), all warming
+        up at once from the first spawn on, so that none starts while candidates are being judged."""
         self.boxed = box is not None and box.ok
         default = "fork" if sys.platform.startswith("linux") else "exec"
         self.mode = os.environ.get(SPAWN_ENV, default)
@@ -59,6 +67,7 @@ class Launcher:
         self._zygote: ZygoteClient | None = None  # the last one used
         self._boxes: list[ZygoteClient] = []  # boxed zygotes
         self._boxes_started = 0
+        self._box_target = max(1, boxes)
         self._staged: dict[str, Path] = {}
         self._stage_lock = threading.Lock()
 
@@ -111,20 +120,24 @@ class Launcher:
         self._zygote = ZygoteClient(env, self.pool_dir, WARMUP_TIMEOUT_S)
 
     def _idle_box(self) -> ZygoteClient:
-        """A boxed zygote with no worker alive, started when none is idle (only from the spawner thread)."""
+        """A boxed zygote with no worker alive (only from the spawner thread). Dead ones are dropped and the
+        set topped up to its target; starting one does not wait for it to warm up."""
         for zygote in list(self._boxes):
             if zygote.dead:
                 zygote.close()
                 self._boxes.remove(zygote)
-            elif zygote.idle:
-                return zygote
+        idle = [z for z in self._boxes if z.idle]
+        while len(self._boxes) < self._box_target or not idle:
+            self._boxes.append(self._start_box())
+            idle.append(self._boxes[-1])
+        return idle[0]
+
+    def _start_box(self) -> ZygoteClient:
         self._boxes_started += 1
         box_dir = self.pool_dir / f"box-{self._boxes_started}"
         box_dir.mkdir()
         box = worker_box(self.backend, self.pool_dir, box_dir)
-        zygote = ZygoteClient(dict(box.env), box_dir, WARMUP_TIMEOUT_S, box=box)
-        self._boxes.append(zygote)
-        return zygote
+        return ZygoteClient(dict(box.env), box_dir, WARMUP_TIMEOUT_S, box=box)
 
     @property
     def zygote_dead(self) -> bool:

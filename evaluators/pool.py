@@ -223,7 +223,7 @@ class WorkerPool:
         box = require_box_or_consent("evaluation workers")
         self.sandbox = sandbox_record()  # one line for the run's record
         self._root = Path(tempfile.mkdtemp(prefix=f"{POOL_DIR_PREFIX}{os.getpid()}-"))
-        self._launcher = Launcher(self.backend, device_index, self._root, box)
+        self._launcher = Launcher(self.backend, device_index, self._root, box, boxes=2 * size)
         self._warm = _WarmSet(size, self._launcher, self._spawned, replace=replace_workers)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="kb-eval")
         self._closed = False

@@ -26,6 +26,7 @@ import evaluators
 from evaluators import secrets as held_secrets
 from evaluators.backends.base import Backend
 from evaluators.config import EvalConfig
+from evaluators.gpu_lock import lock_dir
 from evaluators.job import PROGRESS_STAGES, Job, LineReader, Message, ProtocolError, describe_exit, write_all
 from evaluators.result import EvalResult, HackFinding, Hardware, Stage
 from evaluators.sandbox import SECRET_NAME, Box, BoxedProcess, box_env, exit_status
@@ -71,9 +72,12 @@ def worker_box(backend: Backend, pool_dir: Path, workdir: Path | None) -> Box:
     tasks = pool_dir / TASKS_DIR
     for path in (cache, tasks):
         path.mkdir(exist_ok=True)
+    # The GPU lock's files are shared by every worker on the machine (evaluators.gpu_lock): the folder is
+    # shown writable, or each box would lock a private copy and timings would overlap.
+    locks = (lock_dir(),)
     return Box(
         scratch=None,
-        writable=(cache,) + ((workdir,) if workdir is not None else ()),
+        writable=(cache, *locks) + ((workdir,) if workdir is not None else ()),
         read_only=(tasks, _package_root()),
         env=worker_env(backend, cache, boxed=True),
         cwd=workdir or pool_dir,

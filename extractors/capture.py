@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.sandbox import boxed_argv, read_regular_file
 from extractors.errors import ExtractionError
 from extractors.extract import ExtractionSummary, ExtractOptions, PreparedInputs, build, extract
 from extractors.signature import entry_signature
@@ -60,8 +63,10 @@ def capture(options: CaptureOptions) -> tuple[ExtractionSummary, list[dict]]:
         )
         source_root = index.source_root_of(located.ref.path)
         done = _run(options, bootstrap, source_root, config, index.root)
-        calls = json.loads((raw / "calls.json").read_text()) if (raw / "calls.json").is_file() else []
-        usable = [c for c in calls if "skipped" not in c]
+        listed = read_regular_file(raw / "calls.json")
+        calls = json.loads(listed) if listed is not None else []
+        # regular files only: a link left in the recorder's folder must not bring a file of ours along
+        usable = [c for c in calls if "skipped" not in c and _regular(raw / f"{c['call']}.pt")]
         if not usable:
             why = "; ".join(c["skipped"] for c in calls) or "it was never called"
             raise ExtractionError(
@@ -94,6 +99,18 @@ def _run(
     )
     env["KERNELBOT_CAPTURE_CONFIG"] = str(config)
     command = [sys.executable if c == "python" else c for c in options.command]
+    # The repository's code runs: in an OS box with the repository read-only, the recorder's folder
+    # writable, the GPU, and no secret (evaluators.sandbox).
+    found = shutil.which(command[0])
+    command, env = boxed_argv(
+        command,
+        env,
+        what="the captured command",
+        read_only=(cwd, source_root, bootstrap, config, *([Path(found).resolve()] if found else [])),
+        writable=(Path(json.loads(config.read_text())["out"]),),
+        cwd=cwd,
+        gpu=True,
+    )
     try:
         return subprocess.run(
             command, cwd=cwd, env=env, capture_output=True, text=True, timeout=options.timeout, check=False
@@ -104,6 +121,13 @@ def _run(
         raise ExtractionError(
             f"`{shlex.join(options.command)}` ran past --timeout {options.timeout:g}s"
         ) from exc
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _shapes(call: dict) -> str:

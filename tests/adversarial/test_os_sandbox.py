@@ -227,10 +227,19 @@ for name in ["self", str(os.getppid()), "{holder}"] + [str(p) for p in range(1, 
     seen += [v for v in found if any(w in v.split("=")[0] for w in ("TOKEN", "KEY", "PAT"))]
 print("ENVIRON-DUMP", len(seen), seen)
 print("OWN", dict(os.environ))
+with open(f"/proc/{{os.getppid()}}/cmdline", "rb") as f:
+    zygote = b"evaluators.zygote" in f.read()
+try:  # the zygote that forks the next worker into this box: its memory is out of reach
+    with open(f"/proc/{{os.getppid()}}/mem", "rb") as f:
+        print("PARENT-MEMORY-OPEN", zygote)
+except OSError as exc:
+    print("parent memory refused:", exc)
 """
     text = _judge(boxed_pool, task, payload, tmp_path)
     assert "ENVIRON-DUMP" in text  # the payload ran and its output reached the log
     assert SENTINEL not in text
+    # (a worker started on its own, KERNELBOT_WORKER_SPAWN=exec, has bwrap's PID 1 of its own box as parent)
+    assert "PARENT-MEMORY-OPEN True" not in text
 
 
 def test_a_setsid_child_neither_survives_nor_reaches_out(

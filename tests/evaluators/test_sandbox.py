@@ -146,3 +146,13 @@ def test_a_box_sees_only_its_own_processes_and_no_network(tmp_path: Path) -> Non
     pids, interfaces = done.stdout.splitlines()
     assert max(eval(pids)) < 10  # bwrap, the interpreter: nothing of the host
     assert eval(interfaces) == ["lo"]
+
+
+def test_the_interpreter_paths_never_show_a_home_or_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/", str(Path.home()), "."]))
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/")
+    monkeypatch.chdir(Path.home())
+    paths = sandbox.python_paths()
+    assert Path("/") not in paths and Path.home().resolve() not in paths
+    assert not any(p in Path.home().resolve().parents for p in paths)
+    assert any(Path(sys.prefix).resolve() == p or p in Path(sys.prefix).resolve().parents for p in paths)

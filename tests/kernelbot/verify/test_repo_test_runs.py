@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from evaluators.sandbox import availability
 from kernelbot.verify.repo_tests import parse_junit, run_tests
 from kernelbot.verify.report import TestComparison
 
@@ -121,3 +126,47 @@ def test_junit_ids_of_unittest_classes(tmp_path: Path) -> None:
         "test/test_unit.py::TestOp::test_ok": "passed",
         "test/test_unit.py::TestOp::test_bad": "failed",
     }
+
+
+SNOOP = """
+import os
+
+def test_no_secret_in_reach():
+    found = [k for k, v in os.environ.items() if "SENTINEL" in v]
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if b"SENTINEL" in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    print("SNOOPED", found)
+    assert not found
+
+def test_the_tree_is_read_only():
+    with open(os.path.join(os.path.dirname(__file__), "planted.py"), "w") as f:
+        f.write("x = 1\\n")
+"""
+
+
+@pytest.mark.skipif(not availability().ok, reason="no bubblewrap box on this machine")
+def test_the_repository_tests_run_in_a_box_without_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = {"GITHUB_TOKEN": "ghp_SENTINEL_verify", "KERNELBOT_LLM_API_KEY": "sk-SENTINEL-verify"}
+    for key, value in secret.items():
+        monkeypatch.setenv(key, value)
+    # kernelbot's own process holds its secrets in the environment it started with (/proc/<pid>/environ)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env={**os.environ})
+    try:
+        root = tree(tmp_path / "tree", value=1, limit=2)
+        (root / "tests" / "test_snoop.py").write_text(SNOOP)
+        run = run_tests(root, PYTEST, [Path("tests/test_snoop.py")], report_dir=tmp_path / "logs", label="x")
+    finally:
+        holder.kill()
+        holder.wait()
+    log = Path(run.log).read_text()
+    assert run.passed == 1, log  # test_no_secret_in_reach: nothing with the sentinel in reach
+    assert run.failures == ("tests/test_snoop.py::test_the_tree_is_read_only",), log
+    assert "Read-only file system" in log
+    assert "SENTINEL" not in log and not (root / "tests" / "planted.py").exists()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.sandbox import availability
 from kernelbot.verify.benchmark import (
     BenchmarkCommand,
     E2EOutcome,
@@ -51,7 +52,11 @@ def command(tmp_path: Path, **changes: object) -> BenchmarkCommand:
     return BenchmarkCommand(**fields)
 
 
-def test_alternating_runs_and_their_statistics(tmp_path: Path) -> None:
+def test_alternating_runs_and_their_statistics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runs share a file outside their trees to show their order: something only an unboxed run may do
+    # (test_a_boxed_benchmark_keeps_to_its_tree shows the box refusing it).
+    monkeypatch.setenv("KERNELBOT_SANDBOX", "off")
+    monkeypatch.setenv("KERNELBOT_ALLOW_UNSANDBOXED", "1")
     base, change = tree(tmp_path / "base", "base", 100.0), tree(tmp_path / "change", "change", 120.0)
     seen: list[str] = []
     outcome = run_alternating(
@@ -70,6 +75,16 @@ def test_alternating_runs_and_their_statistics(tmp_path: Path) -> None:
     assert data["unit"] == "tok/s" and data["higher_is_better"] is True
     assert len(data["logs"]) == 6 and all(Path(p).is_file() for p in data["logs"])
     assert E2EOutcome.from_dict(json.loads(json.dumps(data))) == outcome
+
+
+@pytest.mark.skipif(not availability().ok, reason="no bubblewrap box on this machine")
+def test_a_boxed_benchmark_keeps_to_its_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-sentinel-bench")
+    base, change = tree(tmp_path / "base", "base", 100.0), tree(tmp_path / "change", "change", 120.0)
+    outcome = run_alternating(command(tmp_path), base, change, 2, log_dir=tmp_path / "logs")
+    # Each run wrote its order file into its own private /tmp, gone with its box: no run saw another's.
+    assert not (tmp_path / "order.txt").exists()
+    assert outcome.before == (99.0, 99.0) and outcome.after == (119.0, 119.0)
 
 
 def test_a_failing_run_means_no_numbers_at_all(tmp_path: Path) -> None:
