@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from kernelbot.engines.model import Profile
 from kernelbot.integrate.templates_env import environment, fit_comments
-from kernelbot.profiles.model import Profile
 
 BENCH_PATHS = {
     "sglang": "benchmark/kernels/bench_{op}_triton.py",

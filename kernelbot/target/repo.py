@@ -60,7 +60,7 @@ def release_tag(source: str) -> str:
 def release_layout_root(profile_name: str) -> str:
     """Where the repository keeps the package an unpacked release has at its top: the profile's first
     source root ("python" for SGLang, "" for LMDeploy and the example). "" for a profile not shipped."""
-    from kernelbot.profiles import load_profile
+    from kernelbot.engines import load_profile
 
     try:
         return load_profile(profile_name).source_roots[0]
