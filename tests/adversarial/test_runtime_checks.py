@@ -21,11 +21,20 @@ from evolution.types import Program
 WRONG_KERNEL = (LEGIT / "scale_add_triton.py").read_text().replace("x * alpha + y", "x * alpha - y")
 
 
-def test_a_re_registered_aten_kernel_is_flagged_with_the_operator_and_where(judge_pool) -> None:
-    result = judge_pool.evaluate(task_dir("scale_add"), (CHEATS / "c17_torch_library.py").read_text())
+@pytest.mark.parametrize(
+    ("cheat", "said"),
+    [
+        ("c17_torch_library.py", "registers a kernel with the dispatcher: impl('add.Tensor', 'CPU')"),
+        ("c17b_dispatch_unwrapped.py", "ATen kernel: aten::add.Tensor: CPU kernel registered"),
+    ],
+)
+def test_a_re_registered_aten_kernel_is_flagged_with_the_operator_and_where(
+    judge_pool, cheat: str, said: str
+) -> None:
+    result = judge_pool.evaluate(task_dir("scale_add"), (CHEATS / cheat).read_text(), config=RUNTIME_ONLY)
     assert not result.passed and result.score == 0.0, describe(result)
-    (finding,) = [h for h in result.hacks if h.kind == "kernel_override"]
-    assert "aten::add.Tensor" in finding.evidence and "candidate.py" in finding.evidence, finding.evidence
+    evidence = [h.evidence for h in result.hacks if h.kind == "kernel_override"]
+    assert any(said in e for e in evidence), describe(result)
     # Without the re-registration the same kernel is simply wrong.
     plain = judge_pool.evaluate(task_dir("scale_add"), WRONG_KERNEL)
     assert not plain.passed and not plain.hacks, describe(plain)
