@@ -14,6 +14,7 @@ from suite import CHEATS, LEGIT, RUNTIME_ONLY, TASK_TAMPER_CHEATS, describe, hac
 from evaluators.result import Stage, failure
 from evaluators.task import load_task
 from evolution.config import SearchConfig
+from evolution.errors import RunStoreError
 from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.types import Program
@@ -81,3 +82,16 @@ def test_the_run_store_opened_by_a_candidate_is_flagged_and_keeps_the_scores(
     with sqlite3.connect(run / "run.sqlite") as db:
         scores = [row[0] for row in db.execute("SELECT score FROM evaluations ORDER BY program_id")]
     assert scores == [1.5, 2.25]
+
+
+def test_a_run_store_written_by_another_process_stops_the_search(tmp_path: Path) -> None:
+    """The backstop behind the audit hook: a write the evaluator did not see is found at the store's next
+    write, before anything else is recorded on top of it."""
+    task = load_task(task_dir("scale_add"))
+    with RunStore.create(tmp_path / "run", task, SearchConfig(), Redactor()) as store:
+        store.set_state(best_id="p0")
+        store.set_state(best_id="p1")  # its own writes are no change
+        with sqlite3.connect(tmp_path / "run" / "run.sqlite") as other:
+            other.execute("UPDATE state SET value = '\"p9\"' WHERE key = 'best_id'")
+        with pytest.raises(RunStoreError, match="changed by another process"):
+            store.set_state(best_id="p2")
