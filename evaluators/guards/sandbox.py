@@ -38,6 +38,7 @@ class SandboxViolation(PermissionError):
 
 
 _warmed_up = False
+_active: Sandbox | None = None  # the sandbox installed last in this process (one per worker)
 
 
 def warm_up() -> None:
@@ -85,6 +86,8 @@ class Sandbox:
         warm_up()
         self._policy = AuditPolicy(self.attributor, self.protected_paths)
         self._wrap_thread_starts()
+        global _active
+        _active = self
         self._wrap_dispatcher()
         self._snapshot = HarnessSnapshot()
         self._flags = precision_flags()
@@ -185,12 +188,16 @@ class Sandbox:
             if original is not None and not getattr(original, "_kb_wrapped", False):
                 setattr(handle, name, self._registration_wrapper(name, original))
 
-    def _registration_wrapper(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        sandbox = self
-
+    @staticmethod
+    def _registration_wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def register(handle: Any, *args: Any, **kwargs: Any) -> Any:
+            sandbox = _active  # the wrapper stays on the class; the sandbox installed last judges
             frame = dispatch.caller_beyond_torch_library(sys._getframe(1))
-            if frame is not None and sandbox.attributor.file_kind(frame.f_code.co_filename) == "candidate":
+            if (
+                sandbox is not None
+                and frame is not None
+                and sandbox.attributor.file_kind(frame.f_code.co_filename) == "candidate"
+            ):
                 shown = ", ".join(repr(a)[:80] for a in args[:2] if isinstance(a, str))
                 where = sandbox.attributor.where(frame)
                 evidence = f"registers a kernel with the dispatcher: {name}({shown}) ({where})"

