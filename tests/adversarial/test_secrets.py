@@ -260,6 +260,16 @@ def test_an_llm_urls_password_is_kept_out_of_configs_and_handed_back_to_the_clie
     assert secrets.url_with_credentials("https://llm.example/v1") == "https://llm.example/v1"
 
 
+def test_an_llm_urls_password_is_never_printed(tmp_path: Path, capsys) -> None:
+    password = _sentinel("pw")
+    url = f"https://alice:{password}@127.0.0.1:9/v1"  # nothing listens there: the endpoint check fails
+    args = ["evolve", str(task_dir("scale_add")), "--out", str(tmp_path / "run"), "--iterations", "1"]
+    code = main([*args, "--backend", "triton-interpret", "--llm", f"m@{url}"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "https://127.0.0.1:9/v1" in err, err
+    assert password not in out + err and not (tmp_path / "run").exists()
+
+
 def test_a_crash_report_masks_the_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     key = _sentinel("sk")
     monkeypatch.setenv("KERNELBOT_HOME", str(tmp_path))
