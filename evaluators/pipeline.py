@@ -115,7 +115,10 @@ class _Cascade:
             self.static()
             ctx = self.compile()
             cases, report = self.correctness(ctx)
-            return self.timing(ctx, cases, report)
+            result = self.timing(ctx, cases, report)
+            ctx.sandbox.check_dispatcher()  # before passing it: no ATen kernel was replaced meanwhile
+            self.check_sandbox(ctx.sandbox)
+            return result
         except _Stop as stop:
             return stop.result
         except BaseException as exc:  # a stage's own failure, or a candidate's sys.exit: still a verdict

@@ -290,7 +290,6 @@ class WorkerPool:
         sha = candidate_sha(source, task.entry)
         count = max(1, config.seeds_per_case, task.seeds or 0)
         job_config = config_for_job(config, self.size)
-        task_files = self._task_files.get(task.root)  # the task as it was before any candidate ran
         job = Job(
             task_dir=str(self._launcher.task_path(task.root)),
             source=source,
@@ -299,29 +298,33 @@ class WorkerPool:
             nonce=secrets.token_hex(16),
         )
         with self._slots:
+            task_files = self._task_files.begin(task.root)  # the task as it is before this candidate runs
             outcome: JobOutcome | None = None
-            for _ in range(START_ATTEMPTS):
-                worker = self._ready_worker()
-                ticket.worker = worker
-                if ticket.cancelled:
-                    worker.kill()
-                self._busy.add(worker)
-                try:
-                    outcome = Supervisor(worker, job, config, lambda: ticket.cancelled).run()
-                finally:
-                    self._busy.discard(worker)
-                    worker.kill()
-                    logs = worker.log_tail(config.log_limit_chars)
-                    worker.cleanup()
-                # Not the candidate's doing, so try another worker: this one died before it read the job,
-                # or went down with its zygote.
-                if outcome is not None and not (outcome.crashed and worker.orphaned):
-                    break
+            try:
+                for _ in range(START_ATTEMPTS):
+                    worker = self._ready_worker()
+                    ticket.worker = worker
+                    if ticket.cancelled:
+                        worker.kill()
+                    self._busy.add(worker)
+                    try:
+                        outcome = Supervisor(worker, job, config, lambda: ticket.cancelled).run()
+                    finally:
+                        self._busy.discard(worker)
+                        worker.kill()
+                        logs = worker.log_tail(config.log_limit_chars)
+                        worker.cleanup()
+                    # Not the candidate's doing, so try another worker: this one died before it read the
+                    # job, or went down with its zygote.
+                    if outcome is not None and not (outcome.crashed and worker.orphaned):
+                        break
+            finally:
+                # The worker is gone: nothing can write to the task's files any more.
+                tampered = self._task_files.end(task_files)
             if outcome is None:
                 raise BackendUnavailable("evaluation workers keep dying before they receive a job")
         self._count(outcome)
         hacks = outcome.hacks
-        tampered = task_files.check()  # after the worker is gone: nothing can change them back meanwhile
         if tampered is not None:
             hacks = (*hacks, HackFinding("task_tamper", tampered, detector="runtime"))
         elif outcome.task_error is not None:

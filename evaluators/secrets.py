@@ -86,11 +86,11 @@ REGISTRY = SecretRegistry()
 
 
 def get(name: str, environ: Mapping[str, str] | None = None) -> str:
-    """The secret in variable `name`: the registry's, else the environment's (a library caller that never
-    went through `held`); "" when neither has it."""
+    """The secret in variable `name`: the environment's while it still has it (a library caller that never
+    went through `held`), else the registry's; "" when neither has it."""
     if environ is not None:
         return environ.get(name, "")
-    return REGISTRY.get(name) or os.environ.get(name, "")
+    return os.environ.get(name) or REGISTRY.get(name) or ""
 
 
 def values(extra_names: Iterable[str] = ()) -> tuple[str, ...]:

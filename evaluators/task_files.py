@@ -3,10 +3,11 @@ compared against.
 
 A worker reads the task's reference, inputs and captured tensors from disk, and a write through a mapping
 (`torch.from_file(path, shared=True)`) raises no audit event; a later evaluation, in a fresh worker, would
-then judge against the changed files. `TaskFiles` keeps the task's files as they were the first time the
-pool saw the task (contents, and their SHA-256), and `check()` after each evaluation compares the files on
-disk with them: any change is a `task_tamper` finding naming the files, and the files are written back, so
-the next evaluation judges against the task as it was.
+then judge against the changed files. `TaskFilesRegistry.begin` keeps the task's files (contents, and their
+SHA-256) as they are when an evaluation starts with no other evaluation of that task in flight (so a task
+the user edits between evaluations is taken as it now is), and `end` compares the files on disk with them
+after the evaluation: any change is a `task_tamper` finding naming the files, and the files are written
+back, so the next evaluation judges against the task as it was.
 
 With several evaluations of one task in flight, a change is found by every evaluation that ends after it
 and before the files are written back: all of them are flagged (their verdicts are void either way).
@@ -102,16 +103,29 @@ class TaskFiles:
 
 
 class TaskFilesRegistry:
-    """One TaskFiles per task root, created the first time a pool evaluates that task."""
+    """The kept state of each task a pool is evaluating, shared by that task's evaluations in flight."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_root: dict[Path, TaskFiles] = {}
+        self._by_root: dict[Path, tuple[TaskFiles, int]] = {}
 
-    def get(self, root: Path) -> TaskFiles:
+    def begin(self, root: Path) -> TaskFiles:
+        """Before an evaluation of the task in `root`; pair with `end`."""
         key = Path(root).resolve()
         with self._lock:
-            files = self._by_root.get(key)
-            if files is None:
-                files = self._by_root[key] = TaskFiles(key)
+            files, in_flight = self._by_root.get(key, (None, 0))
+            if files is None or in_flight == 0:
+                files = TaskFiles(key)
+            self._by_root[key] = (files, in_flight + 1)
             return files
+
+    def end(self, files: TaskFiles) -> str | None:
+        """After the evaluation: TaskFiles.check's evidence (None: the files are unchanged)."""
+        evidence = files.check()
+        with self._lock:
+            kept, in_flight = self._by_root[files.root]
+            if in_flight <= 1:
+                del self._by_root[files.root]
+            else:
+                self._by_root[files.root] = (kept, in_flight - 1)
+        return evidence

@@ -42,6 +42,9 @@ class RunStore(StoreReader):
         super().__init__(path, conn)
         self._redact = redact
         self._lock = lock
+        # What the files looked like after this store's last write (None: it has not written yet; opening a
+        # WAL database may create its -wal file, so the first write sets the baseline).
+        self._seen: tuple[object, ...] | None = None
 
     # --- opening / closing ----------------------------------------------------------------------------------
 
@@ -123,8 +126,39 @@ class RunStore(StoreReader):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._conn:  # commits on success, rolls back on any exception
-            yield self._conn
+        self._check_untouched()
+        try:
+            with self._conn:  # commits on success, rolls back on any exception
+                yield self._conn
+        finally:
+            self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[object, ...]:
+        """The store's files (size, mtime, inode) and SQLite's count of other connections' commits: kernelbot
+        holds the run lock, so between two of its own writes none of these may change."""
+        files = []
+        for name in (self.path.name, f"{self.path.name}-wal"):
+            try:
+                st = os.stat(self.path.with_name(name))
+                files.append((st.st_size, st.st_mtime_ns, st.st_ino))
+            except OSError:
+                files.append(None)
+        try:
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            version = None
+        return (*files, version)
+
+    def _check_untouched(self) -> None:
+        """Refuse to go on with a store something else wrote to (an evaluated candidate, through a path the
+        evaluator did not see): its scores can no longer be trusted."""
+        if self._lock is None or self._seen is None or self._stamp() == self._seen:
+            return
+        raise RunStoreError(
+            f"{self.path} was changed by another process since kernelbot last wrote to it (a candidate "
+            "under evaluation?): its scores cannot be trusted; start a new run, and judge the candidates of "
+            "this one again with kernelbot eval"
+        )
 
     # --- meta and state -------------------------------------------------------------------------------------
 

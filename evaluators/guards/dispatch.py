@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from types import FrameType
 
 # "CPU: registered at /path/file.py:12 :: (none) [ boxed ]" -> key, location
 _LINE = re.compile(r"^(?P<key>[A-Za-z0-9_]+): registered at (?P<where>.+?)(?: :: |$)")
@@ -26,14 +27,11 @@ def _torch_dir() -> str:
     return os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 
 
-def _snapshot() -> dict[str, frozenset[str]]:
+def _snapshot() -> dict[str, str]:
     import torch
 
-    table: dict[str, frozenset[str]] = {}
-    for name in torch._C._dispatch_get_all_op_names():
-        if name.startswith(_NAMESPACE):
-            table[name] = frozenset(torch._C._dispatch_dump(name).splitlines())
-    return table
+    dump = torch._C._dispatch_dump
+    return {name: dump(name) for name in torch._C._dispatch_get_all_op_names() if name.startswith(_NAMESPACE)}
 
 
 class DispatchTable:
@@ -44,12 +42,12 @@ class DispatchTable:
     def changes(self) -> list[str]:
         """One line of evidence per operator whose kernels someone outside torch registered since."""
         found: list[str] = []
-        for name, lines in _snapshot().items():
-            before = self._before.get(name, frozenset())
-            if lines == before:
+        for name, text in _snapshot().items():
+            before = self._before.get(name, "")
+            if text == before:
                 continue
             added = []
-            for line in sorted(lines - before):
+            for line in sorted(set(text.splitlines()) - set(before.splitlines())):
                 match = _LINE.match(line)
                 if match is None or "(inactive)" in line:
                     continue
@@ -61,6 +59,29 @@ class DispatchTable:
                 new = "" if name in self._before else " (a new operator)"
                 found.append(f"{name}{new}: {'; '.join(added)}")
         return found
+
+
+# The methods of torch._C._DispatchModule (the handle torch.library.Library wraps) that register something.
+REGISTRATION_METHODS = (
+    "impl",
+    "impl_t_t",
+    "impl_with_aoti_compile",
+    "fallback",
+    "fallback_fallthrough",
+    "def_",
+    "def_legacy",
+    "def_name_t_t",
+    "def_schema_t_t",
+    "define",
+)
+_LIBRARY_PARTS = (f"torch{os.sep}library.py", f"torch{os.sep}_library{os.sep}")
+
+
+def caller_beyond_torch_library(frame: FrameType | None) -> FrameType | None:
+    """The first frame outside torch.library's own modules: who asked for the registration."""
+    while frame is not None and any(part in frame.f_code.co_filename for part in _LIBRARY_PARTS):
+        frame = frame.f_back
+    return frame
 
 
 _baseline: DispatchTable | None = None

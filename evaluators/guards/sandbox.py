@@ -38,6 +38,7 @@ class SandboxViolation(PermissionError):
 
 
 _warmed_up = False
+_active: Sandbox | None = None  # the sandbox installed last in this process (one per worker)
 
 
 def warm_up() -> None:
@@ -85,6 +86,9 @@ class Sandbox:
         warm_up()
         self._policy = AuditPolicy(self.attributor, self.protected_paths)
         self._wrap_thread_starts()
+        global _active
+        _active = self
+        self._wrap_dispatcher()
         self._snapshot = HarnessSnapshot()
         self._flags = precision_flags()
         self._modes = mode_stack_depths()
@@ -137,13 +141,16 @@ class Sandbox:
                 f"-> {modes}): later torch calls, the harness's included, would be intercepted{suffix}",
             )
 
-    def findings(self) -> list[HackFinding]:
-        """Everything seen so far. Also compares the dispatcher's ATen registrations with the table taken
-        before the candidate existed (at each stage boundary the cascade asks, not at every call)."""
-        self.checkpoint()
+    def check_dispatcher(self) -> None:
+        """Compare the dispatcher's ATen registrations with the table taken before the candidate existed
+        (guards.dispatch): the backstop behind the wrapped registration methods, for a candidate that found
+        another way in. Tens of milliseconds, so the cascade asks once, before it passes a candidate."""
         if self._installed:
             for change in dispatch.baseline().changes():
                 self.record("kernel_override", f"re-registers an ATen kernel: {change}")
+
+    def findings(self) -> list[HackFinding]:
+        self.checkpoint()
         return [HackFinding(v.kind, v.evidence, detector="runtime") for v in self._violations]
 
     # --- the audit hook ----------------------------------------------------------------------------
@@ -167,6 +174,39 @@ class Sandbox:
             self.record(violation.kind, violation.evidence)
             # Refuse the operation too: recording alone would let a candidate delete files or open sockets.
             raise SandboxViolation(f"kernelbot sandbox refused: {violation.evidence}")
+
+    # --- the dispatcher ------------------------------------------------------------------------------
+
+    def _wrap_dispatcher(self) -> None:
+        """Registering a kernel from candidate code (torch.library.Library, torch._C._dispatch_library) is
+        refused: every such registration goes through a method of the dispatcher's handle class."""
+        import torch
+
+        handle = torch._C._DispatchModule
+        for name in dispatch.REGISTRATION_METHODS:
+            original = getattr(handle, name, None)
+            if original is not None and not getattr(original, "_kb_wrapped", False):
+                setattr(handle, name, self._registration_wrapper(name, original))
+
+    @staticmethod
+    def _registration_wrapper(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def register(handle: Any, *args: Any, **kwargs: Any) -> Any:
+            sandbox = _active  # the wrapper stays on the class; the sandbox installed last judges
+            frame = dispatch.caller_beyond_torch_library(sys._getframe(1))
+            if (
+                sandbox is not None
+                and frame is not None
+                and sandbox.attributor.file_kind(frame.f_code.co_filename) == "candidate"
+            ):
+                shown = ", ".join(repr(a)[:80] for a in args[:2] if isinstance(a, str))
+                where = sandbox.attributor.where(frame)
+                evidence = f"registers a kernel with the dispatcher: {name}({shown}) ({where})"
+                sandbox.record("kernel_override", evidence)
+                raise SandboxViolation(f"kernelbot sandbox refused: {evidence}")
+            return original(handle, *args, **kwargs)
+
+        register._kb_wrapped = True  # type: ignore[attr-defined]
+        return register
 
     # --- threads -----------------------------------------------------------------------------------
 

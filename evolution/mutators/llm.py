@@ -14,6 +14,7 @@ import ast
 import random
 from collections.abc import Mapping, Sequence
 
+from evaluators import secrets
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, find_evolve_block
 from evaluators.errors import CandidateError
 from evolution.llm_client import (
@@ -90,9 +91,8 @@ class LLMMutator:
         except LLMError as exc:
             return failed(operator, str(exc), prompt=prompt.as_text())
         except Exception as exc:  # an unexpected client failure must not stop the search
-            return failed(
-                operator, f"the LLM call failed: {type(exc).__name__}: {exc}", prompt=prompt.as_text()
-            )
+            problem = secrets.redact(f"the LLM call failed: {type(exc).__name__}: {exc}")  # may quote a URL
+            return failed(operator, problem, prompt=prompt.as_text())
         self.budget.charge(answer.usage)
         return _outcome(operator, request, mode, prompt, answer)
 

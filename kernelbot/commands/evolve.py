@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evaluators import secrets
 from evaluators.backends import require_backend
 from evaluators.candidate import load_candidate
 from evaluators.task import Task, load_task
@@ -105,6 +106,7 @@ def run(
         store, config = _reopen(run_dir, task, config_file, flags)
     else:
         config = build_config(load_config(config_file), **flags)
+        hold_key_variables(config)
         _check_inputs(task, config)  # before the run directory is created: a typo costs nothing
         store = RunStore.create(run_dir, task, config, Redactor.from_env(config))
     try:
@@ -134,6 +136,7 @@ def _reopen(
             fresh = load_config(config_file)
             stored = replace(fresh, archive=stored.archive, seed=stored.seed)
         config = build_config(stored, **flags)
+        hold_key_variables(config)
         _check_seed_files(task, config)  # a resume of a run whose seeding failed takes new --seed files
         check_llm_endpoints(config)
         store.update_config(config)
@@ -142,6 +145,12 @@ def _reopen(
     except BaseException:
         store.close()
         raise
+
+
+def hold_key_variables(config: SearchConfig) -> None:
+    """The variables a config file names for its endpoints' keys leave the environment too (those named on
+    the command line already did, where kernelbot started), before any worker starts."""
+    secrets.adopt(ep.api_key_env for ep in config.mutation.llm)
 
 
 def _check_inputs(task: Task, config: SearchConfig) -> None:

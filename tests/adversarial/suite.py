@@ -66,6 +66,7 @@ CHEATS_BY_CLASS: tuple[Cheat, ...] = (
     Cheat("c13_hardcoded_shapes.py", "scale_add", 13, static_klass=13),
     Cheat("c16_file_cache.py", "scale_add", 16, static_klass=16),
     Cheat("c17_torch_library.py", "scale_add", 17),
+    Cheat("c17b_dispatch_unwrapped.py", "scale_add", 17),
     Cheat("c19_store_sqlite.py", "scale_add", 19),
 )
 # Cheats that change the task on disk: judged on a copy of the task (test_runtime_checks.py).

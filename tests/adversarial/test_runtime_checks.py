@@ -14,6 +14,7 @@ from suite import CHEATS, LEGIT, RUNTIME_ONLY, TASK_TAMPER_CHEATS, describe, hac
 from evaluators.result import Stage, failure
 from evaluators.task import load_task
 from evolution.config import SearchConfig
+from evolution.errors import RunStoreError
 from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.types import Program
@@ -21,11 +22,20 @@ from evolution.types import Program
 WRONG_KERNEL = (LEGIT / "scale_add_triton.py").read_text().replace("x * alpha + y", "x * alpha - y")
 
 
-def test_a_re_registered_aten_kernel_is_flagged_with_the_operator_and_where(judge_pool) -> None:
-    result = judge_pool.evaluate(task_dir("scale_add"), (CHEATS / "c17_torch_library.py").read_text())
+@pytest.mark.parametrize(
+    ("cheat", "said"),
+    [
+        ("c17_torch_library.py", "registers a kernel with the dispatcher: impl('add.Tensor', 'CPU')"),
+        ("c17b_dispatch_unwrapped.py", "ATen kernel: aten::add.Tensor: CPU kernel registered"),
+    ],
+)
+def test_a_re_registered_aten_kernel_is_flagged_with_the_operator_and_where(
+    judge_pool, cheat: str, said: str
+) -> None:
+    result = judge_pool.evaluate(task_dir("scale_add"), (CHEATS / cheat).read_text(), config=RUNTIME_ONLY)
     assert not result.passed and result.score == 0.0, describe(result)
-    (finding,) = [h for h in result.hacks if h.kind == "kernel_override"]
-    assert "aten::add.Tensor" in finding.evidence and "candidate.py" in finding.evidence, finding.evidence
+    evidence = [h.evidence for h in result.hacks if h.kind == "kernel_override"]
+    assert any(said in e for e in evidence), describe(result)
     # Without the re-registration the same kernel is simply wrong.
     plain = judge_pool.evaluate(task_dir("scale_add"), WRONG_KERNEL)
     assert not plain.passed and not plain.hacks, describe(plain)
@@ -72,3 +82,16 @@ def test_the_run_store_opened_by_a_candidate_is_flagged_and_keeps_the_scores(
     with sqlite3.connect(run / "run.sqlite") as db:
         scores = [row[0] for row in db.execute("SELECT score FROM evaluations ORDER BY program_id")]
     assert scores == [1.5, 2.25]
+
+
+def test_a_run_store_written_by_another_process_stops_the_search(tmp_path: Path) -> None:
+    """The backstop behind the audit hook: a write the evaluator did not see is found at the store's next
+    write, before anything else is recorded on top of it."""
+    task = load_task(task_dir("scale_add"))
+    with RunStore.create(tmp_path / "run", task, SearchConfig(), Redactor()) as store:
+        store.set_state(best_id="p0")
+        store.set_state(best_id="p1")  # its own writes are no change
+        with sqlite3.connect(tmp_path / "run" / "run.sqlite") as other:
+            other.execute("UPDATE state SET value = '\"p9\"' WHERE key = 'best_id'")
+        with pytest.raises(RunStoreError, match="changed by another process"):
+            store.set_state(best_id="p2")

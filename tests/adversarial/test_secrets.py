@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets as random_tokens
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -198,6 +199,31 @@ def test_held_secrets_leave_the_environment_the_initial_block_and_child_environm
     assert after["restored"] == inside["held"]  # an in-process caller gets its environment back
 
 
+_SAME_USER_PROBE = textwrap.dedent(
+    """
+    import os, subprocess
+    from evaluators import secrets
+    with secrets.held([]):
+        read = subprocess.run(["cat", f"/proc/{os.getpid()}/environ"], capture_output=True, text=True)
+        print(read.returncode, "Permission denied" in read.stderr, secrets.is_dumpable())
+    """
+)
+
+
+def test_a_same_user_process_that_is_not_root_cannot_read_kernelbots_environ(tmp_path: Path) -> None:
+    """What non-dumpable gives: /proc/<pid>/environ becomes root's. Run as an unprivileged user (here
+    through setpriv when the tests run as root), kernelbot and the reader share that user."""
+    command = [sys.executable, "-c", _SAME_USER_PROBE]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: no unprivileged user to test with")
+        command = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", *command]
+    env = {**os.environ, "GITHUB_TOKEN": _sentinel("ghp"), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.stdout.split() == ["1", "True", "False"], done.stdout + done.stderr[-2000:]
+
+
 def test_a_token_under_any_name_is_masked_in_the_run_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,6 +258,16 @@ def test_an_llm_urls_password_is_kept_out_of_configs_and_handed_back_to_the_clie
         assert secrets.url_with_credentials(endpoint.base_url) == f"https://alice:{password}@llm.example/v1"
         assert secrets.redact(f"x {password} y") == "x *** y"
     assert secrets.url_with_credentials("https://llm.example/v1") == "https://llm.example/v1"
+
+
+def test_an_llm_urls_password_is_never_printed(tmp_path: Path, capsys) -> None:
+    password = _sentinel("pw")
+    url = f"https://alice:{password}@127.0.0.1:9/v1"  # nothing listens there: the endpoint check fails
+    args = ["evolve", str(task_dir("scale_add")), "--out", str(tmp_path / "run"), "--iterations", "1"]
+    code = main([*args, "--backend", "triton-interpret", "--llm", f"m@{url}"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "https://127.0.0.1:9/v1" in err, err
+    assert password not in out + err and not (tmp_path / "run").exists()
 
 
 def test_a_crash_report_masks_the_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,11 +99,30 @@ def test_results_are_frozen_and_updated_by_copy() -> None:
     assert result.with_updates(score=3.0).score == 3.0 and result.score == 0.0
 
 
-def test_hack_classes_are_numbered_one_to_sixteen() -> None:
-    assert sorted(number for number, _ in HACK_CLASSES.values()) == list(range(1, 17))
+def test_hack_classes_are_numbered_one_to_nineteen() -> None:
+    assert sorted(number for number, _ in HACK_CLASSES.values()) == list(range(1, 20))
     assert HackFinding("beyond_roofline", "x").number == 15
     with pytest.raises(ValueError, match="unknown hack class"):
         HackFinding("made_up", "x")
+
+
+def test_redacted_masks_every_text_a_candidate_reaches_and_nothing_else() -> None:
+    secret = "tok-0123456789"
+    result = full_result()
+    case = dataclasses.replace(
+        result.cases[0], mismatch=dataclasses.replace(result.cases[0].mismatch, detail=secret)
+    )
+    leaky = result.with_updates(
+        reason=f"r {secret}",
+        logs=f"l {secret}",
+        hacks=(HackFinding("sandbox_escape", f"read {secret}"),),
+        cases=(case, dataclasses.replace(result.cases[1], skipped=secret)),
+    )
+    masked = leaky.redacted(lambda text: text.replace(secret, "***"))
+    assert secret not in masked.to_json() and secret in leaky.to_json()
+    assert masked.reason == "r ***" and masked.hacks[0].evidence == "read ***"
+    assert masked.with_updates(reason=leaky.reason, logs=leaky.logs).cases[1].skipped == "***"
+    assert masked.score == leaky.score and masked.cases[0].timings == leaky.cases[0].timings
 
 
 def test_a_real_speedup_needs_its_ci_above_one() -> None:
