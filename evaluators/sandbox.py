@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators import secrets as held_secrets
 from evaluators.errors import ConfigError
 
 BWRAP_ENV = "KERNELBOT_BWRAP"
@@ -165,7 +166,10 @@ def secret_names(environ: Mapping[str, str] | None = None) -> list[str]:
     still in /proc/self/environ, where an unboxed process of the same user can read it."""
     env = dict(_initial_environ() if environ is None else {})
     env.update(os.environ if environ is None else environ)
-    return sorted(k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k)))
+    found = {k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k))}
+    if environ is None:  # and the secrets kernelbot took out of its environment at start (evaluators.secrets)
+        found.update(held_secrets.REGISTRY.names())
+    return sorted(found)
 
 
 def _initial_environ() -> dict[str, str]:
