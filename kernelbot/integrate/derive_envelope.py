@@ -134,8 +134,8 @@ def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[st
         if not _renderable(value):
             raise IntegrationError(
                 f"cannot guard parameter {name!r} of {view.qualname}: its value in the task's cases is a "
-                f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers, "
-                "strings, dtypes and tuples of them)"
+                f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers "
+                "(infinities and NaN included), strings, dtypes and tuples of them)"
             )
     if any(not _same(base, var) for _, base, var in moved):
         return ValueRule(name, (), free=True)
@@ -147,12 +147,11 @@ def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[st
 
 
 def _renderable(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
     if isinstance(value, (tuple, list)):
         return all(_renderable(v) for v in value)
     return isinstance(value, _SCALARS)
 
 
 def _same(a: object, b: object) -> bool:
-    return type(a) is type(b) and a == b
+    nan = isinstance(a, float) and math.isnan(a) and isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and (a == b or nan)

@@ -3,6 +3,7 @@ rendering it for device type "cpu")."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -108,3 +109,15 @@ def test_rendered_guard_accepts_the_envelope_and_nothing_else() -> None:
     scope["ENABLED"] = False
     with torch.no_grad():
         assert not can_use(x, eps=1e-06)
+
+
+def test_guard_compares_infinite_and_nan_floats() -> None:
+    # a min-p filter's `filter_value=-float("inf")`: repr(-inf) is no Python, the guard must still compare it
+    envelope = Envelope(
+        "cpu", (), (ValueRule("fill", (-math.inf,)), ValueRule("pad", (math.nan, (1.0, math.inf)))), ()
+    )
+    can_use = _guard(envelope, "*, fill, pad")["can_use"]
+    assert can_use(fill=-math.inf, pad=math.nan)
+    assert can_use(fill=-math.inf, pad=(1.0, math.inf))
+    assert not can_use(fill=math.inf, pad=math.nan)
+    assert not can_use(fill=-math.inf, pad=0.0)
