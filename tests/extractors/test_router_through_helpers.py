@@ -17,7 +17,7 @@ from kernelbot import exit_codes
 from kernelbot.cli import main
 from tests.extractors.conftest import write_repo
 
-ROUTER = '''
+ROUTER = """
 import torch
 
 
@@ -37,7 +37,7 @@ def _pick(logits, k):
 def route(router_logits, top_k: int):
     weights, ids = _pick(router_logits, top_k)
     return weights, ids.to(torch.int32)
-'''
+"""
 SPEC = """
 [sizes]
 tokens = [3, 8]
@@ -66,7 +66,9 @@ def _extracted(tmp_path: Path) -> Path:
 
 def test_rules_are_inferred_through_two_helpers(tmp_path: Path) -> None:
     out = _extracted(tmp_path)
-    compare = tomllib.loads((out / "task.toml").read_text())["compare"]
+    toml = tomllib.loads((out / "task.toml").read_text())
+    assert toml["regime"] == "graph" and toml["extraction"]["regime_from"].startswith("default")
+    compare = toml["compare"]
     assert compare["unordered"] == [{"key": "return[1]", "values": ["return[0]"]}]
     assert compare["ties"] == [{"key": "return[1]", "values": "return[0]"}]
     task = load_task(out)
