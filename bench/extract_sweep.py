@@ -70,7 +70,8 @@ def sglang_targets(root: Path) -> Iterator[Target]:
         for cls in _classes(path):
             method = _method(cls, "forward_native")
             if method is not None:
-                yield Target(SGLANG, f"{module}:{cls.name}.forward_native")
+                kind = _foreign_kernel(path, method)
+                yield Target(SGLANG, f"{module}:{cls.name}.forward_native", not kind, kind)
 
 
 def _classes(path: Path) -> list[ast.ClassDef]:
@@ -92,8 +93,8 @@ def _foreign_kernel(path: Path, method: ast.FunctionDef) -> str:
     """Why the method's body is not PyTorch ('' when it is): it raises NotImplementedError, or it calls a
     name imported from the engine's own kernel packages (Triton / CUDA extensions)."""
     body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Raise):
-        return "abstract (raises)"
+    if body and isinstance(body[-1], ast.Raise) and not any(isinstance(s, ast.Return) for s in body):
+        return "no PyTorch path (it only raises)"
     tree = ast.parse(path.read_text())
     kernels: dict[str, str] = {}
     for node in ast.walk(tree):

@@ -101,6 +101,11 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
         ]
         arg.dims += ["hidden"] * (rank - len(arg.dims))
         arg.confidence = [DEFAULT] * rank
+    if fact.exact_rank is None and 0 < len(arg.dims) < fact.min_rank:
+        # the code needs more dims than the name suggests (a gather's index has its source's rank)
+        arg.confidence = arg.confidence + [DEFAULT] * (fact.min_rank - len(arg.dims))
+        arg.dims = arg.dims + ["hidden"] * (fact.min_rank - len(arg.dims))
+        arg.why.append(f"used with at least {fact.min_rank} dims")
     if (
         fact.exact_rank is not None
         and len(arg.dims) != fact.exact_rank
@@ -123,6 +128,9 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
             arg.fill = {"init": "randint", "low": 0, "high": 16}
     elif arg.dtype == "bool":
         arg.fill = {"init": "randint", "low": 0, "high": 2}
+    elif fact.probability_uses:
+        arg.fill = {"init": "probs"}
+        arg.why.append(f"rows of probabilities ({fact.probability_uses[0]})")
 
 
 def _dtype(arg: ArgDraft, fact: ParamFacts, suffix: str, annotation: str, named: bool) -> str:
