@@ -64,6 +64,8 @@ class ParamFacts:
     min_rank: int = 0
     exact_rank: int | None = None
     probability_uses: list[str] = field(default_factory=list)  # torch.multinomial(p): rows of probabilities
+    # F.layer_norm(x, p): a tuple of sizes, the trailing dims of these tensor parameters
+    shape_of: list[str] = field(default_factory=list)
     row_vector: list[str] = field(default_factory=list)  # p[:, None], p.view(-1, 1): one value per row
     col_vector: list[str] = field(default_factory=list)  # p[None], p.unsqueeze(0): one value per column
 

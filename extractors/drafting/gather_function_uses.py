@@ -163,6 +163,13 @@ class GatherFunctionUses(cst.CSTVisitor):
             ids = self.lv.shape_param(positional[0])
             if ids is not None and self.uses.facts[ids].exact_rank is None:
                 self.uses.facts[ids].exact_rank = 1  # token ids: one per token (the output adds a dim)
+        elif fn == "layer_norm" and first is not None:
+            shape = arg_value(node, 1, "normalized_shape")
+            fact = self._fact(shape)
+            source = self.lv.shape_param(first)
+            if fact is not None and source is not None:
+                fact.note("int_uses", f"F.layer_norm() normalized_shape, line {self._line(node)}")
+                fact.note("shape_of", source)
         elif fn == "multinomial" and first is not None:
             self._note(first, "probability_uses", "torch.multinomial() probabilities", node)
         elif fn in ("chunk", "split"):

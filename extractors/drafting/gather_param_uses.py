@@ -37,6 +37,7 @@ _LIST_FIELDS = (
     "row_vector",
     "col_vector",
     "probability_uses",
+    "shape_of",
 )
 _REF_FIELDS = ("index_into", "value_range", "upper_bounds")
 

@@ -55,7 +55,18 @@ def initial_assignment(
     _model_values(args, model, facts)
     _unify_dtypes(args, facts)
     _linear_weights(args, facts)
+    _trailing_shapes(args, facts)
     return Assignment(args, size_values(args, profile, model), model=model.name)
+
+
+def _trailing_shapes(args: dict[str, ArgDraft], facts: UseFacts) -> None:
+    """`F.layer_norm(x, normalized_shape)`: the tuple of x's last dim, not a number."""
+    for arg in args.values():
+        fact = facts.params.get(arg.name)
+        source = args.get(fact.shape_of[0]) if fact is not None and fact.shape_of else None
+        if source is not None and source.kind == "tensor" and source.dims and arg.kind == "int":
+            arg.value = f"({source.dims[-1]},)"
+            arg.why.append(f"the trailing dims of {source.name} ({fact.shape_of[0]})")  # type: ignore[union-attr]
 
 
 # -- shapes ------------------------------------------------------------------------------------------------

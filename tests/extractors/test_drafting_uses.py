@@ -55,3 +55,18 @@ def test_embedding_ids_are_one_per_token_and_the_table_is_2d() -> None:
 
 def test_multinomial_draws_from_rows_of_probabilities() -> None:
     assert "probs" in _drafted(SAMPLE, "sample")["scores"]
+
+
+LAYER_NORM = """
+import torch
+
+
+def norm(x, weight, bias, *, normalized_shape, eps=1e-6):
+    return torch.nn.functional.layer_norm(x, normalized_shape, weight=weight, bias=bias, eps=eps)
+"""
+
+
+def test_a_layer_norms_shape_is_the_tuple_of_the_inputs_trailing_dim() -> None:
+    drafted = _drafted(LAYER_NORM, "norm")
+    assert drafted["normalized_shape"].startswith("int = (hidden,) ((")
+    assert drafted["x"].startswith("tensor [tokens, hidden]")
