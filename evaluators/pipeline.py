@@ -30,6 +30,7 @@ from evaluators.errors import CandidateError, TaskError
 from evaluators.job import Job, candidate_sha
 from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, RegimeTiming, Stage
 from evaluators.task import Case, Task, load_task
+from evaluators.task_check import check_task
 
 CANDIDATE_FILE = "candidate.py"
 CANDIDATE_MODULE = "kb_candidate"
@@ -58,6 +59,7 @@ class Prepared:
     hardware: Hardware
     reference: Callable[..., Any]
     progress: Callable[[str], None]
+    first_inputs: tuple[tuple, dict] | None = None  # the smallest case's, built by the task check
 
 
 def hardware_dict(hardware: Hardware) -> dict[str, Any]:
@@ -67,10 +69,15 @@ def hardware_dict(hardware: Hardware) -> dict[str, Any]:
 def prepare(
     job: Job, backend: Backend, hardware: Hardware, *, workdir: Path, progress: Callable[[str], None]
 ) -> Prepared:
-    """Load the task and its reference (raising TaskProblem for a broken task) and read the job's config."""
+    """Load the task and its reference and check them on the smallest case, before any candidate code runs
+    (raising TaskProblem for a broken task: the task's fault is never the candidate's), and read the job's
+    config."""
     try:
         task = load_task(job.task_dir)
         reference = task.pin()  # read once, before the candidate exists (evaluators.task_files)
+        first = check_task(
+            task, reference, _smallest_case(task), job.seeds[0] if job.seeds else 0, backend.device
+        )
     except TaskError as exc:
         raise TaskProblem(str(exc)) from exc
     return Prepared(
@@ -83,6 +90,7 @@ def prepare(
         hardware=hardware,
         reference=reference,
         progress=progress,
+        first_inputs=first,
     )
 
 
@@ -156,8 +164,12 @@ class _Cascade:
         protected = [Path(evaluators.__file__).resolve().parent, p.task.root]
         sandbox = self.sandbox = Sandbox(path, protected_paths=protected)
         sandbox.install()
-        first = _smallest_case(p.task)
-        args, kwargs = p.task.make_inputs(first, p.seeds[0] if p.seeds else 0, p.backend.device)
+        if p.first_inputs is not None:
+            args, kwargs = p.first_inputs
+        else:
+            args, kwargs = p.task.make_inputs(
+                _smallest_case(p.task), p.seeds[0] if p.seeds else 0, p.backend.device
+            )
         try:
             with sandbox.armed():
                 module = _import_candidate(path)
@@ -194,8 +206,10 @@ class _Cascade:
 
         try:
             report = check_correctness(ctx)
-        except TaskError as exc:  # raised after the candidate ran: reported, never raised to the caller
-            self.stop(f"task error (not the candidate's fault?): {exc}")
+        except (
+            TaskError
+        ) as exc:  # raised after the candidate ran: reported (the candidate unblamed), not raised
+            self.stop(f"task error: {exc}", task_fault=str(exc))
         self.check_sandbox(ctx.sandbox)
         cases = list(report.cases)
         extra = {"cases": tuple(cases), "reference_precision": report.reference_precision}

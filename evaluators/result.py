@@ -160,6 +160,8 @@ class EvalResult:
     logs: str = ""  # truncated worker output
     duration_s: float = 0.0
     reference_precision: str = "float64"  # or "native" when the reference cannot run in float64
+    # Set when the task, not the candidate, failed (its inputs or reference broke on a case): the message.
+    task_fault: str = ""
 
     def with_updates(self, **changes: Any) -> EvalResult:
         return replace(self, **changes)

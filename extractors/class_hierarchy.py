@@ -45,7 +45,10 @@ class ClassHierarchy:
         self._collect(builder, parsed, class_def, depth=0)
         self.init_attrs: dict[str, InitAttr] = {}
         for owner_parsed, owner in reversed(self.classes):
-            self.init_attrs.update(GatherInitAttrs.of(owner_parsed.module, owner))
+            attrs = GatherInitAttrs.of(owner_parsed.module, owner)
+            for attr in attrs.values():
+                attr.owner = owner_parsed
+            self.init_attrs.update(attrs)
 
     def _collect(
         self, builder: ClosureBuilder, parsed: ParsedModule, class_def: cst.ClassDef, depth: int

@@ -43,6 +43,7 @@ class ExtractOptions:
     out: Path | None = None
     spec: Path | None = None
     regime: str = "graph"
+    regime_from: str = ""  # where the regime comes from (a scan's measurement); "" -> the flag or default
     name: str | None = None
     probe: bool = True
     force: bool = False
@@ -67,6 +68,7 @@ class ExtractionSummary:
     unordered: list[UnorderedRule] = field(default_factory=list)  # [[compare.unordered]] written
     ties: list[TieRule] = field(default_factory=list)  # [[compare.ties]] written
     kept: str = ""  # a draft_spec.toml of the replaced task that was kept
+    regime_from: str = ""  # where the task's regime comes from
 
 
 def build(repo: Path, function: str) -> tuple[RepoIndex, Located, BuiltReference, str]:
@@ -138,6 +140,11 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
     }
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent if out.parent.exists() else None))
     try:
+        summary.regime_from = options.regime_from or (
+            "--regime"
+            if options.regime != ExtractOptions.regime
+            else "default (graph: decode steps run in CUDA graphs)"
+        )
         _write_task(staging, summary, inputs, options.regime, source)
         if options.probe:
             summary.probe = probe_task(staging, signature, options.device)
@@ -207,6 +214,7 @@ def _task_toml(
         "source": source,
         "extraction": {
             "inputs": inputs.origin,
+            "regime_from": summary.regime_from,
             "outputs": built.outputs,
             "attribute_params": built.attribute_params,
             "bound_callables": built.bound_callables,

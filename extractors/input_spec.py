@@ -184,7 +184,13 @@ def check_against_signature(spec: InputSpec, signature: list[Param], where: str)
         raise SpecError(f"{where}: args {stray} are not parameters of the entry ({', '.join(sorted(known))})")
     missing = [p.name for p in signature if p.required and p.name not in spec.args]
     if missing:
-        raise SpecError(f"{where}: no [args.<name>] for required parameters {missing}")
+        first = missing[0]
+        raise SpecError(
+            f"{where}: no [args.<name>] for required parameters {missing}; give each a table: a tensor as "
+            f'[args.{first}] shape = ["tokens", "hidden"], a number as value = 8, a string as text = "...", '
+            "and any other value (a module, a callable, a tuple) as a Python expression: "
+            'expr = "torch.nn.SiLU()"'
+        )
 
 
 def render_inputs(spec: InputSpec, signature: list[Param], task_name: str, header: str = "") -> str:

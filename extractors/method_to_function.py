@@ -20,6 +20,7 @@ from extractors.class_hierarchy import (
     own_returns,
 )
 from extractors.closure import ClosureBuilder, Statements, Unit
+from extractors.construct_init_attrs import ConstructedAttr, construct_attribute
 from extractors.errors import UnsupportedCode
 from extractors.gather_init_attrs import has_default
 from extractors.gather_self_uses import GatherSelfUses
@@ -45,6 +46,7 @@ class MethodToFunction:
         self.methods: dict[str, MethodInfo] = {}
         self.param_names: dict[str, str] = {}
         self.bound_callables: dict[str, str] = {}  # self attribute -> module-level function it holds
+        self.constructed: dict[str, ConstructedAttr] = {}  # self attribute -> rebuilt module-level value
         self.notes: list[str] = []
 
     # -- analysis ------------------------------------------------------------------------------------------
@@ -80,6 +82,7 @@ class MethodToFunction:
                     self.methods[attr] = callee
                     queue.append(callee)
         self._bind_callable_attributes()
+        self._construct_attributes()
         self._propagate()
         self._name_parameters()
 
@@ -117,12 +120,33 @@ class MethodToFunction:
                     " (any torch.compile wrapper dropped)"
                 )
 
+    def _construct_attributes(self) -> None:
+        """Attributes `__init__` builds with PyTorch and the methods only read or call (`self.silu =
+        nn.SiLU(inplace)`): rebuilt once at module level instead of asking the inputs for them."""
+        used = {
+            a
+            for info in self.methods.values()
+            for a in [*info.uses.calls, *info.uses.reads]
+            if a not in info.callees and a not in self.bound_callables
+        }
+        written = {a for info in self.methods.values() for a in info.uses.writes}
+        for attr in sorted(used - written - set(self.methods)):
+            init = self.hierarchy.init_attrs.get(attr)
+            if has_default(init):
+                continue  # a literal: kept as the parameter's default
+            built = construct_attribute(self.builder, self.entry.owner.name.value, attr, init)
+            if built is not None:
+                self.constructed[attr] = built
+                self.notes.append(built.note)
+
     def _propagate(self) -> None:
         for info in self.methods.values():
             direct_calls = {
-                a for a in info.uses.calls if a not in info.callees and a not in self.bound_callables
+                a
+                for a in info.uses.calls
+                if a not in info.callees and a not in self.bound_callables and a not in self.constructed
             }
-            info.reads = (set(info.uses.reads) - info.callees) | direct_calls
+            info.reads = (set(info.uses.reads) - info.callees - set(self.constructed)) | direct_calls
             info.writes = list(info.uses.writes)
         changed = True
         while changed:
@@ -203,6 +227,8 @@ class MethodToFunction:
                     out[id(node)] = constant(
                         cst.Call(cst.Name(callee.function_name), self._attr_args(callee))
                     )
+                elif attr in self.constructed:
+                    out[id(node)] = constant(cst.Name(self.constructed[attr].name))
                 else:
                     out[id(node)] = constant(cst.Name(self.param_names[attr]))
         for attr, nodes in info.uses.writes.items():
@@ -215,6 +241,8 @@ class MethodToFunction:
                 elif attr in self.bound_callables:
                     emitted = self.builder.name_for(self.entry.parsed, self.bound_callables[attr], lazy=True)
                     out[id(call.func)] = constant(cst.Name(emitted))
+                elif attr in self.constructed:
+                    out[id(call.func)] = constant(cst.Name(self.constructed[attr].name))
                 else:
                     out[id(call.func)] = constant(cst.Name(self.param_names[attr]))
         if info.writes:

@@ -35,9 +35,15 @@ class ProfiledFunction:
     # Of time_us, the part spent in operators that already are library kernels (GEMM, convolution, fused
     # attention): nothing a fused kernel around them can win.
     library_us: float = 0.0
+    graph_us: float = 0.0  # of device_us, replayed from CUDA graphs (attributed through their capture)
+
+    @property
+    def regime(self) -> str:
+        """Where this region's GPU time is spent: "graph" (mostly CUDA-graph replays) or "wall" (eager)."""
+        return "graph" if self.device_us > 0 and self.graph_us >= self.device_us / 2 else "wall"
 
     def to_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "regime": self.regime}
 
 
 def _executable(argv: list[str]) -> list[Path]:
@@ -56,13 +62,17 @@ def profile_command(
         bootstrap = Path(scratch) / "bootstrap"
         bootstrap.mkdir()
         (bootstrap / "sitecustomize.py").write_text((TEMPLATES / "profile_sitecustomize.py").read_text())
+        attribution = Path(__file__).parent / "profile_attribution.py"
+        (bootstrap / "kernelbot_profile_attribution.py").write_text(attribution.read_text())
         out = Path(scratch) / "profile.json"
         config = Path(scratch) / "config.json"
         config.write_text(json.dumps({"repo": str(index.root), "out": str(out)}))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
         env["KERNELBOT_PROFILE_CONFIG"] = str(config)
-        argv = [sys.executable if a == "python" else a for a in shlex.split(command)]
+        argv = shlex.split(command)
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable  # the interpreter kernelbot runs in (torch is there)
         # The repository's code runs (in a scheduled scan, whatever upstream holds today): in an OS box with
         # the repository read-only, this scratch folder writable, the GPU, and no secret (evaluators.sandbox).
         argv, env = boxed_argv(
@@ -109,6 +119,7 @@ def _attribute(index: RepoIndex, raw: list[dict], cuda: bool) -> list[ProfiledFu
         entry.device_us += row["device_us"]
         entry.ops += row["ops"]
         entry.kernels += row["kernels"]
+        entry.graph_us += row.get("graph_device_us", 0.0)
         entry.library_us += row.get("library_device_us" if cuda else "library_host_us", 0.0)
     total = 0.0
     for entry in merged.values():

@@ -63,6 +63,9 @@ class ParamFacts:
     upper_bounds: list[DimRef] = field(default_factory=list)  # an int that slices / is compared with these
     min_rank: int = 0
     exact_rank: int | None = None
+    probability_uses: list[str] = field(default_factory=list)  # torch.multinomial(p): rows of probabilities
+    # F.layer_norm(x, p): a tuple of sizes, the trailing dims of these tensor parameters
+    shape_of: list[str] = field(default_factory=list)
     row_vector: list[str] = field(default_factory=list)  # p[:, None], p.view(-1, 1): one value per row
     col_vector: list[str] = field(default_factory=list)  # p[None], p.unsqueeze(0): one value per column
 

@@ -142,6 +142,8 @@ class GatherFunctionUses(cst.CSTVisitor):
         elif fn in ("gather", "index_select"):
             target = self._dim_of(first, arg_value(node, 1, "dim"))
             self._index(arg_value(node, 2, "index"), target, f"torch.{fn}() index", node)
+            if fn == "gather":
+                self._gather_rank(first, arg_value(node, 1, "dim"), arg_value(node, 2, "index"), node)
         elif fn == "where" and first is not None:
             self._note(first, "mask_uses", "torch.where() condition", node)
         elif fn == "masked_fill":
@@ -154,6 +156,22 @@ class GatherFunctionUses(cst.CSTVisitor):
             self._index(
                 positional[0], self._dim_of(positional[1], cst.Integer("0")), "F.embedding() ids", node
             )
+            self._note(positional[1], "tensor_uses", "F.embedding() weight", node)
+            weight = self.lv.shape_param(positional[1])
+            if weight is not None and self.uses.facts[weight].exact_rank is None:
+                self.uses.facts[weight].exact_rank = 2  # a table: [vocab, hidden]
+            ids = self.lv.shape_param(positional[0])
+            if ids is not None and self.uses.facts[ids].exact_rank is None:
+                self.uses.facts[ids].exact_rank = 1  # token ids: one per token (the output adds a dim)
+        elif fn == "layer_norm" and first is not None:
+            shape = arg_value(node, 1, "normalized_shape")
+            fact = self._fact(shape)
+            source = self.lv.shape_param(first)
+            if fact is not None and source is not None:
+                fact.note("int_uses", f"F.layer_norm() normalized_shape, line {self._line(node)}")
+                fact.note("shape_of", source)
+        elif fn == "multinomial" and first is not None:
+            self._note(first, "probability_uses", "torch.multinomial() probabilities", node)
         elif fn in ("chunk", "split"):
             self._mark_ints(
                 arg_value(node, 1, "chunks" if fn == "chunk" else "split_size_or_sections"), fn, node
@@ -178,6 +196,10 @@ class GatherFunctionUses(cst.CSTVisitor):
             dim_at, index_at = INDEX_METHODS[method]
             target = self._dim_of(owner, arg_value(node, dim_at, "dim"))
             self._index(arg_value(node, index_at, "index"), target, f".{method}() index", node)
+            if method in ("gather", "scatter", "scatter_", "scatter_add", "scatter_add_"):
+                self._gather_rank(
+                    owner, arg_value(node, dim_at, "dim"), arg_value(node, index_at, "index"), node
+                )
         elif method in MASK_METHODS:
             self._note(arg_value(node, 0, "mask"), "mask_uses", f".{method}() mask", node)
         if fact is not None and method in ("view", "reshape", "unsqueeze"):
@@ -201,6 +223,30 @@ class GatherFunctionUses(cst.CSTVisitor):
             self.uses.calls.append(CallSite(name, self._line(node), positional, keywords))
         elif self.lv.param_of(node.func) is not None:
             self._note(node.func, "called", "called", node)
+
+    def _gather_rank(
+        self,
+        owner: cst.BaseExpression | None,
+        dim: cst.BaseExpression | None,
+        index: cst.BaseExpression | None,
+        node: cst.CSTNode,
+    ) -> None:
+        """`gather`/`scatter` take an index of the owner's rank, as long as the owner in every other dim:
+        `torch.gather(scores, 1, input_ids)` makes `input_ids` [batch, n], not a 1-D list of ids."""
+        ids = self.lv.shape_param(index) if index is not None else None
+        axis = int_literal(dim) if dim is not None else None
+        if axis is None:
+            return
+        source = self.lv.shape_param(owner) if owner is not None else None
+        if source is not None and source in self.uses.facts and axis >= 0:  # the owner has that dim too
+            self.uses.facts[source].min_rank = max(self.uses.facts[source].min_rank, axis + 1)
+        if ids is None or ids not in self.uses.facts:
+            return
+        fact = self.uses.facts[ids]
+        fact.min_rank = max(fact.min_rank, axis + 1 if axis >= 0 else 0)
+        if source is not None and source != ids and axis != 0:
+            why = f"gather/scatter index rows, line {self._line(node)}"
+            self.uses.ties.append(Tie(DimRef(ids, 0), DimRef(source, 0), why))
 
     def _dim_of(self, tensor: cst.BaseExpression | None, dim: cst.BaseExpression | None) -> DimRef | None:
         param = self.lv.shape_param(tensor) if tensor is not None else None
@@ -266,7 +312,10 @@ class GatherFunctionUses(cst.CSTVisitor):
         self._vectors(node, elements)
 
     def _vectors(self, node: cst.Subscript, elements: list[cst.BaseSlice]) -> None:
-        fact = self._fact(node.value)
+        # by shape: `penalty = penalty.to(dtype)` keeps the parameter's shape, so `penalty[:, None]` still
+        # says one value per row
+        shaped = self.lv.shape_param(node.value)
+        fact = self.uses.facts.get(shaped) if shaped is not None else self._fact(node.value)
         if fact is not None and len(elements) == 1 and is_none_index(elements[0]):
             fact.note("col_vector", f"[None], line {self._line(node)}")
         if fact is None or len(elements) != 2:

@@ -36,6 +36,8 @@ _LIST_FIELDS = (
     "mask_uses",
     "row_vector",
     "col_vector",
+    "probability_uses",
+    "shape_of",
 )
 _REF_FIELDS = ("index_into", "value_range", "upper_bounds")
 

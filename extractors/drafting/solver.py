@@ -55,7 +55,18 @@ def initial_assignment(
     _model_values(args, model, facts)
     _unify_dtypes(args, facts)
     _linear_weights(args, facts)
+    _trailing_shapes(args, facts)
     return Assignment(args, size_values(args, profile, model), model=model.name)
+
+
+def _trailing_shapes(args: dict[str, ArgDraft], facts: UseFacts) -> None:
+    """`F.layer_norm(x, normalized_shape)`: the tuple of x's last dim, not a number."""
+    for arg in args.values():
+        fact = facts.params.get(arg.name)
+        source = args.get(fact.shape_of[0]) if fact is not None and fact.shape_of else None
+        if source is not None and source.kind == "tensor" and source.dims and arg.kind == "int":
+            arg.value = f"({source.dims[-1]},)"
+            arg.why.append(f"the trailing dims of {source.name} ({fact.shape_of[0]})")  # type: ignore[union-attr]
 
 
 # -- shapes ------------------------------------------------------------------------------------------------
@@ -101,6 +112,11 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
         ]
         arg.dims += ["hidden"] * (rank - len(arg.dims))
         arg.confidence = [DEFAULT] * rank
+    if fact.exact_rank is None and 0 < len(arg.dims) < fact.min_rank:
+        # the code needs more dims than the name suggests (a gather's index has its source's rank)
+        arg.confidence = arg.confidence + [DEFAULT] * (fact.min_rank - len(arg.dims))
+        arg.dims = arg.dims + ["hidden"] * (fact.min_rank - len(arg.dims))
+        arg.why.append(f"used with at least {fact.min_rank} dims")
     if (
         fact.exact_rank is not None
         and len(arg.dims) != fact.exact_rank
@@ -123,6 +139,9 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
             arg.fill = {"init": "randint", "low": 0, "high": 16}
     elif arg.dtype == "bool":
         arg.fill = {"init": "randint", "low": 0, "high": 2}
+    elif fact.probability_uses:
+        arg.fill = {"init": "probs"}
+        arg.why.append(f"rows of probabilities ({fact.probability_uses[0]})")
 
 
 def _dtype(arg: ArgDraft, fact: ParamFacts, suffix: str, annotation: str, named: bool) -> str:

@@ -1,7 +1,9 @@
 """kernelbot scan bootstrap: imported at interpreter start (as `sitecustomize`) in the profiled command. Runs
 the whole program under torch.profiler (with Python stacks) and, at exit, attributes every operator's host
 time, device time and kernel count to the innermost frame inside the repository; writes JSON to
-KERNELBOT_PROFILE_CONFIG's `out`."""
+KERNELBOT_PROFILE_CONFIG's `out`. CUDA graphs' captures and replays are marked as profiler ranges, so that
+kernels replayed from a graph are attributed through the capture that recorded them
+(kernelbot_profile_attribution, copied beside this file, does the attribution)."""
 
 import atexit
 import contextlib
@@ -20,11 +22,54 @@ def _start():
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
+    cuda = torch.cuda.is_available()
+    if cuda:
         activities.append(ProfilerActivity.CUDA)
-    prof = profile(activities=activities, with_stack=True, record_shapes=False)
+        _mark_graphs(torch)
+    extra = {}
+    if cuda:  # some torch builds record Python stacks beside CUDA activity only in verbose mode
+        with contextlib.suppress(AttributeError, TypeError):
+            extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(verbose=True)
+    prof = profile(activities=activities, with_stack=True, record_shapes=False, **extra)
     prof.__enter__()
-    return prof, torch.cuda.is_available()
+    return prof, cuda
+
+
+def _mark_graphs(torch):
+    """Wrap every CUDA graph's capture and replay in a profiler range naming the graph (and the replay)."""
+    graph_type = getattr(torch.cuda, "CUDAGraph", None)
+    if graph_type is None or getattr(graph_type, "_kernelbot_marked", False):
+        return
+    ids, ranges, counter = {}, {}, [0]
+    record = torch.autograd.profiler.record_function
+
+    def graph_id(graph):
+        return ids.setdefault(id(graph), len(ids))
+
+    original_begin, original_end = graph_type.capture_begin, graph_type.capture_end
+    original_replay = graph_type.replay
+
+    def capture_begin(self, *args, **kwargs):
+        marker = record(f"kernelbot::graph_capture::{graph_id(self)}::0")
+        marker.__enter__()
+        ranges[id(self)] = marker
+        return original_begin(self, *args, **kwargs)
+
+    def capture_end(self, *args, **kwargs):
+        try:
+            return original_end(self, *args, **kwargs)
+        finally:
+            marker = ranges.pop(id(self), None)
+            if marker is not None:
+                marker.__exit__(None, None, None)
+
+    def replay(self, *args, **kwargs):
+        counter[0] += 1
+        with record(f"kernelbot::graph_replay::{graph_id(self)}::{counter[0]}"):
+            return original_replay(self, *args, **kwargs)
+
+    graph_type.capture_begin, graph_type.capture_end, graph_type.replay = capture_begin, capture_end, replay
+    graph_type._kernelbot_marked = True
 
 
 _FRAME = re.compile(r"^(.+?\.py)\((\d+)\): (.+)$")
@@ -107,45 +152,36 @@ def _finish(prof, cuda):
     try:
         _tolerate_undecodable_text()
         prof.__exit__(None, None, None)
-        totals = {}
+        from kernelbot_profile_attribution import Event, attribute, graph_marker
+
+        events = []
         for event in prof.events():
             if not event.name or _frame(event.name) is not None:
                 continue  # a Python function, not an operator
-            owner = _owner(event)
-            if owner is None:
-                continue
-            # One row per function *definition* (its first line): methods of one name in one file apart.
-            key = f"{owner[0]}:{owner[1]}:{owner[2]}"
-            row = totals.setdefault(
-                key,
-                {
-                    "path": owner[0],
-                    "function": owner[2],
-                    "lines": [],
-                    "host_us": 0.0,
-                    "device_us": 0.0,
-                    "ops": 0,
-                    "kernels": 0,
-                    "library_host_us": 0.0,
-                    "library_device_us": 0.0,
-                },
-            )
-            if owner[1] not in row["lines"] and len(row["lines"]) < 50:
-                row["lines"].append(owner[1])
-            host = float(getattr(event, "self_cpu_time_total", 0.0) or 0.0)
+            chain, parent = [event.name], getattr(event, "cpu_parent", None)
+            while parent is not None:
+                chain.append(parent.name)
+                parent = getattr(parent, "cpu_parent", None)
             device = getattr(event, "self_device_time_total", None)
             if device is None:
                 device = getattr(event, "self_cuda_time_total", 0.0)
-            device = float(device or 0.0)
-            row["host_us"] += host
-            row["device_us"] += device
-            if _LIBRARY_OP.match(event.name):
-                row["library_host_us"] += host
-                row["library_device_us"] += device
-            row["ops"] += 1
-            row["kernels"] += len(getattr(event, "kernels", []) or [])
+            if event.name.startswith("kernelbot::graph_replay::"):  # the range's own total: a fallback
+                device = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0.0)
+            kernels = [float(getattr(k, "duration", 0.0) or 0.0) for k in getattr(event, "kernels", []) or []]
+            events.append(
+                Event(
+                    name=event.name,
+                    start_us=float(getattr(event.time_range, "start", 0.0) or 0.0),
+                    owner=_owner(event),
+                    host_us=float(getattr(event, "self_cpu_time_total", 0.0) or 0.0),
+                    device_us=float(device or 0.0),
+                    kernels=kernels,
+                    library=bool(_LIBRARY_OP.match(event.name)),
+                    graph=graph_marker(chain),
+                )
+            )
         with open(_CONFIG["out"], "w") as fh:
-            json.dump({"cuda": cuda, "rows": list(totals.values())}, fh)
+            json.dump({"cuda": cuda, "rows": attribute(events)}, fh)
     except Exception as exc:  # never turn the profiled program's exit into a crash
         sys.stderr.write(f"kernelbot scan: profiling failed: {exc!r}\n")
 

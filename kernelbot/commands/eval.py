@@ -1,6 +1,8 @@
 """`kernelbot eval TASK CANDIDATE`: judge one candidate and print the verdict.
 
-Exit codes: 0 passed, 4 rejected (a stage failed), 5 flagged by a hack check or quarantined, 1 bad input.
+Exit codes: 0 passed, 4 rejected (a stage failed), 5 flagged by a hack check or quarantined, 1 bad input
+(a fault of the task itself, found before or while judging, is bad input: one line naming it, and the
+candidate is not blamed).
 With --json, stdout carries the EvalResult as JSON and nothing else. Otherwise the summary also names the
 host preparation the candidate's source makes (contiguous copies, casts: allowed, and timed with its
 kernels), so that a wrapper around a shipped kernel says what it does besides launching.
@@ -44,6 +46,8 @@ def run(
             result = evaluate_candidate(loaded, cand, config)
     if as_json:
         console.print(result.to_json(indent=2), markup=False, highlight=False, emoji=False, soft_wrap=True)
+    elif result.task_fault:
+        err_console.print(f"error: {escape(result.task_fault)} (the candidate was not judged)")
     else:
         render(result, candidate, preparation=host_preparation(cand.source, loaded))
     return exit_code(result)
@@ -59,6 +63,8 @@ def _load_task(path: Path) -> Task:
 
 
 def exit_code(result: EvalResult) -> int:
+    if result.task_fault and not result.hacks:
+        return exit_codes.USER_ERROR
     if result.hacks or result.quarantined:
         return exit_codes.FLAGGED
     return exit_codes.OK if result.passed else exit_codes.REJECTED

@@ -104,11 +104,15 @@ def _print_profile(command: str, rows: list[ProfiledFunction], cuda: bool) -> No
     measure = "GPU" if cuda else "CPU (no CUDA here)"
     _line("")
     _line(f"profiled: {command} - {measure} time by function")
-    _line(f"{'#':>4}  {'time ms':>9}  {'share':>6}  {'ops':>6}  {'kernels':>7}  {'host ms':>9}  function")
+    regime = f"{'runs in':>8}  " if cuda else ""
+    header = f"{'#':>4}  {'time ms':>9}  {'share':>6}  {'ops':>6}  {'kernels':>7}  {'host ms':>9}  {regime}"
+    _line(header + "function")
     for rank, row in enumerate(rows, 1):
+        # On a GPU: "graph" when most of the region's GPU time is replayed from CUDA graphs, else "eager".
+        runs_in = f"{'graph' if row.regime == 'graph' else 'eager':>8}  " if cuda else ""
         _line(
             f"{rank:>4}  {row.time_us / 1000:>9.2f}  {row.share:>6.1%}  {row.ops:>6}  {row.kernels:>7}  "
-            f"{row.host_us / 1000:>9.2f}  {row.target}"
+            f"{row.host_us / 1000:>9.2f}  {runs_in}{row.target}"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -156,8 +157,8 @@ def _value_rule(view: TaskView, name: str, seen: list[Any], moved: list[tuple[st
         if not _renderable(value):
             raise IntegrationError(
                 f"cannot guard parameter {name!r} of {view.qualname}: its value in the task's cases is a "
-                f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers, "
-                "strings, dtypes and tuples of them)"
+                f"{type(value).__name__}, which a guard cannot compare (only tensors, None, numbers "
+                "(infinities and NaN included), strings, dtypes and tuples of them)"
             )
     if seen and all(isinstance(v, float) for v in seen):
         return ValueRule(name, (), free=True, kind="float")
@@ -178,4 +179,5 @@ def _renderable(value: object) -> bool:
 
 
 def _same(a: object, b: object) -> bool:
-    return type(a) is type(b) and a == b
+    nan = isinstance(a, float) and math.isnan(a) and isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and (a == b or nan)

@@ -10,6 +10,7 @@ is tiled and has none."""
 from __future__ import annotations
 
 import ast
+import math
 
 import libcst as cst
 
@@ -131,7 +132,19 @@ def _value_condition(rule: ValueRule) -> str:
 def _equals(name: str, value: object) -> str:
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}"
-    return f"{name} == {value!r}"
+    if isinstance(value, float) and math.isnan(value):
+        return f"{name} != {name}"  # NaN is the one value unequal to itself
+    return f"{name} == {_literal(value)}"
+
+
+def _literal(value: object) -> str:
+    """Python source for a guard's value; `repr` of an infinite float (`-inf`) is no Python expression."""
+    if isinstance(value, float) and math.isinf(value):
+        return f'float("{value!r}")'
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) else f"[{inner}]"
+    return repr(value)
 
 
 def _parameters(entry: cst.FunctionDef) -> str:

@@ -113,6 +113,7 @@ class Scan:
         scan_id = self.ledger.start_scan(repo.base_sha)
         ranking, cached = self._ranking(repo)
         regions = [r for r in ranking.regions if self._wanted(r.target)]
+        self.regimes = {r.target: r for r in regions if r.regime}  # what a task made from each is judged in
         self.region_of_branch = {**self.ledger.branches(), **{branch_for(r): r.target for r in regions}}
         self.ledger.see_regions(((r, branch_for(r)) for r in regions), repo.base_sha)
         view, forge_note = self._read_forge()
@@ -271,8 +272,21 @@ class Scan:
             max_open=options.max_open,
             benchmark_runs=options.benchmark_runs,
             config=options.config,
+            regime=self._regime(target),
         )
         return run_region(self.ledger, target_opts, base_sha=self.repo.base_sha, purpose=purpose)
+
+    def _regime(self, target: str) -> tuple[str, str] | None:
+        """(regime, where it comes from) for a task made from a region the GPU profile measured."""
+        region = getattr(self, "regimes", {}).get(target)
+        if region is None:
+            return None
+        where = (
+            f"{region.graph_share:.0%} of its GPU time in CUDA graph replays"
+            if region.regime == "graph"
+            else "its GPU time eager, outside CUDA graphs"
+        )
+        return region.regime, f"scan: {where} under the profiled benchmark"
 
     def _summary(self, outcome: ScanOutcome) -> str:
         if outcome.runs:

@@ -41,6 +41,10 @@ class Region:
     library_us: float = 0.0  # measured time inside library kernels, set apart
     static_score: float | None = None
     evidence: str = ""  # the static evidence in words
+    # Measured on a GPU: "graph" when most of its GPU time is replayed from CUDA graphs, else "wall" (eager);
+    # the regime a task made from this region is judged in. "" when not measured on a GPU.
+    regime: str = ""
+    graph_share: float = 0.0  # of its GPU time, replayed from CUDA graphs
 
     @property
     def qualname(self) -> str:
@@ -49,7 +53,12 @@ class Region:
     def describe(self) -> str:
         if self.measured:
             what = "GPU time, {} kernel launches" if self.on_gpu else "CPU time, {} operator calls"
-            return f"{self.share:.1%} of measured {what.format(self.launches)}, {self.time_us / 1000:.2f} ms"
+            text = f"{self.share:.1%} of measured {what.format(self.launches)}, {self.time_us / 1000:.2f} ms"
+            if self.regime == "graph":
+                text += f", {self.graph_share:.0%} in CUDA graph replays"
+            elif self.regime:
+                text += ", eager"
+            return text
         return f"static score {self.static_score or 0:.1f} ({self.evidence})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +162,8 @@ def measured_regions(rows: list[Any], static: Mapping[str, Any], *, on_gpu: bool
                 library_us=round(row.library_us, 1),
                 static_score=hot.score if hot is not None else None,
                 evidence=hot.evidence if hot is not None else "",
+                regime=row.regime if on_gpu else "",
+                graph_share=round(row.graph_us / row.device_us, 4) if on_gpu and row.device_us else 0.0,
             )
         )
     regions.sort(key=lambda r: (-r.time_us, r.target))

@@ -162,6 +162,7 @@ def target_options(
     max_open: int,
     benchmark_runs: int | None,
     config: Path | None,
+    regime: tuple[str, str] | None = None,  # (regime, where it comes from), from the GPU profile
 ) -> TargetOptions:
     return TargetOptions(
         profile=profile,
@@ -175,4 +176,6 @@ def target_options(
         token_env=token_env,
         max_open=max_open,
         config=config,
+        regime=regime[0] if regime else None,
+        regime_from=regime[1] if regime else "",
     )

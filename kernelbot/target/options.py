@@ -63,3 +63,5 @@ class TargetOptions:
     max_open: int = 1  # kernelbot PRs that may be open in the repository at once (forge.decisions)
     resume: bool = False
     config: Path | None = None  # kernelbot.toml with user profiles
+    regime: str | None = None  # the task's regime; None: extraction's default ("graph")
+    regime_from: str = ""  # where `regime` comes from (a scan that measured the region), said in task.toml

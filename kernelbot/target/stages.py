@@ -43,8 +43,11 @@ def extract_stage(ctx: RunContext) -> dict[str, Any]:
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
     task_dir = ctx.run_dir / TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
+    regime = {"regime": options.regime, "regime_from": options.regime_from} if options.regime else {}
     summary = extract(
-        ExtractOptions(repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True)
+        ExtractOptions(
+            repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True, **regime
+        )
     )
     if summary.inputs_source == "draft":
         warn(

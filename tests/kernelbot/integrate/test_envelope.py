@@ -3,6 +3,7 @@ rendering it for device type "cpu")."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -180,3 +181,15 @@ def test_a_padded_register_extent_is_limited_to_tritons_largest_tensor() -> None
         assert scope["can_use"](torch.empty(2**20, 2**10, dtype=torch.bfloat16, device="meta"))
         assert scope["can_use"](torch.empty(1, 2**20, dtype=torch.bfloat16, device="meta"))
         assert not scope["can_use"](torch.empty(1, 2**20 + 1, dtype=torch.bfloat16, device="meta"))
+
+
+def test_guard_compares_infinite_and_nan_floats() -> None:
+    # a min-p filter's `filter_value=-float("inf")`: repr(-inf) is no Python, the guard must still compare it
+    envelope = Envelope(
+        "cpu", (), (ValueRule("fill", (-math.inf,)), ValueRule("pad", (math.nan, (1.0, math.inf)))), ()
+    )
+    can_use = _guard(envelope, "*, fill, pad")["can_use"]
+    assert can_use(fill=-math.inf, pad=math.nan)
+    assert can_use(fill=-math.inf, pad=(1.0, math.inf))
+    assert not can_use(fill=math.inf, pad=math.nan)
+    assert not can_use(fill=-math.inf, pad=0.0)
