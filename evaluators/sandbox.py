@@ -47,6 +47,12 @@ SCRATCH = "/kb/scratch"  # where the box's writable scratch directory appears in
 
 # A variable whose name says it holds a credential never enters a box (and blocks unsandboxed runs).
 SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|_PAT$", re.IGNORECASE)
+# What counts as a credential set in the environment (which blocks unsandboxed runs): a name whose words
+# say so. Narrower than SECRET_NAME, which only decides what stays out of a box: RAY_AUTH_MODE or
+# TIKTOKEN_CACHE_DIR are no credentials.
+CREDENTIAL_NAME = re.compile(
+    r"(^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PAT)(_|$)|API_?KEY|AUTH_SOCK", re.IGNORECASE
+)
 KNOWN_SECRETS = ("GITHUB_TOKEN", "GH_TOKEN", "KERNELBOT_LLM_API_KEY", "OPENAI_API_KEY")
 
 # What a boxed process may inherit: exact names, then prefixes. Anything else is dropped.
@@ -166,7 +172,7 @@ def secret_names(environ: Mapping[str, str] | None = None) -> list[str]:
     still in /proc/self/environ, where an unboxed process of the same user can read it."""
     env = dict(_initial_environ() if environ is None else {})
     env.update(os.environ if environ is None else environ)
-    found = {k for k, v in env.items() if v and (k in KNOWN_SECRETS or SECRET_NAME.search(k))}
+    found = {k for k, v in env.items() if v and (k in KNOWN_SECRETS or CREDENTIAL_NAME.search(k))}
     if environ is None:  # and the secrets kernelbot took out of its environment at start (evaluators.secrets)
         found.update(held_secrets.REGISTRY.names())
     return sorted(found)

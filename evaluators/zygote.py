@@ -26,6 +26,7 @@ import ctypes
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -67,13 +68,32 @@ def _sweep_namespace() -> None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
         time.sleep(0.001)
+    # What the box binds in under /tmp (the pool's task copies, compiler cache and GPU lock folder) is shared
+    # with every other box: only this box's own files go.
+    shared = _mount_points()
     for entry in os.listdir("/tmp"):
         path = os.path.join("/tmp", entry)
+        if any(m == path or m.startswith(path + "/") for m in shared):
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _mount_points() -> set[str]:
+    """The mount points this process sees (/proc/self/mountinfo's fifth field, octal escapes undone)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return set()
+    return {
+        re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+        for line in lines
+        if len(line.split()) > 4
+    }
 
 
 def _reap(sock: socket.socket, boxed: bool) -> None:

@@ -156,3 +156,21 @@ def test_the_interpreter_paths_never_show_a_home_or_the_root(monkeypatch: pytest
     assert Path("/") not in paths and Path.home().resolve() not in paths
     assert not any(p in Path.home().resolve().parents for p in paths)
     assert any(Path(sys.prefix).resolve() == p or p in Path(sys.prefix).resolve().parents for p in paths)
+
+
+@needs_box
+def test_a_worker_leaves_the_folders_its_pool_shares_in_place() -> None:
+    """Between two workers a boxed zygote empties its private /tmp, but not the pool's folders bound there
+    (the compiler cache every worker writes, the task copies, the GPU lock): another worker may be reading
+    them at that moment (on a GPU: a kernel's cache entry deleted under a compile)."""
+    adversarial = Path(__file__).resolve().parents[1] / "adversarial"
+    task = adversarial / "tasks" / "scale_add"
+    source = (adversarial / "legit" / "scale_add_triton.py").read_text()
+    with WorkerPool("triton-interpret", size=1) as pool:
+        marker = pool._root / "triton-cache" / "kept-by-every-worker"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("a cache entry")
+        for _ in range(3):  # each evaluation is a new worker, forked after the last one's sweep
+            assert pool.evaluate(task, source).passed
+        assert marker.read_text() == "a cache entry"
+        assert (pool._root / "tasks").is_dir()
