@@ -21,7 +21,13 @@ from evaluators.result import KernelTime
 _MARKER_HINT = "bitwise_not"  # the marker kernel: an op no candidate has a reason to launch
 _FILL_HINTS = ("fill", "memset", "zero")
 # ATen's copy kernels (contiguous / clone / copy_ / dtype casts); concatenation and gathers have other names.
-_COPY_HINTS = ("direct_copy_kernel_cuda", "float8_copy_kernel_cuda")
+# float32 -> bfloat16 / float16 casts run their own kernels (ATen's Copy.cu), seen on torch 2.11.
+_COPY_HINTS = (
+    "direct_copy_kernel_cuda",
+    "float8_copy_kernel_cuda",
+    "bfloat16_copy_kernel_cuda",
+    "float16_copy_kernel_cuda",
+)
 
 
 @dataclass
