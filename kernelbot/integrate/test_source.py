@@ -10,6 +10,7 @@ GPU); larger ones run on a CUDA GPU only, and the file says which is which."""
 from __future__ import annotations
 
 import ast
+import json
 import math
 import textwrap
 from dataclasses import dataclass
@@ -121,6 +122,7 @@ def render_context(
         "entry": subject.entry,
         "guard": subject.guard,
         "outputs": list(view.outputs),
+        **_compare_rules(view),
         "test_class": "Test" + "".join(w.capitalize() for w in subject.entry.split("_")),
         "test_function": f"test_{subject.entry}_matches_the_original",
     }
@@ -207,6 +209,46 @@ def _tolerances(view: TaskView) -> list[tuple[str, str, str]]:
         tol = tolerance_for(name, view.task)
         out.append((name, repr(2 * tol.atol), repr(2 * tol.rtol)))
     return out
+
+
+def _compare_rules(view: TaskView) -> dict[str, Any]:
+    """The task's `[[compare.unordered]]` and `[[compare.ties]]` rules (docs/tasks.md), their outputs named as
+    the test names them: {"unordered": {key: [values]}, "ties": {key: {"values": name, "follow": [...]}}}.
+    A tie rule's followers also take the values of an unordered rule on the same key, as in the evaluator
+    (evaluators/correctness/ties.py)."""
+    compare = view.task.compare
+    unordered = {
+        _observed_name(g.key, view): [_observed_name(v, view) for v in g.values] for g in compare.unordered
+    }
+    ties: dict[str, dict[str, Any]] = {}
+    for rule in compare.ties:
+        key = _observed_name(rule.key, view)
+        named = [_observed_name(n, view) for n in rule.followers] + unordered.get(key, [])
+        follow = [n for n in dict.fromkeys(named) if n != key]
+        values = _observed_name(rule.values, view) if rule.values else ""
+        ties[key] = {"values": values, "follow": follow}
+    # JSON of strings, lists and dicts is Python source in the formatters' double-quote style.
+    return {
+        "unordered": unordered,
+        "ties": ties,
+        "unordered_source": json.dumps(unordered),
+        "ties_source": json.dumps(ties),
+    }
+
+
+def _observed_name(name: str, view: TaskView) -> str:
+    """An output as a task file names it ("return[1]", "1" for "return[1]", an argument the code writes
+    into) as the generated test does ("return[1]", "argument 0" / "argument <name>")."""
+    if name.isdigit():
+        return f"return[{name}]"
+    if name.startswith(("return", "self.")) or view.inputs is None:
+        return name
+    positional = [n for n, kind in view.inputs.order if kind == "positional"]
+    if name in positional:
+        return f"argument {positional.index(name)}"
+    if any(n == name for n, _ in view.inputs.order):
+        return f"argument {name}"
+    return name
 
 
 def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:

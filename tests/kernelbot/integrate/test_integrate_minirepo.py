@@ -214,10 +214,10 @@ def test_the_generated_test_covers_dtypes_and_model_families(integrated: Integra
     text = (integrated.repo / rmsnorm.test_file).read_text()
     assert "DTYPES = [torch.bfloat16, torch.float16]" in text and "noqa: E402" not in text
     assert_reviewable(integrated.repo, rmsnorm, integrated.tasks[1], 110)  # minirepo's ruff line length
+    kernel_module = ".".join(rmsnorm.kernel_module.with_suffix("").parts)
     script = (
         "import sys, triton, pytest\n"
-        # imported before the test could set TRITON_INTERPRET
-        "import minisglang.kernels.ops.layernorm.rms_norm_triton\n"
+        f"import {kernel_module}  # imported before the test could set TRITON_INTERPRET\n"
         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-rs', '{rmsnorm.test_file}']))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -42,6 +42,7 @@ def test_unittest_style_derives_the_base_class_only_where_the_tree_has_it(tmp_pa
     plain = render_test(view, SUBJECT, profile, repo, other)
     ast.parse(plain)
     assert "class TestSiluAndMulTriton(unittest.TestCase):" in plain and "CustomTestCase" not in plain
+    assert "UNORDERED" not in plain and "TIES" not in plain  # no compare rules: element by element
 
     (repo / "minisglang" / "testing.py").write_text(
         "import unittest\n\n\nclass CustomTestCase(unittest.TestCase):\n    pass\n"
