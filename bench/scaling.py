@@ -54,6 +54,12 @@ def _make_executor(kind: str, gpus: int, workers: int, backend: str) -> Any:
     return RayExecutor("ray", backend=backend, config=EvalConfig(), workers_per_actor=workers, actors=gpus)
 
 
+def _judging(slot: Any) -> bool:
+    """Is a worker of this slot judging a candidate? (a local pool: its busy workers; Ray: in-flight count)"""
+    busy = getattr(slot.handle, "_busy", None)
+    return bool(busy) if busy is not None else slot.in_flight > 0
+
+
 def _kill_pool_workers(executor: Any, slot_index: int) -> int:
     """SIGKILL every worker process of one local GPU's pool (found by their working directory)."""
     import psutil
@@ -92,9 +98,15 @@ async def _run(
             nonlocal killed
             await asyncio.sleep(kill_after_s)
             victim = len(executor.slots) - 1
-            while executor.slots[victim].in_flight == 0:  # make sure the kill hits evaluations in flight
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(1.0)  # ...and that they are past the warm-up, inside their stages
+            slot = executor.slots[victim]
+            # Make sure the kill hits an evaluation a worker is judging, past its warm-up: an evaluation still
+            # waiting for a worker (a boxed worker takes a while to start on a loaded machine) is not one.
+            while True:
+                while not _judging(slot):
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.3)
+                if _judging(slot):
+                    break
             killed = (_kill_pool_workers if kind == "local" else _kill_ray_actor)(executor, victim)
             print(f"killed {killed} process(es) of {executor.slots[victim].name}", flush=True)
 

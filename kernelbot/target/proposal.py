@@ -107,9 +107,9 @@ def _confirmation(ctx: RunContext) -> Any:
     """The confirm stage's report (None for a run made before that stage existed: no speed is shown)."""
     if not ctx.state.is_done("confirm"):
         return None
-    from kernelbot.target.stages import load_confirmation
+    from kernelbot.confirm import load_confirm
 
-    return load_confirmation(ctx)
+    return load_confirm(ctx.run_dir / ctx.state.outcome("confirm")["report"])
 
 
 def make_forge(options: TargetOptions, profile: Any) -> Any:
