@@ -3,18 +3,15 @@ every baseline a PR shows, with a claim that holds over processes (kernelbot.con
 
 from kernelbot.confirm.report import (
     COLUMNS,
-    CONFIRM_FILE,
     CellReport,
     ColumnReport,
     ConfirmReport,
-    load_confirm,
 )
 from kernelbot.confirm.run import NOT_MEASURED_INTERPRETER, ConfirmOptions, confirm, current_path_of
 from kernelbot.confirm.stoprule import FASTER, NOT_FASTER, NOT_SHOWN, StopRule
 
 __all__ = [
     "COLUMNS",
-    "CONFIRM_FILE",
     "FASTER",
     "NOT_FASTER",
     "NOT_MEASURED_INTERPRETER",
@@ -26,5 +23,4 @@ __all__ = [
     "StopRule",
     "confirm",
     "current_path_of",
-    "load_confirm",
 ]

@@ -1,4 +1,5 @@
-"""RUN/confirm.json: what the confirmation measured, as a typed record that round-trips through JSON.
+"""What the confirmation measured, as a typed record that round-trips through JSON (RUN/confirm.json,
+kernelbot.target.run_dir).
 
 ConfirmReport
  ├── measured, reason       False (and why) where the backend never times: Triton's interpreter
@@ -14,15 +15,12 @@ ConfirmReport
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kernelbot.confirm.stoprule import FASTER, NOT_FASTER
 from kernelbot.errors import RunStateError
 
-CONFIRM_FILE = "confirm.json"
 CONFIRM_SCHEMA = 1
 EAGER, COMPILE, CURRENT = "eager", "compile", "current"
 COLUMNS = (EAGER, COMPILE, CURRENT)
@@ -101,11 +99,6 @@ class ConfirmReport:
         data["beats_current_path"] = self.beats_current_path
         return data
 
-    def write(self, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
-        tmp.replace(path)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConfirmReport:
         if data.get("schema") != CONFIRM_SCHEMA:
@@ -137,12 +130,3 @@ class ConfirmReport:
             failures=tuple(data.get("failures", ())),
             extra=dict(data.get("extra", {})),
         )
-
-
-def load_confirm(path: Path) -> ConfirmReport:
-    try:
-        return ConfirmReport.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RunStateError(
-            f"cannot read {path}: {exc}; run the confirm stage again (delete it from target.toml)"
-        ) from exc

@@ -1,4 +1,4 @@
-"""The proposal bundle, RUN/pr/:
+"""The proposal bundle, RUN/pr/ (kernelbot.target.run_dir reads and writes its files):
 
     patch.diff     the change; `git apply`s on the base commit
     body.md        the PR body, rendered from evidence.json (hidden marker at the end)
@@ -11,26 +11,25 @@ the environment (a GitHub token, an LLM key) found in any of the four refuses th
 
 from __future__ import annotations
 
-import os
-import stat
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators import secrets
 from evolution.config import WELL_KNOWN_SECRET_ENVS
+from kernelbot.engines.model import Profile
 from kernelbot.errors import KernelbotError, RunStateError
 from kernelbot.forge.marker import Marker, parse_marker
-from kernelbot.propose.collect import ProfileLike
 from kernelbot.propose.evidence import Evidence
 from kernelbot.propose.render import render_body, render_reproduce
+from kernelbot.target.run_dir import (
+    BundleFiles,
+    bundle_body_path,
+    bundle_dir,
+    read_bundle_files,
+    write_bundle_files,
+)
 
-BUNDLE_DIR = "pr"
-PATCH_FILE = "patch.diff"
-BODY_FILE = "body.md"
-EVIDENCE_FILE = "evidence.json"
-REPRODUCE_FILE = "reproduce.sh"
 MIN_SECRET_LEN = 8
 _SECRET_ENVS = (*WELL_KNOWN_SECRET_ENVS, "GH_TOKEN")
 
@@ -62,42 +61,40 @@ class Bundle:
 
 
 def write_bundle(
-    run_dir: Path, evidence: Evidence, profile: ProfileLike, patch: str, *, secret_envs: Iterable[str] = ()
+    run_dir: Path, evidence: Evidence, profile: Profile, patch: str, *, secret_envs: Iterable[str] = ()
 ) -> Bundle:
     """Write RUN/pr/ for `evidence` and `patch`; the body uses the profile's template (profile.template,
     e.g. "sglang" for pr_templates/sglang.md.j2). `secret_envs` names token variables beyond the well-known
     ones whose values must not appear in any file."""
     if not patch.strip():
         raise RunStateError("the change is empty: there is nothing to propose (did integrate run?)")
-    body = render_body(evidence, profile.template)
-    files = {
-        PATCH_FILE: patch if patch.endswith("\n") else patch + "\n",
-        EVIDENCE_FILE: evidence.to_json(),
-        BODY_FILE: body,
-        REPRODUCE_FILE: render_reproduce(evidence),
-    }
-    _refuse_secrets(files, (*_SECRET_ENVS, *secret_envs))
-    out = run_dir / BUNDLE_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        _write_atomically(out / name, text, executable=name == REPRODUCE_FILE)
-    return Bundle(dir=out, evidence=evidence, patch=files[PATCH_FILE], body=body)
+    files = BundleFiles(
+        dir=bundle_dir(run_dir),
+        patch=patch if patch.endswith("\n") else patch + "\n",
+        evidence=evidence.to_json(),
+        body=render_body(evidence, profile.template),
+        reproduce=render_reproduce(evidence),
+    )
+    _refuse_secrets(files.by_name(), (*_SECRET_ENVS, *secret_envs))
+    write_bundle_files(run_dir, files)
+    return Bundle(dir=files.dir, evidence=evidence, patch=files.patch, body=files.body)
 
 
 def load_bundle(run_dir: Path) -> Bundle:
     """The bundle written earlier in RUN/pr/ (a resumed run proposes what it wrote)."""
-    out = run_dir / BUNDLE_DIR
+    files = read_bundle_files(run_dir)
     try:
-        evidence = Evidence.from_json((out / EVIDENCE_FILE).read_text())
-        patch, body = (out / PATCH_FILE).read_text(), (out / BODY_FILE).read_text()
-    except (OSError, ValueError) as exc:
-        raise RunStateError(f"cannot read the bundle in {out}: {exc}") from exc
-    if parse_marker(body) is None:
-        raise RunStateError(f"{out / BODY_FILE} has lost its kernelbot marker: write the bundle again")
-    return Bundle(dir=out, evidence=evidence, patch=patch, body=body)
+        evidence = Evidence.from_json(files.evidence)
+    except ValueError as exc:
+        raise RunStateError(f"cannot read the bundle in {files.dir}: {exc}") from exc
+    if parse_marker(files.body) is None:
+        raise RunStateError(
+            f"{bundle_body_path(run_dir)} has lost its kernelbot marker: write the bundle again"
+        )
+    return Bundle(dir=files.dir, evidence=evidence, patch=files.patch, body=files.body)
 
 
-def _refuse_secrets(files: dict[str, str], names: Iterable[str]) -> None:
+def _refuse_secrets(files: Mapping[str, str], names: Iterable[str]) -> None:
     for name in dict.fromkeys(names):
         value = secrets.get(name)
         if len(value) < MIN_SECRET_LEN:
@@ -108,12 +105,3 @@ def _refuse_secrets(files: dict[str, str], names: Iterable[str]) -> None:
                     f"the proposal's {filename} would contain the value of ${name}: refusing to write the "
                     "bundle (find what echoed it into the run's outputs)"
                 )
-
-
-def _write_atomically(path: Path, text: str, *, executable: bool = False) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    mode = 0o755 if executable else 0o644
-    os.chmod(tmp, mode | stat.S_IRUSR)
-    os.replace(tmp, path)

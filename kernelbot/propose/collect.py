@@ -18,19 +18,19 @@ Nothing is invented: a number missing at its source stays None and the body says
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import kernelbot
 from evaluators.correctness.tolerances import tolerance_for
 from evaluators.result import EvalResult
 from evaluators.task import Task, load_task
 from evolution.store import RunStore
-from evolution.summary import SUMMARY_JSON, best_program
+from evolution.summary import best_program
+from kernelbot.engines.model import Profile
 from kernelbot.errors import RunStateError
 from kernelbot.propose.evidence import (
     AccuracyCase,
@@ -50,50 +50,22 @@ from kernelbot.propose.evidence import (
     TestCounts,
     TestsEvidence,
 )
+from kernelbot.target.records import IntegrateRecord
+from kernelbot.target.run_dir import search_elapsed_s
+
+if TYPE_CHECKING:
+    from kernelbot.confirm.report import ConfirmReport
 
 SUMMARY = "Fused Triton kernel for {qualname}"
 NOT_PROFILED = "the region's share of the engine's time was not profiled for this proposal"
-
-
-class EnvelopeLike(Protocol):
-    def describe(self) -> list[str]: ...
-
-
-class IntegrationLike(Protocol):
-    """What build_evidence reads of kernelbot.integrate.Integration."""
-
-    @property
-    def kernel_module(self) -> Path: ...
-    @property
-    def test_file(self) -> Path: ...
-    @property
-    def touched(self) -> tuple[Path, ...]: ...
-    @property
-    def envelope(self) -> EnvelopeLike: ...
-    @property
-    def test_command(self) -> list[str]: ...
-
-
-class ProfileLike(Protocol):
-    """What kernelbot.propose reads of kernelbot.engines.Profile."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def template(self) -> str: ...
-    @property
-    def human_steps(self) -> tuple[str, ...]: ...
-    @property
-    def fork_remote(self) -> str: ...
-    def pr_title(self, summary: str) -> str: ...
 
 
 def build_evidence(
     *,
     search_dir: Path,
     task_dir: Path,
-    profile: ProfileLike,
-    integration: IntegrationLike,
+    profile: Profile,
+    integration: IntegrateRecord,
     verify: Mapping[str, Any] | None,
     repo_url: str,
     base_sha: str,
@@ -103,11 +75,11 @@ def build_evidence(
     share_of_time_pct: float | None = None,
     share_source: str = NOT_PROFILED,
     reproduce: str | None = None,
-    confirm: Any = None,
+    confirm: ConfirmReport | None = None,
     base_ref: str = "",
 ) -> Evidence:
     """The Evidence of one proposal (see the module docstring for where each part comes from). `confirm` is
-    the confirm stage's kernelbot.confirm.ConfirmReport: the only source of speed figures."""
+    the confirm stage's report (None: no confirmation ran): the only source of speed figures."""
     task = load_task(task_dir)
     with RunStore.open(search_dir, readonly=True) as store:
         best = best_program(store)
@@ -119,7 +91,7 @@ def build_evidence(
         operators = Counter(p.operator.split(":", 1)[0] for p in store.programs())
         usage = store.token_usage()
         iterations, evaluations = store.mutation_count("evolve"), store.evaluation_count()
-    elapsed = _search_seconds(search_dir)
+    elapsed = search_elapsed_s(search_dir)
     result = best.result
     qualname = function.split(":", 1)[-1]
     return Evidence(
@@ -154,15 +126,6 @@ def build_evidence(
     )
 
 
-def _search_seconds(search_dir: Path) -> float | None:
-    """The search's wall time as its summary.json recorded it (None when the search wrote none)."""
-    try:
-        value = json.loads((search_dir / SUMMARY_JSON).read_text()).get("elapsed_s")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return float(value) if isinstance(value, (int, float)) else None
-
-
 def kernel_hash(source: str) -> str:
     """The identity of a kernel across runs: its source with line endings and trailing blanks normalised."""
     text = "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").strip().splitlines())
@@ -183,19 +146,19 @@ def _environment(result: EvalResult) -> EnvironmentEvidence:
     )
 
 
-def _modifications(integration: IntegrationLike) -> ModificationsEvidence:
+def _modifications(integration: IntegrateRecord) -> ModificationsEvidence:
     files = sorted({str(p) for p in (*integration.touched, integration.kernel_module, integration.test_file)})
     return ModificationsEvidence(
         files=tuple(files),
         kernel_module=str(integration.kernel_module),
         test_file=str(integration.test_file),
-        envelope=tuple(integration.envelope.describe()),
-        formatter=str(getattr(integration, "formatter", "") or ""),
-        slot=str(getattr(integration, "slot", "") or ""),
-        auto_selected=bool(getattr(integration, "auto_selected", False)),
-        selection=str(getattr(integration, "selection", "") or ""),
-        in_compile_region=bool(getattr(integration, "in_compile_region", False)),
-        bench_file=str(getattr(integration, "bench_file", "") or ""),
+        envelope=integration.envelope,
+        formatter=integration.formatter,
+        slot=integration.slot,
+        auto_selected=integration.auto_selected,
+        selection=integration.selection,
+        in_compile_region=integration.in_compile_region,
+        bench_file=integration.bench_file,
     )
 
 
@@ -233,8 +196,8 @@ NOT_CONFIRMED = (
 )
 
 
-def microbenchmarks(confirm: Any, regime: str) -> MicrobenchEvidence:
-    """The figures of the confirmation (a kernelbot.confirm.ConfirmReport; None: none ran), per case,
+def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvidence:
+    """The figures of the confirmation (None: none ran), per case,
     regime and baseline column. The search's own timings never get here: its winner is the largest of many
     noisy estimates, measured beside its own workers."""
     if confirm is None:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelbot import git
+from kernelbot.engines.model import Profile
 from kernelbot.forge.base import Forge
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN, Action, Decision, decide
 from kernelbot.forge.marker import with_marker
 from kernelbot.propose.bundle import Bundle
-from kernelbot.propose.collect import ProfileLike
 
 REFRESH_TOPIC = "refresh"
 
@@ -52,7 +52,7 @@ class ProposeOutcome:
 
 def open_or_update(
     bundle: Bundle,
-    profile: ProfileLike,
+    profile: Profile,
     forge: Forge,
     repo: Path,
     *,

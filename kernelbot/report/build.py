@@ -30,7 +30,7 @@ from kernelbot.report.search_sections import (
     rate_section,
     when,
 )
-from kernelbot.report.target_data import SEARCH_DIR, TargetData, is_target_run, load_target
+from kernelbot.report.target_data import TargetData, is_target_run, load_target
 from kernelbot.report.target_sections import (
     body_section,
     e2e_section,
@@ -39,6 +39,7 @@ from kernelbot.report.target_sections import (
     timeline_section,
 )
 from kernelbot.report.winner_sections import code_section, feedback_section, lineage_section, speedups_section
+from kernelbot.target import run_dir as layout
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
@@ -95,7 +96,7 @@ def _search_dir(run_dir: Path, target: TargetData | None) -> Path:
     if target is None:
         return run_dir
     recorded = target.stage("evolve").outcome.get("search_dir")
-    return run_dir / str(recorded or SEARCH_DIR)
+    return run_dir / str(recorded) if recorded else layout.search_dir(run_dir)
 
 
 def _title(search: SearchData | NoSearch, target: TargetData | None) -> str:

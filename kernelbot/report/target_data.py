@@ -1,31 +1,22 @@
 """A `kernelbot target` run as the report sees it: RUN/target.toml (stages), RUN/verify.json (tests and the
-end-to-end benchmark) and the bundle in RUN/pr/ (body.md, evidence.json), each read as plain data.
+end-to-end benchmark) and the bundle in RUN/pr/ (body.md, evidence.json), each read through
+kernelbot.target.run_dir as its plain document.
 
-These files are read by their documented shapes (docs/target.md) rather than through the classes that write
-them, so a report renders whatever part of a run exists: a file that is missing or unreadable becomes a
-reason the section shows, never an error of the whole report.
+These documents are read by their documented shapes (docs/target.md) rather than as the typed records the
+stages keep, so a report renders whatever part of a run exists, even one a stage left half-written: a file
+that is missing or unreadable becomes a reason the section shows, never an error of the whole report.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
-STATE_FILE = "target.toml"
-VERIFY_FILE = "verify.json"
-SEARCH_DIR = "search"
-BUNDLE_DIR = "pr"
-BODY_FILE = "body.md"
-EVIDENCE_FILE = "evidence.json"
-STAGES = ("extract", "evolve", "confirm", "integrate", "verify", "propose")
+from kernelbot.errors import RunStateError
+from kernelbot.target import run_dir as layout
+from kernelbot.target.state import STAGES
 
 
 @dataclass(frozen=True)
@@ -35,7 +26,7 @@ class StageRow:
     started_at: float | None = None
     finished_at: float | None = None
     error: str = ""
-    outcome: dict[str, Any] = field(default_factory=dict)
+    outcome: Mapping[str, Any] = field(default_factory=dict)  # the stage's record as target.toml holds it
 
 
 @dataclass(frozen=True)
@@ -67,33 +58,42 @@ class TargetData:
         return str((self.state.value or {}).get("function", ""))
 
     @property
-    def repo(self) -> dict[str, Any]:
+    def repo(self) -> Mapping[str, Any]:
         repo = (self.state.value or {}).get("repo")
         return repo if isinstance(repo, dict) else {}
 
 
 def is_target_run(run_dir: Path) -> bool:
-    return (run_dir / STATE_FILE).is_file()
+    return layout.is_target_run(run_dir)
 
 
 def load_target(run_dir: Path) -> TargetData:
-    state = _read(run_dir / STATE_FILE, tomllib.loads, "target.toml")
+    state = _read(lambda: layout.read_state_table(run_dir))
     stages = _stages(state.value or {})
+    verify, body, evidence = (
+        layout.verify_path(run_dir),
+        layout.bundle_body_path(run_dir),
+        layout.bundle_evidence_path(run_dir),
+    )
     return TargetData(
         run_dir=run_dir,
         state=state,
         stages=stages,
-        verify=_read_or_explain(run_dir / VERIFY_FILE, json.loads, _why_not(stages, "verify", VERIFY_FILE)),
+        verify=_read_or_explain(
+            verify, lambda: layout.read_verify_table(run_dir), _why_not(stages, "verify", run_dir, verify)
+        ),
         body=_read_or_explain(
-            run_dir / BUNDLE_DIR / BODY_FILE, str, _why_not(stages, "propose", "pr/body.md")
+            body, lambda: layout.read_bundle_body(run_dir), _why_not(stages, "propose", run_dir, body)
         ),
         evidence=_read_or_explain(
-            run_dir / BUNDLE_DIR / EVIDENCE_FILE, json.loads, _why_not(stages, "propose", "pr/evidence.json")
+            evidence,
+            lambda: layout.read_bundle_evidence(run_dir),
+            _why_not(stages, "propose", run_dir, evidence),
         ),
     )
 
 
-def _stages(state: dict[str, Any]) -> tuple[StageRow, ...]:
+def _stages(state: Mapping[str, Any]) -> tuple[StageRow, ...]:
     recorded = state.get("stages") if isinstance(state.get("stages"), dict) else {}
     rows = []
     for name in STAGES:
@@ -114,30 +114,36 @@ def _stages(state: dict[str, Any]) -> tuple[StageRow, ...]:
     return tuple(rows)
 
 
-def _why_not(stages: tuple[StageRow, ...], stage: str, file: str) -> str:
+def _why_not(stages: tuple[StageRow, ...], stage: str, run_dir: Path, path: Path) -> str:
     row = next(s for s in stages if s.name == stage)
+    file = path.relative_to(run_dir).as_posix()
     if row.status == "not started":
         return f"{file} is not there: the {stage} stage has not run yet"
     if row.status == "running":
-        return f"{file} is not there yet: the {stage} stage was running when the run last wrote target.toml"
+        return (
+            f"{file} is not there yet: the {stage} stage was running when the run last wrote "
+            f"{layout.STATE_FILE}"
+        )
     if row.status == "failed":
         return f"{file} is not there: the {stage} stage failed ({row.error or 'no reason recorded'})"
-    return f"{file} is not there, although target.toml records the {stage} stage as {row.status}"
+    return f"{file} is not there, although {layout.STATE_FILE} records the {stage} stage as {row.status}"
 
 
-def _read_or_explain(path: Path, parse: Any, reason: str) -> Loaded:
+def _read_or_explain(path: Path, read: Callable[[], object], reason: str) -> Loaded:
     if not path.is_file():
         return Loaded(missing=reason)
-    return _read(path, parse, path.name)
+    return _read(read)
 
 
-def _read(path: Path, parse: Any, name: str) -> Loaded:
+def _read(read: Callable[[], object]) -> Loaded:
     try:
-        return Loaded(parse(path.read_text()))
-    except FileNotFoundError:
-        return Loaded(missing=f"{name} is not there")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON and TOML decode errors are ValueErrors
-        return Loaded(missing=f"{name} cannot be read: {exc}")
+        return Loaded(read())
+    except FileNotFoundError as exc:
+        return Loaded(missing=f"{Path(str(exc.filename)).name} is not there")
+    except RunStateError as exc:
+        return Loaded(missing=str(exc))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON decode errors are ValueErrors
+        return Loaded(missing=f"cannot be read: {exc}")
 
 
 def _float(value: Any) -> float | None:

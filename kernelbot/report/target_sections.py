@@ -13,10 +13,10 @@ from kernelbot.report.blocks import Code, Details, Facts, Figure, Html, Note, Se
 from kernelbot.report.highlight import diff_html
 from kernelbot.report.markdown import render_markdown, split_marker
 from kernelbot.report.search_sections import duration, when
-from kernelbot.report.target_data import BODY_FILE, BUNDLE_DIR, TargetData
+from kernelbot.report.target_data import TargetData
 from kernelbot.report.target_plots import e2e_svg, timeline_svg
+from kernelbot.target import run_dir as layout
 
-PATCH_FILE = "patch.diff"
 _OUTCOME_CHARS = 160
 
 
@@ -203,7 +203,7 @@ def body_section(t: TargetData) -> Section:
     if t.body.missing:
         return Section.absent("body", title, t.body.missing)
     text, marker = split_marker(str(t.body.value))
-    blocks: list = [Facts((("file", str(t.run_dir / BUNDLE_DIR / BODY_FILE)),))]
+    blocks: list = [Facts((("file", str(layout.bundle_body_path(t.run_dir))),))]
     if marker:
         try:
             fields = json.loads(marker)
@@ -216,11 +216,10 @@ def body_section(t: TargetData) -> Section:
     else:
         blocks.append(Note("body.md has no kernelbot marker: the forge could not recognise this PR.", "warn"))
     blocks.append(Html(render_markdown(text)))
-    patch = t.run_dir / BUNDLE_DIR / PATCH_FILE
-    if patch.is_file():
-        blocks.append(
-            Details(f"{PATCH_FILE} ({patch.stat().st_size} bytes)", (Code(diff_html(patch.read_text())),))
-        )
+    patch = layout.read_bundle_patch(t.run_dir)
+    if patch is not None:
+        name = layout.bundle_patch_path(t.run_dir).name
+        blocks.append(Details(f"{name} ({len(patch.encode())} bytes)", (Code(diff_html(patch)),)))
     return Section("body", title, tuple(blocks))
 
 

@@ -8,54 +8,69 @@ installed here) the bundle is written, saying so, and no pull request is opened 
 
 from __future__ import annotations
 
-import json
 import shlex
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelbot import git
-from kernelbot.errors import ConfigError, RunStateError
+from kernelbot.engines.model import Profile
+from kernelbot.errors import ConfigError
+from kernelbot.target import run_dir as layout
 from kernelbot.target.options import TargetOptions
+from kernelbot.target.records import (
+    EvolveRecord,
+    IntegrateRecord,
+    ProposeRecord,
+    PullRequestRecord,
+    VerifyRecord,
+)
 from kernelbot.target.repo import EXAMPLE_SOURCE, release_tag
 from kernelbot.target.runner import ProposalRefused, RunContext
+
+if TYPE_CHECKING:
+    from kernelbot.forge.github import GitHubForge
+    from kernelbot.propose.evidence import Evidence
 
 DEFAULT_FORK_REMOTE = "fork"
 
 
-def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
+def propose(ctx: RunContext, integration: IntegrateRecord) -> ProposeRecord:
     from kernelbot.propose import build_evidence, open_or_update, write_bundle
+    from kernelbot.target.stages import load_confirmation, task_dir
 
     state, options, profile = ctx.state, ctx.options, ctx.profile
-    verify_data = _verify_report(ctx.run_dir / ctx.state.outcome("verify")["report"])
+    verify_data = layout.read_verify_table(ctx.run_dir, state.record(VerifyRecord).report)
     if not verify_data.get("ok", False):
         raise ProposalRefused(str(verify_data.get("refusal") or "verification did not pass"))
     base = state.repo.base_commit
-    worktree = ctx.run_dir / state.outcome("integrate")["worktree"]
+    worktree = state.resolve(integration.worktree)
     ctx.view.step("writing the bundle")
     evidence = build_evidence(
-        search_dir=ctx.run_dir / state.outcome("evolve")["search_dir"],
-        task_dir=ctx.run_dir / state.outcome("extract")["task_dir"],
+        search_dir=state.resolve(state.record(EvolveRecord).search_dir),
+        task_dir=task_dir(ctx),
         profile=profile,
         integration=integration,
         verify=verify_data,
-        repo_url=str(getattr(profile, "repo_url", "") or state.repo.source),
+        repo_url=profile.repo_url or state.repo.source,
         base_sha=base,
-        base_branch=state.repo.branch or str(getattr(profile, "default_branch", "") or "main"),
+        base_branch=state.repo.branch or profile.default_branch or "main",
         function=state.function,
-        op_slug=state.outcome("integrate")["op_slug"],
+        op_slug=integration.op_slug,
         reproduce=reproduce_command(ctx),
-        confirm=_confirmation(ctx),
+        confirm=load_confirmation(ctx),
         base_ref=release_tag(state.repo.source),
     )
     bundle = write_bundle(
         ctx.run_dir, evidence, profile, git.diff_against(worktree, base), secret_envs=(options.token_env,)
     )
-    outcome: dict[str, Any] = {
-        "bundle": state.relative(bundle.dir),
-        "branch": bundle.branch,
-        "kernel_hash": evidence.op.kernel_hash,
-        "title": bundle.title,
-    }
+    outcome = ProposeRecord(
+        bundle=state.relative(bundle.dir),
+        branch=bundle.branch,
+        kernel_hash=evidence.op.kernel_hash,
+        title=bundle.title,
+    )
     if not options.open_pr:
         return outcome
     refusal = pr_refusal(verify_data, evidence)
@@ -68,17 +83,17 @@ def propose(ctx: RunContext, integration: Any) -> dict[str, Any]:
     result = open_or_update(
         bundle, profile, forge, repo, fork=fork, token_env=options.token_env, max_open=options.max_open
     )
-    outcome["pr"] = {
-        "action": result.action,
-        "reason": result.reason,
-        "number": result.number,
-        "url": result.url,
-        "pushed_sha": result.pushed_sha or None,
-    }
-    return outcome
+    pr = PullRequestRecord(
+        action=result.action,
+        reason=result.reason,
+        number=result.number,
+        url=result.url,
+        pushed_sha=result.pushed_sha or None,
+    )
+    return replace(outcome, pr=pr)
 
 
-def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
+def pr_refusal(verify_data: Mapping[str, Any], evidence: Evidence) -> str | None:
     """Why no pull request may be opened from a written bundle, or None. The bundle itself is kept: it is
     the user's to study, but a maintainer should not have to close a PR the evidence already condemns."""
     tests = verify_data.get("tests") or {}
@@ -103,16 +118,7 @@ def pr_refusal(verify_data: dict[str, Any], evidence: Any) -> str | None:
     return None
 
 
-def _confirmation(ctx: RunContext) -> Any:
-    """The confirm stage's report (None for a run made before that stage existed: no speed is shown)."""
-    if not ctx.state.is_done("confirm"):
-        return None
-    from kernelbot.confirm import load_confirm
-
-    return load_confirm(ctx.run_dir / ctx.state.outcome("confirm")["report"])
-
-
-def make_forge(options: TargetOptions, profile: Any) -> Any:
+def make_forge(options: TargetOptions, profile: Profile) -> GitHubForge:
     """The forge of the profile's upstream. Its API URL: --github-api, else $KERNELBOT_GITHUB_API, else the
     profile's api_url (kernelbot.forge.github.resolve_api_url)."""
     from kernelbot.forge import GitHubForge
@@ -130,17 +136,8 @@ def reproduce_command(ctx: RunContext) -> str:
     return shlex.join(argv)
 
 
-def _verify_report(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunStateError(
-            f"cannot read {path}: {exc}; run the verify stage again (delete it from target.toml)"
-        ) from exc
-
-
-def _default_fork(repo: Path, profile: Any) -> str:
-    name = str(getattr(profile, "fork_remote", "") or DEFAULT_FORK_REMOTE)
+def _default_fork(repo: Path, profile: Profile) -> str:
+    name = profile.fork_remote or DEFAULT_FORK_REMOTE
     if git.remote_url(repo, name) != name:  # a remote of that name exists
         return name
     raise ConfigError(

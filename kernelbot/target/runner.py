@@ -1,6 +1,7 @@
 """Running a target run's stages in order, each recording its outcome in RUN/target.toml before the next.
 
-A stage is a function from the run's context to its outcome (a TOML-able dict). A stage already `done` is
+A stage is a function from the run's context to its outcome, a typed record (kernelbot.target.records) that
+target.toml keeps and a later stage reads back. A stage already `done` is
 skipped, unless it asks to run again (`rerun`: the propose stage does when a PR is to be opened or updated,
 since the forge, not the local record, is the truth about PRs). A stage that raises is recorded `failed`
 with its message, and the exception goes on to the command line's one error boundary; the next invocation
@@ -11,13 +12,15 @@ later invocation, without the stage being redone: it is a finished verdict, not 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from kernelbot.engines.model import Profile
 from kernelbot.errors import KernelbotError
 from kernelbot.target.options import TargetOptions
+from kernelbot.target.records import StageOutcome
 from kernelbot.target.state import STAGES, TargetState
 from kernelbot.target.view import StageView
 
@@ -31,26 +34,30 @@ class RunContext:
     run_dir: Path
     state: TargetState
     options: TargetOptions
-    profile: Any  # kernelbot.engines.Profile
+    profile: Profile
     view: StageView
 
 
+Out = TypeVar("Out", bound=StageOutcome)
+
+
 @dataclass(frozen=True)
-class Stage:
+class Stage(Generic[Out]):
     name: str
-    run: Callable[[RunContext], dict[str, Any]]
-    summary: Callable[[dict[str, Any]], str] = lambda outcome: ""
-    rerun: Callable[[RunContext, dict[str, Any]], bool] = lambda ctx, outcome: False
+    record: type[Out]  # what the stage returns and target.toml keeps
+    run: Callable[[RunContext], Out]
+    summary: Callable[[Out], str] = lambda outcome: ""
+    rerun: Callable[[RunContext, Out], bool] = lambda ctx, outcome: False
 
 
-def run_stages(stages: list[Stage], ctx: RunContext) -> None:
+def run_stages(stages: Sequence[Stage[Any]], ctx: RunContext) -> None:
     names = [s.name for s in stages]
     if tuple(names) != STAGES:
         raise ValueError(f"stages must be {STAGES}, got {names}")  # a kernelbot bug, not a user error
     state = ctx.state
     for stage in stages:
         if state.is_done(stage.name):
-            outcome = state.outcome(stage.name)
+            outcome = state.record(stage.record, stage.name)
             if not stage.rerun(ctx, outcome):
                 ctx.view.skipped(stage.name, stage.summary(outcome))
                 _refuse_if_asked(outcome)
@@ -75,7 +82,7 @@ def run_stages(stages: list[Stage], ctx: RunContext) -> None:
         _refuse_if_asked(outcome)
 
 
-def _refuse_if_asked(outcome: dict[str, Any]) -> None:
-    refusal = outcome.get("refusal")
+def _refuse_if_asked(outcome: StageOutcome) -> None:
+    refusal = outcome.refused()
     if refusal:
-        raise ProposalRefused(str(refusal))
+        raise ProposalRefused(refusal)

@@ -18,9 +18,8 @@ from evolution.store import STORE_FILE, RunStore
 from evolution.summary import SUMMARY_JSON, best_program, run_summary
 from kernelbot.errors import KernelbotError
 from kernelbot.target.options import SearchFlags
+from kernelbot.target.run_dir import SEARCH_CONFIG, SEARCH_DIR
 
-SEARCH_DIR = "search"
-SEARCH_CONFIG = "search.toml"
 _CONFIG_TEXT = """\
 # The search config of this target run (kernelbot evolve --config).
 [stop]

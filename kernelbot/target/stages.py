@@ -1,4 +1,5 @@
-"""The six stages of a target run. Each takes the run's context and returns the outcome target.toml keeps.
+"""The six stages of a target run. Each takes the run's context and returns its typed record
+(kernelbot.target.records), which target.toml keeps; where each writes is kernelbot.target.run_dir's layout.
 
 extract    RUN/task/        the function as a Task (the user's --spec, or the one shipped for it)
 evolve     RUN/search/      the search (kernelbot.target.search)
@@ -12,20 +13,31 @@ propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelbot import git
 from kernelbot.console import warn
+from kernelbot.engines.convention import SlotEvidence
 from kernelbot.engines.specs import shipped_spec
 from kernelbot.errors import GitError
+from kernelbot.target import run_dir as layout
+from kernelbot.target.records import (
+    ConfirmRecord,
+    EvolveRecord,
+    ExtractRecord,
+    IntegrateRecord,
+    ProposeRecord,
+    VerifyRecord,
+)
 from kernelbot.target.runner import RunContext, Stage
 from kernelbot.target.search import run_search, search_outcome
 
-TASK_DIR = "task"
-WORKTREE_DIR = "worktree"
-SCRATCH_DIR = ".verify-trees"  # clean trees of the base and of the change, removed after verification
+if TYPE_CHECKING:
+    from evaluators.config import EvalConfig
+    from kernelbot.confirm.report import ConfirmReport
+    from kernelbot.integrate.integrate import Integration
+
 _SHOWN = 5
 
 
@@ -33,94 +45,89 @@ def repo_path(ctx: RunContext) -> Path:
     return ctx.state.resolve(ctx.state.repo.path)
 
 
+def task_dir(ctx: RunContext) -> Path:
+    return ctx.state.resolve(ctx.state.record(ExtractRecord).task_dir)
+
+
 # --- extract ------------------------------------------------------------------------------------------------
 
 
-def extract_stage(ctx: RunContext) -> dict[str, Any]:
+def extract_stage(ctx: RunContext) -> ExtractRecord:
     from extractors.extract import ExtractOptions, extract
 
     options = ctx.options
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
-    task_dir = ctx.run_dir / TASK_DIR
+    task = ctx.run_dir / layout.TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
     regime = {"regime": options.regime, "regime_from": options.regime_from} if options.regime else {}
     summary = extract(
         ExtractOptions(
-            repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True, **regime
+            repo=repo_path(ctx), function=options.function, out=task, spec=spec, force=True, **regime
         )
     )
     if summary.inputs_source == "draft":
         warn(
-            f"{task_dir}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
+            f"{task}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
             "inputs (a kernel is only as good as the cases it is judged on)"
         )
     probe = summary.probe
-    return {
-        "task_dir": TASK_DIR,
-        "name": summary.name,
-        "entry": summary.entry,
-        "target": summary.target,
-        "inputs": summary.inputs_source,
-        "spec": str(spec) if spec else None,
-        "probe": "ok"
-        if probe is not None and probe.ran
-        else (probe.error if probe is not None else "skipped"),
-    }
+    return ExtractRecord(
+        task_dir=ctx.state.relative(task),
+        name=summary.name,
+        entry=summary.entry,
+        target=summary.target,
+        inputs=summary.inputs_source,
+        spec=str(spec) if spec else None,
+        probe="ok" if probe is not None and probe.ran else (probe.error if probe is not None else "skipped"),
+    )
 
 
-def _extract_summary(outcome: dict[str, Any]) -> str:
-    return f"{outcome['task_dir']}/ (entry {outcome['entry']}, {outcome['inputs']} inputs)"
+def _extract_summary(outcome: ExtractRecord) -> str:
+    return f"{outcome.task_dir}/ (entry {outcome.entry}, {outcome.inputs} inputs)"
 
 
 # --- evolve -------------------------------------------------------------------------------------------------
 
 
-def evolve_stage(ctx: RunContext) -> dict[str, Any]:
-    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
-    summary = run_search(task_dir, ctx.run_dir, ctx.options.search)
-    return search_outcome(summary, ctx.run_dir)
+def evolve_stage(ctx: RunContext) -> EvolveRecord:
+    summary = run_search(task_dir(ctx), ctx.run_dir, ctx.options.search)
+    return EvolveRecord.from_table(search_outcome(summary, ctx.run_dir))
 
 
-def _evolve_summary(outcome: dict[str, Any]) -> str:
-    speed = (
-        f", speedup {outcome['speedup']:.3f}x" if outcome.get("speedup") else " (correct; speed not measured)"
-    )
+def _evolve_summary(outcome: EvolveRecord) -> str:
+    speed = f", speedup {outcome.speedup:.3f}x" if outcome.speedup else " (correct; speed not measured)"
     return (
-        f"kernel {outcome['program_id']} ({outcome['operator']}){speed}; "
-        f"{outcome['evaluations']} evaluation(s); stopped: {outcome['stop_reason']}"
+        f"kernel {outcome.program_id} ({outcome.operator}){speed}; "
+        f"{outcome.evaluations} evaluation(s); stopped: {outcome.stop_reason}"
     )
 
 
 # --- confirm ------------------------------------------------------------------------------------------------
 
 
-def confirm_stage(ctx: RunContext) -> dict[str, Any]:
-    from kernelbot.confirm import CONFIRM_FILE, ConfirmOptions, confirm
+def confirm_stage(ctx: RunContext) -> ConfirmRecord:
+    from kernelbot.confirm import ConfirmOptions, confirm
 
-    evolve = ctx.state.outcome("evolve")
-    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
-    source = (ctx.run_dir / evolve["kernel_file"]).read_text()
+    evolve = ctx.state.record(EvolveRecord)
+    source = ctx.state.resolve(evolve.kernel_file).read_text()
     options = ConfirmOptions(
         rule=ctx.options.confirm,
-        backend=str(evolve.get("backend") or "auto"),
-        config=_search_eval_config(ctx.run_dir / evolve["search_dir"]),
+        backend=evolve.backend or "auto",
+        config=_search_eval_config(ctx.state.resolve(evolve.search_dir)),
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
-    report = confirm(
-        task_dir, source, options, kernel_sha=str(evolve.get("kernel_sha", "")), progress=ctx.view.step
+    report = confirm(task_dir(ctx), source, options, kernel_sha=evolve.kernel_sha, progress=ctx.view.step)
+    return ConfirmRecord(
+        report=layout.write_confirm(ctx.run_dir, report),
+        measured=report.measured,
+        reason=report.reason,
+        beats_current_path=report.beats_current_path,
+        processes={c.name: c.processes for c in report.columns},
+        wall_s=report.wall_s,
     )
-    report.write(ctx.run_dir / CONFIRM_FILE)
-    return {
-        "report": CONFIRM_FILE,
-        "measured": report.measured,
-        "reason": report.reason,
-        "beats_current_path": report.beats_current_path,
-        "processes": {c.name: c.processes for c in report.columns},
-        "wall_s": report.wall_s,
-    }
 
 
-def _search_eval_config(search_dir: Path) -> Any:
+def _search_eval_config(search_dir: Path) -> EvalConfig | None:
     """The evaluator settings the search ran with (the confirmation starts from them), or None."""
     from evolution.store import RunStore
 
@@ -131,37 +138,35 @@ def _search_eval_config(search_dir: Path) -> Any:
         return None
 
 
-def load_confirmation(ctx: RunContext) -> Any:
-    """The confirm stage's kernelbot.confirm.ConfirmReport (RUN/confirm.json): its figures are what a
-    proposal prints, and `beats_current_path` is what the integration declares (SGLang `capabilities`)."""
-    from kernelbot.confirm import load_confirm
+def load_confirmation(ctx: RunContext) -> ConfirmReport | None:
+    """The confirm stage's report (RUN/confirm.json): its figures are what a proposal prints, and
+    `beats_current_path` is what the integration declares (SGLang `capabilities`). None for a run whose
+    confirmation is not recorded (made before that stage existed)."""
+    if not ctx.state.is_done(ConfirmRecord.STAGE):
+        return None
+    return layout.read_confirm(ctx.run_dir, ctx.state.record(ConfirmRecord).report)
 
-    return load_confirm(ctx.run_dir / ctx.state.outcome("confirm")["report"])
 
-
-def _confirm_summary(outcome: dict[str, Any]) -> str:
-    counts = ", ".join(f"{name} {n}" for name, n in (outcome.get("processes") or {}).items())
-    if not outcome.get("measured"):
-        return f"{outcome.get('reason') or 'not measured'}; processes: {counts}"
-    beats = outcome.get("beats_current_path")
+def _confirm_summary(outcome: ConfirmRecord) -> str:
+    counts = ", ".join(f"{name} {n}" for name, n in outcome.processes.items())
+    if not outcome.measured:
+        return f"{outcome.reason or 'not measured'}; processes: {counts}"
+    beats = outcome.beats_current_path
     current = (
         "" if beats is None else ("; beats the current path" if beats else "; does not beat the current path")
     )
-    return f"processes: {counts} in {outcome.get('wall_s', 0):.0f}s{current}"
+    return f"processes: {counts} in {outcome.wall_s:.0f}s{current}"
 
 
 # --- integrate ----------------------------------------------------------------------------------------------
 
 
-def slot_evidence(ctx: RunContext) -> Any:
+def slot_evidence(ctx: RunContext) -> SlotEvidence:
     """What the confirmation measured that decides the engine's slot: whether the kernel beat the path the
     engine dispatches the op to today (SGLang `capabilities`, LMDeploy's build-spec mapping). A run whose
     confirmation is not recorded declares nothing (opt-in)."""
-    from kernelbot.engines.convention import SlotEvidence
-
-    if not ctx.state.is_done("confirm"):
-        return SlotEvidence()
-    return SlotEvidence(beats_current_path=load_confirmation(ctx).beats_current_path)
+    report = load_confirmation(ctx)
+    return SlotEvidence() if report is None else SlotEvidence(beats_current_path=report.beats_current_path)
 
 
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
@@ -176,102 +181,59 @@ def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
     return git.add_worktree(repo, path, commit)
 
 
-def integrate_stage(ctx: RunContext) -> dict[str, Any]:
+def integrate_stage(ctx: RunContext) -> IntegrateRecord:
     from kernelbot.integrate import integrate, op_slug
 
-    task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
-    kernel = (ctx.run_dir / ctx.state.outcome("evolve")["kernel_file"]).read_text()
-    worktree = ctx.run_dir / WORKTREE_DIR
+    task = task_dir(ctx)
+    kernel = ctx.state.resolve(ctx.state.record(EvolveRecord).kernel_file).read_text()
+    worktree = ctx.run_dir / layout.WORKTREE_DIR
     ctx.view.step(f"work tree of {ctx.state.repo.base_commit[:12]} at {worktree}")
     fresh_worktree(repo_path(ctx), worktree, ctx.state.repo.base_commit)
-    slug = op_slug(task_dir)
-    evidence = slot_evidence(ctx)
-    integration = integrate(worktree, ctx.profile, task_dir, kernel, op_slug=slug, evidence=evidence)
-    return {"worktree": WORKTREE_DIR, "op_slug": slug, **integration_record(integration)}
+    slug = op_slug(task)
+    integration = integrate(worktree, ctx.profile, task, kernel, op_slug=slug, evidence=slot_evidence(ctx))
+    return integration_record(integration, ctx.state.relative(worktree))
 
 
-def integration_record(integration: Any) -> dict[str, Any]:
+def integration_record(integration: Integration, worktree: str) -> IntegrateRecord:
     """What target.toml keeps of a kernelbot.integrate.Integration: what the later stages read of it."""
-    return {
-        "kernel_module": Path(integration.kernel_module).as_posix(),
-        "test_file": Path(integration.test_file).as_posix(),
-        "touched": [Path(p).as_posix() for p in integration.touched],
-        "test_command": [str(a) for a in integration.test_command],
-        "envelope": list(integration.envelope.describe()),
-        "cpu_test_env": dict(integration.cpu_test_env),
-        "notes": list(integration.notes),
-        "formatter": str(getattr(integration, "formatter", "")),
-        "slot": str(getattr(integration, "slot", "")),
-        "auto_selected": bool(getattr(integration, "auto_selected", False)),
-        "selection": str(getattr(integration, "selection", "")),
-        "in_compile_region": bool(getattr(integration, "in_compile_region", False)),
-    }
-
-
-@dataclass(frozen=True)
-class DescribedEnvelope:
-    """An envelope as its recorded description (all that verify and propose read of it)."""
-
-    lines: tuple[str, ...]
-
-    def describe(self) -> list[str]:
-        return list(self.lines)
-
-
-@dataclass(frozen=True)
-class RecordedIntegration:
-    """The integrate stage's result read back from target.toml, in kernelbot.integrate.Integration's shape
-    (kernelbot.propose.collect.IntegrationLike), so a resumed run needs no second integration."""
-
-    kernel_module: Path
-    test_file: Path
-    touched: tuple[Path, ...]
-    envelope: DescribedEnvelope
-    test_command: list[str]
-    cpu_test_env: dict[str, str]
-    notes: tuple[str, ...] = ()
-    formatter: str = ""
-    slot: str = ""
-    auto_selected: bool = False
-    selection: str = ""
-    in_compile_region: bool = False
-
-
-def load_integration(ctx: RunContext) -> RecordedIntegration:
-    record = ctx.state.outcome("integrate")
-    return RecordedIntegration(
-        kernel_module=Path(record["kernel_module"]),
-        test_file=Path(record["test_file"]),
-        touched=tuple(Path(p) for p in record["touched"]),
-        envelope=DescribedEnvelope(tuple(record["envelope"])),
-        test_command=list(record["test_command"]),
-        cpu_test_env=dict(record.get("cpu_test_env", {})),
-        notes=tuple(record.get("notes", ())),
-        formatter=str(record.get("formatter", "")),
-        slot=str(record.get("slot", "")),
-        auto_selected=bool(record.get("auto_selected", False)),
-        selection=str(record.get("selection", "")),
-        in_compile_region=bool(record.get("in_compile_region", False)),
+    return IntegrateRecord(
+        worktree=worktree,
+        op_slug=integration.op_slug,
+        kernel_module=Path(integration.kernel_module),
+        test_file=Path(integration.test_file),
+        touched=tuple(Path(p) for p in integration.touched),
+        test_command=tuple(str(a) for a in integration.test_command),
+        envelope=tuple(integration.envelope.describe()),
+        cpu_test_env=dict(integration.cpu_test_env),
+        notes=tuple(integration.notes),
+        formatter=integration.formatter,
+        slot=integration.slot,
+        auto_selected=integration.auto_selected,
+        selection=integration.selection,
+        in_compile_region=integration.in_compile_region,
+        bench_file=integration.bench_file.as_posix() if integration.bench_file else "",
     )
 
 
-def _integrate_summary(outcome: dict[str, Any]) -> str:
-    return f"{outcome['worktree']}/: kernel {outcome['kernel_module']}, test {outcome['test_file']}"
+def _integrate_summary(outcome: IntegrateRecord) -> str:
+    return (
+        f"{outcome.worktree}/: kernel {outcome.kernel_module.as_posix()}, test {outcome.test_file.as_posix()}"
+    )
 
 
 # --- verify -------------------------------------------------------------------------------------------------
 
 
-def verify_stage(ctx: RunContext) -> dict[str, Any]:
-    from kernelbot.verify import REPORT_FILE, verify
+def verify_stage(ctx: RunContext) -> VerifyRecord:
+    from kernelbot.verify import verify
 
-    integration = load_integration(ctx)
+    integration = ctx.state.record(IntegrateRecord)
     repo, base = repo_path(ctx), ctx.state.repo.base_commit
-    scratch = ctx.run_dir / SCRATCH_DIR
+    scratch = layout.verify_scratch(ctx.run_dir)
     base_tree = fresh_worktree(repo, scratch / "base", base)
     change_tree = fresh_worktree(repo, scratch / "change", base)
     # The change tree is the base commit plus exactly the patch the bundle will carry.
-    worktree = ctx.run_dir / ctx.state.outcome("integrate")["worktree"]
+    worktree = ctx.state.resolve(integration.worktree)
     git.apply_patch(change_tree, git.diff_against(worktree, base))
     try:
         report = verify(
@@ -298,76 +260,76 @@ def verify_stage(ctx: RunContext) -> dict[str, Any]:
             f"{len(tests.preexisting_failures)} related test(s) already fail before the change (reported as "
             f"pre-existing, not blocking): {_named(tests.preexisting_failures)}"
         )
-    e2e_data = e2e.to_dict()
-    return {
-        "report": REPORT_FILE,
-        "ok": report.ok,
-        "tests_ran": report.tests_ran,
-        "tests_reason": tests.cannot_run,
-        "refusal": f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
+    delta = e2e.delta()
+    return VerifyRecord(
+        report=layout.write_verify(ctx.run_dir, report),
+        ok=report.ok,
+        tests_ran=report.tests_ran,
+        tests_reason=tests.cannot_run,
+        refusal=f"{report.refusal} (their output: {ctx.run_dir / tests.after.log})"
         if report.refusal
         else None,
-        "tests_run": list(tests.files),
-        "passed_before": tests.before.passed,
-        "passed_after": tests.after.passed,
-        "new_failures": list(tests.new_failures),
-        "preexisting_failures": list(tests.preexisting_failures),
-        "e2e_measured": e2e.measured,
-        "e2e_reason": e2e.reason,
-        "e2e_delta_pct": e2e_data["delta_pct"],
-        "e2e_ci_pct": e2e_data["ci_pct"],
-        "e2e_runs": e2e.runs,
-        "e2e_conclusive": e2e.conclusive,
-    }
+        tests_run=tuple(tests.files),
+        passed_before=tests.before.passed,
+        passed_after=tests.after.passed,
+        new_failures=tuple(tests.new_failures),
+        preexisting_failures=tuple(tests.preexisting_failures),
+        e2e_measured=e2e.measured,
+        e2e_reason=e2e.reason,
+        e2e_delta_pct=None if delta is None else delta.pct,
+        e2e_ci_pct=None if delta is None or not delta.ci_pct else tuple(delta.ci_pct),
+        e2e_runs=e2e.runs,
+        e2e_conclusive=e2e.conclusive,
+    )
 
 
 def _named(ids: list[str] | tuple[str, ...]) -> str:
     return ", ".join(ids[:_SHOWN]) + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
 
 
-def _verify_summary(outcome: dict[str, Any]) -> str:
-    if not outcome.get("tests_ran", True):
-        return f"tests not run: {outcome['tests_reason']}; e2e not measured: {outcome['e2e_reason']}"
+def _verify_summary(outcome: VerifyRecord) -> str:
+    if not outcome.tests_ran:
+        return f"tests not run: {outcome.tests_reason}; e2e not measured: {outcome.e2e_reason}"
     tests = (
-        f"tests {outcome['passed_before']} passed before, {outcome['passed_after']} after, "
-        f"{len(outcome['new_failures'])} new failure(s), {len(outcome['preexisting_failures'])} pre-existing"
+        f"tests {outcome.passed_before} passed before, {outcome.passed_after} after, "
+        f"{len(outcome.new_failures)} new failure(s), {len(outcome.preexisting_failures)} pre-existing"
     )
-    if outcome["e2e_measured"]:
-        ci = outcome.get("e2e_ci_pct")
+    if outcome.e2e_measured:
+        ci = outcome.e2e_ci_pct
         ci_text = f" (95% CI {ci[0]:+.2f}% .. {ci[1]:+.2f}%)" if ci else ""
-        runs = f", {outcome['e2e_runs']} runs per side" if outcome.get("e2e_runs") else ""
-        verdict = "; inconclusive" if outcome.get("e2e_conclusive") is False else ""
-        return f"{tests}; e2e {outcome['e2e_delta_pct']:+.2f}%{ci_text}{runs}{verdict}"
-    return f"{tests}; e2e not measured: {outcome['e2e_reason']}"
+        runs = f", {outcome.e2e_runs} runs per side" if outcome.e2e_runs else ""
+        verdict = "; inconclusive" if outcome.e2e_conclusive is False else ""
+        return f"{tests}; e2e {outcome.e2e_delta_pct:+.2f}%{ci_text}{runs}{verdict}"
+    return f"{tests}; e2e not measured: {outcome.e2e_reason}"
 
 
 # --- propose ------------------------------------------------------------------------------------------------
 
 
-def propose_stage(ctx: RunContext) -> dict[str, Any]:
+def propose_stage(ctx: RunContext) -> ProposeRecord:
     from kernelbot.target.proposal import propose
 
-    return propose(ctx, load_integration(ctx))
+    return propose(ctx, ctx.state.record(IntegrateRecord))
 
 
-def _propose_summary(outcome: dict[str, Any]) -> str:
-    pr = outcome.get("pr")
-    bundle = f"bundle in {outcome['bundle']}/"
-    if not pr:
+def _propose_summary(outcome: ProposeRecord) -> str:
+    pr = outcome.pr
+    bundle = f"bundle in {outcome.bundle}/"
+    if pr is None:
         return bundle
-    return f"{bundle}; PR {pr['action']}: {pr.get('url') or pr.get('reason', '')}"
+    return f"{bundle}; PR {pr.action}: {pr.url or pr.reason}"
 
 
-def _propose_again(ctx: RunContext, outcome: dict[str, Any]) -> bool:
+def _propose_again(ctx: RunContext, outcome: ProposeRecord) -> bool:
     # With --open-pr the forge is asked every time: it, not the last run's record, knows the PR's state.
     return ctx.options.open_pr
 
 
-STAGE_LIST = [
-    Stage("extract", extract_stage, _extract_summary),
-    Stage("evolve", evolve_stage, _evolve_summary),
-    Stage("confirm", confirm_stage, _confirm_summary),
-    Stage("integrate", integrate_stage, _integrate_summary),
-    Stage("verify", verify_stage, _verify_summary),
-    Stage("propose", propose_stage, _propose_summary, _propose_again),
+STAGE_LIST: list[Stage[Any]] = [
+    Stage("extract", ExtractRecord, extract_stage, _extract_summary),
+    Stage("evolve", EvolveRecord, evolve_stage, _evolve_summary),
+    Stage("confirm", ConfirmRecord, confirm_stage, _confirm_summary),
+    Stage("integrate", IntegrateRecord, integrate_stage, _integrate_summary),
+    Stage("verify", VerifyRecord, verify_stage, _verify_summary),
+    Stage("propose", ProposeRecord, propose_stage, _propose_summary, _propose_again),
 ]

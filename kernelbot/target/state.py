@@ -9,33 +9,26 @@
     [stages.extract]  status = "done" | "failed" | "running", started_at, finished_at, error, [outcome]
     ...               (extract, evolve, confirm, integrate, verify, propose)
 
-The file is rewritten whole, atomically, whenever a stage starts or ends, so a killed run leaves the last
-consistent state: a stage not `done` is unfinished and runs again (the evolve stage then resumes its own
-store). Outcomes hold only what the later stages and people need (paths relative to RUN, ids, counts, the
-verdicts); never a token or an API key.
+The file is rewritten whole, atomically (kernelbot.target.run_dir), whenever a stage starts or ends, so a
+killed run leaves the last consistent state: a stage not `done` is unfinished and runs again (the evolve
+stage then resumes its own store). Each outcome is its stage's typed record (kernelbot.target.records),
+holding only what the later stages and people need (paths relative to RUN, ids, counts, the verdicts);
+never a token or an API key.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from kernelbot.errors import RunStateError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kernelbot.target.records import R, StageOutcome
+from kernelbot.target.run_dir import STATE_FILE, read_state_table, write_state_table
 
 SCHEMA = 1
-STATE_FILE = "target.toml"
 STAGES = ("extract", "evolve", "confirm", "integrate", "verify", "propose")
 DONE, FAILED, RUNNING = "done", "failed", "running"
 
@@ -46,19 +39,19 @@ class StageRecord:
     started_at: float
     finished_at: float | None = None
     error: str = ""
-    outcome: dict[str, Any] = field(default_factory=dict)
+    outcome: Mapping[str, object] = field(default_factory=dict)  # the stage's record, as its TOML table
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"status": self.status, "started_at": self.started_at}
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {"status": self.status, "started_at": self.started_at}
         if self.finished_at is not None:
             data["finished_at"] = self.finished_at
         if self.error:
             data["error"] = self.error
-        data["outcome"] = _drop_none(self.outcome)
+        data["outcome"] = dict(self.outcome)
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StageRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> StageRecord:
         return cls(
             status=str(data["status"]),
             started_at=float(data["started_at"]),
@@ -86,7 +79,7 @@ class RepoRecord:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RepoRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> RepoRecord:
         return cls(
             str(data["source"]), str(data["path"]), str(data["base_commit"]), str(data.get("branch", ""))
         )
@@ -110,14 +103,7 @@ class TargetState:
     @classmethod
     def load(cls, run_dir: Path) -> TargetState:
         path = run_dir / STATE_FILE
-        try:
-            data = tomllib.loads(path.read_text())
-        except FileNotFoundError:
-            raise RunStateError(
-                f"{run_dir} holds no kernelbot target run ({STATE_FILE} is missing)"
-            ) from None
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise RunStateError(f"cannot read {path}: {exc}") from exc
+        data: dict[str, Any] = read_state_table(run_dir)
         if data.get("schema") != SCHEMA:
             raise RunStateError(f"{path} has schema {data.get('schema')!r}; this kernelbot reads {SCHEMA}")
         try:
@@ -142,18 +128,7 @@ class TargetState:
             "repo": self.repo.to_dict(),
             "stages": {name: self.stages[name].to_dict() for name in STAGES if name in self.stages},
         }
-        text = tomli_w.dumps(data)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{STATE_FILE}-", dir=self.run_dir)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_state_table(self.run_dir, data)
 
     # --- stages ---------------------------------------------------------------------------------------------
 
@@ -164,22 +139,33 @@ class TargetState:
     def first_unfinished(self) -> str | None:
         return next((s for s in STAGES if not self.is_done(s)), None)
 
-    def outcome(self, stage: str) -> dict[str, Any]:
-        """The outcome of a finished stage (RunStateError when it has not finished: a kernelbot bug)."""
+    def outcome(self, stage: str) -> Mapping[str, object]:
+        """The outcome of a finished stage as target.toml holds it (RunStateError when it has not finished:
+        a kernelbot bug)."""
         if not self.is_done(stage):
             raise RunStateError(f"{self.path}: stage {stage!r} has not finished")
         return self.stages[stage].outcome
+
+    def record(self, kind: type[R], stage: str = "") -> R:
+        """The typed outcome of the finished stage `stage` (by default `kind.STAGE`); RunStateError when it
+        has not finished, or when target.toml's table does not make that record."""
+        stage = stage or kind.STAGE
+        try:
+            return kind.from_table(self.outcome(stage))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunStateError(f"{self.path}: the {stage} outcome is malformed ({exc})") from exc
 
     def started(self, stage: str) -> None:
         self.stages[stage] = StageRecord(RUNNING, time.time())
         self.save()
 
-    def finished(self, stage: str, outcome: dict[str, Any]) -> None:
-        self.stages[stage] = StageRecord(DONE, self._started_at(stage), time.time(), outcome=outcome)
+    def finished(self, stage: str, outcome: StageOutcome) -> None:
+        table = outcome.to_table()
+        self.stages[stage] = StageRecord(DONE, self._started_at(stage), time.time(), outcome=table)
         self.save()
 
-    def failed(self, stage: str, error: str, outcome: dict[str, Any] | None = None) -> None:
-        record = StageRecord(FAILED, self._started_at(stage), time.time(), error=error, outcome=outcome or {})
+    def failed(self, stage: str, error: str) -> None:
+        record = StageRecord(FAILED, self._started_at(stage), time.time(), error=error)
         self.stages[stage] = record
         self.save()
 
@@ -199,12 +185,3 @@ class TargetState:
         """A path as `relative` stored it, made usable again."""
         path = Path(stored)
         return path if path.is_absolute() else self.run_dir / path
-
-
-def _drop_none(value: Any) -> Any:
-    """TOML has no null: None entries are left out (a reader treats a missing key as None)."""
-    if isinstance(value, dict):
-        return {str(k): _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_drop_none(v) for v in value if v is not None]
-    return value

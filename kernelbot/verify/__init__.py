@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kernelbot.verify.benchmark import (
     DEFAULT_MAX_RUNS,
@@ -32,16 +32,18 @@ from kernelbot.verify.benchmark import (
 from kernelbot.verify.importable import base_import_problem
 from kernelbot.verify.related import related_test_files
 from kernelbot.verify.repo_tests import TestRun, run_tests
-from kernelbot.verify.report import REPORT_FILE, TestComparison, VerifyReport, load_report
+from kernelbot.verify.report import TestComparison, VerifyReport
 
-LOG_DIR = "verify"  # RUN/verify/: JUnit reports and logs of every test and benchmark run
+if TYPE_CHECKING:
+    from kernelbot.engines.model import BenchmarkSpec, Profile
+    from kernelbot.target.records import IntegrateRecord
 
 
 def verify(
     base_worktree: Path,
     change_worktree: Path,
-    profile: Any,
-    integration: Any,
+    profile: Profile,
+    integration: IntegrateRecord,
     *,
     benchmark_runs: int | None = None,
     run_dir: Path | None = None,
@@ -50,14 +52,16 @@ def verify(
     """Run the related tests and the benchmark on both trees; write RUN/verify.json (RUN defaults to the
     change work tree's parent, as in the run directory's layout) and return the report.
 
-    `benchmark_runs` per side (the least; pairs are added until the change's CI is within +-2 %, up to the
-    benchmark's `max_runs` or DEFAULT_MAX_RUNS) defaults to the profile benchmark's `runs`."""
+    `benchmark_runs` per side (the least; pairs are added until the change's CI is within +-2 %, up to
+    DEFAULT_MAX_RUNS a side, or `benchmark_runs` when larger) defaults to the profile benchmark's `runs`."""
+    from kernelbot.target import run_dir as layout
+
     run_dir = run_dir or change_worktree.parent
-    logs = run_dir / LOG_DIR
+    logs = layout.verify_logs(run_dir)
     gpu = gpu_available()
     # Without a GPU the kernels run on Triton's interpreter, on both sides alike (what the integration asks).
-    env = {} if gpu else dict(getattr(integration, "cpu_test_env", None) or {"TRITON_INTERPRET": "1"})
-    source_root = str(getattr(profile, "source_root", "") or "")
+    env = {} if gpu else dict(integration.cpu_test_env or {"TRITON_INTERPRET": "1"})
+    source_root = profile.source_root
     tests = _compare_tests(
         base_worktree, change_worktree, profile, integration, source_root, logs, env, progress
     )
@@ -70,7 +74,7 @@ def verify(
     report = VerifyReport(
         tests=_logs_relative(tests, run_dir), e2e=replace(e2e, logs=_relative(e2e.logs, run_dir))
     )
-    report.write(run_dir / REPORT_FILE)
+    layout.write_verify(run_dir, report)
     return report
 
 
@@ -102,8 +106,8 @@ def gpu_available() -> bool:
 def _compare_tests(
     base: Path,
     change: Path,
-    profile: Any,
-    integration: Any,
+    profile: Profile,
+    integration: IntegrateRecord,
     source_root: str,
     logs: Path,
     env: dict[str, str],
@@ -117,7 +121,7 @@ def _compare_tests(
     kernel = _dotted(Path(integration.kernel_module), source_root)
     problem = base_import_problem(base, change / generated, kernel, source_root, env)
     if problem is not None:
-        package = str(getattr(profile, "package", "") or "the repository")
+        package = profile.package or "the repository"
         return TestComparison.not_run(
             command, tuple(str(f) for f in files), problem.reason(), problem.advice(package)
         )
@@ -146,14 +150,14 @@ def _dotted(path: Path, source_root: str) -> str:
 def _benchmark(
     base: Path,
     change: Path,
-    profile: Any,
+    profile: Profile,
     runs: int | None,
     source_root: str,
     logs: Path,
     gpu: bool,
     progress: Callable[[str], None],
 ) -> E2EOutcome:
-    spec = getattr(profile, "benchmark", None)
+    spec = profile.benchmark
     if spec is None:
         return not_measured(f"the {profile.name} profile defines no end-to-end benchmark")
     runs = spec.runs if runs is None else runs
@@ -177,7 +181,7 @@ def _benchmark(
         log_dir=logs,
         source_root=source_root,
         progress=progress,
-        max_runs=max(runs, int(getattr(spec, "max_runs", 0) or DEFAULT_MAX_RUNS)),
+        max_runs=max(runs, DEFAULT_MAX_RUNS),
         hold=gpu_hold,
     )
 
@@ -192,7 +196,7 @@ def gpu_hold() -> Iterator[None]:
         yield
 
 
-def benchmark_command(spec: Any, argv: tuple[str, ...]) -> BenchmarkCommand:
+def benchmark_command(spec: BenchmarkSpec, argv: tuple[str, ...]) -> BenchmarkCommand:
     """The profile's benchmark (kernelbot.engines.BenchmarkSpec) as the command verification runs."""
     metric = spec.metric
     return BenchmarkCommand(
@@ -208,11 +212,9 @@ def benchmark_command(spec: Any, argv: tuple[str, ...]) -> BenchmarkCommand:
 
 
 __all__ = [
-    "REPORT_FILE",
     "BenchmarkCommand",
     "E2EOutcome",
     "TestComparison",
     "VerifyReport",
-    "load_report",
     "verify",
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelbot.verify.process import resolve_command, run_captured, tail, worktree_env
-from kernelbot.verify.stats import relative_delta, summarize
+from kernelbot.verify.stats import RelativeDelta, relative_delta, summarize
 
 DEFAULT_TIMEOUT_S = 1800.0
 TARGET_HALF_WIDTH_PCT = 2.0  # stop once the change's 95 % CI is within +-this many percentage points
@@ -95,6 +95,10 @@ class E2EOutcome:
     target_half_width_pct: float | None = None
     conclusive: bool | None = None
 
+    def delta(self) -> RelativeDelta | None:
+        """The change's relative delta of the means and its interval (None unless measured)."""
+        return relative_delta(self.before, self.after) if self.measured else None
+
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {
             "measured": self.measured,
@@ -120,9 +124,9 @@ class E2EOutcome:
             "confidence": None,
             "method": None,
         }
-        if self.measured:
+        delta = self.delta()
+        if delta is not None:
             b, a = summarize(self.before), summarize(self.after)
-            delta = relative_delta(self.before, self.after)
             data.update(
                 means={"before": b.mean, "after": a.mean},
                 stdev={"before": b.stdev, "after": a.stdev},

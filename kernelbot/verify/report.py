@@ -17,18 +17,13 @@ and nothing is known to work.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from kernelbot.errors import RunStateError
 from kernelbot.verify.benchmark import E2EOutcome
 from kernelbot.verify.repo_tests import TestRun
 
 SCHEMA = 1
-REPORT_FILE = "verify.json"
 _NAMED = 5  # failing tests named in the one-line refusal (verify.json lists them all)
 
 
@@ -137,23 +132,6 @@ class VerifyReport:
     def from_dict(cls, data: dict) -> VerifyReport:
         if data.get("schema") != SCHEMA:
             raise RunStateError(
-                f"verify.json has schema {data.get('schema')!r}; this kernelbot reads {SCHEMA}"
+                f"the verification report has schema {data.get('schema')!r}; this kernelbot reads {SCHEMA}"
             )
         return cls(tests=TestComparison.from_dict(data["tests"]), e2e=E2EOutcome.from_dict(data["e2e"]))
-
-    def write(self, path: Path) -> None:
-        """Atomically: a reader never sees half a report."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-        with os.fdopen(fd, "w") as handle:
-            json.dump(self.to_dict(), handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-
-
-def load_report(path: Path) -> VerifyReport:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunStateError(f"cannot read {path}: {exc}") from exc
-    return VerifyReport.from_dict(data)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "evaluators"))
 from pool_tasks import GOOD, write_task
 
 import kernelbot.confirm
-from kernelbot.confirm import CONFIRM_FILE, NOT_MEASURED_INTERPRETER, load_confirm
+from kernelbot.confirm import NOT_MEASURED_INTERPRETER
 from kernelbot.target.options import TargetOptions
+from kernelbot.target.records import ConfirmRecord, EvolveRecord, ExtractRecord, StageOutcome
+from kernelbot.target.run_dir import CONFIRM_FILE, read_confirm
 from kernelbot.target.runner import RunContext, Stage, run_stages
 from kernelbot.target.stages import confirm_stage
 from kernelbot.target.state import STAGES, RepoRecord, TargetState
@@ -31,20 +34,28 @@ def _run_dir(tmp_path: Path) -> Path:
     toml.write_text('current_path = "kb_no_such_engine.ops:scale_shift"\n' + toml.read_text())
     (run / "best.py").write_text(GOOD)
     state = TargetState(run, "example", "pkg.mod:f", RepoRecord("example", "upstream", "a" * 40, "main"))
-    for name, outcome in (
-        ("extract", {"task_dir": "task"}),
-        ("evolve", {"kernel_file": "best.py", "search_dir": "search", "backend": "triton-interpret"}),
+    for outcome in (
+        ExtractRecord(task_dir="task"),
+        EvolveRecord(kernel_file="best.py", search_dir="search", backend="triton-interpret"),
     ):
-        state.started(name)
-        state.finished(name, outcome)
+        state.started(outcome.STAGE)
+        state.finished(outcome.STAGE, outcome)
     return run
 
 
-def _stages() -> list[Stage]:
-    def nothing(ctx: RunContext) -> dict[str, Any]:
-        return {}
+@dataclass(frozen=True)
+class Nothing(StageOutcome):
+    """The record of a stage these tests do not run for real."""
 
-    return [Stage(n, confirm_stage if n == "confirm" else nothing) for n in STAGES]
+
+def _stages() -> list[Stage[Any]]:
+    def nothing(ctx: RunContext) -> Nothing:
+        return Nothing()
+
+    return [
+        Stage(n, ConfirmRecord, confirm_stage) if n == "confirm" else Stage(n, Nothing, nothing)
+        for n in STAGES
+    ]
 
 
 def _context(run: Path) -> RunContext:
@@ -64,7 +75,7 @@ def test_the_confirm_stage_runs_fresh_processes_writes_json_and_is_not_redone(
     run = _run_dir(tmp_path)
     run_stages(_stages(), _context(run))
 
-    report = load_confirm(run / CONFIRM_FILE)
+    report = read_confirm(run)
     assert not report.measured and report.reason == NOT_MEASURED_INTERPRETER
     assert report.backend == "triton-interpret" and report.beats_current_path is None
     eager, compiled, current = report.columns
@@ -75,9 +86,9 @@ def test_the_confirm_stage_runs_fresh_processes_writes_json_and_is_not_redone(
     assert report.wall_s > 0 and not report.failures
     data = json.loads((run / CONFIRM_FILE).read_text())
     assert data["beats_current_path"] is None and data["rule"]["min_processes"] == 3
-    outcome = TargetState.load(run).outcome("confirm")
-    assert outcome["processes"] == {"eager": 1, "compile": 1, "current": 0}
-    assert outcome["reason"] == NOT_MEASURED_INTERPRETER
+    outcome = TargetState.load(run).record(ConfirmRecord)
+    assert outcome.processes == {"eager": 1, "compile": 1, "current": 0}
+    assert outcome.reason == NOT_MEASURED_INTERPRETER
 
     # A resumed run finds the stage done and does not confirm again.
     def refuse(*args: Any, **kwargs: Any) -> None:

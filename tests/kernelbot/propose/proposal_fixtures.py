@@ -1,6 +1,6 @@
 """Builders for the propose tests: a real search store holding judged candidates, the verify.json content
-kernelbot.verify writes, and stand-ins for the two values other packages own (a Profile and an Integration:
-only the fields kernelbot.propose reads).
+kernelbot.verify writes, and a stand-in for the Profile (only the fields kernelbot.propose reads) and the
+integrate stage's record.
 
 GPU timings cannot be produced on a CPU machine, so `gpu_result` builds the EvalResult the timing stage
 returns on a GPU (per case and regime: medians, CV, samples, speedup with CI), with some cases whose interval
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
 from kernelbot.confirm.stoprule import estimate
 from kernelbot.propose import Evidence, build_evidence
 from kernelbot.propose.sections import NUMBER_FORMATS
+from kernelbot.target.records import IntegrateRecord
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SILU_TASK = REPO_ROOT / "examples" / "tasks" / "silu_and_mul"
@@ -38,26 +39,23 @@ FUNCTION = "minisglang.layers.activation:SiluAndMul.forward_native"
 OP_SLUG = "silu-and-mul-forward-native"
 
 
-@dataclass(frozen=True)
-class EnvelopeStandIn:
-    lines: tuple[str, ...]
-
-    def describe(self) -> list[str]:
-        return list(self.lines)
-
-
-@dataclass(frozen=True)
-class IntegrationStandIn:
-    kernel_module: Path = Path("minisglang/layers/kernels/silu_and_mul_triton.py")
-    test_file: Path = Path("tests/test_silu_and_mul_triton.py")
-    touched: tuple[Path, ...] = (Path("minisglang/layers/activation.py"),)
-    envelope: EnvelopeStandIn = EnvelopeStandIn(
-        ("x is a CUDA tensor", "x.dtype is bfloat16 or float32", "x is contiguous", "x.shape[-1] is even")
+def integration_record() -> IntegrateRecord:
+    """The integrate stage's record of the example's SiluAndMul change."""
+    return IntegrateRecord(
+        worktree="worktree",
+        op_slug=OP_SLUG,
+        kernel_module=Path("minisglang/layers/kernels/silu_and_mul_triton.py"),
+        test_file=Path("tests/test_silu_and_mul_triton.py"),
+        touched=(Path("minisglang/layers/activation.py"),),
+        envelope=(
+            "x is a CUDA tensor",
+            "x.dtype is bfloat16 or float32",
+            "x is contiguous",
+            "x.shape[-1] is even",
+        ),
+        test_command=("python", "-m", "pytest", "-q", "tests/test_silu_and_mul_triton.py"),
+        formatter="isort 5.13.2, black 24.8.0 (as .pre-commit-config.yaml pins them)",
     )
-    test_command: list[str] = field(
-        default_factory=lambda: ["python", "-m", "pytest", "-q", "tests/test_silu_and_mul_triton.py"]
-    )
-    formatter: str = "isort 5.13.2, black 24.8.0 (as .pre-commit-config.yaml pins them)"
 
 
 @dataclass(frozen=True)
@@ -92,7 +90,7 @@ def evidence_for(
         search_dir=search,
         task_dir=SILU_TASK,
         profile=profile or ProfileStandIn(),
-        integration=IntegrationStandIn(),
+        integration=integration_record(),
         verify=verify_content(e2e_measured=gpu, **verify),
         repo_url="https://github.com/example/minisglang",
         base_sha=BASE_SHA,

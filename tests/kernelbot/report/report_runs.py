@@ -208,8 +208,8 @@ def make_target_run(run: Path, search: Path, task: Path) -> Path:
         BASE_SHA,
         FUNCTION,
         OP_SLUG,
-        IntegrationStandIn,
         ProfileStandIn,
+        integration_record,
         verify_content,
     )
 
@@ -225,7 +225,7 @@ def make_target_run(run: Path, search: Path, task: Path) -> Path:
         search_dir=run / "search",
         task_dir=run / "task",
         profile=profile,
-        integration=IntegrationStandIn(),
+        integration=integration_record(),
         verify=verify,
         repo_url="https://github.com/example/minisglang",
         base_sha=BASE_SHA,

@@ -3,16 +3,19 @@ unfinished stage, failures and refusals kept."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from rich.console import Console
 
 from kernelbot.errors import ConfigError, RunStateError
 from kernelbot.target.options import TargetOptions
+from kernelbot.target.records import EvolveRecord, ExtractRecord, StageOutcome
+from kernelbot.target.run_dir import STATE_FILE
 from kernelbot.target.runner import ProposalRefused, RunContext, Stage, run_stages
-from kernelbot.target.state import STAGES, STATE_FILE, RepoRecord, TargetState
+from kernelbot.target.state import STAGES, RepoRecord, TargetState
 from kernelbot.target.view import PlainView, RichView, make_view
 
 
@@ -25,14 +28,18 @@ def new_state(run_dir: Path) -> TargetState:
 def test_round_trip_and_relative_paths(tmp_path: Path) -> None:
     state = new_state(tmp_path)
     state.started("extract")
-    state.finished("extract", {"task_dir": "task", "spec": None, "cases": ["a", "b"], "nested": {"x": None}})
+    state.finished("extract", ExtractRecord("task", name="f", spec=None))
     loaded = TargetState.load(tmp_path)
     assert loaded.profile == "example" and loaded.repo == state.repo
     assert loaded.outcome("extract") == {
         "task_dir": "task",
-        "cases": ["a", "b"],
-        "nested": {},
+        "name": "f",
+        "entry": "",
+        "target": "",
+        "inputs": "",
+        "probe": "",
     }  # None dropped
+    assert loaded.record(ExtractRecord) == ExtractRecord("task", name="f")
     assert loaded.first_unfinished() == "evolve"
     assert state.relative(tmp_path / "worktree" / "x.py") == "worktree/x.py"
     assert state.relative(Path("/elsewhere")) == "/elsewhere"
@@ -40,6 +47,34 @@ def test_round_trip_and_relative_paths(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".target.toml-*"))  # the atomic write left no temporary behind
     with pytest.raises(RunStateError, match="has not finished"):
         loaded.outcome("evolve")
+    with pytest.raises(RunStateError, match="has not finished"):
+        loaded.record(EvolveRecord)
+
+
+def test_records_round_trip_with_tuples_paths_and_nested_records(tmp_path: Path) -> None:
+    from kernelbot.target.records import IntegrateRecord, ProposeRecord, PullRequestRecord
+
+    state = new_state(tmp_path)
+    integrate = IntegrateRecord(
+        "worktree",
+        "op",
+        Path("pkg/op_triton.py"),
+        Path("tests/test_op.py"),
+        touched=(Path("pkg/a.py"),),
+        test_command=("pytest", "-q"),
+        cpu_test_env={"TRITON_INTERPRET": "1"},
+    )
+    propose = ProposeRecord("pr", "kernelbot/op", "abc", "t", PullRequestRecord("opened", number=7, url="u"))
+    for record in (integrate, propose):
+        state.started(record.STAGE)
+        state.finished(record.STAGE, record)
+    loaded = TargetState.load(tmp_path)
+    assert loaded.record(IntegrateRecord) == integrate
+    assert loaded.record(ProposeRecord) == propose
+    assert loaded.outcome("propose")["pr"] == {"action": "opened", "reason": "", "number": 7, "url": "u"}
+    state.stages["extract"] = state.stages["propose"]  # a table that is not an extract record
+    with pytest.raises(RunStateError, match="extract outcome is malformed"):
+        state.record(ExtractRecord)
 
 
 def test_unreadable_and_foreign_state(tmp_path: Path) -> None:
@@ -53,6 +88,19 @@ def test_unreadable_and_foreign_state(tmp_path: Path) -> None:
         TargetState.load(tmp_path)
 
 
+@dataclass(frozen=True)
+class Counted(StageOutcome):
+    """A stage's record in these tests: how many stages ran, and a refusal when told to."""
+
+    STAGE: ClassVar[str] = "any"
+
+    n: int
+    refusal: str | None = None
+
+    def refused(self) -> str | None:
+        return self.refusal
+
+
 class Recorder:
     """Stages that log their calls; any of them can be told to fail or to refuse."""
 
@@ -62,19 +110,19 @@ class Recorder:
         self.refuse: set[str] = set()
 
     def stage(self, name: str, rerun: bool = False) -> Stage:
-        def run(ctx: RunContext) -> dict[str, Any]:
+        def run(ctx: RunContext) -> Counted:
             self.calls.append(name)
             # Each stage sees the ones before it finished and recorded.
             assert all(ctx.state.is_done(s) for s in STAGES[: STAGES.index(name)])
             assert TargetState.load(ctx.run_dir).stages[name].status == "running"
             if name in self.fail:
                 raise self.fail[name]
-            return {"n": len(self.calls), "refusal": f"{name} says no" if name in self.refuse else None}
+            return Counted(len(self.calls), f"{name} says no" if name in self.refuse else None)
 
-        summary = lambda o: f"n={o['n']}"
+        summary = lambda o: f"n={o.n}"
         if rerun:
-            return Stage(name, run, summary, lambda ctx, o: ctx.options.open_pr)
-        return Stage(name, run, summary)
+            return Stage(name, Counted, run, summary, lambda ctx, o: ctx.options.open_pr)
+        return Stage(name, Counted, run, summary)
 
     def stages(self) -> list[Stage]:
         return [self.stage(n, rerun=(n == "propose")) for n in STAGES]

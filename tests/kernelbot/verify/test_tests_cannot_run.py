@@ -11,7 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kernelbot.propose import collect
-from kernelbot.verify import REPORT_FILE, verify
+from kernelbot.target.run_dir import VERIFY_FILE
+from kernelbot.verify import verify
 from kernelbot.verify.importable import base_import_problem, imported_modules
 
 LAYERS = "import not_installed_dependency\n\n\ndef double(x):\n    return 2 * x\n"
@@ -77,7 +78,7 @@ def test_a_missing_dependency_before_the_change_is_said_plainly(tmp_path: Path) 
     )
     assert tests.files == ("tests/test_double_triton.py", "tests/test_layers.py")
     assert not (tmp_path / "run" / "verify" / "tests-base.log").exists()  # nothing was run for nothing
-    written = json.loads((tmp_path / "run" / REPORT_FILE).read_text())
+    written = json.loads((tmp_path / "run" / VERIFY_FILE).read_text())
     assert written["tests_ran"] is False and written["ok"] is True
     assert written["tests"]["cannot_run"] == tests.cannot_run
     evidence = collect.tests_evidence(written["tests"])
