@@ -14,11 +14,11 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
 from kernelbot.console import console, warn
+from kernelbot.engines.model import Profile
 from kernelbot.errors import ConfigError
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "scan" / "templates"
@@ -76,7 +76,7 @@ def run(options: WorkflowOptions) -> int:
     return 0
 
 
-def render_workflow(options: WorkflowOptions, profile: Any, *, state_key: str) -> str:
+def render_workflow(options: WorkflowOptions, profile: Profile, *, state_key: str) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         block_start_string="[%",
@@ -89,7 +89,7 @@ def render_workflow(options: WorkflowOptions, profile: Any, *, state_key: str) -
         undefined=jinja2.StrictUndefined,
     )
     env.filters["shq"] = shlex.quote
-    benchmark = getattr(profile, "benchmark", None)
+    benchmark = profile.benchmark
     variables = sorted(set(benchmark.placeholders.values())) if benchmark is not None else []
     scan_args: list[str] = []
     if options.repo:
@@ -105,7 +105,7 @@ def render_workflow(options: WorkflowOptions, profile: Any, *, state_key: str) -
     return env.get_template(TEMPLATE).render(
         command=_command_line(options),
         profile=profile.name,
-        repo_url=getattr(profile, "repo_url", "") or "its repository",
+        repo_url=profile.repo_url or "its repository",
         state_key=state_key,
         cron=options.cron,
         runs_on="[" + ", ".join(options.runs_on) + "]",

@@ -18,7 +18,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import requests
@@ -29,6 +29,9 @@ from evaluators import secrets
 from kernelbot.errors import ConfigError, TransportError
 from kernelbot.forge.errors import ForgeAuthError, ForgeError
 from kernelbot.forge.types import CommentResult, PRState, PullRequest
+
+if TYPE_CHECKING:
+    from kernelbot.engines.model import Profile
 
 DEFAULT_API_URL = "https://api.github.com"
 API_URL_VARIABLE = "KERNELBOT_GITHUB_API"
@@ -112,11 +115,16 @@ class GitHubForge:
 
     @classmethod
     def for_profile(
-        cls, profile: Any, *, api_url: str | None = None, token_env: str = DEFAULT_TOKEN_ENV, **options: Any
+        cls,
+        profile: Profile,
+        *,
+        api_url: str | None = None,
+        token_env: str = DEFAULT_TOKEN_ENV,
+        **options: Any,
     ) -> GitHubForge:
         """The forge of a target profile's upstream (profile.repo_url), its API URL resolved as
         resolve_api_url says, the token read from $token_env."""
-        url = resolve_api_url(api_url, getattr(profile, "api_url", None))
+        url = resolve_api_url(api_url, profile.api_url)
         return cls.from_env(profile.repo_url, api_url=url, token_env=token_env, **options)
 
     def __repr__(self) -> str:

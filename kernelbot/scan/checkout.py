@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernelbot import git
+from kernelbot.engines.model import Profile
 from kernelbot.errors import GitError
 from kernelbot.target import repo as target_repo
 
@@ -33,15 +33,15 @@ class ScanRepo:
     fetched: bool  # True when it follows a remote (its base moves between scans)
 
 
-def scan_source(source: str | None, profile: Any) -> str:
+def scan_source(source: str | None, profile: Profile) -> str:
     if source is not None:
         return source
     if profile.name == target_repo.EXAMPLE_PROFILE:
         return target_repo.EXAMPLE_SOURCE
-    return str(getattr(profile, "repo_url", "") or "")
+    return profile.repo_url
 
 
-def prepare_scan_repo(source: str, profile: Any, state_dir: Path) -> ScanRepo:
+def prepare_scan_repo(source: str, profile: Profile, state_dir: Path) -> ScanRepo:
     """The checkout for this scan, up to date; ConfigError / GitError with what to fix."""
     upstream = state_dir / UPSTREAM_DIR
     copied = source == target_repo.EXAMPLE_SOURCE or source.startswith("pypi:")
@@ -63,9 +63,9 @@ def prepare_scan_repo(source: str, profile: Any, state_dir: Path) -> ScanRepo:
     return ScanRepo(source, upstream, sha, branch, fetched=True)
 
 
-def _followed_branch(upstream: Path, profile: Any) -> str:
+def _followed_branch(upstream: Path, profile: Profile) -> str:
     """The profile's default branch when the remote has it, else the branch the clone started on."""
-    wanted = str(getattr(profile, "default_branch", "") or "")
+    wanted = profile.default_branch
     if wanted:
         try:
             git.resolve_commit(upstream, f"origin/{wanted}")

@@ -27,6 +27,7 @@ from typing import Any
 from evaluators import secrets
 from kernelbot import git
 from kernelbot.console import console
+from kernelbot.engines.model import Profile
 from kernelbot.errors import ConfigError, GitError
 from kernelbot.forge.base import Forge
 from kernelbot.integrate.naming import qualname_slug
@@ -89,7 +90,7 @@ def run_scan(options: ScanOptions) -> ScanOutcome:
 
 
 class Scan:
-    def __init__(self, options: ScanOptions, profile: Any, state_dir: Path, ledger: Ledger) -> None:
+    def __init__(self, options: ScanOptions, profile: Profile, state_dir: Path, ledger: Ledger) -> None:
         self.options = options
         self.profile = profile
         self.state_dir = state_dir

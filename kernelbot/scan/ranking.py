@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelbot.engines.model import Profile
+
 MEASURED, STATIC = "measured", "static"
 _NOT_ENGINE_DIRS = frozenset({"tests", "test", "testing", "benchmarks", "benchmark", "examples", "docs"})
 _SET_UP = frozenset({"<module>", "__init__", "__new__", "__post_init__", "__init_subclass__", "__del__"})
@@ -89,10 +91,10 @@ class Ranking:
         }
 
 
-def ranking_recipe(profile: Any, environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+def ranking_recipe(profile: Profile, environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """(recipe, why not measured): the benchmark command that would be profiled, or "static" and the reason
     the benchmark cannot run on this machine."""
-    benchmark = getattr(profile, "benchmark", None)
+    benchmark = profile.benchmark
     if benchmark is None:
         return STATIC, f"the {profile.name} profile has no end-to-end benchmark"
     argv = benchmark.resolved_argv(os.environ if environ is None else environ)
@@ -105,7 +107,7 @@ def ranking_recipe(profile: Any, environ: Mapping[str, str] | None = None) -> tu
     return shlex.join(argv), None
 
 
-def rank_regions(tree: Path, profile: Any, base_sha: str, *, timeout: float = 1800.0) -> Ranking:
+def rank_regions(tree: Path, profile: Profile, base_sha: str, *, timeout: float = 1800.0) -> Ranking:
     """The ranking of the work tree `tree` (a checkout of `base_sha`)."""
     from extractors.errors import ExtractionError
     from extractors.scan_profile import profile_command

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from kernelbot.console import console
+from kernelbot.engines.model import Profile
 from kernelbot.errors import ConfigError, RunStateError
 from kernelbot.target import repo as target_repo
 from kernelbot.target.options import TargetOptions
@@ -68,7 +68,7 @@ def check_flags(options: TargetOptions) -> None:
         read_token(options.token_env)  # missing: one line now, not after the search
 
 
-def open_state(run_dir: Path, profile: Any, options: TargetOptions) -> TargetState:
+def open_state(run_dir: Path, profile: Profile, options: TargetOptions) -> TargetState:
     """The run in `run_dir`: loaded when it is a run of this profile, function and repository, else made
     (the repository prepared as kernelbot.target.repo says)."""
     if (run_dir / STATE_FILE).is_file():
@@ -92,7 +92,7 @@ def open_state(run_dir: Path, profile: Any, options: TargetOptions) -> TargetSta
         raise RunStateError(
             f"{run_dir} exists and holds something other than a target run: pick another --out"
         )
-    prepared = target_repo.prepare(options.repo, profile.name, getattr(profile, "repo_url", ""), run_dir)
+    prepared = target_repo.prepare(options.repo, profile.name, profile.repo_url, run_dir)
     state = TargetState(
         run_dir=run_dir, profile=profile.name, function=options.function, repo=RepoRecord("", "", "")
     )
