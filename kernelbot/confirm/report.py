@@ -15,6 +15,7 @@ ConfirmReport
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ COLUMNS = (EAGER, COMPILE, CURRENT)
 @dataclass(frozen=True)
 class CellReport:
     case: str
-    params: dict[str, Any]
+    params: dict[str, object]  # the case's parameters, as the task names them
     regime: str
     speedups: tuple[float, ...]  # baseline time / kernel time, one per fresh process
     pooled: float  # geometric mean over processes
@@ -67,12 +68,12 @@ class ConfirmReport:
     device: str
     kernel_sha: str
     regimes: tuple[str, ...]
-    rule: dict[str, Any]
+    rule: dict[str, float]  # the stop rule: min_processes, max_processes, confidence
     columns: tuple[ColumnReport, ...] = ()
     wall_s: float = 0.0
     failures: tuple[str, ...] = ()  # processes that gave no figures, and why
     schema: int = CONFIRM_SCHEMA
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     def column(self, name: str) -> ColumnReport | None:
         return next((c for c in self.columns if c.name == name), None)
@@ -94,13 +95,13 @@ class ConfirmReport:
             return ()
         return tuple(c for c in column.cells if c.verdict == NOT_FASTER)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["beats_current_path"] = self.beats_current_path
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConfirmReport:
+    def from_dict(cls, data: Mapping[str, Any]) -> ConfirmReport:
         if data.get("schema") != CONFIRM_SCHEMA:
             raise RunStateError(f"confirm.json has schema {data.get('schema')!r}; this kernelbot reads 1")
         columns = tuple(

@@ -108,7 +108,7 @@ class _Column:
     failures_in_a_row: int = 0
     # (case, regime) -> per-process (speedup, baseline µs, kernel µs)
     samples: dict[tuple[str, str], list[tuple[float, float, float]]] = field(default_factory=dict)
-    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def open(self, rule: StopRule) -> bool:
         if not self.available or self.processes >= rule.max_processes:

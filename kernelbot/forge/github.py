@@ -144,7 +144,7 @@ class GitHubForge:
     # --- Forge verbs ---------------------------------------------------------------------------------------
 
     def find_prs(self, head_branch: str | None = None, *, state: str = "all") -> list[PullRequest]:
-        filters: dict[str, Any] = {"state": state, "sort": "created", "direction": "desc"}
+        filters: dict[str, str | int] = {"state": state, "sort": "created", "direction": "desc"}
         if head_branch is not None:
             filters["head"] = f"{self.head_owner}:{head_branch}"
         with self._translated(f"listing pull requests of {self._repo_name}"):
@@ -180,7 +180,7 @@ class GitHubForge:
     def update_pr(
         self, number: int, *, title: str | None = None, body: str | None = None, state: PRState | None = None
     ) -> PullRequest:
-        changes: dict[str, Any] = {}
+        changes: dict[str, str] = {}
         if title is not None:
             changes["title"] = title
         if body is not None:

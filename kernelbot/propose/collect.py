@@ -217,7 +217,7 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
     if not confirm.measured:
         return MicrobenchEvidence(measured=False, reason=confirm.reason, regime=regime, **common)
     keys: list[tuple[str, str]] = []
-    params: dict[str, dict[str, Any]] = {}
+    params: dict[str, dict[str, object]] = {}
     for column in confirm.columns:
         for cell in column.cells:
             params.setdefault(cell.case, dict(cell.params))

@@ -29,10 +29,13 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelbot.errors import RunStateError
+
+T = TypeVar("T")
 
 EVIDENCE_SCHEMA = 2
 CONFIDENCE_PCT = 95  # the end-to-end interval is a 95 % one (verify's)
@@ -94,7 +97,7 @@ class ModificationsEvidence:
 @dataclass(frozen=True)
 class AccuracyCase:
     name: str
-    params: dict[str, Any]
+    params: dict[str, object]  # the case's parameters, as the task names them
     dtype: str
     passed: bool
     max_abs_error: float | None
@@ -137,7 +140,7 @@ class ColumnFigure:
 @dataclass(frozen=True)
 class CaseBench:
     name: str
-    params: dict[str, Any]
+    params: dict[str, object]  # the case's parameters, as the task names them
     regime: str
     figures: tuple[ColumnFigure, ...]  # one per baseline column with figures, in column order
 
@@ -248,7 +251,7 @@ class Evidence:
     human_steps: tuple[str, ...] = ()
     schema: int = EVIDENCE_SCHEMA
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
     def to_json(self) -> str:
@@ -256,7 +259,7 @@ class Evidence:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Evidence:
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
         if data.get("schema") != EVIDENCE_SCHEMA:
             raise RunStateError(
                 f"evidence.json has schema {data.get('schema')!r}; this kernelbot reads {EVIDENCE_SCHEMA}"
@@ -268,7 +271,7 @@ class Evidence:
         return cls.from_dict(json.loads(text))
 
 
-def _build(cls: type, data: dict[str, Any]) -> Any:
+def _build(cls: type[T], data: Mapping[str, Any]) -> T:
     hints = typing.get_type_hints(cls)
     kwargs = {
         f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data

@@ -9,10 +9,26 @@ over fresh processes above 1), never a comparison made here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from kernelbot.propose.evidence import CaseBench, ColumnFigure, Evidence
+from kernelbot.propose.evidence import CaseBench, ColumnFigure, Evidence, TestCounts
+from kernelbot.propose.section_types import (
+    AccuracyRow,
+    AccuracySection,
+    ColumnRow,
+    ControlsSection,
+    E2ESection,
+    E2ESide,
+    EnvironmentSection,
+    FigureRow,
+    MicrobenchSection,
+    ModificationsSection,
+    MotivationSection,
+    ProvenanceSection,
+    ReproduceSection,
+    SectionData,
+    TestsSection,
+)
 
 # Why a regime was timed: the task's regime is an extraction option (graph unless told otherwise), not where
 # the engine was seen to run the function, so the words say it is assumed.
@@ -86,7 +102,7 @@ def cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def params_text(params: dict[str, Any]) -> str:
+def params_text(params: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items() if k != "name")
 
 
@@ -97,7 +113,7 @@ def code(text: str) -> str:
 # --- sections ----------------------------------------------------------------------------------------------
 
 
-def motivation(e: Evidence) -> dict[str, Any]:
+def motivation(e: Evidence) -> MotivationSection:
     share = e.motivation.share_of_time_pct
     return {
         "function": e.op.function,
@@ -108,7 +124,7 @@ def motivation(e: Evidence) -> dict[str, Any]:
     }
 
 
-def modifications(e: Evidence) -> dict[str, Any]:
+def modifications(e: Evidence) -> ModificationsSection:
     m = e.modifications
     others = [f for f in m.files if f not in (m.kernel_module, m.test_file, m.bench_file)]
     return {
@@ -122,9 +138,9 @@ def modifications(e: Evidence) -> dict[str, Any]:
     }
 
 
-def accuracy(e: Evidence) -> dict[str, Any]:
+def accuracy(e: Evidence) -> AccuracySection:
     a = e.accuracy
-    rows = []
+    rows: list[AccuracyRow] = []
     for c in a.cases:
         verdict = f"skipped: {c.skipped}" if c.skipped else ("pass" if c.passed else "FAIL")
         if c.atol is None or c.rtol is None:
@@ -155,7 +171,7 @@ COLUMN_WORDS = {"eager": "eager", "compile": "torch.compile", "current": "curren
 VERDICT_WORDS = {"faster": "faster", "not faster": "not faster", "not shown": "no claim"}
 
 
-def _figure_row(case: CaseBench, f: ColumnFigure) -> dict[str, Any]:
+def _figure_row(case: CaseBench, f: ColumnFigure) -> FigureRow:
     return {
         "name": cell(case.name),
         "params": cell(params_text(case.params)),
@@ -171,12 +187,12 @@ def _figure_row(case: CaseBench, f: ColumnFigure) -> dict[str, Any]:
     }
 
 
-def microbenchmarks(e: Evidence) -> dict[str, Any]:
+def microbenchmarks(e: Evidence) -> MicrobenchSection:
     """The confirmation's figures: per case, regime and baseline column (eager, torch.compile, the engine's
     current path), the pooled speedup over fresh processes, its bound, the process count and their spread;
     a column without figures says why. Nothing here comes from the search."""
     mb = e.microbenchmarks
-    columns = [
+    columns: list[ColumnRow] = [
         {
             "name": COLUMN_WORDS.get(c.name, c.name),
             "label": c.label,
@@ -203,12 +219,12 @@ def microbenchmarks(e: Evidence) -> dict[str, Any]:
     }
 
 
-def tests(e: Evidence) -> dict[str, Any]:
+def tests(e: Evidence) -> TestsSection:
     t = e.tests
     if not t.ran:
         return {"ran": False, "reason": t.reason}
 
-    def counts(c: Any) -> str:
+    def counts(c: TestCounts | None) -> str:
         return "did not exist" if c is None else f"{c.passed} passed, {c.failed} failed, {c.skipped} skipped"
 
     return {
@@ -223,13 +239,13 @@ def tests(e: Evidence) -> dict[str, Any]:
     }
 
 
-def e2e(e: Evidence) -> dict[str, Any]:
+def e2e(e: Evidence) -> E2ESection:
     b = e.e2e
     if not b.measured:
         return {"measured": False, "reason": b.reason}
     unit = f" {b.unit}" if b.unit else ""
 
-    def side(mean: float | None, cv: float | None, samples: tuple[float, ...]) -> dict[str, str]:
+    def side(mean: float | None, cv: float | None, samples: tuple[float, ...]) -> E2ESide:
         return {
             "mean": "–" if mean is None else f"{fmt_metric(mean)}{unit}",
             "cv": "–" if cv is None else f"{fmt_pct(cv)} %",
@@ -258,7 +274,7 @@ def e2e(e: Evidence) -> dict[str, Any]:
     }
 
 
-def environment(e: Evidence) -> dict[str, Any]:
+def environment(e: Evidence) -> EnvironmentSection:
     env = e.environment
     rows = [
         ("Device", env.gpu),
@@ -273,7 +289,7 @@ def environment(e: Evidence) -> dict[str, Any]:
     return {"rows": [(label, cell(value)) for label, value in rows if value]}
 
 
-def reproduce(e: Evidence) -> dict[str, Any]:
+def reproduce(e: Evidence) -> ReproduceSection:
     return {
         "command": e.reproduce,
         "repo": e.repo.url,
@@ -284,7 +300,7 @@ def reproduce(e: Evidence) -> dict[str, Any]:
     }
 
 
-def provenance(e: Evidence) -> dict[str, Any]:
+def provenance(e: Evidence) -> ProvenanceSection:
     p = e.provenance
     return {
         "operators": ", ".join(f"{name}: {count}" for name, count in p.operators.items()) or "–",
@@ -299,7 +315,7 @@ def provenance(e: Evidence) -> dict[str, Any]:
     }
 
 
-def controls(e: Evidence) -> dict[str, Any]:
+def controls(e: Evidence) -> ControlsSection:
     return {
         "kernel_short": e.op.kernel_hash[:12],
         "lines": [
@@ -314,7 +330,7 @@ def controls(e: Evidence) -> dict[str, Any]:
     }
 
 
-SECTIONS: dict[str, Callable[[Evidence], dict[str, Any]]] = {
+SECTIONS: dict[str, Callable[[Evidence], SectionData]] = {
     "motivation": motivation,
     "modifications": modifications,
     "accuracy": accuracy,
@@ -328,5 +344,5 @@ SECTIONS: dict[str, Callable[[Evidence], dict[str, Any]]] = {
 }
 
 
-def all_sections(e: Evidence) -> dict[str, dict[str, Any]]:
+def all_sections(e: Evidence) -> dict[str, SectionData]:
     return {name: build(e) for name, build in SECTIONS.items()}

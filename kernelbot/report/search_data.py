@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,11 @@ class RunStatus:
 class SearchData:
     run_dir: Path
     meta: dict[str, str]
-    config: dict[str, Any]
+    config: Mapping[str, Any]  # the search's config as the store keeps it (evolution.config, as JSON)
     programs: list[Program]  # creation order; evaluated ones carry their EvalResult
-    evaluations: list[dict[str, Any]]  # completion order (evolution.store_read.StoreReader.evaluations)
-    mutations: list[dict[str, Any]]  # every operator call, in order
+    # Store rows as evolution.store_read.StoreReader returns them (column -> value), read only here.
+    evaluations: Sequence[Mapping[str, Any]]  # completion order (StoreReader.evaluations)
+    mutations: Sequence[Mapping[str, Any]]  # every operator call, in order (StoreReader.mutations)
     placements: list[PlacementRow]  # the archive's log, in order
     islands: int
     status: RunStatus
@@ -67,7 +69,7 @@ class SearchData:
     def elapsed_s(self, t: float) -> float:
         return max(0.0, t - self.created_at)
 
-    def mutation_of(self, program_id: str) -> dict[str, Any] | None:
+    def mutation_of(self, program_id: str) -> Mapping[str, Any] | None:
         """The operator call that produced `program_id` (None for seed files)."""
         return next((m for m in self.mutations if m.get("child_id") == program_id), None)
 
@@ -116,7 +118,7 @@ def load_search(run_dir: Path, resume_hint: str = EVOLVE_RESUME) -> SearchData |
     return data
 
 
-def _config(meta: dict[str, str]) -> dict[str, Any]:
+def _config(meta: Mapping[str, str]) -> Mapping[str, Any]:
     try:
         value = json.loads(meta.get("config", "{}"))
     except json.JSONDecodeError:

@@ -7,6 +7,7 @@ file or stage is missing when there is nothing to show."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from kernelbot.report.blocks import Code, Details, Facts, Figure, Html, Note, Section, Table
@@ -39,7 +40,7 @@ def target_facts(t: TargetData) -> list[tuple[str, str]]:
     return facts
 
 
-def _outcome_text(outcome: dict[str, Any]) -> str:
+def _outcome_text(outcome: Mapping[str, object]) -> str:
     text = ", ".join(f"{k}={v}" for k, v in outcome.items() if not isinstance(v, (dict, list)))
     return text if len(text) <= _OUTCOME_CHARS else text[: _OUTCOME_CHARS - 1] + "…"
 
@@ -86,7 +87,7 @@ def timeline_section(t: TargetData, last_seen: float | None = None) -> Section:
     return Section("timeline", title, tuple(blocks))
 
 
-def _side(name: str, run: dict[str, Any]) -> tuple[str, ...]:
+def _side(name: str, run: Mapping[str, Any]) -> tuple[str, ...]:
     return (
         name,
         str(run.get("passed", "-")),

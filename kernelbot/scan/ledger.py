@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kernelbot.errors import RunStateError
 from kernelbot.forge.types import PullRequest
@@ -58,6 +58,21 @@ CREATE TABLE IF NOT EXISTS scans (
     id INTEGER PRIMARY KEY AUTOINCREMENT, started_at REAL NOT NULL, finished_at REAL,
     base_sha TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '{}');
 """
+
+
+class PRRow(TypedDict):
+    """A row of the ledger's prs table: a kernelbot PR as the forge last said it was."""
+
+    number: int
+    branch: str
+    state: str
+    op: str
+    kernel_hash: str
+    base_sha: str
+    pushed_commit: str
+    head_sha: str
+    url: str
+    synced_at: float
 
 
 @dataclass(frozen=True)
@@ -145,7 +160,7 @@ class Ledger:
             ).lastrowid
         )
 
-    def finish_scan(self, scan_id: int, summary: dict[str, Any]) -> None:
+    def finish_scan(self, scan_id: int, summary: Mapping[str, object]) -> None:
         self._write(
             "UPDATE scans SET finished_at = ?, summary = ? WHERE id = ?",
             (time.time(), json.dumps(summary, sort_keys=True), scan_id),
@@ -288,8 +303,8 @@ class Ledger:
                     ),
                 )
 
-    def prs(self) -> list[dict[str, Any]]:
-        return [dict(row) for row in self._conn.execute("SELECT * FROM prs ORDER BY number")]
+    def prs(self) -> list[PRRow]:
+        return [PRRow(**dict(row)) for row in self._conn.execute("SELECT * FROM prs ORDER BY number")]
 
 
 def _kernel(row: sqlite3.Row) -> KernelRecord:

@@ -10,7 +10,6 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kernelbot.scan.queue import RegionStatus
 from kernelbot.scan.ranking import Ranking
@@ -26,7 +25,7 @@ class RefreshOutcome:
     plan: RefreshPlan
     result: str  # what was done about it, in words
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "pr": self.plan.pr.number,
             "url": self.plan.pr.url,
@@ -58,7 +57,7 @@ class ScanOutcome:
     def last_run(self) -> Path | None:
         return self.runs[-1].run_dir if self.runs else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "profile": self.profile,
             "source": self.source,

@@ -63,7 +63,7 @@ class Region:
             return text
         return f"static score {self.static_score or 0:.1f} ({self.evidence})"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -81,7 +81,7 @@ class Ranking:
     note: str  # in words: what was measured and where, or why the ranking is static
     regions: tuple[Region, ...] = field(default_factory=tuple)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "base_sha": self.base_sha,
             "source": self.source,

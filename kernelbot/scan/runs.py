@@ -18,13 +18,13 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernelbot.errors import BackendUnavailable, ConfigError, KernelbotError, TransportError
 from kernelbot.forge.errors import ForgeError
 from kernelbot.git import LeaseRejected, RemoteUnreachable
 from kernelbot.scan.ledger import DONE, FAILED, HANDS_OFF, KernelRecord, Ledger
 from kernelbot.target.options import SearchFlags, TargetOptions
+from kernelbot.target.run_dir import bundle_dir
 
 RUNS_DIR = "runs"
 NEW, REFRESH = "new", "refresh"
@@ -59,12 +59,12 @@ class RegionRun:
         if self.status == HANDS_OFF:
             return f"left alone: {self.error}"
         if not self.pr_action:
-            return f"bundle written: {self.run_dir / 'pr'}"
+            return f"bundle written: {bundle_dir(self.run_dir)}"
         where = f" #{self.pr_number}" if self.pr_number is not None else ""
         url = f" ({self.pr_url})" if self.pr_url and self.pr_action in ("opened", "updated") else ""
         return f"{self.pr_action}{where}{url}: {self.pr_reason}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = dataclasses.asdict(self)
         data["run_dir"] = str(self.run_dir)
         return data

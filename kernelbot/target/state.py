@@ -103,7 +103,7 @@ class TargetState:
     @classmethod
     def load(cls, run_dir: Path) -> TargetState:
         path = run_dir / STATE_FILE
-        data: dict[str, Any] = read_state_table(run_dir)
+        data: Mapping[str, Any] = read_state_table(run_dir)
         if data.get("schema") != SCHEMA:
             raise RunStateError(f"{path} has schema {data.get('schema')!r}; this kernelbot reads {SCHEMA}")
         try:
