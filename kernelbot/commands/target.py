@@ -11,6 +11,7 @@ from __future__ import annotations
 from kernelbot.console import console
 from kernelbot.target.launch import default_run_dir, run_target
 from kernelbot.target.options import TargetOptions
+from kernelbot.target.records import ProposeRecord
 from kernelbot.target.state import TargetState
 
 __all__ = ["default_run_dir", "run"]
@@ -22,8 +23,8 @@ def run(options: TargetOptions) -> int:
 
 
 def _report(state: TargetState) -> None:
-    propose = state.outcome("propose")
-    console.print(f"bundle: {state.run_dir / propose['bundle']}", markup=False)
-    pr = propose.get("pr")
+    propose = state.record(ProposeRecord)
+    console.print(f"bundle: {state.resolve(propose.bundle)}", markup=False)
+    pr = propose.pr
     if pr:
-        console.print(f"pull request: {pr['action']} {pr.get('url') or ''}".rstrip(), markup=False)
+        console.print(f"pull request: {pr.action} {pr.url or ''}".rstrip(), markup=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ _SCALARS = (bool, int, float, str, type(None), torch.dtype)
 @dataclass(frozen=True)
 class DerivedEnvelope:
     envelope: Envelope
-    other_cases: tuple[dict[str, Any], ...]  # dynamic sizes moved to values the task does not list
+    other_cases: tuple[Mapping[str, Any], ...]  # case params, dynamic sizes moved to values not listed
 
 
 def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozenset()) -> DerivedEnvelope:
@@ -42,7 +42,7 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
     signature = inspect.signature(task.load_reference())
     bound = [_bind(view, signature, case) for case in task.cases]
     variants: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (key, base, moved)
-    other_cases: list[dict[str, Any]] = []
+    other_cases: list[Mapping[str, Any]] = []
     sized = next((c for c in runnable if _size_keys(c.params)), None)
     for case, base in zip(task.cases, bound, strict=True):
         if case.is_captured:
@@ -90,7 +90,7 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
     return DerivedEnvelope(envelope, tuple(other_cases))
 
 
-def _size_keys(params: dict[str, Any]) -> set[str]:
+def _size_keys(params: Mapping[str, Any]) -> set[str]:
     """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
     return {k for k, v in params.items() if type(v) is int}
 

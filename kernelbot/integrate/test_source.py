@@ -13,9 +13,10 @@ import ast
 import json
 import math
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evaluators.correctness.tolerances import DEFAULT_TOLERANCES, tolerance_for
 from kernelbot.engines.model import Profile
@@ -50,7 +51,7 @@ def render_test(
     subject: TestSubject,
     profile: Profile,
     repo: Path,
-    other_cases: tuple[dict[str, Any], ...],
+    other_cases: tuple[Mapping[str, Any], ...],
 ) -> str:
     context = render_context(view, subject, profile, repo, other_cases)
     width = profile.formatter.line_length
@@ -62,7 +63,7 @@ def render_context(
     subject: TestSubject,
     profile: Profile,
     repo: Path,
-    other_cases: tuple[dict[str, Any], ...],
+    other_cases: tuple[Mapping[str, Any], ...],
 ) -> dict[str, Any]:
     """What the test template (and the benchmark's, kernelbot.integrate.bench_source) are rendered from."""
     if view.inputs is None:
@@ -133,7 +134,7 @@ def render_context(
 INTERPRETER_ELEMENTS = 1 << 18
 
 
-def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], str]]:
+def _cases(view: TaskView, other_cases: tuple[Mapping[str, Any], ...]) -> list[tuple[Mapping[str, Any], str]]:
     """(params, where it comes from): the task's cases, the other values of its dynamic sizes, then each
     served model's sizes at decode and prefill token counts; each set of params once."""
     runnable = [c for c in view.task.cases if not c.is_captured]
@@ -145,14 +146,14 @@ def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tupl
             counts = ", ".join(f"{k} {served.params[k]}" for k in view.task.dynamic if k in served.params)
             note = f"{served.model.name} sizes ({served.model.family})" + (f", {counts}" if counts else "")
             cases.append((served.params, note))
-    out: list[tuple[dict[str, Any], str]] = []
+    out: list[tuple[Mapping[str, Any], str]] = []
     for params, note in cases:
         if all(params != p for p, _ in out):
             out.append((params, note))
     return out
 
 
-def _fits_interpreter(spec: InputSpecSource, params: dict[str, Any]) -> bool:
+def _fits_interpreter(spec: InputSpecSource, params: Mapping[str, Any]) -> bool:
     """Whether the case's spec tensors hold at most INTERPRETER_ELEMENTS elements in all (a shape that
     cannot be evaluated from the sizes alone counts as too large)."""
     total = 0
@@ -211,7 +212,19 @@ def _tolerances(view: TaskView) -> list[tuple[str, str, str]]:
     return out
 
 
-def _compare_rules(view: TaskView) -> dict[str, Any]:
+class TieRule(TypedDict):
+    values: str  # the output whose values the key's ties follow ("" when none)
+    follow: list[str]
+
+
+class CompareRules(TypedDict):
+    unordered: dict[str, list[str]]
+    ties: dict[str, TieRule]
+    unordered_source: str
+    ties_source: str
+
+
+def _compare_rules(view: TaskView) -> CompareRules:
     """The task's `[[compare.unordered]]` and `[[compare.ties]]` rules (docs/tasks.md), their outputs named as
     the test names them: {"unordered": {key: [values]}, "ties": {key: {"values": name, "follow": [...]}}}.
     A tie rule's followers also take the values of an unordered rule on the same key, as in the evaluator
@@ -220,13 +233,13 @@ def _compare_rules(view: TaskView) -> dict[str, Any]:
     unordered = {
         _observed_name(g.key, view): [_observed_name(v, view) for v in g.values] for g in compare.unordered
     }
-    ties: dict[str, dict[str, Any]] = {}
+    ties: dict[str, TieRule] = {}
     for rule in compare.ties:
         key = _observed_name(rule.key, view)
         named = [_observed_name(n, view) for n in rule.followers] + unordered.get(key, [])
         follow = [n for n in dict.fromkeys(named) if n != key]
         values = _observed_name(rule.values, view) if rule.values else ""
-        ties[key] = {"values": values, "follow": follow}
+        ties[key] = TieRule(values=values, follow=follow)
     # JSON of strings, lists and dicts is Python source in the formatters' double-quote style.
     return {
         "unordered": unordered,
@@ -251,8 +264,8 @@ def _observed_name(name: str, view: TaskView) -> str:
     return name
 
 
-def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:
-    defaults: dict[str, Any] = {}
+def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, object]:
+    defaults: dict[str, object] = {}
     for param in subject.passed_attributes:
         text = view.param(param).default
         if text is None:
@@ -266,7 +279,7 @@ def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:
     return defaults
 
 
-def _dict_source(values: dict[str, Any]) -> str:
+def _dict_source(values: Mapping[str, object]) -> str:
     return "{" + ", ".join(f'"{k}": {v!r}' for k, v in values.items()) + "}"
 
 

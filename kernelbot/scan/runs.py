@@ -24,6 +24,7 @@ from kernelbot.forge.errors import ForgeError
 from kernelbot.git import LeaseRejected, RemoteUnreachable
 from kernelbot.scan.ledger import DONE, FAILED, HANDS_OFF, KernelRecord, Ledger
 from kernelbot.target.options import SearchFlags, TargetOptions
+from kernelbot.target.records import EvolveRecord, ExtractRecord, ProposeRecord
 from kernelbot.target.run_dir import bundle_dir
 
 RUNS_DIR = "runs"
@@ -115,32 +116,33 @@ def run_region(
     except KernelbotError as exc:
         ledger.finish_run(run_dir, FAILED, error=str(exc))
         return RegionRun(target, run_dir, purpose, FAILED, error=str(exc))
-    extract, evolve, propose = (state.outcome(s) for s in ("extract", "evolve", "propose"))
-    ledger.record_task(run_dir, target, str(extract["entry"]), str(extract["name"]), str(extract["inputs"]))
-    kernel_hash = str(propose["kernel_hash"])
+    extract, evolve = state.record(ExtractRecord), state.record(EvolveRecord)
+    propose = state.record(ProposeRecord)
+    ledger.record_task(run_dir, target, extract.entry, extract.name, extract.inputs)
+    kernel_hash = propose.kernel_hash
     ledger.record_kernel(
         KernelRecord(
             kernel_hash=kernel_hash,
             target=target,
             run_dir=str(run_dir),
-            source_file=str(run_dir / evolve["kernel_file"]),
-            score=float(evolve["score"]),
-            speedup=evolve.get("speedup"),
-            backend=str(evolve["backend"]),
+            source_file=str(run_dir / evolve.kernel_file),
+            score=evolve.score,
+            speedup=evolve.speedup,
+            backend=evolve.backend,
             base_sha=base_sha,
         )
     )
-    pr = propose.get("pr") or {}
+    pr = propose.pr
     result = RegionRun(
         target,
         run_dir,
         purpose,
         DONE,
         kernel_hash=kernel_hash,
-        pr_action=str(pr.get("action", "")),
-        pr_number=pr.get("number"),
-        pr_url=str(pr.get("url") or ""),
-        pr_reason=str(pr.get("reason") or ""),
+        pr_action=pr.action if pr else "",
+        pr_number=pr.number if pr else None,
+        pr_url=(pr.url or "") if pr else "",
+        pr_reason=pr.reason if pr else "",
     )
     ledger.finish_run(
         run_dir, DONE, kernel_hash=kernel_hash, pr_action=result.pr_action, pr_number=result.pr_number

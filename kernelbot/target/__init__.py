@@ -1,5 +1,7 @@
 """`kernelbot target`: the run of one function through extract -> evolve -> integrate -> verify -> propose.
 
+run_dir.py   RUN/ itself: the name of every file in it, and every read and write of them
+records.py   the typed outcome of each stage, as target.toml keeps it
 state.py     RUN/target.toml (what the run is about, each stage's status and outcome)
 runner.py    the stages in order, skipping finished ones, recording each outcome before the next
 stages.py    the six stages; search.py (evolve) and proposal.py (propose) hold the larger two
