@@ -31,11 +31,9 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from kernelbot.errors import RunStateError
-
-T = TypeVar("T")
 
 EVIDENCE_SCHEMA = 2
 CONFIDENCE_PCT = 95  # the end-to-end interval is a 95 % one (verify's)
@@ -271,7 +269,7 @@ class Evidence:
         return cls.from_dict(json.loads(text))
 
 
-def _build(cls: type[T], data: Mapping[str, Any]) -> T:
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {
         f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data

@@ -304,7 +304,22 @@ class Ledger:
                 )
 
     def prs(self) -> list[PRRow]:
-        return [PRRow(**dict(row)) for row in self._conn.execute("SELECT * FROM prs ORDER BY number")]
+        return [_pr_row(row) for row in self._conn.execute("SELECT * FROM prs ORDER BY number")]
+
+
+def _pr_row(row: sqlite3.Row) -> PRRow:
+    return PRRow(
+        number=int(row["number"]),
+        branch=str(row["branch"]),
+        state=str(row["state"]),
+        op=str(row["op"]),
+        kernel_hash=str(row["kernel_hash"]),
+        base_sha=str(row["base_sha"]),
+        pushed_commit=str(row["pushed_commit"]),
+        head_sha=str(row["head_sha"]),
+        url=str(row["url"]),
+        synced_at=float(row["synced_at"]),
+    )
 
 
 def _kernel(row: sqlite3.Row) -> KernelRecord:
