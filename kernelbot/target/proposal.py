@@ -38,7 +38,6 @@ DEFAULT_FORK_REMOTE = "fork"
 
 def propose(ctx: RunContext, integration: IntegrateRecord) -> ProposeRecord:
     from kernelbot.propose import build_evidence, open_or_update, write_bundle
-    from kernelbot.target.stages import load_confirmation, task_dir
 
     state, options, profile = ctx.state, ctx.options, ctx.profile
     verify_data = layout.read_verify_table(ctx.run_dir, state.record(VerifyRecord).report)
@@ -49,7 +48,7 @@ def propose(ctx: RunContext, integration: IntegrateRecord) -> ProposeRecord:
     ctx.view.step("writing the bundle")
     evidence = build_evidence(
         search_dir=state.resolve(state.record(EvolveRecord).search_dir),
-        task_dir=task_dir(ctx),
+        task_dir=ctx.task_dir(),
         profile=profile,
         integration=integration,
         verify=verify_data,
@@ -59,7 +58,7 @@ def propose(ctx: RunContext, integration: IntegrateRecord) -> ProposeRecord:
         function=state.function,
         op_slug=integration.op_slug,
         reproduce=reproduce_command(ctx),
-        confirm=load_confirmation(ctx),
+        confirm=ctx.confirmation(),
         base_ref=release_tag(state.repo.source),
     )
     bundle = write_bundle(

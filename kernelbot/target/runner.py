@@ -15,14 +15,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kernelbot.engines.model import Profile
 from kernelbot.errors import KernelbotError
 from kernelbot.target.options import TargetOptions
-from kernelbot.target.records import StageOutcome
+from kernelbot.target.records import ConfirmRecord, ExtractRecord, StageOutcome
+from kernelbot.target.run_dir import read_confirm
 from kernelbot.target.state import STAGES, TargetState
 from kernelbot.target.view import StageView
+
+if TYPE_CHECKING:
+    from kernelbot.confirm.report import ConfirmReport
 
 
 class ProposalRefused(KernelbotError):
@@ -36,6 +40,18 @@ class RunContext:
     options: TargetOptions
     profile: Profile
     view: StageView
+
+    def task_dir(self) -> Path:
+        """RUN/task/, where the extract stage recorded it."""
+        return self.state.resolve(self.state.record(ExtractRecord).task_dir)
+
+    def confirmation(self) -> ConfirmReport | None:
+        """The confirm stage's report (RUN/confirm.json): its figures are what a proposal prints, and
+        `beats_current_path` is what the integration declares (SGLang `capabilities`). None for a run whose
+        confirmation is not recorded (made before that stage existed)."""
+        if not self.state.is_done(ConfirmRecord.STAGE):
+            return None
+        return read_confirm(self.run_dir, self.state.record(ConfirmRecord).report)
 
 
 Out = TypeVar("Out", bound=StageOutcome)

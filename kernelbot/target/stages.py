@@ -35,7 +35,6 @@ from kernelbot.target.search import run_search, search_outcome
 
 if TYPE_CHECKING:
     from evaluators.config import EvalConfig
-    from kernelbot.confirm.report import ConfirmReport
     from kernelbot.integrate.integrate import Integration
 
 _SHOWN = 5
@@ -43,10 +42,6 @@ _SHOWN = 5
 
 def repo_path(ctx: RunContext) -> Path:
     return ctx.state.resolve(ctx.state.repo.path)
-
-
-def task_dir(ctx: RunContext) -> Path:
-    return ctx.state.resolve(ctx.state.record(ExtractRecord).task_dir)
 
 
 # --- extract ------------------------------------------------------------------------------------------------
@@ -90,7 +85,7 @@ def _extract_summary(outcome: ExtractRecord) -> str:
 
 
 def evolve_stage(ctx: RunContext) -> EvolveRecord:
-    summary = run_search(task_dir(ctx), ctx.run_dir, ctx.options.search)
+    summary = run_search(ctx.task_dir(), ctx.run_dir, ctx.options.search)
     return EvolveRecord.from_table(search_outcome(summary, ctx.run_dir))
 
 
@@ -116,7 +111,7 @@ def confirm_stage(ctx: RunContext) -> ConfirmRecord:
         config=_search_eval_config(ctx.state.resolve(evolve.search_dir)),
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
-    report = confirm(task_dir(ctx), source, options, kernel_sha=evolve.kernel_sha, progress=ctx.view.step)
+    report = confirm(ctx.task_dir(), source, options, kernel_sha=evolve.kernel_sha, progress=ctx.view.step)
     return ConfirmRecord(
         report=layout.write_confirm(ctx.run_dir, report),
         measured=report.measured,
@@ -138,15 +133,6 @@ def _search_eval_config(search_dir: Path) -> EvalConfig | None:
         return None
 
 
-def load_confirmation(ctx: RunContext) -> ConfirmReport | None:
-    """The confirm stage's report (RUN/confirm.json): its figures are what a proposal prints, and
-    `beats_current_path` is what the integration declares (SGLang `capabilities`). None for a run whose
-    confirmation is not recorded (made before that stage existed)."""
-    if not ctx.state.is_done(ConfirmRecord.STAGE):
-        return None
-    return layout.read_confirm(ctx.run_dir, ctx.state.record(ConfirmRecord).report)
-
-
 def _confirm_summary(outcome: ConfirmRecord) -> str:
     counts = ", ".join(f"{name} {n}" for name, n in outcome.processes.items())
     if not outcome.measured:
@@ -165,7 +151,7 @@ def slot_evidence(ctx: RunContext) -> SlotEvidence:
     """What the confirmation measured that decides the engine's slot: whether the kernel beat the path the
     engine dispatches the op to today (SGLang `capabilities`, LMDeploy's build-spec mapping). A run whose
     confirmation is not recorded declares nothing (opt-in)."""
-    report = load_confirmation(ctx)
+    report = ctx.confirmation()
     return SlotEvidence() if report is None else SlotEvidence(beats_current_path=report.beats_current_path)
 
 
@@ -184,7 +170,7 @@ def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
 def integrate_stage(ctx: RunContext) -> IntegrateRecord:
     from kernelbot.integrate import integrate, op_slug
 
-    task = task_dir(ctx)
+    task = ctx.task_dir()
     kernel = ctx.state.resolve(ctx.state.record(EvolveRecord).kernel_file).read_text()
     worktree = ctx.run_dir / layout.WORKTREE_DIR
     ctx.view.step(f"work tree of {ctx.state.repo.base_commit[:12]} at {worktree}")
