@@ -132,18 +132,18 @@ def _why_not(stages: tuple[StageRow, ...], stage: str, run_dir: Path, path: Path
 def _read_or_explain(path: Path, read: Callable[[], object], reason: str) -> Loaded:
     if not path.is_file():
         return Loaded(missing=reason)
-    return _read(read)
+    return _read(read, path.name)
 
 
-def _read(read: Callable[[], object]) -> Loaded:
+def _read(read: Callable[[], object], name: str = layout.STATE_FILE) -> Loaded:
     try:
         return Loaded(read())
-    except FileNotFoundError as exc:
-        return Loaded(missing=f"{Path(str(exc.filename)).name} is not there")
-    except RunStateError as exc:
+    except FileNotFoundError:
+        return Loaded(missing=f"{name} is not there")
+    except RunStateError as exc:  # run_dir's reason, which names the file
         return Loaded(missing=str(exc))
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSON decode errors are ValueErrors
-        return Loaded(missing=f"cannot be read: {exc}")
+        return Loaded(missing=f"{name} cannot be read: {exc}")
 
 
 def _float(value: Any) -> float | None:
