@@ -60,6 +60,10 @@ class ConfirmOptions:
     backend: str = "auto"
     device_index: int = 0
     current_path: str | None = None  # module:qualname; None: the task's `current_path`, if it names one
+    # Without a timeable current path: what the engine runs today, in words, and why it has no column
+    # (kernelbot.engines.current_path); empty: the engine names none.
+    current_path_label: str = ""
+    current_path_reason: str = ""
     hold_gpu: bool = True  # hold the device's GPU lock for the whole confirmation
     config: EvalConfig | None = None  # the evaluator settings to start from (the search's); None: defaults
 
@@ -164,7 +168,7 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _columns(current: str | None) -> list[_Column]:
+def _columns(current: str | None, label: str = "", reason: str = "") -> list[_Column]:
     columns = [
         _Column(EAGER, "eager", "eager PyTorch (the original code)"),
         _Column("compile", COMPILE, "torch.compile of the original code (default mode, dynamic=False)"),
@@ -176,9 +180,10 @@ def _columns(current: str | None) -> list[_Column]:
             _Column(
                 CURRENT,
                 "",
-                "the engine's current path",
+                label or "the engine's current path",
                 available=False,
-                reason="the engine names no current path for this function (task.toml `current_path`)",
+                reason=reason
+                or "the engine names no current path for this function (task.toml `current_path`)",
             )
         )
     assert tuple(c.name for c in columns) == COLUMNS
@@ -201,7 +206,8 @@ def confirm(
     rule = options.rule
     task = load_task(task_dir)
     base = options.config or EvalConfig()
-    columns = _columns(options.current_path or current_path_of(task_dir))
+    current = options.current_path or current_path_of(task_dir)
+    columns = _columns(current, options.current_path_label, options.current_path_reason)
     started = time.monotonic()
     failures: list[str] = []
     timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))

@@ -100,10 +100,13 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
     evolve = ctx.state.outcome("evolve")
     task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
     source = (ctx.run_dir / evolve["kernel_file"]).read_text()
+    today = _current_path(ctx)
     options = ConfirmOptions(
         rule=ctx.options.confirm,
         backend=str(evolve.get("backend") or "auto"),
         config=_search_eval_config(ctx.run_dir / evolve["search_dir"]),
+        current_path_label=today.label() if today else "",
+        current_path_reason=today.reason if today else "",
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
     report = confirm(
@@ -118,6 +121,14 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
         "processes": {c.name: c.processes for c in report.columns},
         "wall_s": report.wall_s,
     }
+
+
+def _current_path(ctx: RunContext) -> Any:
+    """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
+    from kernelbot.engines.current_path import current_path
+
+    repo = repo_path(ctx)
+    return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
 
 
 def _search_eval_config(search_dir: Path) -> Any:
