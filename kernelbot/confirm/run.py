@@ -64,6 +64,9 @@ class ConfirmOptions:
     # (kernelbot.engines.current_path); empty: the engine names none.
     current_path_label: str = ""
     current_path_reason: str = ""
+    # The engine runs the function inside a torch.compile region: the compile column times the kernel under
+    # torch.compile too (TimingConfig.compile_candidate), so a call there is measured where it runs.
+    kernel_compiled: bool = False
     hold_gpu: bool = True  # hold the device's GPU lock for the whole confirmation
     config: EvalConfig | None = None  # the evaluator settings to start from (the search's); None: defaults
 
@@ -79,7 +82,12 @@ def current_path_of(task_dir: Path) -> str | None:
 
 
 def confirmation_config(
-    base: EvalConfig, baseline: str, *, caller_holds_gpu: bool, timed: bool = True
+    base: EvalConfig,
+    baseline: str,
+    *,
+    caller_holds_gpu: bool,
+    timed: bool = True,
+    compile_candidate: bool = False,
 ) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
@@ -93,6 +101,7 @@ def confirmation_config(
     timing = replace(
         t,
         baseline=baseline,
+        compile_candidate=compile_candidate,
         caller_holds_gpu=caller_holds_gpu,
         secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
@@ -168,10 +177,15 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _columns(current: str | None, label: str = "", reason: str = "") -> list[_Column]:
+def _columns(
+    current: str | None, label: str = "", reason: str = "", kernel_compiled: bool = False
+) -> list[_Column]:
+    compiled = "torch.compile of the original code (default mode, dynamic=False)"
+    if kernel_compiled:
+        compiled += ", against the kernel's function under torch.compile too, as the engine compiles it"
     columns = [
         _Column(EAGER, "eager", "eager PyTorch (the original code)"),
-        _Column("compile", COMPILE, "torch.compile of the original code (default mode, dynamic=False)"),
+        _Column("compile", COMPILE, compiled),
     ]
     if current:
         columns.append(_Column(CURRENT, call_spec(current), f"the engine's current path `{current}`"))
@@ -207,7 +221,9 @@ def confirm(
     task = load_task(task_dir)
     base = options.config or EvalConfig()
     current = options.current_path or current_path_of(task_dir)
-    columns = _columns(current, options.current_path_label, options.current_path_reason)
+    columns = _columns(
+        current, options.current_path_label, options.current_path_reason, options.kernel_compiled
+    )
     started = time.monotonic()
     failures: list[str] = []
     timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))
@@ -220,7 +236,13 @@ def confirm(
         backend = pool.backend
         with held_gpu(backend, options) as held:
             configs = {
-                c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held, timed=timed)
+                c.name: confirmation_config(
+                    base,
+                    c.baseline,
+                    caller_holds_gpu=held,
+                    timed=timed,
+                    compile_candidate=options.kernel_compiled and c.baseline == COMPILE,
+                )
                 for c in columns
             }
             round_ = 0
@@ -260,6 +282,7 @@ def confirm(
         columns=tuple(c.report(rule) for c in columns),
         wall_s=round(time.monotonic() - started, 3),
         failures=tuple(failures),
+        extra={"kernel_compiled": True} if options.kernel_compiled else {},
     )
 
 

@@ -13,7 +13,8 @@ import pytest
 import torch
 from pool_tasks import GOOD, at_import, shared_pool, write_task
 
-from evaluators.config import EvalConfig
+from evaluators.config import EvalConfig, TimingConfig
+from evaluators.context import JudgeContext
 from evaluators.gpu_lock import GpuLock
 from evaluators.pipeline import Prepared, _candidate_traceback, _Cascade, _smallest_case, _Stop
 from evaluators.pool import WorkerPool
@@ -200,3 +201,32 @@ def test_a_failed_timing_or_an_aggregate_finding_scores_zero(tmp_path: Path, mon
     agg = Aggregate(speedup=3.0, ci=(2.9, 3.1), score=3.0, findings=[one_case])
     r = _timing_stage(tmp_path / "b", monkeypatch, TimingReport(), agg)
     assert not r.passed and r.score == 0.0 and r.hacks == (one_case,) and not r.quarantined
+
+
+def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_eager(tmp_path: Path) -> None:
+    """TimingConfig.compile_candidate (a kernel the engine calls inside a compiled region): the timing stage
+    gets the candidate wrapped in torch.compile, the reference as the baseline names it, and the re-check
+    still judges against the eager reference."""
+    cascade = _cascade(tmp_path, [])
+    cascade.p.config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+
+    def candidate(x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0 + 1.0
+
+    ctx = JudgeContext(
+        task=cascade.p.task,
+        backend=cascade.p.backend,
+        config=cascade.p.config,
+        seeds=(1,),
+        reference=cascade.p.reference,
+        candidate=candidate,
+        candidate_module=SimpleNamespace(),  # type: ignore[arg-type]
+        candidate_path=tmp_path / "candidate.py",
+        candidate_source=GOOD,
+    )
+    timed, check = cascade.baseline(ctx, [], {})
+    assert getattr(timed.candidate, "_torchdynamo_orig_callable", None) is candidate
+    assert getattr(timed.reference, "_torchdynamo_orig_callable", None) is ctx.reference
+    assert check is not None
+    cascade.p.config = EvalConfig()
+    assert cascade.baseline(ctx, [], {}) == (ctx, None)  # as it is: nothing swapped
