@@ -50,3 +50,20 @@ def test_lmdeploy_default_impls_name_the_impl_cuda_builds() -> None:
     assert norm is not None and not norm.is_reference
     assert norm.name == "lmdeploy.pytorch.backends.cuda.norm:TritonRMSNormImpl.forward"
     assert norm.version == "lmdeploy 0.18.0" and "build_op" in norm.reason
+
+
+@pytest.mark.network
+def test_the_confirmations_columns_name_the_current_path_and_why_it_has_no_figures() -> None:
+    """What the body's microbenchmark section lists: eager, torch.compile, and the current path named with
+    the release's version and the reason it was not timed."""
+    from kernelbot.confirm.run import _columns
+
+    root = release_root("sglang==0.5.23")
+    profile = load_profile("sglang").for_tree(root)
+    today = current_path(root, profile, "sglang.srt.layers.activation:GeluAndMul.forward_native")
+    assert today is not None
+    eager, compiled, current = _columns(None, today.label(), today.reason)
+    assert (eager.name, compiled.name, current.name) == ("eager", "compile", "current")
+    assert eager.available and compiled.available and not current.available
+    assert current.label == today.label() and "(sglang 0.5.23)" in current.label
+    assert current.reason == today.reason and "forward_cuda" in current.reason
