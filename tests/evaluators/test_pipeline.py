@@ -105,6 +105,20 @@ def test_triton_cuda_times_a_correct_candidate_and_reports_both_regimes() -> Non
     assert r.hardware.device and r.hardware.sm_count > 0
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="timing needs a CUDA GPU")
+def test_triton_cuda_times_a_candidate_under_torch_compile() -> None:
+    """A kernel an engine calls inside a compiled region, timed there: the candidate's entry under
+    torch.compile against torch.compile of the reference, its last timed calls re-checked against eager."""
+    task = EXAMPLES / "silu_and_mul"
+    source = next((task / "candidates").glob("*.py")).read_text()
+    config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+    with WorkerPool("triton-cuda", size=1) as pool:
+        r = pool.evaluate(task, source, config=config)
+    assert r.stage is Stage.TIMING and r.passed, f"{r.reason}\n{r.logs}"
+    assert any(c.timings for c in r.cases) and r.speedup is not None
+
+
 # --- the timing stage's plumbing, without a GPU -------------------------------------------------------------
 # time_cases / aggregate are the timing helper's (tested in their own files); here they are replaced by
 # recorders so that what the pipeline does around them (GPU lock, progress, merging, verdicts) runs on CPU.
