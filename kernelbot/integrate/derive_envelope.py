@@ -20,6 +20,7 @@ import torch
 from evaluators.task import Case
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.served_shapes import unchecked_dtypes
 from kernelbot.integrate.task_view import TaskView
 
 _SCALARS = (bool, int, float, str, type(None), torch.dtype)
@@ -81,7 +82,8 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
             rules_t.append(_tensor_rule(name, seen, moved))
         else:
             rules_v.append(_value_rule(view, name, seen, moved))
-    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
+    unchecked = unchecked_dtypes(view) if rules_t else ()
+    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic), unchecked)
     return DerivedEnvelope(envelope, tuple(other_cases))
 
 

@@ -68,7 +68,7 @@ def test_the_shipped_example_spec_checks_every_dtype_its_guard_admits(tmp_path: 
     view = load_view(tmp_path / "task")
     envelope = derive_envelope(view).envelope
     assert _x_dtypes(envelope) == built == set(checked_dtypes(view)) == _test_dtypes(tmp_path / "task")
-    assert unchecked_dtypes(view) == ()
+    assert unchecked_dtypes(view) == () == envelope.unchecked_dtypes
     # The guard, rendered for the CPU, admits each checked dtype and refuses float64.
     can_use = _can_use(envelope)
     with torch.no_grad():
@@ -87,7 +87,8 @@ def test_a_float32_spec_gives_a_float32_guard_and_test(tmp_path: Path) -> None:
     envelope = derive_envelope(view).envelope
     assert _x_dtypes(envelope) == {"float32"} == _test_dtypes(tmp_path / "task")
     assert checked_dtypes(view) == ("float32",)
-    assert unchecked_dtypes(view) == ("bfloat16", "float16")
+    assert unchecked_dtypes(view) == ("bfloat16", "float16") == envelope.unchecked_dtypes
+    assert any(line.startswith("not in bfloat16, float16, which the engine") for line in envelope.describe())
     can_use = _can_use(envelope)
     with torch.no_grad():
         assert can_use(torch.zeros(3, 32))
