@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from suite import SUITE_BACKEND, SUITE_CONFIG
+from suite import SUITE_CONFIG
 
 from evaluators.pool import WorkerPool
 
 
 @pytest.fixture(scope="session")
 def judge_pool() -> Iterator[WorkerPool]:
-    with WorkerPool(SUITE_BACKEND, size=2, config=SUITE_CONFIG) as pool:
+    with WorkerPool("triton-interpret", size=2, config=SUITE_CONFIG) as pool:
         yield pool

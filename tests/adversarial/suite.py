@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from evaluators.config import EvalConfig
 from evaluators.result import EvalResult
 
@@ -17,11 +15,8 @@ CHEATS = HERE / "cheats"
 LEGIT = HERE / "legit"
 EXAMPLES = HERE.parent.parent / "examples" / "tasks"
 # Big enough for every case of the suite's own tasks; the example tasks' large cases are skipped.
-# Interpreter on a CPU machine; the CUDA backend where a GPU is present, so that the same cases prove the same
-# things on the device (and Triton releases whose interpreter cannot run a legit kernel do not decide them).
-SUITE_BACKEND = "triton-cuda" if torch.cuda.is_available() else "triton-interpret"
-SUITE_CONFIG = EvalConfig(backend=SUITE_BACKEND, interpret_max_numel=70_000)
-RUNTIME_ONLY = EvalConfig(backend=SUITE_BACKEND, interpret_max_numel=70_000, static_checks=False)
+SUITE_CONFIG = EvalConfig(backend="triton-interpret", interpret_max_numel=70_000)
+RUNTIME_ONLY = EvalConfig(backend="triton-interpret", interpret_max_numel=70_000, static_checks=False)
 
 
 def task_dir(name: str) -> Path:

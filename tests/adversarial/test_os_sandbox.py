@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from suite import SUITE_BACKEND, describe, task_dir
+from suite import describe, task_dir
 
 from evaluators import sandbox
 from evaluators.config import EvalConfig
@@ -40,7 +40,7 @@ TASK = "scale_add"
 # The wall alone: with the static checks and the audit hooks off, every payload runs as far as the box lets
 # it (with them on, most are flagged first, which would prove nothing about the box).
 WALL_ONLY = EvalConfig(
-    backend=SUITE_BACKEND, interpret_max_numel=70_000, static_checks=False, runtime_checks=False
+    backend="triton-interpret", interpret_max_numel=70_000, static_checks=False, runtime_checks=False
 )
 
 pytestmark = pytest.mark.skipif(not sandbox.availability().ok, reason="no bubblewrap box on this machine")
@@ -122,7 +122,7 @@ def boxed_pool() -> Iterator[WorkerPool]:
     saved = {k: os.environ.get(k) for k in SECRETS}
     os.environ.update(SECRETS)
     try:
-        with WorkerPool(SUITE_BACKEND, size=1, config=WALL_ONLY) as pool:
+        with WorkerPool("triton-interpret", size=1, config=WALL_ONLY) as pool:
             assert pool.sandbox.startswith("bubblewrap"), pool.sandbox
             yield pool
     finally:

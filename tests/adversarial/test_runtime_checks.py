@@ -15,7 +15,6 @@ from suite import (
     CHEATS,
     LEGIT,
     RUNTIME_ONLY,
-    SUITE_BACKEND,
     SUITE_CONFIG,
     TASK_TAMPER_CHEATS,
     describe,
@@ -38,7 +37,7 @@ def unboxed_pool() -> Iterator[WorkerPool]:
     """A pool whose workers run without the OS box, so that only the runtime checks stand in the way."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KERNELBOT_SANDBOX", "off")
-        pool = WorkerPool(SUITE_BACKEND, size=2, config=SUITE_CONFIG)
+        pool = WorkerPool("triton-interpret", size=2, config=SUITE_CONFIG)
     with pool:
         yield pool
 

@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from suite import CHEATS, SUITE_BACKEND, task_dir
+from suite import CHEATS, task_dir
 
 from evaluators import secrets
 from evaluators.task import load_task
@@ -94,7 +94,7 @@ def test_eval_json_and_the_terminal_hold_no_secret(tmp_path: Path, sentinels: di
             str(task_dir("scale_add")),
             str(LEAKER),
             "--backend",
-            SUITE_BACKEND,
+            "triton-interpret",
             "--json",
             "--no-static",
         ],
@@ -118,7 +118,7 @@ def test_evolve_llm_sends_stores_and_prints_no_secret(
     args = [
         "evolve", str(task_dir("scale_add")), "--out", str(run), "--iterations", "2", "--config", str(config),
         "--no-inductor-seed", "--no-fusion-seed", "--seed", str(LEAKER),
-        "--backend", SUITE_BACKEND, "--workers-per-device", "1",
+        "--backend", "triton-interpret", "--workers-per-device", "1",
         "--llm", f"fake-model@{server.url}", "--api-key-env", "LLM_SERVICE_CRED",
     ]  # fmt: skip
     done = _kernelbot(args, sentinels, tmp_path)
@@ -270,7 +270,7 @@ def test_an_llm_urls_password_is_never_printed(tmp_path: Path, capsys) -> None:
     password = _sentinel("pw")
     url = f"https://alice:{password}@127.0.0.1:9/v1"  # nothing listens there: the endpoint check fails
     args = ["evolve", str(task_dir("scale_add")), "--out", str(tmp_path / "run"), "--iterations", "1"]
-    code = main([*args, "--backend", SUITE_BACKEND, "--llm", f"m@{url}"])
+    code = main([*args, "--backend", "triton-interpret", "--llm", f"m@{url}"])
     out, err = capsys.readouterr()
     assert code == 1 and "https://127.0.0.1:9/v1" in err, err
     assert password not in out + err and not (tmp_path / "run").exists()
