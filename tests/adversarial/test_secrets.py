@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from suite import CHEATS, task_dir
 
 from evaluators import secrets
@@ -39,6 +40,10 @@ from openai_fake import Reply  # noqa: E402
 from openai_fake import fake_openai as fake_openai  # noqa: E402  (the fixture)
 
 LEAKER = CHEATS / "s01_parent_secrets.py"
+
+
+# The command-line cases judge with the CUDA backend where a GPU is present (a user's run takes that path).
+CLI_BACKEND = "triton-cuda" if torch.cuda.is_available() else "triton-interpret"
 
 
 def _sentinel(kind: str) -> str:
@@ -94,7 +99,7 @@ def test_eval_json_and_the_terminal_hold_no_secret(tmp_path: Path, sentinels: di
             str(task_dir("scale_add")),
             str(LEAKER),
             "--backend",
-            "triton-interpret",
+            CLI_BACKEND,
             "--json",
             "--no-static",
         ],
@@ -118,7 +123,7 @@ def test_evolve_llm_sends_stores_and_prints_no_secret(
     args = [
         "evolve", str(task_dir("scale_add")), "--out", str(run), "--iterations", "2", "--config", str(config),
         "--no-inductor-seed", "--no-fusion-seed", "--seed", str(LEAKER),
-        "--backend", "triton-interpret", "--workers-per-device", "1",
+        "--backend", CLI_BACKEND, "--workers-per-device", "1",
         "--llm", f"fake-model@{server.url}", "--api-key-env", "LLM_SERVICE_CRED",
     ]  # fmt: skip
     done = _kernelbot(args, sentinels, tmp_path)
