@@ -16,12 +16,12 @@ import fcntl
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.subprocesses import run
 from kernelbot.engines.model import Formatter, FormatterTool
 from kernelbot.errors import KernelbotError
 
@@ -97,14 +97,9 @@ def run_tool(repo: Path, files: Sequence[Path], tool: FormatterTool, timeout: fl
     kind = TOOLS[tool.name]
     executable = ensure_tool(tool.requirement, kind.executable)
     cmd = [str(executable), *kind.leading, *tool.args, *(str(f) for f in files)]
-    try:
-        done = subprocess.run(
-            cmd, cwd=repo, capture_output=True, text=True, timeout=timeout, check=False, env=_tool_env()
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise FormatterError(
-            f"{tool.requirement} did not finish within {timeout:.0f}s on {len(files)} files"
-        ) from exc
+    done = run(cmd, cwd=repo, timeout_s=timeout, env=_tool_env())
+    if done.timed_out:
+        raise FormatterError(f"{tool.requirement} did not finish within {timeout:.0f}s on {len(files)} files")
     if done.returncode in kind.findings_exit:
         return [line for line in done.stdout.splitlines() if line.strip()]
     if done.returncode not in kind.ok_exit:
@@ -170,11 +165,11 @@ def _install(requirement: str, venv: Path) -> str:
     ]
     for cmd in steps:
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-        except subprocess.TimeoutExpired:
-            return f"`{' '.join(cmd[2:4])}` timed out"
+            done = run(cmd, timeout_s=600)
         except OSError as exc:
             return str(exc)
+        if done.timed_out:
+            return f"`{' '.join(cmd[2:4])}` timed out"
         if done.returncode != 0:
             lines = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
             return lines[-1].strip() if lines else f"exit {done.returncode}"

@@ -16,7 +16,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from evaluators.sandbox import boxed_argv, kill_group, read_regular_file
+from evaluators.sandbox import boxed_argv, read_regular_file
+from evaluators.subprocesses import run_async
 from evaluators.task import Task
 from evolution.fusion.generate import Generated, GenerationError, generate
 from evolution.fusion.knobs import Knobs
@@ -76,28 +77,13 @@ class FusionWriter:
                 writable=(Path(workdir),),
                 cwd=Path(workdir),
             )
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=workdir,
-                env=env,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-            try:
-                _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
-            except asyncio.TimeoutError:
-                kill_group(process.pid)
-                await process.wait()
+            done = await run_async(argv, cwd=workdir, env=env, timeout_s=self.timeout_s, capture_stdout=False)
+            if done.timed_out:
                 return TraceReport(error=f"tracing the reference took longer than {self.timeout_s:.0f} s")
-            except asyncio.CancelledError:
-                kill_group(process.pid)
-                await process.wait()
-                raise
             data = read_regular_file(out)
-            if process.returncode != 0 or data is None:
-                tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
-                return TraceReport(error=f"the trace process failed (exit {process.returncode}): {tail}")
+            if done.returncode != 0 or data is None:
+                tail = done.stderr[-_STDERR_TAIL:].strip()
+                return TraceReport(error=f"the trace process failed (exit {done.returncode}): {tail}")
             return TraceReport.from_json(data.decode(errors="replace"))
 
     # --- writing ---------------------------------------------------------------------------------------

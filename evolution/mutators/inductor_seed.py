@@ -22,7 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.sandbox import boxed_argv, kill_group, read_regular_file
+from evaluators.sandbox import boxed_argv, read_regular_file
+from evaluators.subprocesses import run_async
 from evolution.mutators.base import failed
 from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported
 from evolution.mutators.inductor.model import CaptureReport
@@ -90,34 +91,19 @@ class InductorSeedMutator:
             cwd=workdir,
             gpu=not self.device.startswith("cpu"),
         )
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=workdir,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
-            kill_group(process.pid)
-            await process.wait()
+        done = await run_async(argv, cwd=workdir, env=env, timeout_s=self.timeout_s, capture_stdout=False)
+        if done.timed_out:
             return (
                 None,
                 f"Inductor seed: torch.compile took longer than {self.timeout_s:.0f} s and was stopped",
                 False,
             )
-        except asyncio.CancelledError:
-            kill_group(process.pid)
-            await process.wait()
-            raise
         data = read_regular_file(out)
-        if process.returncode != 0 or data is None:
-            tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
+        if done.returncode != 0 or data is None:
+            tail = done.stderr[-_STDERR_TAIL:].strip()
             return (
                 None,
-                f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}",
+                f"Inductor seed: the capture process failed (exit {done.returncode}): {tail}",
                 True,
             )
         return CaptureReport.from_json(data.decode(errors="replace")), "", False
@@ -128,25 +114,13 @@ async def _formatted(source: str) -> str:
     ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
     if ruff is None:
         return source
-    try:
-        process = await asyncio.create_subprocess_exec(
-            ruff,
-            "format",
-            "--isolated",  # the user's ruff config (whatever the cwd) plays no part
-            "--line-length",
-            "110",
-            "--stdin-filename",
-            "candidate.py",
-            "-",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await asyncio.wait_for(process.communicate(source.encode()), timeout=30)
-    except (OSError, asyncio.TimeoutError):
+    argv = [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "candidate.py", "-"]
+    try:  # --isolated: the user's ruff config (whatever the cwd) plays no part
+        done = await run_async(argv, input=source, timeout_s=30)
+    except OSError:
         return source
-    text = out.decode()
-    if process.returncode != 0 or not text.strip():
+    text = done.stdout
+    if done.returncode != 0 or not text.strip():
         return source
     try:
         ast.parse(text)
