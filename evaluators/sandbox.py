@@ -16,7 +16,7 @@ $KERNELBOT_SANDBOX=off turns the box off on purpose. Without a box, `require_box
 untrusted code while a secret is set in the environment unless $KERNELBOT_ALLOW_UNSANDBOXED=1 (the CLI's
 --allow-unsandboxed), and says so in one line either way.
 
-The audit hooks and static checks (evaluators.guards, evaluators.static_checks) stay in front of this: they
+The audit hooks and static checks (evaluators.guards, evaluators.static.checks) stay in front of this: they
 name what a candidate tried; the namespace is what stops it.
 """
 

@@ -44,7 +44,7 @@ from evaluators.subprocesses import BoxedProcess, Started, kill_group
 MESSAGE_BYTES = 1 << 16
 # Modules a worker will import anyway; loaded before forking when present (missing ones are skipped).
 _OPTIONAL_PRELOAD = (
-    "evaluators.static_checks",
+    "evaluators.static.checks",
     "evaluators.guards",
     "evaluators.correctness.stage",
     "evaluators.timing.stage",  # the package itself loads its stage lazily

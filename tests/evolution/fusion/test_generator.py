@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fusion_tasks import check, trace, write, write_task
 
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import load_task
 from evolution.fusion.generate import GenerationError
 from evolution.fusion.knobs import Knobs, neighbours

@@ -1,4 +1,4 @@
-"""Rule tables of the static checks (evaluators.static_checks): which qualified names, modules and method
+"""Rule tables of the static checks (evaluators.static.checks): which qualified names, modules and method
 names give a hack class away in a candidate's source. Kept apart from the visitor so the policy reads as data.
 """
 

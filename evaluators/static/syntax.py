@@ -1,4 +1,4 @@
-"""Stateless questions the static checks (evaluators.static_checks) ask about one libcst node or one qualified
+"""Stateless questions the static checks (evaluators.static.checks) ask about one libcst node or one qualified
 name: which rule a name falls under, whether a torch name is allowed in host code, what a decorator calls,
 which variable an expression stores into, whether a value is a mutable container or a call mutates one, and
 whether a try/except only guards imports. None of them depends on where in the candidate the node sits; the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from evaluators.guards.static_rules import ALLOWED_TORCH, ALLOWED_TORCH_PREFIXES, NAME_RULES
+from evaluators.static.rules import ALLOWED_TORCH, ALLOWED_TORCH_PREFIXES, NAME_RULES
 
 # Methods that change a list / dict / set / deque in place (storing into it without an assignment).
 MUTATING_METHODS = frozenset(

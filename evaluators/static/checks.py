@@ -17,22 +17,23 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
 from evaluators.guards.host_ops import CallVerdict, HostOp, tensor_method, torch_function
-from evaluators.guards.static_calls import (
+from evaluators.result import HackFinding
+from evaluators.static.calls import (
     BUILTIN_METHOD_NAMES,
     caches_device_facts,
     literal_args,
     preparation_text,
     string_arg,
 )
-from evaluators.guards.static_facts import dynamic_sizes, reference_modules, task_float_dtypes
-from evaluators.guards.static_rules import (
+from evaluators.static.facts import dynamic_sizes, reference_modules, task_float_dtypes
+from evaluators.static.rules import (
     BUILTIN_RULES,
     CACHE_DECORATORS,
     L2_MARKERS,
     LOW_PRECISION_NAMES,
     MODULE_RULES,
 )
-from evaluators.guards.static_syntax import (
+from evaluators.static.syntax import (
     MUTATING_METHODS,
     allowed_torch,
     decorator_callee,
@@ -42,7 +43,6 @@ from evaluators.guards.static_syntax import (
     match_name_rule,
     root_name,
 )
-from evaluators.result import HackFinding
 from evaluators.task import Task
 
 _KERNEL_DECORATORS = ("triton.jit", "triton.runtime.jit.jit", "triton.autotune", "triton.heuristics")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelbot.engines.model import Formatter, FormatterTool
-from kernelbot.precommit import CONFIG_FILE, Hook, read_config
+from kernelbot.formatting.precommit import CONFIG_FILE, Hook, read_config
 
 if sys.version_info >= (3, 11):
     import tomllib

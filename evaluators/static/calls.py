@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from evaluators.guards.static_rules import DEVICE_QUERY_PREFIXES
+from evaluators.static.rules import DEVICE_QUERY_PREFIXES
 
 QualifiedNames = Callable[[cst.CSTNode], set[str]]
 
