@@ -17,6 +17,8 @@ FORBIDDEN = {
     "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
     "os": {"killpg", "system", "popen"},
 }  # fmt: skip
+# Every forbidden use spells one of these: only files holding one are parsed (the scan stays cheap).
+WORDS = ("subprocess", "killpg", "os.system", "os.popen", "TimeoutExpired")
 
 
 def findings(path: Path, source: str) -> list[str]:
@@ -39,8 +41,9 @@ def test_only_the_helper_launches_and_kills_processes() -> None:
     found = []
     for package in SCANNED:
         for path in sorted((REPO / package).rglob("*.py")):
-            if path != HELPER:
-                found += findings(path.relative_to(REPO), path.read_text())
+            text = path.read_text()
+            if path != HELPER and any(word in text for word in WORDS):
+                found += findings(path.relative_to(REPO), text)
     assert not found, (
         "start commands through evaluators.subprocesses (run, run_async, Started, kill_group):\n"
         + "\n".join(found)
