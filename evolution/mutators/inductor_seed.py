@@ -1,8 +1,8 @@
 """The Inductor seed: a first candidate made from the Triton code torch.compile generates for the reference.
 
-torch.compile runs in a subprocess (evolution.mutators.inductor.capture): it takes seconds of CPU, changes
+torch.compile runs in a subprocess (evolution.writers.inductor.capture): it takes seconds of CPU, changes
 global torch/Inductor/Triton state, and must not block the search's event loop. The subprocess hands back
-Inductor's output code; turning it into a standalone candidate (evolution.mutators.inductor.render) happens
+Inductor's output code; turning it into a standalone candidate (evolution.writers.inductor.render) happens
 here. When Inductor falls back to an ATen op it cannot express in Triton (topk, sort...), the outcome's error
 says so, naming the ops, and no candidate is written: a seed that computes with PyTorch would only be
 rejected as a cheat (the fusion seed covers such references).
@@ -25,10 +25,10 @@ from pathlib import Path
 from evaluators.sandbox import boxed_argv, read_regular_file
 from evaluators.subprocesses import run_async
 from evolution.mutators.base import failed
-from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported
-from evolution.mutators.inductor.model import CaptureReport
-from evolution.mutators.inductor.render import render_candidate
 from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.inductor.kernels import InductorConversionError, InductorUnsupported
+from evolution.writers.inductor.model import CaptureReport
+from evolution.writers.inductor.render import render_candidate
 
 OPERATOR = "seed:inductor"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
@@ -78,7 +78,7 @@ class InductorSeedMutator:
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # code generation only: no compile worker pool
         # The subprocess runs in a scratch directory: make this checkout importable even when not installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-        cmd = [self.python, "-m", "evolution.mutators.inductor.capture", task_dir, "--device", self.device]
+        cmd = [self.python, "-m", "evolution.writers.inductor.capture", task_dir, "--device", self.device]
         # torch.compile runs the task's reference (the target repository's code): in an OS box
         # (evaluators.sandbox) with the task read-only and only this scratch folder writable.
         env["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")

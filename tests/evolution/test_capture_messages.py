@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evolution.mutators.inductor.capture import _one_line
+from evolution.writers.inductor.capture import _one_line
 
 
 def test_a_long_message_is_cut_between_words() -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.model import Graph
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.model import Graph
 
 
 def predicates(graphs: list[Graph]) -> list[tuple[list[str], list[str]]]:

@@ -14,17 +14,17 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from evolution.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.naming import Hints
-from evolution.fusion.params import KernelParams, next_pow2
-from evolution.fusion.region import Binding, Block, Region
-from evolution.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
+from evolution.writers.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.naming import Hints
+from evolution.writers.fusion.params import KernelParams, next_pow2
+from evolution.writers.fusion.region import Binding, Block, Region
+from evolution.writers.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
 
 
 @dataclass
 class Options:
-    """Code choices a variant changes (see evolution.fusion.knobs)."""
+    """Code choices a variant changes (see evolution.writers.fusion.knobs)."""
 
     emulate_rounding: bool = True  # round 16-bit intermediate results as eager PyTorch does
     eviction: bool = False  # streaming loads evict first, row-invariant loads evict last

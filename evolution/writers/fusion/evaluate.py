@@ -1,9 +1,9 @@
 """Evaluation of graph values at an index: the lowering's driver.
 
 `Evaluator.eval(ref, index)` returns the tile of a graph value (a node or placeholder) read at `index` (one
-index form per dimension). Ops are lowered by functions registered per ATen target in a LoweringTable (the
-modules of evolution.fusion.lower fill them; the Evaluator is handed the merged table); each asks for its
-operands at the indices its semantics need (a view remaps the index, a reduction adds atoms for the
+index form per dimension). Ops are lowered by functions registered per ATen target in a LoweringTable
+(the modules of evolution.writers.fusion.lower fill them; the Evaluator is handed the merged table); each asks
+for its operands at the indices its semantics need (a view remaps the index, a reduction adds atoms for the
 reduced dimensions, a gather reads at a computed index), so nothing is materialised unless an op must see a
 whole dimension at once. Evaluations are cached by (value, index, guard): a value read twice at one index is
 computed once.
@@ -17,13 +17,13 @@ from typing import Any
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.emit import Emitter
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.memory import load_tensor
-from evolution.fusion.model import Graph, Node, Placeholder, TensorMeta
-from evolution.fusion.params import Param
-from evolution.fusion.tiles import (
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.emit import Emitter
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.memory import load_tensor
+from evolution.writers.fusion.model import Graph, Node, Placeholder, TensorMeta
+from evolution.writers.fusion.params import Param
+from evolution.writers.fusion.tiles import (
     Affine,
     Atom,
     AtomTable,

@@ -4,7 +4,7 @@
     # EVOLVE-BLOCK-START
     # fusion-knobs: {...}                 what fusion:variant changes
     ROWS / BLOCK / PROGRAMS / WARPS_SCALE  the knobs the code reads, only those (launch tuning may move them)
-    building blocks                        the _kb_* helpers the kernels call (from evolution.fusion.blocks)
+    building blocks                        the _kb_* helpers the kernels call (writers.fusion.blocks)
     kernels                                one per specialisation
     host functions and the entry           (with a dispatch when the cases trace to several graphs)
     # EVOLVE-BLOCK-END
@@ -22,16 +22,16 @@ from dataclasses import dataclass
 
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
-from evolution.fusion import blocks
-from evolution.fusion.code_text import wrap_long_lines
-from evolution.fusion.dispatch import predicates
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.host import host_body, returned
-from evolution.fusion.kernel import KernelCode, build_kernel
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.model import Graph, TraceReport
-from evolution.fusion.naming import apply, identifier
-from evolution.fusion.symbols import SizeError
+from evolution.writers.fusion import blocks
+from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.dispatch import predicates
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.host import host_body, returned
+from evolution.writers.fusion.kernel import KernelCode, build_kernel
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.model import Graph, TraceReport
+from evolution.writers.fusion.naming import apply, identifier
+from evolution.writers.fusion.symbols import SizeError
 
 _NUM_WARPS = '''def _num_warps(elements):
     """Warps for a program whose largest register tile holds `elements` (about 512 per warp)."""

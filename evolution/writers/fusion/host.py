@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from evolution.fusion import symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.kernel import KernelCode
-from evolution.fusion.model import Graph, OutputNode
-from evolution.fusion.tiles import STORAGE_DTYPE
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.kernel import KernelCode
+from evolution.writers.fusion.model import Graph, OutputNode
+from evolution.writers.fusion.tiles import STORAGE_DTYPE
 
 _SYMBOL = re.compile(r"\b[su]\d+\b")
 

@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion.emit import Emitter
-from evolution.fusion.tiles import Affine, Atom, Computed, IndexExpr, Tile, floordiv_affine, mod_affine
+from evolution.writers.fusion.emit import Emitter
+from evolution.writers.fusion.tiles import (
+    Affine,
+    Atom,
+    Computed,
+    IndexExpr,
+    Tile,
+    floordiv_affine,
+    mod_affine,
+)
 
 
 def scale(emitter: Emitter, entry: IndexExpr, factor: sympy.Expr) -> IndexExpr:

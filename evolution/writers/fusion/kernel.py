@@ -14,18 +14,18 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from evolution.fusion import naming, symbols
-from evolution.fusion.code_text import inline_single_use
-from evolution.fusion.emit import Emitter, Options
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.lower import LOWERINGS
-from evolution.fusion.memory import store_tensor
-from evolution.fusion.model import Graph
-from evolution.fusion.params import KernelParams, Param
-from evolution.fusion.region import Block
-from evolution.fusion.rows import (
+from evolution.writers.fusion import naming, symbols
+from evolution.writers.fusion.code_text import inline_single_use
+from evolution.writers.fusion.emit import Emitter, Options
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.lower import LOWERINGS
+from evolution.writers.fusion.memory import store_tensor
+from evolution.writers.fusion.model import Graph
+from evolution.writers.fusion.params import KernelParams, Param
+from evolution.writers.fusion.region import Block
+from evolution.writers.fusion.rows import (
     GridAxis,
     Plan,
     StorePlan,
@@ -35,8 +35,8 @@ from evolution.fusion.rows import (
     plan_loop,
     plan_regions,
 )
-from evolution.fusion.stores import Store, build_stores
-from evolution.fusion.tiles import Affine, AtomTable
+from evolution.writers.fusion.stores import Store, build_stores
+from evolution.writers.fusion.tiles import Affine, AtomTable
 
 
 @dataclass

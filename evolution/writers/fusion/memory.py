@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from evolution.fusion.emit import Emitter
-from evolution.fusion.model import Placeholder
-from evolution.fusion.params import Param
-from evolution.fusion.tiles import STORAGE_DTYPE, Index, Tile, compute_dtype
+from evolution.writers.fusion.emit import Emitter
+from evolution.writers.fusion.model import Placeholder
+from evolution.writers.fusion.params import Param
+from evolution.writers.fusion.tiles import STORAGE_DTYPE, Index, Tile, compute_dtype
 
 
 def tensor_name(source: str) -> str:

@@ -1,5 +1,6 @@
-"""The traced graph as plain data: what the tracing subprocess (evolution.fusion.trace) hands back and the
-generator reads. Free of torch, so the search process reads it cheaply and tests can build graphs by hand.
+"""The traced graph as plain data: what the tracing subprocess (evolution.writers.fusion.trace) hands back
+and the generator reads. Free of torch, so the search process reads it cheaply and tests can build graphs by
+hand.
 
 One `Graph` per specialisation of the reference: the cases whose inputs run through the same ATen graph
 (equal dtypes, equal control flow). Sizes and int arguments are sympy expressions over symbols (`s77`) kept as
@@ -10,7 +11,7 @@ the guards that differ).
 Node arguments are JSON values: a tensor produced by another node or a placeholder is {"node": name}, a size
 or int computed from symbols {"sym": "s27//2"}, a dtype {"dtype": "float32"}, anything else without meaning
 for the kernel (devices, layouts, memory formats) {"opaque": text}; numbers, bools, None and lists stay as
-they are. The reference's return value maps onto graph outputs as in evolution.mutators.inductor.model
+they are. The reference's return value maps onto graph outputs as in evolution.writers.inductor.model
 (OutputNode: {"out": i}, {"arg": name}, {"const": repr}, {"tuple"|"list": [...]}, {"dict": [[k, node]...]}).
 """
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from evolution.fusion import symbols
+from evolution.writers.fusion import symbols
 
 
 @dataclass

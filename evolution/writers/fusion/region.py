@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evolution.fusion.tiles import Atom, Tile
+from evolution.writers.fusion.tiles import Atom, Tile
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from evolution.fusion.emit import Emitter, Options
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoadRecord
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.lower import LOWERINGS
-from evolution.fusion.model import Graph
-from evolution.fusion.params import KernelParams
-from evolution.fusion.region import Binding, Region
-from evolution.fusion.stores import Store
-from evolution.fusion.tiles import Affine, Atom, AtomTable
+from evolution.writers.fusion.emit import Emitter, Options
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoadRecord
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.lower import LOWERINGS
+from evolution.writers.fusion.model import Graph
+from evolution.writers.fusion.params import KernelParams
+from evolution.writers.fusion.region import Binding, Region
+from evolution.writers.fusion.stores import Store
+from evolution.writers.fusion.tiles import Affine, Atom, AtomTable
 
 
 class Recorder:
@@ -84,7 +84,7 @@ class Plan:
 def plan_loop(plans: list[StorePlan], grid: list[GridAxis], graph: Graph, knobs: Knobs) -> Atom | None:
     """Two passes: the largest store's innermost atom, when only sums and maxima span it, is walked in
     chunks of BLOCK (a pre-loop accumulates each reduction, the main loop writes) instead of held whole."""
-    from evolution.fusion import symbols
+    from evolution.writers.fusion import symbols
 
     if knobs.passes != "two":
         return None
@@ -102,7 +102,7 @@ def plan_loop(plans: list[StorePlan], grid: list[GridAxis], graph: Graph, knobs:
 def store_atoms(table: AtomTable, graph: Graph, store: Store, factors: dict[str, list]) -> list[Affine]:
     """The index of every dim of the stored value. A dim whose extent a view of the graph splits (heads
     times head size) gets one atom per part, so reads through that view stay contiguous along the last."""
-    from evolution.fusion import symbols
+    from evolution.writers.fusion import symbols
 
     entries: list[Affine] = []
     taken: set[Atom] = set()
@@ -128,7 +128,7 @@ def view_factors(graph: Graph) -> dict[str, list]:
     """Extents a view splits into parts (or merges from them): extent text -> the parts' extents."""
     import math
 
-    from evolution.fusion import symbols
+    from evolution.writers.fusion import symbols
 
     views = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
     nodes = {n.name: n for n in graph.nodes}
@@ -217,7 +217,7 @@ def _hazards(record: LoadRecord, writer: StorePlan | None) -> set[Atom]:
 
 
 def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAxis]:
-    from evolution.fusion import symbols
+    from evolution.writers.fusion import symbols
 
     if not plans:
         raise LoweringError("the reference writes nothing")

@@ -11,9 +11,9 @@ from typing import Any
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.model import Graph
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.model import Graph
 
 
 @dataclass(frozen=True)

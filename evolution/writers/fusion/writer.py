@@ -1,9 +1,9 @@
 """What seed:fusion and fusion:variant share: one trace per task (in a subprocess), the generation (in a
 worker thread), and the knob sets already proposed per task, so that no knob set is written twice.
 
-The trace subprocess runs `python -m evolution.fusion.trace`: Dynamo and AOTAutograd change global torch state
-and take seconds of CPU, so they stay out of the search process and off its event loop. It traces on the CPU
-(the graph does not depend on the device; the search process keeps the GPU for the evaluator).
+The trace subprocess runs `python -m evolution.writers.fusion.trace`: Dynamo and AOTAutograd change global
+torch state and take seconds of CPU, so they stay out of the search process and off its event loop. It traces
+on the CPU (the graph does not depend on the device; the search process keeps the GPU for the evaluator).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 from evaluators.sandbox import boxed_argv, read_regular_file
 from evaluators.subprocesses import run_async
 from evaluators.task import Task
-from evolution.fusion.generate import Generated, GenerationError, generate
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.model import TraceReport
+from evolution.writers.fusion.generate import Generated, GenerationError, generate
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.model import TraceReport
 
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
+_PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the directory holding the evolution package
 _STDERR_TAIL = 1500
 _TASK_FILES = ("task.toml", "reference.py", "inputs.py")
 SELECTING_OPS = ("aten.topk.default", "aten.sort.default", "aten.sort.stable", "aten.argsort.default")
@@ -70,7 +70,7 @@ class FusionWriter:
             # The reference is the target repository's code: traced in an OS box (evaluators.sandbox) that
             # shows the task read-only and only this scratch folder writable.
             argv, env = boxed_argv(
-                [self.python, "-m", "evolution.fusion.trace", str(task.root), "--out", str(out)],
+                [self.python, "-m", "evolution.writers.fusion.trace", str(task.root), "--out", str(out)],
                 env,
                 what="the fusion writer's trace",
                 read_only=(task.root, _PACKAGE_ROOT, Path(self.python)),

@@ -1,6 +1,6 @@
 """Trace a task's reference with torch.compile and keep the code Inductor generates (in a subprocess).
 
-    python -m evolution.mutators.inductor.capture TASK --device cpu|cuda[:N] --out REPORT.json [--case NAME]
+    python -m evolution.writers.inductor.capture TASK --device cpu|cuda[:N] --out REPORT.json [--case NAME]
 
 The reference is compiled with dynamic shapes (no duck sizing, so equal sizes stay separate symbols) through
 a custom backend that runs Inductor's lowering and code generation but not its compilation: the wrapper code
@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
-from evolution.fusion.trace.defaults import resolve_defaults
-from evolution.fusion.trace.errors import TraceError
-from evolution.mutators.inductor.case_choice import choose_cases
-from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
-from evolution.mutators.inductor.settings import inductor_settings
+from evolution.writers.fusion.trace.defaults import resolve_defaults
+from evolution.writers.fusion.trace.errors import TraceError
+from evolution.writers.inductor.case_choice import choose_cases
+from evolution.writers.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
+from evolution.writers.inductor.settings import inductor_settings
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
 _SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")

@@ -5,7 +5,7 @@ may import neither torch._inductor nor (on the interpreter, which only patches `
 so each helper a kernel uses is written out here as a small `@triton.jit` function with the same semantics
 (NaN-propagating min/max, floor division of integers, lowest-index arg-reductions, Welford merges...).
 `libdevice` functions that `tl` provides map to `tl` directly; the stand-ins for the others live in
-evolution.mutators.inductor.libdevice_helpers and are merged in here.
+evolution.writers.inductor.libdevice_helpers and are merged in here.
 
 Each entry is (source, dependencies); `helper_sources` returns the used ones and their dependencies in an
 order that defines every helper before its users.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evolution.mutators.inductor.libdevice_helpers import LIBDEVICE_SOURCES
+from evolution.writers.inductor.libdevice_helpers import LIBDEVICE_SOURCES
 
 # Helper name in the candidate for each triton_helpers / libdevice function we re-implement.
 HELPER_PREFIX = "_"

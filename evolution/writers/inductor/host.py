@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from evolution.mutators.inductor.kernels import (
+from evolution.writers.inductor.kernels import (
     MAX_Y_GRID,
     NUMEL_PARAMS,
     NUMEL_PARAMS_OLD,
@@ -25,8 +25,8 @@ from evolution.mutators.inductor.kernels import (
     InductorUnsupported,
     Kernel,
 )
-from evolution.mutators.inductor.model import Capture
-from evolution.mutators.inductor.wrapper import find_call, launch_defaults, origin_before
+from evolution.writers.inductor.model import Capture
+from evolution.writers.inductor.wrapper import find_call, launch_defaults, origin_before
 
 _DROPPED_CALLS = ("assert_size_stride", "assert_alignment", "get_raw_stream", "start_graph", "end_graph")
 _ALLOWED_FUNCTIONS = frozenset(

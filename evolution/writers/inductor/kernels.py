@@ -3,7 +3,7 @@
 Inductor wraps each kernel in a `@triton_heuristics.<kind>(...)` decorator (autotuning, grid, launcher) and
 calls `triton_helpers.*` / `libdevice.*`. Here the decorator is read for what the host needs (kind, launch
 block parameters, reduction hint, grid type) and dropped; helper calls are pointed at the candidate's own
-helpers (evolution.mutators.inductor.helpers); Inductor's imports go. What cannot be made standalone
+helpers (evolution.writers.inductor.helpers); Inductor's imports go. What cannot be made standalone
 raises InductorConversionError naming the construct.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from evolution.mutators.inductor.helpers import helper_name, known_helpers
-from evolution.mutators.inductor.libdevice_helpers import TL_EQUIVALENTS
+from evolution.writers.inductor.helpers import helper_name, known_helpers
+from evolution.writers.inductor.libdevice_helpers import TL_EQUIVALENTS
 
 # Heuristic kinds whose launch we know how to write: grid = cdiv over the non-reduction numels.
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
@@ -46,7 +46,7 @@ class Kernel:
     grid_type: str
     reduction_hint: str  # INNER | OUTER | OUTER_TINY | DEFAULT | ""
     source: str  # the @triton.jit function(s), helpers renamed
-    helpers: frozenset[str]  # names of evolution.mutators.inductor.helpers entries it calls
+    helpers: frozenset[str]  # names of evolution.writers.inductor.helpers entries it calls
     uses_libdevice: bool  # kept libdevice calls (GPU-only functions with no portable stand-in)
 
     @property

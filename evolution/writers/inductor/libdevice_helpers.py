@@ -2,7 +2,7 @@
 (tanh, isnan, round half to even, log1p, pow, fmod...), and the set of those that `tl` does provide, which
 the conversion maps to `tl` directly. On the Triton interpreter only `tl` and `tl.math` are patched, so a
 standalone candidate cannot call libdevice; each entry here is (source, dependencies) in the format of
-evolution.mutators.inductor.helpers, which merges them with its `triton_helpers` stand-ins.
+evolution.writers.inductor.helpers, which merges them with its `triton_helpers` stand-ins.
 """
 
 from __future__ import annotations

@@ -13,17 +13,17 @@ import re
 
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
-from evolution.mutators.inductor.helpers import helper_sources
-from evolution.mutators.inductor.host import HostCode, translate_host
-from evolution.mutators.inductor.kernels import (
+from evolution.writers.inductor.helpers import helper_sources
+from evolution.writers.inductor.host import HostCode, translate_host
+from evolution.writers.inductor.kernels import (
     InductorConversionError,
     InductorUnsupported,
     Kernel,
     convert_kernel,
 )
-from evolution.mutators.inductor.model import Capture, CaptureReport, OutputNode
-from evolution.mutators.inductor.signature import entry_signature
-from evolution.mutators.inductor.wrapper import kernel_sources
+from evolution.writers.inductor.model import Capture, CaptureReport, OutputNode
+from evolution.writers.inductor.signature import entry_signature
+from evolution.writers.inductor.wrapper import kernel_sources
 
 _MODULE_NAMES = frozenset({"torch", "triton", "tl", "math", "libdevice"})
 _METADATA_READ = re.compile(r"^    (\w+) = \w+\.(?:shape\[\d+\]|device)$")

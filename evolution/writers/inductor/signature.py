@@ -15,7 +15,7 @@ import builtins
 import typing
 from dataclasses import dataclass
 
-from evolution.mutators.inductor.kernels import InductorConversionError
+from evolution.writers.inductor.kernels import InductorConversionError
 
 _RESOLVED_ROOTS = frozenset({"torch"}) | frozenset(dir(builtins))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported, Kernel
+from evolution.writers.inductor.kernels import InductorConversionError, InductorUnsupported, Kernel
 
 _ORIGIN_COMMENT = re.compile(r"Original ATen: \[([^\]]*)\]")
 

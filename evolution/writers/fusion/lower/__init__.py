@@ -9,8 +9,8 @@ the Evaluator without the two depending on each other.
 
 from __future__ import annotations
 
-from evolution.fusion.evaluate import LoweringTable
-from evolution.fusion.lower import assemble, gather, pointwise, reduce, select, views
+from evolution.writers.fusion.evaluate import LoweringTable
+from evolution.writers.fusion.lower import assemble, gather, pointwise, reduce, select, views
 
 LOWERINGS = LoweringTable(
     pointwise.LOWERINGS,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.evaluate import Evaluator
-from evolution.fusion.model import Node
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.evaluate import Evaluator
+from evolution.writers.fusion.model import Node
 
 _END = 2**62  # ATen spells "to the end" as a huge int (9223372036854775807)
 

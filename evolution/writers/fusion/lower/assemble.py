@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion import indexing, symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoweringTable
-from evolution.fusion.lower.args import node_arg, normal_dim, slice_bounds
-from evolution.fusion.model import Node
-from evolution.fusion.tiles import Index, Tile
+from evolution.writers.fusion import indexing, symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.lower.args import node_arg, normal_dim, slice_bounds
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Index, Tile
 
 LOWERINGS = LoweringTable()
 

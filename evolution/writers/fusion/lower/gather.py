@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoweringTable
-from evolution.fusion.lower.args import normal_dim
-from evolution.fusion.model import Node
-from evolution.fusion.tiles import Computed, Index, IndexExpr, Tile
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.lower.args import normal_dim
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Computed, Index, IndexExpr, Tile
 
 LOWERINGS = LoweringTable()
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoweringTable
-from evolution.fusion.model import Node
-from evolution.fusion.tiles import Affine, Index, Tile, compute_dtype, is_float
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Affine, Index, Tile, compute_dtype, is_float
 
 LOWERINGS = LoweringTable()
 
@@ -346,7 +346,7 @@ def _arange(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     dtype = ev.result_dtype(node)
     position = ev.index_tile(index[0])
     if not is_float(dtype) and isinstance(start, (int, dict)) and isinstance(step, (int, dict)):
-        from evolution.fusion import symbols
+        from evolution.writers.fusion import symbols
 
         form = index[0]
         if isinstance(form, Affine):

@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoweringTable
-from evolution.fusion.lower.pointwise import finish
-from evolution.fusion.model import Node
-from evolution.fusion.tiles import Affine, Atom, Index, IndexExpr, Tile, compute_dtype, is_float
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.lower.pointwise import finish
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Affine, Atom, Index, IndexExpr, Tile, compute_dtype, is_float
 
 LOWERINGS = LoweringTable()
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sympy
 
-from evolution.fusion import symbols
-from evolution.fusion.errors import LoweringError
-from evolution.fusion.evaluate import Evaluator, LoweringTable
-from evolution.fusion.lower.args import normal_dim
-from evolution.fusion.lower.reduce import pick, reduce_to
-from evolution.fusion.model import Node
-from evolution.fusion.tiles import Affine, Atom, Index, Tile, compute_dtype, is_float
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.lower.args import normal_dim
+from evolution.writers.fusion.lower.reduce import pick, reduce_to
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Affine, Atom, Index, Tile, compute_dtype, is_float
 
 LOWERINGS = LoweringTable()
 

@@ -1,5 +1,5 @@
 """Tracing a task's reference into ATen graphs, run in a subprocess (it imports torch, changes Dynamo's global
-state and takes seconds): `python -m evolution.fusion.trace TASK --out REPORT.json [--device cpu]`.
+state and takes seconds): `python -m evolution.writers.fusion.trace TASK --out REPORT.json [--device cpu]`.
 
 The reference is compiled by Dynamo with dynamic shapes (no duck sizing, ints and floats not specialised)
 through a backend that hands the captured graph to AOTAutograd for its functional ATen form (input mutations

@@ -1,6 +1,6 @@
 """Trace a task's reference into ATen graphs and write the report as JSON (the fusion writer's subprocess).
 
-python -m evolution.fusion.trace TASK --out REPORT.json [--device cpu]
+python -m evolution.writers.fusion.trace TASK --out REPORT.json [--device cpu]
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from evolution.fusion.trace.task import trace_task
+from evolution.writers.fusion.trace.task import trace_task
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m evolution.fusion.trace", description=__doc__.splitlines()[0]
+        prog="python -m evolution.writers.fusion.trace", description=__doc__.splitlines()[0]
     )
     parser.add_argument("task")
     parser.add_argument("--device", default="cpu")

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from evolution.fusion.model import Graph
-from evolution.fusion.trace.encode import graph_dict, is_python_number, placeholder_source, shape_env_facts
-from evolution.fusion.trace.errors import TraceError
-from evolution.fusion.trace.inputs import dynamic_symbols, proxy_inputs
-from evolution.fusion.trace.result import arg_kinds, result_structure
+from evolution.writers.fusion.model import Graph
+from evolution.writers.fusion.trace.encode import (
+    graph_dict,
+    is_python_number,
+    placeholder_source,
+    shape_env_facts,
+)
+from evolution.writers.fusion.trace.errors import TraceError
+from evolution.writers.fusion.trace.inputs import dynamic_symbols, proxy_inputs
+from evolution.writers.fusion.trace.result import arg_kinds, result_structure
 
 _RECOMPILE_LIMIT = 64
 

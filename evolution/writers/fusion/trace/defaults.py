@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from evolution.fusion.trace.errors import TraceError
+from evolution.writers.fusion.trace.errors import TraceError
 
 _CANDIDATE_GLOBALS = {"torch", "triton", "tl", *dir(builtins)}
 

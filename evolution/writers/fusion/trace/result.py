@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evolution.fusion.model import OutputNode
-from evolution.fusion.trace.errors import TraceError
+from evolution.writers.fusion.model import OutputNode
+from evolution.writers.fusion.trace.errors import TraceError
 
 
 def result_structure(value: Any, outputs: list[Any], arguments: dict[str, Any]) -> OutputNode:

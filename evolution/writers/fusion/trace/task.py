@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evolution.fusion.model import TraceReport
-from evolution.fusion.trace.capture import trace_cases
-from evolution.fusion.trace.defaults import resolve_defaults
-from evolution.fusion.trace.errors import TraceError
+from evolution.writers.fusion.model import TraceReport
+from evolution.writers.fusion.trace.capture import trace_cases
+from evolution.writers.fusion.trace.defaults import resolve_defaults
+from evolution.writers.fusion.trace.errors import TraceError
 
 
 def trace_task(task_dir: str, device: str = "cpu") -> TraceReport:
