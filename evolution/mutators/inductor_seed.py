@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.sandbox import boxed_argv, read_regular_file
 from evaluators.subprocesses import run_async
 from evolution.mutators.base import failed
 from evolution.types import MutationOutcome, MutationRequest
 from evolution.writers.inductor.kernels import InductorConversionError, InductorUnsupported
 from evolution.writers.inductor.model import CaptureReport
 from evolution.writers.inductor.render import render_candidate
+from evolution.writers.tracing.launch import run_tracer
 
 OPERATOR = "seed:inductor"
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
 _STDERR_TAIL = 4000  # enough of a crashed capture's traceback for the crash report
 
 
@@ -71,42 +69,35 @@ class InductorSeedMutator:
     async def _capture(self, task_dir: str, workdir: Path) -> tuple[CaptureReport | None, str, bool]:
         """Run the capture subprocess; (report, "", False) or (None, why it failed, whether the failure is
         a crash of our code rather than a slow compile)."""
-        out = workdir / "capture.json"
-        env = dict(os.environ)
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(workdir / "inductor-cache")
-        env.setdefault("TRITON_CACHE_DIR", str(workdir / "triton-cache"))
-        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # code generation only: no compile worker pool
-        # The subprocess runs in a scratch directory: make this checkout importable even when not installed.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-        cmd = [self.python, "-m", "evolution.writers.inductor.capture", task_dir, "--device", self.device]
-        # torch.compile runs the task's reference (the target repository's code): in an OS box
-        # (evaluators.sandbox) with the task read-only and only this scratch folder writable.
-        env["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
-        argv, env = boxed_argv(
-            [*cmd, "--out", str(out)],
-            env,
+        done = await run_tracer(
+            "evolution.writers.inductor.capture",
+            Path(task_dir),
+            workdir,
             what="the Inductor seed's capture",
-            read_only=(Path(task_dir), _PACKAGE_ROOT, Path(self.python)),
-            writable=(workdir,),
-            cwd=workdir,
+            timeout_s=self.timeout_s,
+            args=("--device", self.device),
+            python=self.python,
             gpu=not self.device.startswith("cpu"),
+            env={
+                "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
+                "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
+                "TORCHINDUCTOR_COMPILE_THREADS": "1",  # code generation only: no compile worker pool
+            },
         )
-        done = await run_async(argv, cwd=workdir, env=env, timeout_s=self.timeout_s, capture_stdout=False)
         if done.timed_out:
             return (
                 None,
                 f"Inductor seed: torch.compile took longer than {self.timeout_s:.0f} s and was stopped",
                 False,
             )
-        data = read_regular_file(out)
-        if done.returncode != 0 or data is None:
+        if done.report is None:
             tail = done.stderr[-_STDERR_TAIL:].strip()
             return (
                 None,
                 f"Inductor seed: the capture process failed (exit {done.returncode}): {tail}",
                 True,
             )
-        return CaptureReport.from_json(data.decode(errors="replace")), "", False
+        return CaptureReport.from_json(done.report), "", False
 
 
 async def _formatted(source: str) -> str:

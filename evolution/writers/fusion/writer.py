@@ -1,29 +1,27 @@
 """What seed:fusion and fusion:variant share: one trace per task (in a subprocess), the generation (in a
 worker thread), and the knob sets already proposed per task, so that no knob set is written twice.
 
-The trace subprocess runs `python -m evolution.writers.fusion.trace`: Dynamo and AOTAutograd change global
-torch state and take seconds of CPU, so they stay out of the search process and off its event loop. It traces
-on the CPU (the graph does not depend on the device; the search process keeps the GPU for the evaluator).
+The trace subprocess runs `python -m evolution.writers.fusion.trace` (started, boxed and timed by
+evolution.writers.tracing.launch): Dynamo and AOTAutograd change global torch state and take seconds of CPU,
+so they stay out of the search process and off its event loop. It traces on the CPU (the graph does not
+depend on the device; the search process keeps the GPU for the evaluator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
-from evaluators.sandbox import boxed_argv, read_regular_file
-from evaluators.subprocesses import run_async
 from evaluators.task import Task
 from evolution.writers.fusion.generate import Generated, GenerationError, generate
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.model import TraceReport
+from evolution.writers.tracing.launch import run_tracer
 
-_PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the directory holding the evolution package
 _STDERR_TAIL = 1500
 _TASK_FILES = ("task.toml", "reference.py", "inputs.py")
 SELECTING_OPS = ("aten.topk.default", "aten.sort.default", "aten.sort.stable", "aten.argsort.default")
@@ -60,31 +58,22 @@ class FusionWriter:
 
     async def _trace(self, task: Task) -> TraceReport:
         with tempfile.TemporaryDirectory(prefix="kb-fusion-") as workdir:
-            out = Path(workdir) / "trace.json"
-            env = dict(os.environ)
-            env.pop("TRITON_INTERPRET", None)  # the trace compiles nothing
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p
-            )
-            env["CUDA_VISIBLE_DEVICES"] = ""  # traced on the CPU: the GPU stays the evaluator's
-            # The reference is the target repository's code: traced in an OS box (evaluators.sandbox) that
-            # shows the task read-only and only this scratch folder writable.
-            argv, env = boxed_argv(
-                [self.python, "-m", "evolution.writers.fusion.trace", str(task.root), "--out", str(out)],
-                env,
+            done = await run_tracer(
+                "evolution.writers.fusion.trace",
+                task.root,
+                Path(workdir),
                 what="the fusion writer's trace",
-                read_only=(task.root, _PACKAGE_ROOT, Path(self.python)),
-                writable=(Path(workdir),),
-                cwd=Path(workdir),
+                timeout_s=self.timeout_s,
+                python=self.python,
+                # Traced on the CPU (the GPU stays the evaluator's); the trace compiles nothing.
+                env={"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": ""},
             )
-            done = await run_async(argv, cwd=workdir, env=env, timeout_s=self.timeout_s, capture_stdout=False)
-            if done.timed_out:
-                return TraceReport(error=f"tracing the reference took longer than {self.timeout_s:.0f} s")
-            data = read_regular_file(out)
-            if done.returncode != 0 or data is None:
-                tail = done.stderr[-_STDERR_TAIL:].strip()
-                return TraceReport(error=f"the trace process failed (exit {done.returncode}): {tail}")
-            return TraceReport.from_json(data.decode(errors="replace"))
+        if done.timed_out:
+            return TraceReport(error=f"tracing the reference took longer than {self.timeout_s:.0f} s")
+        if done.report is None:
+            tail = done.stderr[-_STDERR_TAIL:].strip()
+            return TraceReport(error=f"the trace process failed (exit {done.returncode}): {tail}")
+        return TraceReport.from_json(done.report)
 
     # --- writing ---------------------------------------------------------------------------------------
 

@@ -21,18 +21,18 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from unittest import mock
 
-from evolution.writers.fusion.trace.defaults import resolve_defaults
-from evolution.writers.fusion.trace.errors import TraceError
-from evolution.writers.inductor.case_choice import choose_cases
 from evolution.writers.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 from evolution.writers.inductor.settings import inductor_settings
+from evolution.writers.tracing.cases import choose_cases
+from evolution.writers.tracing.errors import TraceError, first_of, one_line, root_cause
+from evolution.writers.tracing.results import result_structure
+from evolution.writers.tracing.signature import entry_function, resolve_defaults
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
 _SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
-E = TypeVar("E", bound=BaseException)
 
 
 class CaptureError(Exception):
@@ -127,7 +127,7 @@ def _capture_case(
         except CaptureError:
             raise
         except Exception as exc:  # Inductor's own lowering or code generation refused the graph
-            raise CaptureError(f"Inductor cannot generate code for the reference: {_one_line(exc)}") from exc
+            raise CaptureError(f"Inductor cannot generate code for the reference: {one_line(exc)}") from exc
 
         def run(*inputs: Any) -> Any:
             outputs = gm(*inputs)
@@ -146,15 +146,15 @@ def _capture_case(
     except CaptureError:
         raise
     except Exception as exc:
-        bug = _first_of(exc, CaptureBug)
+        bug = first_of(exc, CaptureBug)
         if bug is not None:
             raise bug from exc
-        ours = _first_of(exc, CaptureError)
+        ours = first_of(exc, CaptureError)
         if ours is not None:
             raise ours from exc
-        cause = _root_cause(exc)
+        cause = root_cause(exc)
         raise CaptureError(
-            f"torch.compile cannot trace the reference as one graph: {_one_line(cause)}"
+            f"torch.compile cannot trace the reference as one graph: {one_line(cause)}"
         ) from exc
     if "wrapper" not in state:
         raise CaptureError("torch.compile found no tensor work in the reference")
@@ -246,34 +246,20 @@ def _inductor_code(gm: Any, example_inputs: list[Any]) -> tuple[str, int]:
 
 
 def _structure(value: Any, graph_outputs: list[Any], arguments: dict[str, Any]) -> OutputNode:
-    import torch
-
-    if torch.is_tensor(value):
-        for index, output in enumerate(graph_outputs):
-            if output is value:
-                return {"out": index}
-        for name, argument in arguments.items():
-            if argument is value:
-                return {"arg": name}
-        raise CaptureError("the reference returns a tensor that is neither a graph output nor an argument")
-    if value is None or isinstance(value, (bool, str)):
-        return {"const": repr(value)}
-    if type(value) is tuple:
-        return {"tuple": [_structure(v, graph_outputs, arguments) for v in value]}
-    if type(value) is list:
-        return {"list": [_structure(v, graph_outputs, arguments) for v in value]}
-    if type(value) is dict and all(isinstance(k, str) for k in value):
-        return {"dict": [[k, _structure(v, graph_outputs, arguments)] for k, v in value.items()]}
-    raise CaptureError(f"the reference returns a {type(value).__name__}, which kernelbot cannot rebuild")
+    # Only None, bools and strings are written back as constants: a number the reference returns would be
+    # baked into the host code for every call.
+    return result_structure(
+        value, graph_outputs, arguments, constants=(bool, str), error=CaptureError, who="kernelbot"
+    )
 
 
 def _signature_text(path: Path, entry: str, reference: Any) -> str:
     """`def entry(params) -> returns:` from reference.py, with defaults made literal (a module constant
     such as `topk=TOP_K` becomes its value: the candidate does not define the reference's constants)."""
-    tree = ast.parse(path.read_text())
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
-    if fn is None:
-        raise CaptureError(f"{path} defines no top-level function {entry}")
+    try:
+        fn = entry_function(path, entry)
+    except TraceError as exc:
+        raise CaptureError(str(exc)) from None
     try:
         resolve_defaults(fn.args, reference, inline=True)
     except TraceError as exc:
@@ -285,31 +271,6 @@ def _signature_text(path: Path, entry: str, reference: Any) -> str:
             raise CaptureError(f"{entry}: a default value is not a literal: {ast.unparse(node)}") from None
     returns = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
-
-
-def _first_of(exc: BaseException, kind: type[E]) -> E | None:
-    """The `kind` exception our backend raised, wherever torch wrapped it (its own causes are not the
-    story)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, kind):
-            return seen
-        seen = getattr(seen, "inner_exception", None) or seen.__cause__
-    return None
-
-
-def _root_cause(exc: BaseException) -> BaseException:
-    while exc.__cause__ is not None or getattr(exc, "inner_exception", None) is not None:
-        exc = getattr(exc, "inner_exception", None) or exc.__cause__  # type: ignore[assignment]
-    return exc
-
-
-def _one_line(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0] if text else ''}"
-    if len(line) <= limit:
-        return line
-    return line[:limit].rsplit(" ", 1)[0] + " …"  # never cut a word: a cut name or number misleads
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,10 @@ symbolic.
     inputs    the inputs to trace with: dynamic keys set to proxy sizes; which symbols follow those keys
     capture   the Dynamo / AOTAutograd run over every case, one graph per specialisation
     encode    an FX graph and its shape environment as plain data (model.Graph's dict)
-    result    how the reference's return value maps onto graph outputs and arguments; argument kinds
     __main__  the subprocess's command line
+
+What both writers share (the subprocess's launch, the case order, the return value's structure, the
+signature's defaults, the refusal and its one-line causes) is evolution.writers.tracing's.
 
 torch is imported inside the functions that use it, so that these modules import without loading torch.
 """

@@ -14,9 +14,10 @@ from evolution.writers.fusion.trace.encode import (
     placeholder_source,
     shape_env_facts,
 )
-from evolution.writers.fusion.trace.errors import TraceError
 from evolution.writers.fusion.trace.inputs import dynamic_symbols, proxy_inputs
-from evolution.writers.fusion.trace.result import arg_kinds, result_structure
+from evolution.writers.tracing.cases import in_trace_order
+from evolution.writers.tracing.errors import TraceError, one_line, root_cause
+from evolution.writers.tracing.results import arg_kinds, result_structure
 
 _RECOMPILE_LIMIT = 64
 
@@ -35,7 +36,7 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
         if hasattr(dynamo_config, k)
     }
     unspecialised = {k: False for k in ("specialize_float", "specialize_int") if hasattr(dynamo_config, k)}
-    ordered = [c for c in task.cases if not c.is_captured] + [c for c in task.cases if c.is_captured]
+    ordered = in_trace_order(task)
     if not ordered:
         raise TraceError("the task has no case to trace")
     torch._dynamo.reset()
@@ -55,11 +56,11 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
             except TraceError:
                 raise
             except Exception as exc:
-                cause = _root_cause(exc)
+                cause = root_cause(exc)
                 if isinstance(cause, TraceError):
                     raise cause from exc
                 raise TraceError(
-                    f"Dynamo cannot trace the reference as one graph: {_one_line(cause)}"
+                    f"Dynamo cannot trace the reference as one graph: {one_line(cause)}"
                 ) from exc
             if recorder.used < 0:
                 raise TraceError(f"case {case.name}: the reference ran without a graph (no tensor work)")
@@ -112,14 +113,3 @@ class _Recorder:
             return outputs
 
         return run
-
-
-def _root_cause(exc: BaseException) -> BaseException:
-    while exc.__cause__ is not None or getattr(exc, "inner_exception", None) is not None:
-        exc = getattr(exc, "inner_exception", None) or exc.__cause__  # type: ignore[assignment]
-    return exc
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evolution.writers.fusion.trace.errors import TraceError
 from evolution.writers.fusion.trace.labels import source_labels
+from evolution.writers.tracing.errors import TraceError
 
 _SOURCE_PATTERNS = (
     (re.compile(r"\.size\(\)\[(\d+)\]"), r".shape[\1]"),

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from evolution.writers.tracing.cases import leaves
+
 PROXIES = (13, 11, 17, 7, 19, 5, 23, 3)  # dynamic-key values to trace with: primes, unlikely to coincide
 
 
@@ -23,7 +25,7 @@ def _sizes_and_ints(args: tuple, kwargs: dict) -> list[int]:
     import torch
 
     found: list[int] = []
-    for value in _leaves([*args, *kwargs.values()]):
+    for value in leaves([*args, *kwargs.values()]):
         if torch.is_tensor(value):
             found.extend(int(d) for d in value.shape)
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -57,16 +59,6 @@ def proxy_inputs(task: Any, case: Any, device: str) -> tuple[tuple, dict, int]:
         if proxy not in fixed and proxy - 1 not in fixed and proxy + 1 not in fixed:
             return *built[proxy], proxy
     return *built[proxies[0]], proxies[0]
-
-
-def _leaves(values: list[Any]) -> Any:
-    for value in values:
-        if isinstance(value, (list, tuple)):
-            yield from _leaves(list(value))
-        elif isinstance(value, dict):
-            yield from _leaves(list(value.values()))
-        else:
-            yield value
 
 
 def dynamic_symbols(task: Any, case: Any, proxy: int, symbols: dict[str, str], device: str) -> list[str]:

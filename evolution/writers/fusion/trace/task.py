@@ -9,8 +9,8 @@ from typing import Any
 
 from evolution.writers.fusion.model import TraceReport
 from evolution.writers.fusion.trace.capture import trace_cases
-from evolution.writers.fusion.trace.defaults import resolve_defaults
-from evolution.writers.fusion.trace.errors import TraceError
+from evolution.writers.tracing.errors import TraceError
+from evolution.writers.tracing.signature import entry_function, resolve_defaults
 
 
 def trace_task(task_dir: str, device: str = "cpu") -> TraceReport:
@@ -41,10 +41,7 @@ def trace_task(task_dir: str, device: str = "cpu") -> TraceReport:
 def _signature(
     path: Path, entry: str, reference: Callable[..., Any]
 ) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
-    tree = ast.parse(path.read_text())
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
-    if fn is None:
-        raise TraceError(f"{path} defines no top-level function {entry}")
+    fn = entry_function(path, entry)
     params = tuple(a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs])
     if fn.args.vararg is not None or fn.args.kwarg is not None:
         raise TraceError(f"{entry} takes *args or **kwargs, which a kernel entry cannot mirror")

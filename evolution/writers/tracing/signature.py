@@ -1,4 +1,5 @@
-"""The defaults of the reference's signature, made to stand on their own in a candidate.
+"""The reference's signature as a candidate writes it: its entry function read from reference.py
+(`entry_function`), and its defaults made to stand on their own (`resolve_defaults`).
 
 A reference's defaults often name its module's constants (`topk: int = TOP_K`), enum members
 (`mode=Mode.FAST`) or torch dtypes. The candidate is a module of its own: a name it does not define fails at
@@ -17,11 +18,21 @@ import enum
 import inspect
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from evolution.writers.fusion.trace.errors import TraceError
+from evolution.writers.tracing.errors import TraceError
 
 _CANDIDATE_GLOBALS = {"torch", "triton", "tl", *dir(builtins)}
+
+
+def entry_function(path: Path, entry: str) -> ast.FunctionDef:
+    """The top-level `def entry(...)` of the reference's source file (TraceError when there is none)."""
+    tree = ast.parse(path.read_text())
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
+    if fn is None:
+        raise TraceError(f"{path} defines no top-level function {entry}")
+    return fn
 
 
 def literal_text(value: object) -> str | None:

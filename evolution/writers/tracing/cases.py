@@ -1,5 +1,11 @@
-"""Which of a task's cases the Inductor seed traces: one per dtype group, chosen so that torch.compile
-specialises nothing the other cases need (sizes or ints of 0 or 1, ints equal to a tensor size)."""
+"""Which of a task's cases a writer traces, and in what order.
+
+in_trace_order  the fusion writer traces every case, the generated ones first: a captured call's inputs
+                (recorded from a real run) come after the cases whose sizes the task chose
+choose_cases    the Inductor writer traces one case per dtype group, chosen so that torch.compile
+                specialises nothing the other cases need (sizes or ints of 0 or 1, ints equal to a
+                tensor size)
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,11 @@ from typing import Any
 
 _MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
 _PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
+
+
+def in_trace_order(task: Any) -> list[Any]:
+    """Every case of the task, the generated ones before the captured ones (each group in task order)."""
+    return [c for c in task.cases if not c.is_captured] + [c for c in task.cases if c.is_captured]
 
 
 def choose_cases(
@@ -60,7 +71,7 @@ def _special_values(args: tuple, kwargs: dict) -> int:
     import torch
 
     count = 0
-    for value in _leaves([*args, *kwargs.values()]):
+    for value in leaves([*args, *kwargs.values()]):
         if torch.is_tensor(value):
             count += sum(1 for d in value.shape if d in (0, 1))
         elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
@@ -74,16 +85,17 @@ def _coincidences(args: tuple, kwargs: dict) -> int:
     would then write the whole row for every n (seen on the H200 with decode_metadata's max_seq_pages)."""
     import torch
 
-    leaves = list(_leaves([*args, *kwargs.values()]))
-    sizes = {d for v in leaves if torch.is_tensor(v) for d in v.shape if d > 1}
-    return sum(1 for v in leaves if isinstance(v, int) and not isinstance(v, bool) and v > 1 and v in sizes)
+    values = list(leaves([*args, *kwargs.values()]))
+    sizes = {d for v in values if torch.is_tensor(v) for d in v.shape if d > 1}
+    return sum(1 for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 1 and v in sizes)
 
 
-def _leaves(values: list[Any]) -> Iterator[Any]:
+def leaves(values: list[Any]) -> Iterator[Any]:
+    """The values inside nested lists, tuples and dicts of arguments."""
     for value in values:
         if isinstance(value, (list, tuple)):
-            yield from _leaves(list(value))
+            yield from leaves(list(value))
         elif isinstance(value, dict):
-            yield from _leaves(list(value.values()))
+            yield from leaves(list(value.values()))
         else:
             yield value
