@@ -168,7 +168,6 @@ class Started:
             self.boxed.popen if self.boxed is not None else subprocess.Popen(list(argv), **popen)
         )
         self.pid = self.popen.pid
-        self.killed = False
 
     def status(self, raw: int | None) -> int | None:
         """An exit status of bwrap or of the command, as Popen gives it for the command."""
@@ -185,9 +184,9 @@ class Started:
             return None
 
     def kill(self) -> None:
-        """SIGKILL its process group (and, boxed, the namespace's PID 1); safe to repeat."""
-        if self.popen.poll() is None:
-            self.killed = True
+        """SIGKILL its process group (and, boxed, the namespace's PID 1); safe to repeat. Nothing is reaped
+        here: an exited leader keeps its pid (the group's id) until reap(), so the kill cannot reach a
+        process that took the number over."""
         kill_group(self.pid)
         if self.boxed is not None:
             self.boxed.kill()
