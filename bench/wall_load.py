@@ -220,22 +220,27 @@ def reevaluate(args: argparse.Namespace, indices: list[int], load: Started) -> l
     ]
     deadline = time.monotonic() + args.child_timeout
     rows = []
-    for i, child in zip(indices, children, strict=True):
-        stdout, stderr, timed_out = child.communicate(None, max(0.0, deadline - time.monotonic()))
-        child.reap()
-        if timed_out:
-            rows.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
-            continue
-        row = _parse(stdout) if child.popen.returncode == 0 else None
-        if row is None:
-            rows.append({"index": i, "error": f"exit {child.popen.returncode}: {stderr[-2000:]}"})
-            continue
-        row.update(index=i, under_load=running_before and load.poll() is None)
-        rows.append(row)
-        print(
-            f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}",
-            flush=True,
-        )
+    try:
+        for i, child in zip(indices, children, strict=True):
+            stdout, stderr, timed_out = child.communicate(None, max(0.0, deadline - time.monotonic()))
+            child.reap()
+            if timed_out:
+                rows.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
+                continue
+            row = _parse(stdout) if child.popen.returncode == 0 else None
+            if row is None:
+                rows.append({"index": i, "error": f"exit {child.popen.returncode}: {stderr[-2000:]}"})
+                continue
+            row.update(index=i, under_load=running_before and load.poll() is None)
+            rows.append(row)
+            print(
+                f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}",
+                flush=True,
+            )
+    finally:  # Ctrl-C or an error here: no re-evaluation outlives the bench
+        for child in children:
+            if child.popen.returncode is None:
+                child.stop()
     return rows
 
 
