@@ -114,14 +114,20 @@ def test_the_event_loop_version_kills_on_timeout_and_on_cancel(tmp_path: Path) -
 
 @needs_box
 def test_a_boxed_command_is_killed_with_everything_inside(tmp_path: Path) -> None:
-    marker = tmp_path / "survived"
+    marker, ready = tmp_path / "survived", tmp_path / "ready"
     # Inside, the grandchild leaves the group (setsid): only the namespace's end reaches it.
-    script = f"import os, time; os.setsid(); time.sleep(1); open({str(marker)!r}, 'w').write('x')"
+    script = (  # once it says so (ready), it outlives the shell by a second, unless the box's end takes it
+        f"import os, time; os.setsid(); open({str(ready)!r}, 'w').close(); time.sleep(1); "
+        f"open({str(marker)!r}, 'w').write('x')"
+    )
+    wait_ready = f"until [ -e {ready} ]; do sleep 0.05; done"
+    shell = f"{sys.executable} -c {script!r} & {wait_ready}; echo started; sleep 60"
     box = sandbox.Box(scratch=tmp_path, writable=(tmp_path,))
-    argv = ["/bin/sh", "-c", f"{sys.executable} -c {script!r} & echo started; wait"]
-    done = run(argv, timeout_s=1.5, box=box)
-    assert done.timed_out and done.stdout == "started\n"
-    ok = run(["/bin/sh", "-c", "kill -TERM $$"], timeout_s=30, box=box)
-    assert ok.returncode == -signal.SIGTERM  # bwrap's 128 + N, given back as Popen's -N
+    started = Started(["/bin/sh", "-c", shell], box=box, stdout=subprocess.PIPE, text=True)
+    assert started.popen.stdout is not None and started.popen.stdout.readline() == "started\n"
+    started.stop()
+    assert started.poll() == -signal.SIGKILL
     time.sleep(1.5)
     assert not marker.exists()
+    ended = run(["/bin/sh", "-c", "kill -TERM $$"], timeout_s=60, box=box)
+    assert ended.returncode == -signal.SIGTERM  # bwrap's 128 + N, given back as Popen's -N
