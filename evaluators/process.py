@@ -201,13 +201,22 @@ class WorkerProcess:
         ]
         try:
             with open(workdir / LOG_FILE, "ab") as log:
-                where = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "cwd": workdir}
+                fds = (control_w, job_r)
                 if boxed:
                     box = worker_box(backend, pool_dir, workdir)
-                    started = Started(command, box=box, pass_fds=(control_w, job_r), **where)
+                    env = None  # the box's own
                 else:
-                    env = worker_env(backend, pool_dir / CACHE_DIR)
-                    started = Started(command, pass_fds=(control_w, job_r), env=env, **where)
+                    box, env = None, worker_env(backend, pool_dir / CACHE_DIR)
+                started = Started(
+                    command,
+                    box=box,
+                    env=env,
+                    pass_fds=fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=workdir,
+                )
                 child = _ExecChild(started)
         except BaseException:
             for fd in (control_r, control_w, job_r, job_w, log_fd):

@@ -233,9 +233,10 @@ class Started:
 
 def _text(data: bytes | str | None, popen: subprocess.Popen[Any]) -> str | bytes:
     """TimeoutExpired keeps raw bytes even for a text-mode Popen: decode them the way the Popen would."""
+    text_mode = getattr(popen, "text_mode", False)  # set by Popen, missing from its type stubs
     if data is None:
-        return "" if popen.text_mode else b""
-    if isinstance(data, bytes) and popen.text_mode:
+        return "" if text_mode else b""
+    if isinstance(data, bytes) and text_mode:
         return data.decode(errors="replace")
     return data
 
