@@ -100,10 +100,14 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
     evolve = ctx.state.outcome("evolve")
     task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
     source = (ctx.run_dir / evolve["kernel_file"]).read_text()
+    today = _current_path(ctx)
     options = ConfirmOptions(
         rule=ctx.options.confirm,
         backend=str(evolve.get("backend") or "auto"),
         config=_search_eval_config(ctx.run_dir / evolve["search_dir"]),
+        current_path_label=today.label() if today else "",
+        current_path_reason=today.reason if today else "",
+        kernel_compiled=_runs_compiled(ctx),
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
     report = confirm(
@@ -118,6 +122,29 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
         "processes": {c.name: c.processes for c in report.columns},
         "wall_s": report.wall_s,
     }
+
+
+def _current_path(ctx: RunContext) -> Any:
+    """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
+    from kernelbot.engines.current_path import current_path
+
+    repo = repo_path(ctx)
+    return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
+
+
+def _runs_compiled(ctx: RunContext) -> bool:
+    """Whether the engine runs the function under torch.compile (then the kernel is timed compiled too)."""
+    from kernelbot.integrate.gather_target import runs_compiled
+
+    module, _, qualname = ctx.options.function.partition(":")
+    repo = repo_path(ctx)
+    profile = ctx.profile.for_tree(repo)
+    root = repo / profile.source_root if profile.source_root else repo
+    try:
+        source = (root / Path(*module.split("."))).with_suffix(".py").read_text()
+    except OSError:
+        return False
+    return runs_compiled(source, qualname)
 
 
 def _search_eval_config(search_dir: Path) -> Any:
@@ -161,7 +188,10 @@ def slot_evidence(ctx: RunContext) -> Any:
 
     if not ctx.state.is_done("confirm"):
         return SlotEvidence()
-    return SlotEvidence(beats_current_path=load_confirmation(ctx).beats_current_path)
+    report = load_confirmation(ctx)
+    return SlotEvidence(
+        beats_current_path=report.beats_current_path, measured_compiled=report.measured_compiled
+    )
 
 
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:
