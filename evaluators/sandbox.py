@@ -374,10 +374,11 @@ def boxed_argv(
     cwd: Path | None = None,
     gpu: bool = False,
 ) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) to start `argv` with, for a caller that runs its own subprocess (asyncio, subprocess.run):
-    in a box when one can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
-    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. Start it in a
-    session of its own, and kill its process group: bwrap is its leader, and the namespace dies with it."""
+    """(argv, env) to start `argv` with through evaluators.subprocesses (run, run_async): in a box when one
+    can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
+    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. The helper
+    starts it in a session of its own and kills its process group: bwrap is its leader, and the namespace
+    dies with it."""
     if not require_box_or_consent(what).ok:
         return list(argv), {k: v for k, v in env.items() if not SECRET_NAME.search(k)}
     box = Box(
