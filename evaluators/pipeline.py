@@ -1,7 +1,7 @@
 """The cascade, run inside an evaluation worker: static -> compile -> correctness -> timing.
 
 Each stage stops the cascade with a reason the search can learn from; any hack finding zeroes the score.
-The stages themselves live with their owners (static_checks, guards, correctness, timing, scoring); this
+The stages themselves live with their owners (static, guards, correctness, timing, scoring); this
 module only orders them, reports progress to the parent (which gives each stage its own time budget) and
 turns what they say into one EvalResult. Nothing here raises for a bad candidate.
 """
@@ -147,7 +147,7 @@ class _Cascade:
             self.stop(str(exc))
         if not self.p.config.static_checks:
             return
-        from evaluators.static_checks import check_static
+        from evaluators.static.checks import check_static
 
         report = check_static(self.p.source, self.p.task)
         if report.findings or report.errors:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from extractors.draft_inputs import draft_spec
+from extractors.drafting.guesses import draft_spec
 from extractors.errors import ExtractionError, SpecError
 from extractors.input_spec import check_against_signature, parse_spec, render_inputs
 from extractors.release_sources import fetch_release

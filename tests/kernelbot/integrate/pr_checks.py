@@ -9,7 +9,7 @@ import ast
 import re
 from pathlib import Path
 
-from evaluators.guards.static_facts import task_float_dtypes
+from evaluators.static.facts import task_float_dtypes
 from evaluators.task import load_task
 from kernelbot.integrate import Integration
 

@@ -12,7 +12,7 @@ import libcst as cst
 import torch
 import triton
 
-from evaluators.guards.static_facts import task_float_dtypes
+from evaluators.static.facts import task_float_dtypes
 from evaluators.task import load_task
 from extractors.extract import ExtractOptions, extract
 from kernelbot.engines import load_profile
