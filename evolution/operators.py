@@ -63,9 +63,9 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
             from evolution.mutators.inductor_seed import InductorSeedMutator
 
             mutators.append(InductorSeedMutator(device=device))
-        from evolution.fusion.writer import FusionWriter
         from evolution.mutators.fusion_seed import FusionSeedMutator
         from evolution.mutators.fusion_variant import FusionVariantMutator
+        from evolution.writers.fusion.writer import FusionWriter
 
         writer = FusionWriter()  # one trace per task, shared by the seed and the variants
         if config.mutation.fusion_seed:

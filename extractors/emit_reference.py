@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
+from evaluators.subprocesses import run
 from extractors.bindings import ThirdParty
 from extractors.closure import STUB_HELPER, ClosureBuilder
 from extractors.gather_typing_names import GatherTypingNames
@@ -68,15 +68,9 @@ def format_source(source: str) -> str:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         return source
+    argv = [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "reference.py", "-"]
     try:
-        done = subprocess.run(
-            [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "reference.py", "-"],
-            input=source,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run(argv, input=source, timeout_s=60)
+    except OSError:
         return source
-    return done.stdout if done.returncode == 0 and done.stdout else source
+    return done.stdout if done.ok and done.stdout else source

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
+from evaluators.subprocesses import run
 from extractors.errors import ExtractionError
 
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
@@ -72,9 +72,8 @@ def _download(requirement: str, downloads: Path, timeout: float) -> Path:
             *extra,
             requirement,
         ]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
+        done = run(cmd, timeout_s=timeout)
+        if done.timed_out:
             errors.append(f"pip download timed out after {timeout:.0f}s")
             continue
         found = _find_archive(downloads, name, version)

@@ -1,6 +1,6 @@
 """What one host-side PyTorch operation does, decided from the ATen op it is (not from the Python name it was
 called by): the one policy behind the runtime op recorder (guards.op_recorder) and the static checks'
-judgement of tensor methods and torch functions (static_checks).
+judgement of tensor methods and torch functions (evaluators.static).
 
     metadata     sizes, strides, one scalar read (`.item()`)
     allocation   fresh buffers (torch.empty*, zeros, full ...)

@@ -35,6 +35,7 @@ from kernelbot.target.search import run_search, search_outcome
 
 if TYPE_CHECKING:
     from evaluators.config import EvalConfig
+    from kernelbot.engines.current_path import CurrentPath
     from kernelbot.integrate.integrate import Integration
 
 _SHOWN = 5
@@ -105,10 +106,14 @@ def confirm_stage(ctx: RunContext) -> ConfirmRecord:
 
     evolve = ctx.state.record(EvolveRecord)
     source = ctx.state.resolve(evolve.kernel_file).read_text()
+    today = _current_path(ctx)
     options = ConfirmOptions(
         rule=ctx.options.confirm,
         backend=evolve.backend or "auto",
         config=_search_eval_config(ctx.state.resolve(evolve.search_dir)),
+        current_path_label=today.label() if today else "",
+        current_path_reason=today.reason if today else "",
+        kernel_compiled=_runs_compiled(ctx),
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
     report = confirm(ctx.task_dir(), source, options, kernel_sha=evolve.kernel_sha, progress=ctx.view.step)
@@ -120,6 +125,29 @@ def confirm_stage(ctx: RunContext) -> ConfirmRecord:
         processes={c.name: c.processes for c in report.columns},
         wall_s=report.wall_s,
     )
+
+
+def _current_path(ctx: RunContext) -> CurrentPath | None:
+    """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
+    from kernelbot.engines.current_path import current_path
+
+    repo = repo_path(ctx)
+    return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
+
+
+def _runs_compiled(ctx: RunContext) -> bool:
+    """Whether the engine runs the function under torch.compile (then the kernel is timed compiled too)."""
+    from kernelbot.integrate.gather_target import runs_compiled
+
+    module, _, qualname = ctx.options.function.partition(":")
+    repo = repo_path(ctx)
+    profile = ctx.profile.for_tree(repo)
+    root = repo / profile.source_root if profile.source_root else repo
+    try:
+        source = (root / Path(*module.split("."))).with_suffix(".py").read_text()
+    except OSError:
+        return False
+    return runs_compiled(source, qualname)
 
 
 def _search_eval_config(search_dir: Path) -> EvalConfig | None:
@@ -152,7 +180,11 @@ def slot_evidence(ctx: RunContext) -> SlotEvidence:
     engine dispatches the op to today (SGLang `capabilities`, LMDeploy's build-spec mapping). A run whose
     confirmation is not recorded declares nothing (opt-in)."""
     report = ctx.confirmation()
-    return SlotEvidence() if report is None else SlotEvidence(beats_current_path=report.beats_current_path)
+    if report is None:
+        return SlotEvidence()
+    return SlotEvidence(
+        beats_current_path=report.beats_current_path, measured_compiled=report.measured_compiled
+    )
 
 
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:

@@ -22,7 +22,7 @@ from evaluators.config import EvalConfig
 from evaluators.correctness.compare import compare_tensors
 from evaluators.correctness.tolerances import tolerance_for
 from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import Task, load_task
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha

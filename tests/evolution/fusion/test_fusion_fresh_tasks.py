@@ -18,10 +18,10 @@ from evaluators.config import EvalConfig
 from evaluators.pool import WorkerPool
 from evaluators.task import load_task
 from evolution.dedup import candidate_sha
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.mutators.fusion_variant import FusionVariantMutator
 from evolution.types import MutationRequest, Program
+from evolution.writers.fusion.writer import FusionWriter
 from extractors.errors import ExtractionError
 from extractors.release_sources import fetch_release
 

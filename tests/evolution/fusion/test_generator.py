@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from fusion_tasks import check, trace, write, write_task
 
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import load_task
-from evolution.fusion.generate import GenerationError
-from evolution.fusion.knobs import Knobs, neighbours
+from evolution.writers.fusion.generate import GenerationError
+from evolution.writers.fusion.knobs import Knobs, neighbours
 
 pytestmark = pytest.mark.slow  # each trace starts Dynamo (seconds)
 

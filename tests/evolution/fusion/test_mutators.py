@@ -18,12 +18,12 @@ from evaluators.pool import WorkerPool
 from evaluators.task import load_task
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha
-from evolution.fusion.knobs import parse
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.mutators.fusion_variant import FusionVariantMutator
 from evolution.operators import build_operators
 from evolution.types import MutationRequest, Program
+from evolution.writers.fusion.knobs import parse
+from evolution.writers.fusion.writer import FusionWriter
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import pytest
 from fusion_tasks import check, trace, write, write_task
 from readable import duplicate_kernels, numbered_names, problems
 
-from evolution.fusion.code_text import wrap_long_lines
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.naming import Hints, apply, rename_map
 from evolution.mutators.crossover_source import Route, build_child
+from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.naming import Hints, apply, rename_map
 
 KERNEL = """@triton.jit
 def _k(x_ptr, out_ptr, N: tl.constexpr):
@@ -129,7 +129,7 @@ def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
 def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from evolution.fusion.trace.labels import source_labels
+    from evolution.writers.fusion.trace.labels import source_labels
 
     path = tmp_path / "reference.py"
     lines = ["def f(x):", "    scores = (", "        x.sigmoid()", "        + 1", "    )"]
@@ -145,8 +145,8 @@ def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
 
 
 def test_specialisations_are_named_for_when_they_run() -> None:
-    from evolution.fusion.generate import specialisation_names
-    from evolution.fusion.model import Graph
+    from evolution.writers.fusion.generate import specialisation_names
+    from evolution.writers.fusion.model import Graph
 
     def graph(**kinds: str) -> Graph:
         return Graph(
@@ -161,7 +161,7 @@ def test_specialisations_are_named_for_when_they_run() -> None:
 
 
 def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
-    from evolution.fusion.code_text import inline_single_use
+    from evolution.writers.fusion.code_text import inline_single_use
 
     kernel = "\n".join(
         [
