@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import evaluators
 from evaluators import secrets as held_secrets
@@ -210,7 +211,12 @@ class WorkerProcess:
         ]
         try:
             with open(workdir / LOG_FILE, "ab") as log:
-                where = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "cwd": workdir}
+                where: dict[str, Any] = {
+                    "stdin": subprocess.DEVNULL,
+                    "stdout": log,
+                    "stderr": log,
+                    "cwd": workdir,
+                }
                 if boxed:
                     box = worker_box(backend, pool_dir, workdir)
                     boxed_proc = BoxedProcess(box, command, pass_fds=(control_w, job_r), **where)
