@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,22 +75,22 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         if name in ignore:
             continue
         seen = [b[name] for b in bound]
-        moved = [(key, base[name], var[name]) for key, base, var in variants]
+        shifts = [(key, base[name], var[name]) for key, base, var in variants]
         tensors = [v for v in seen if isinstance(v, torch.Tensor)]
         if tensors:
             if len(tensors) + sum(v is None for v in seen) != len(seen):
                 raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
-            rule = _tensor_rule(name, seen, moved)
+            rule = _tensor_rule(name, seen, shifts)
             if half is not None and rule.dtypes == (half,):
                 rule = dataclasses.replace(rule, dtypes=dtypes)
             rules_t.append(rule)
         else:
-            rules_v.append(_value_rule(view, name, seen, moved))
+            rules_v.append(_value_rule(view, name, seen, shifts))
     envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
     return DerivedEnvelope(envelope, tuple(other_cases))
 
 
-def _size_keys(params: dict[str, Any]) -> set[str]:
+def _size_keys(params: Mapping[str, Any]) -> set[str]:
     """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
     return {k for k, v in params.items() if type(v) is int}
 

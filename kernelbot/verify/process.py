@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evaluators.sandbox import (
     SECRET_NAME,
@@ -69,7 +70,7 @@ def run_captured(
     private scratch directory, removed afterwards, and the GPU devices are there when the machine has some.
     """
     boxed = require_box_or_consent("the repository's tests").ok
-    popen = {
+    popen: dict[str, Any] = {
         "cwd": cwd,
         "stdout": subprocess.PIPE,
         "stderr": subprocess.STDOUT,
