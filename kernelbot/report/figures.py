@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType  # the rcParams names (matplotlib 3.9+ declares them)
+    from matplotlib.typing import RcKeyType  # the rcParams names, as the installed matplotlib declares them
 
 # The overall best curve's colour is used by no other element of the report, so a screenshot can tell
 # that the growth plot was drawn (tests/kernelbot/report/test_report_browser.py looks for it).
