@@ -56,8 +56,8 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                 continue
             listed = {c.params.get(key) for c in task.cases}
             built = 0
-            for moved in _nearby(value, listed):
-                params = {**case.params, key: moved}
+            for nearby in _nearby(value, listed):
+                params = {**case.params, key: nearby}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
@@ -75,17 +75,17 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         if name in ignore:
             continue
         seen = [b[name] for b in bound]
-        shifts = [(key, base[name], var[name]) for key, base, var in variants]
+        moved = [(key, base[name], var[name]) for key, base, var in variants]
         tensors = [v for v in seen if isinstance(v, torch.Tensor)]
         if tensors:
             if len(tensors) + sum(v is None for v in seen) != len(seen):
                 raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
-            rule = _tensor_rule(name, seen, shifts)
+            rule = _tensor_rule(name, seen, moved)
             if half is not None and rule.dtypes == (half,):
                 rule = dataclasses.replace(rule, dtypes=dtypes)
             rules_t.append(rule)
         else:
-            rules_v.append(_value_rule(view, name, seen, shifts))
+            rules_v.append(_value_rule(view, name, seen, moved))
     envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
     return DerivedEnvelope(envelope, tuple(other_cases))
 
