@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +56,8 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                 continue
             listed = {c.params.get(key) for c in task.cases}
             built = 0
-            for moved in _nearby(value, listed):
-                params = {**case.params, key: moved}
+            for nearby in _nearby(value, listed):
+                params = {**case.params, key: nearby}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
@@ -87,7 +87,7 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
     return DerivedEnvelope(envelope, tuple(other_cases))
 
 
-def _size_keys(params: dict[str, Any]) -> set[str]:
+def _size_keys(params: Mapping[str, Any]) -> set[str]:
     """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
     return {k for k, v in params.items() if type(v) is int}
 

@@ -13,6 +13,7 @@ decode and prefill counts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,12 +85,12 @@ def unchecked_dtypes(view: TaskView) -> tuple[str, ...]:
     return tuple(d for d in serving_profile(view).dtypes if d in HALF_DTYPES and d not in checked)
 
 
-def model_keys(params: dict[str, Any]) -> set[str]:
+def model_keys(params: Mapping[str, Any]) -> set[str]:
     """The case keys that are model sizes."""
     return {k for k, v in params.items() if k in MODEL_SIZES and type(v) is int}
 
 
-def served_cases(view: TaskView, base: dict[str, Any]) -> list[ServedCase]:
+def served_cases(view: TaskView, base: Mapping[str, Any]) -> list[ServedCase]:
     """`base` (a case of the task) at the sizes of every served model that uses them, one case per distinct
     set of sizes and token count: each model at the profile's decode counts and its prefill count. Empty when
     the case names no model size."""
@@ -108,7 +109,7 @@ def served_cases(view: TaskView, base: dict[str, Any]) -> list[ServedCase]:
     return out
 
 
-def _token_counts(profile: ServingProfile, base: dict[str, Any]) -> list[dict[str, int]]:
+def _token_counts(profile: ServingProfile, base: Mapping[str, Any]) -> list[dict[str, int]]:
     tokens = [k for k in base if k in _TOKEN_KEYS]
     requests = [k for k in base if k in _REQUEST_KEYS]
     if not tokens and not requests:

@@ -14,6 +14,7 @@ import ast
 import json
 import math
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def render_context(
 INTERPRETER_ELEMENTS = 1 << 18
 
 
-def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], str]]:
+def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[Mapping[str, Any], str]]:
     """(params, where it comes from): the task's cases, the other values of its dynamic sizes, then each
     served model's sizes at decode and prefill token counts; each set of params once. The spec's dtype key
     is left out: every case runs in every dtype of DTYPES."""
@@ -157,14 +158,14 @@ def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tupl
             counts = ", ".join(f"{k} {served.params[k]}" for k in view.task.dynamic if k in served.params)
             note = f"{served.model.name} sizes ({served.model.family})" + (f", {counts}" if counts else "")
             cases.append((served.params, note))
-    out: list[tuple[dict[str, Any], str]] = []
+    out: list[tuple[Mapping[str, Any], str]] = []
     for params, note in cases:
         if all(params != p for p, _ in out):
             out.append((params, note))
     return out
 
 
-def _fits_interpreter(spec: InputSpecSource, params: dict[str, Any]) -> bool:
+def _fits_interpreter(spec: InputSpecSource, params: Mapping[str, Any]) -> bool:
     """Whether the case's spec tensors hold at most INTERPRETER_ELEMENTS elements in all (a shape that
     cannot be evaluated from the sizes alone counts as too large)."""
     total = 0
@@ -278,7 +279,7 @@ def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:
     return defaults
 
 
-def _dict_source(values: dict[str, Any]) -> str:
+def _dict_source(values: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f'"{k}": {v!r}' for k, v in values.items()) + "}"
 
 

@@ -12,7 +12,7 @@ propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +43,12 @@ def extract_stage(ctx: RunContext) -> dict[str, Any]:
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
     task_dir = ctx.run_dir / TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
-    regime = {"regime": options.regime, "regime_from": options.regime_from} if options.regime else {}
-    summary = extract(
-        ExtractOptions(
-            repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True, **regime
-        )
+    extract_options = ExtractOptions(
+        repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True
     )
+    if options.regime:  # else the extractor's default regime
+        extract_options = replace(extract_options, regime=options.regime, regime_from=options.regime_from)
+    summary = extract(extract_options)
     if summary.inputs_source == "draft":
         warn(
             f"{task_dir}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
