@@ -128,23 +128,26 @@ def _current_path(ctx: RunContext) -> Any:
     """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
     from kernelbot.engines.current_path import current_path
 
+    if ctx.profile is None:
+        return None
     repo = repo_path(ctx)
     return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
 
 
 def _runs_compiled(ctx: RunContext) -> bool:
     """Whether the engine runs the function under torch.compile (then the kernel is timed compiled too)."""
+    from kernelbot.engines.current_path import source_of
     from kernelbot.integrate.gather_target import runs_compiled
 
-    module, _, qualname = ctx.options.function.partition(":")
+    if ctx.profile is None:
+        return False
     repo = repo_path(ctx)
     profile = ctx.profile.for_tree(repo)
-    root = repo / profile.source_root if profile.source_root else repo
+    path, _, qualname = source_of(repo, repo / profile.source_root, ctx.options.function)
     try:
-        source = (root / Path(*module.split("."))).with_suffix(".py").read_text()
+        return runs_compiled(path.read_text(), qualname)
     except OSError:
         return False
-    return runs_compiled(source, qualname)
 
 
 def _search_eval_config(search_dir: Path) -> Any:
