@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import evaluators
 from evaluators.backends.base import Backend
@@ -333,7 +333,7 @@ class _Cascade:
         if findings:
             self.stop(_flag_reason(findings), hacks=findings)
 
-    def stop(self, reason: str, **extra: Any) -> None:
+    def stop(self, reason: str, **extra: Any) -> NoReturn:
         raise _Stop(self.result(passed=False, reason=reason, **extra))
 
     def result(self, *, passed: bool, reason: str, **extra: Any) -> EvalResult:

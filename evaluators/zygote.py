@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from evaluators import worker
 from evaluators.sandbox import Box
@@ -155,7 +156,8 @@ def serve(sock: socket.socket, boxed: bool = False) -> None:
     import select
 
     while True:
-        readable, _, _ = select.select([sock, wake_r], [], [])
+        watched: list[socket.socket | int] = [sock, wake_r]
+        readable, _, _ = select.select(watched, [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
             _reap(sock, boxed)
@@ -223,7 +225,7 @@ class ZygoteClient:
             f"--parent-pid={1 if box is not None else os.getpid()}",
             *(["--boxed"] if box is not None else []),
         ]
-        where = {"stdin": subprocess.DEVNULL, "pass_fds": (theirs.fileno(),), "cwd": pool_dir}
+        where: dict[str, Any] = {"stdin": subprocess.DEVNULL, "pass_fds": (theirs.fileno(),), "cwd": pool_dir}
         with open(pool_dir / "zygote.log", "ab") as log:
             self.started = Started(command, box=box, stdout=log, stderr=log, env=env, **where)
         self.proc = self.started.popen

@@ -281,7 +281,14 @@ def parse_llm_flag(spec: str, api_key_env: str = DEFAULT_API_KEY_ENV) -> LLMEndp
         except ValueError:
             what = "the weight" if name == "weight" else f"{key}= (US dollars per million tokens)"
             raise SearchConfigError(f"--llm {spec!r}: {what} must be a number, got {item!r}") from None
-    return LLMEndpoint(model=model, base_url=url, api_key_env=api_key_env, **values)
+    return LLMEndpoint(
+        model=model,
+        base_url=url,
+        api_key_env=api_key_env,
+        weight=values.get("weight", LLMEndpoint.weight),
+        input_price_per_mtok=values.get("input_price_per_mtok", LLMEndpoint.input_price_per_mtok),
+        output_price_per_mtok=values.get("output_price_per_mtok", LLMEndpoint.output_price_per_mtok),
+    )
 
 
 def strip_llm_flag_credentials(spec: str) -> str:

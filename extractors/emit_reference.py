@@ -44,8 +44,12 @@ def render_reference(builder: ClosureBuilder, provenance: Provenance, notes: lis
         node = unit.node.visit(ReplaceNodesTransformer(unit.replacements))
         if isinstance(node, cst.RemovalSentinel):
             continue
-        node = node.visit(FillEmptyBlocksTransformer())
-        code = cst.Module(body=[node]).code.strip("\n")  # type: ignore[list-item]
+        if isinstance(node, cst.CSTNode):
+            node = node.visit(FillEmptyBlocksTransformer())
+        # A unit is one module-level statement, and its rewrites keep it one.
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            raise TypeError(f"{unit.label} was rewritten into a {type(node).__name__}, not a statement")
+        code = cst.Module(body=[node]).code.strip("\n")
         parts.append(code)
     typing_names = GatherTypingNames.missing(cst.parse_module("\n\n\n".join([*imports, *parts[2:]]) + "\n"))
     if typing_names:  # hints name them without an import (the closure leaves hints out): import them

@@ -58,7 +58,7 @@ def _download(requirement: str, downloads: Path, timeout: float) -> Path:
         ["--only-binary", ":all:", *_FALLBACK_TAGS],  # a wheel for the usual Linux x86-64 CPython
         ["--no-binary", ":all:"],  # an sdist
     ]
-    errors = []
+    errors: list[str] = []
     for extra in attempts:
         cmd = [
             sys.executable,
@@ -79,8 +79,9 @@ def _download(requirement: str, downloads: Path, timeout: float) -> Path:
         found = _find_archive(downloads, name, version)
         if done.returncode == 0 and found is not None:
             return found
-        errors.append((done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"])
-    detail = "; ".join(str(e[-1]) if isinstance(e, list) else e for e in errors)
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:]
+        errors.append(last[0] if last else "(no output)")
+    detail = "; ".join(errors)
     raise ExtractionError(f"could not download {requirement} from the package registry: {detail}")
 
 
@@ -103,9 +104,9 @@ def _unpack(archive: Path, target: Path) -> None:
     try:
         if archive.suffix == ".whl" or archive.suffix == ".zip":
             with zipfile.ZipFile(archive) as zf:
-                for member in zf.namelist():
-                    if _wanted(member):
-                        _safe_extract_zip(zf, member, partial)
+                for member_name in zf.namelist():
+                    if _wanted(member_name):
+                        _safe_extract_zip(zf, member_name, partial)
         else:
             with tarfile.open(archive) as tf:
                 for member in tf.getmembers():

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import platform
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from evaluators.result import Hardware
 from evaluators.subprocesses import run
+
+if TYPE_CHECKING:
+    import torch  # imported when the backend is first used
 
 # Datasheet HBM bandwidth (GB/s) by device-name fragment: the roofline's ceiling before a measurement exists.
 DATASHEET_BANDWIDTH_GBPS = {
@@ -44,7 +48,7 @@ class TritonCudaBackend:
 
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
-        self._flush_buffer = None
+        self._flush_buffer: torch.Tensor | None = None
 
     @property
     def device(self) -> str:

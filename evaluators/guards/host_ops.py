@@ -317,8 +317,12 @@ def _judge(name: str, call: Callable[..., Any], literal_args: tuple) -> CallVerd
         return _from_schema(packet)
     attempts: list[tuple] = [literal_args] if literal_args else [(), ("meta_tensor",)]
     for args in attempts:
+
+        def attempt(t: torch.Tensor, a: tuple = args) -> Any:
+            return call(t, *_materialise(a))
+
         try:
-            per_dtype = _probe(lambda t, a=args: call(t, *_materialise(a)))
+            per_dtype = _probe(attempt)
         except _NeedsArguments:
             continue
         if per_dtype is None:  # .tolist(), .numpy(), .cuda() without a GPU: data or a device, not layout

@@ -88,9 +88,11 @@ class _DeviceFactReader(cst.CSTVisitor):
         names = self.qualified(node.func)
         if names:
             ok = all(n.startswith(DEVICE_QUERY_PREFIXES) for n in names)
+        elif isinstance(node.func, cst.Attribute):
+            root = _root(node.func.value)
+            ok = root != "" and root not in self.params
         else:
-            ok = isinstance(node.func, cst.Attribute) and _root(node.func.value) not in self.params
-            ok = ok and _root(node.func.value) != ""
+            ok = False
         if not ok:
             self.only_device_facts = False
         self._allowed_depth += 1 if ok and names else 0

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import BuiltinAssignment, GlobalScope, MetadataWrapper, ScopeProvider
+from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, MetadataWrapper, ScopeProvider
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
@@ -81,7 +81,9 @@ class _Code:
             n
             for n in self.names
             for a in self.scope.assignments[n]
-            if a.scope is self.scope and not isinstance(a.node, (cst.Import, cst.ImportFrom))
+            if isinstance(a, Assignment)
+            and a.scope is self.scope
+            and not isinstance(a.node, (cst.Import, cst.ImportFrom))
         }
 
     def free(self) -> set[str]:
@@ -107,7 +109,7 @@ class _Code:
         targets: dict[int, str] = {}
         for old, new in mapping.items():
             for assignment in self.scope.assignments[old]:
-                node = assignment.node
+                node = assignment.node if isinstance(assignment, Assignment) else None
                 if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                     targets[id(node.name)] = new
                 elif isinstance(node, cst.Name):
@@ -233,8 +235,11 @@ def shared_definitions(a_text: str, b_text: str, b_map: dict[str, str], entry: s
         for name, node in b_defs.items():
             if name in shared or name == entry or name not in a_defs:
                 continue
-            b_shape = _shape(node, lambda n, own=name: n if n in shared or n == own else b_map.get(n, n))
-            if b_shape == _shape(a_defs[name], lambda n: n):
+
+            def b_names(n: str, own: str = name) -> str:
+                return n if n in shared or n == own else b_map.get(n, n)
+
+            if _shape(node, b_names) == _shape(a_defs[name], lambda n: n):
                 shared.add(name)
                 changed = True
     return shared

@@ -69,7 +69,7 @@ class ConfirmReport:
     device: str
     kernel_sha: str
     regimes: tuple[str, ...]
-    rule: dict[str, float]  # the stop rule: min_processes, max_processes, confidence
+    rule: dict[str, float | str]  # the stop rule: min_processes, max_processes, confidence, bound (words)
     columns: tuple[ColumnReport, ...] = ()
     wall_s: float = 0.0
     failures: tuple[str, ...] = ()  # processes that gave no figures, and why

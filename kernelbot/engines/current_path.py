@@ -45,14 +45,14 @@ class CurrentPath:
 def current_path(repo: Path, profile: Profile, function: str) -> CurrentPath | None:
     """The current path of `function` (`module:qualname`) in the tree at `repo`, or None when its source
     cannot be read (the confirmation then says the engine names none)."""
-    module, _, qualname = function.partition(":")
     root = repo / profile.source_root if profile.source_root else repo
-    path = root / Path(*module.split(".")).with_suffix(".py")
+    path, module, qualname = source_of(repo, root, function)
     try:
         tree = ast.parse(path.read_text())
     except (OSError, SyntaxError, ValueError):
         return None
     version = engine_version(root, profile.package)
+    itself = f"{module}:{qualname}"
     parts = qualname.split(".")
     owner = _class(tree, parts[0]) if len(parts) == 2 else None
     if owner is not None and profile.convention in FUSED_OP_CONVENTIONS and parts[1] == "forward_native":
@@ -63,9 +63,8 @@ def current_path(repo: Path, profile: Profile, function: str) -> CurrentPath | N
                 False,
                 _method_reason(f"{parts[0]}.forward_cuda", "the op", tree, profile.package),
             )
-        return _itself(
-            function, version, f"{parts[0]} has no forward_cuda, so on CUDA it runs forward_native"
-        )
+        why = f"{parts[0]} has no forward_cuda, so on CUDA it runs forward_native"
+        return _itself(itself, version, why)
     if owner is not None and profile.convention == "lmdeploy" and _is_default_impl(path, root, parts):
         today = _lmdeploy_cuda_impl(root, parts[0])
         if today is not None:
@@ -77,8 +76,22 @@ def current_path(repo: Path, profile: Profile, function: str) -> CurrentPath | N
                 False,
                 _method_reason(f"{impl}.forward", "the Impl `build_op` makes", cuda_tree, profile.package),
             )
-        return _itself(function, version, f"CUDA's build_op builds {parts[0]} itself for this op")
-    return _itself(function, version, "the engine calls this function itself on every device")
+        return _itself(itself, version, f"CUDA's build_op builds {parts[0]} itself for this op")
+    return _itself(itself, version, "the engine calls this function itself on every device")
+
+
+def source_of(repo: Path, root: Path, function: str) -> tuple[Path, str, str]:
+    """(file, dotted module, qualname) of `function`, written `pkg.mod:Qual.name` or as a path
+    `pkg/mod.py:Qual.name` (repo- or source-root relative)."""
+    module, _, qualname = function.partition(":")
+    if module.endswith(".py") or "/" in module:
+        path = next((base / module for base in (repo, root) if (base / module).is_file()), root / module)
+        try:
+            dotted = ".".join(path.relative_to(root).with_suffix("").parts)
+        except ValueError:
+            dotted = module.removesuffix(".py").replace("/", ".")
+        return path, dotted, qualname
+    return root / Path(*module.split(".")).with_suffix(".py"), module, qualname
 
 
 def engine_version(root: Path, package: str) -> str:

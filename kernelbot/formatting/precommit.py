@@ -94,7 +94,7 @@ def read_config(repo: Path) -> PreCommitConfig | None:
 
 
 def _patterns(table: dict[str, Any], path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    out = []
+    out: list[tuple[str, ...]] = []
     for key in ("files", "exclude"):
         value = table.get(key)
         if value is None or value == "":

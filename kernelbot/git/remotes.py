@@ -52,6 +52,7 @@ def remote_branch_sha(
             out = runner.ls_remote("--heads", remote, f"refs/heads/{branch}", env=env)
         except gitpython.GitCommandError as exc:
             raise unreachable(url, exc, token_env) from exc
+    assert isinstance(out, str)  # GitPython returns text unless asked for bytes or a running process
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")
         if ref.strip() == f"refs/heads/{branch}":

@@ -56,8 +56,8 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                 continue
             listed = {c.params.get(key) for c in task.cases}
             built = 0
-            for moved in _nearby(value, listed):
-                params = {**case.params, key: moved}
+            for nearby in _nearby(value, listed):
+                params = {**case.params, key: nearby}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:

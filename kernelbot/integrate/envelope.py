@@ -79,7 +79,8 @@ class Envelope:
         return lines
 
     def rule(self, name: str) -> TensorRule | ValueRule | None:
-        for rule in (*self.tensors, *self.values):
+        rules: tuple[TensorRule | ValueRule, ...] = (*self.tensors, *self.values)
+        for rule in rules:
             if rule.name == name:
                 return rule
         return None

@@ -291,7 +291,7 @@ def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, objec
     return defaults
 
 
-def _dict_source(values: Mapping[str, object]) -> str:
+def _dict_source(values: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f'"{k}": {v!r}' for k, v in values.items()) + "}"
 
 

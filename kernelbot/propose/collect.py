@@ -17,6 +17,7 @@ Nothing is invented: a number missing at its source stays None and the body says
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 from collections import Counter
@@ -207,15 +208,18 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
         BaselineColumn(c.name, c.label, c.available and bool(c.cells), c.reason, c.processes)
         for c in confirm.columns
     )
-    common = {
-        "columns": columns,
-        "confidence_pct": round(100.0 * float(rule.get("confidence", 0.975)), 2),
-        "min_processes": int(rule.get("min_processes", 0)),
-        "max_processes": int(rule.get("max_processes", 0)),
-        "confirm_s": float(confirm.wall_s),
-    }
+    unmeasured = MicrobenchEvidence(
+        measured=False,
+        reason=confirm.reason,
+        regime=regime,
+        columns=columns,
+        confidence_pct=round(100.0 * float(rule.get("confidence", 0.975)), 2),
+        min_processes=int(rule.get("min_processes", 0)),
+        max_processes=int(rule.get("max_processes", 0)),
+        confirm_s=float(confirm.wall_s),
+    )
     if not confirm.measured:
-        return MicrobenchEvidence(measured=False, reason=confirm.reason, regime=regime, **common)
+        return unmeasured
     keys: list[tuple[str, str]] = []
     params: dict[str, dict[str, object]] = {}
     for column in confirm.columns:
@@ -229,31 +233,30 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
     for case, case_regime in keys:
         figures = []
         for column in confirm.columns:
-            cell = column.cell(case, case_regime)
-            if cell is None:
+            found = column.cell(case, case_regime)
+            if found is None:
                 continue
             figures.append(
                 ColumnFigure(
                     column=column.name,
-                    pooled=cell.pooled,
-                    bound=cell.lower,
-                    upper=cell.upper,
-                    processes=cell.processes,
-                    cv_pct=None if cell.cv is None else 100.0 * cell.cv,
-                    verdict=cell.verdict,
-                    baseline_us=cell.baseline_us,
-                    kernel_us=cell.kernel_us,
+                    pooled=found.pooled,
+                    bound=found.lower,
+                    upper=found.upper,
+                    processes=found.processes,
+                    cv_pct=None if found.cv is None else 100.0 * found.cv,
+                    verdict=found.verdict,
+                    baseline_us=found.baseline_us,
+                    kernel_us=found.kernel_us,
                 )
             )
         cases.append(CaseBench(case, params[case], case_regime, tuple(figures)))
-    return MicrobenchEvidence(
+    return dataclasses.replace(
+        unmeasured,
         measured=True,
         reason="",
-        regime=regime,
         cases=tuple(cases),
         beats_current_path=confirm.beats_current_path,
         not_faster_than_current=tuple(f"{c.case} ({c.regime})" for c in confirm.current_path_not_faster),
-        **common,
     )
 
 

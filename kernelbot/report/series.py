@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evolution.types import Program
 from kernelbot.report.search_data import SearchData
@@ -25,7 +27,7 @@ def counts_toward_best(program: Program | None) -> bool:
     return r is not None and r.correct and not r.hacks and not r.quarantined
 
 
-def outcome_of(evaluation: dict) -> str:
+def outcome_of(evaluation: Mapping[str, Any]) -> str:
     """'passed', the stage a failure stopped at, or 'flagged' (as evolution.store_read.stage_counts)."""
     if evaluation["hacks"]:
         return "flagged"

@@ -13,6 +13,7 @@ propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,12 +56,12 @@ def extract_stage(ctx: RunContext) -> ExtractRecord:
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
     task = ctx.run_dir / layout.TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
-    regime = {"regime": options.regime, "regime_from": options.regime_from} if options.regime else {}
-    summary = extract(
-        ExtractOptions(
-            repo=repo_path(ctx), function=options.function, out=task, spec=spec, force=True, **regime
-        )
+    extract_options = ExtractOptions(
+        repo=repo_path(ctx), function=options.function, out=task, spec=spec, force=True
     )
+    if options.regime:  # else the extractor's default regime
+        extract_options = replace(extract_options, regime=options.regime, regime_from=options.regime_from)
+    summary = extract(extract_options)
     if summary.inputs_source == "draft":
         warn(
             f"{task}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
@@ -131,23 +132,26 @@ def _current_path(ctx: RunContext) -> CurrentPath | None:
     """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
     from kernelbot.engines.current_path import current_path
 
+    if ctx.profile is None:
+        return None
     repo = repo_path(ctx)
     return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
 
 
 def _runs_compiled(ctx: RunContext) -> bool:
     """Whether the engine runs the function under torch.compile (then the kernel is timed compiled too)."""
+    from kernelbot.engines.current_path import source_of
     from kernelbot.integrate.gather_target import runs_compiled
 
-    module, _, qualname = ctx.options.function.partition(":")
+    if ctx.profile is None:
+        return False
     repo = repo_path(ctx)
     profile = ctx.profile.for_tree(repo)
-    root = repo / profile.source_root if profile.source_root else repo
+    path, _, qualname = source_of(repo, repo / profile.source_root, ctx.options.function)
     try:
-        source = (root / Path(*module.split("."))).with_suffix(".py").read_text()
+        return runs_compiled(path.read_text(), qualname)
     except OSError:
         return False
-    return runs_compiled(source, qualname)
 
 
 def _search_eval_config(search_dir: Path) -> EvalConfig | None:

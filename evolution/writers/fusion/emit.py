@@ -223,9 +223,10 @@ class Emitter:
         binding = self.binding(atom)
         home = self.stack[0]
         if binding.kind == "loop":
-            home = next((b for b in reversed(self.stack) if b.loop_atom is atom), None)
-            if home is None:
+            looping = next((b for b in reversed(self.stack) if b.loop_atom is atom), None)
+            if looping is None:
                 raise LoweringError(f"internal: the looped atom {atom.name} is read outside its loop")
+            home = looping
         cached = home.atom_tiles.get(id(atom))
         if cached is not None:
             return cached

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sympy
 
@@ -36,6 +36,7 @@ from evolution.writers.fusion.tiles import (
 )
 
 Lowering = Callable[["Evaluator", Node, Index, "Tile | None"], "Tile | list[Tile]"]
+_L = TypeVar("_L", bound=Lowering)
 
 
 class LoweringTable:
@@ -50,10 +51,10 @@ class LoweringTable:
                     raise ValueError(f"{target} is lowered twice")
                 self._lowerings[target] = fn
 
-    def register(self, *targets: str) -> Callable[[Lowering], Lowering]:
-        """Decorator: `fn` lowers each of `targets`."""
+    def register(self, *targets: str) -> Callable[[_L], _L]:
+        """Decorator: `fn` lowers each of `targets` (and keeps its own signature for direct callers)."""
 
-        def register(fn: Lowering) -> Lowering:
+        def register(fn: _L) -> _L:
             for target in targets:
                 self._lowerings[target] = fn
             return fn

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evolution.writers.fusion import naming, symbols
@@ -79,7 +80,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
         emitter = Emitter(params, region, table, names, options, hints)
         evaluator = Evaluator(graph, emitter, table, LOWERINGS)
         looped = loop is not None and any(loop in m.atoms for m in members)
-        with emitter.loop(loop) if looped else contextlib.nullcontext():  # type: ignore[arg-type]
+        with emitter.loop(loop) if loop is not None and looped else contextlib.nullcontext():
             values = [evaluator.eval(m.store.value, m.index) for m in members]
             for member, value in zip(members, values, strict=True):
                 _store(evaluator, member, value)
@@ -87,9 +88,9 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     tile_elements = _tile_elements(params, plan, knobs)
     # Readable names: values after what they hold, axes after their role (naming.py).
     atoms = _atom_names(table, plan, params)
-    values = naming.rename_map(text, hints, atoms)
+    value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
-    text = naming.apply(naming.apply(text, values), renamed)
+    text = naming.apply(naming.apply(text, value_names), renamed)
     text = inline_single_use(text, 100)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
@@ -160,11 +161,12 @@ def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, 
     return counts
 
 
-def prune(blocks: list[list[str | Block]]) -> None:
-    """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place."""
+def prune(blocks: Sequence[list[str] | list[str | Block]]) -> None:
+    """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place. A
+    region's prologue holds text only; its body's items nest blocks."""
     assignment = re.compile(r"^\s*(\w+) = ")
 
-    def texts(items: list[str | Block]) -> list[str]:
+    def texts(items: Sequence[str | Block]) -> list[str]:
         found: list[str] = []
         for item in items:
             if isinstance(item, Block):
@@ -174,7 +176,7 @@ def prune(blocks: list[list[str | Block]]) -> None:
                 found.append(item)
         return found
 
-    every = [b.items for lines in blocks for b in _blocks(lines)]
+    every = [items for lines in blocks for items in _item_lists(lines)]
     while True:
         counts: dict[str, int] = {}
         for text in (t for lines in blocks for t in texts(lines)):
@@ -192,9 +194,9 @@ def prune(blocks: list[list[str | Block]]) -> None:
             return
 
 
-def _blocks(items: list[str | Block]) -> list[Block]:
-    holder = Block(items=items)
-    return holder.walk()
+def _item_lists(items: list[str] | list[str | Block]) -> list[list[str] | list[str | Block]]:
+    """The list itself and the items of every block nested in it: where prune removes lines."""
+    return [items, *(b.items for item in items if isinstance(item, Block) for b in item.walk())]
 
 
 def _kernel_text(

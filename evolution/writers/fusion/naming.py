@@ -188,8 +188,8 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{base}_{suffix}" if base and len(base) <= 2 * _MAX_PART else f"as_{suffix}"
         if isinstance(owner, ast.Name) and owner.id in ("tl", "libdevice"):
             if method in _REDUCTIONS:
-                op = _REDUCTIONS[method]
-                return f"{op}_{first}" if _short(first) else f"row_{op}"
+                reduction = _REDUCTIONS[method]
+                return f"{reduction}_{first}" if _short(first) else f"row_{reduction}"
             if method == "where":
                 return (
                     f"{_operand(value.args[1], mapping)}_masked"
@@ -207,15 +207,15 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{method}_{first}" if _short(first) else method
     if isinstance(value, ast.Compare) and len(value.ops) == 1:
         left = _operand(value.left, mapping)
-        right = value.comparators[0]
-        zero = isinstance(right, ast.Constant) and right.value == 0
-        op = type(value.ops[0])
-        if op is ast.Lt and left:
+        comparator = value.comparators[0]
+        zero = isinstance(comparator, ast.Constant) and comparator.value == 0
+        cmp_op = type(value.ops[0])
+        if cmp_op is ast.Lt and left:
             return f"{left}_in_bounds" if _short(left) else "in_bounds"
-        if zero and op in (ast.NotEq, ast.Eq):
-            word = "nonzero" if op is ast.NotEq else "is_zero"
+        if zero and cmp_op in (ast.NotEq, ast.Eq):
+            word = "nonzero" if cmp_op is ast.NotEq else "is_zero"
             return f"{left}_{word}" if _short(left) else word
-        word = {ast.Eq: "eq", ast.NotEq: "ne", ast.Gt: "gt", ast.GtE: "ge", ast.LtE: "le"}.get(op, "test")
+        word = {ast.Eq: "eq", ast.NotEq: "ne", ast.Gt: "gt", ast.GtE: "ge", ast.LtE: "le"}.get(cmp_op, "test")
         return f"{left}_{word}" if _short(left) else f"is_{word}"
     if isinstance(value, ast.BinOp):
         left, right = _operand(value.left, mapping), _operand(value.right, mapping)
@@ -228,12 +228,12 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
         if isinstance(value.op, ast.Mult) and one:
             return f"{left}_float" if _short(left) else "as_float"  # an integer size made a float
         words = {ast.Add: "plus", ast.Sub: "minus", ast.Mult: "times", ast.Div: "over", ast.FloorDiv: "div"}
-        word = words.get(type(value.op))
-        if word and _short(left) and _short(right) and left != right:
-            return f"{left}_{word}_{right}"
-        if word and _short(left):
-            return f"{left}_{word}"
-        return word or "value"
+        verb = words.get(type(value.op))
+        if verb and _short(left) and _short(right) and left != right:
+            return f"{left}_{verb}_{right}"
+        if verb and _short(left):
+            return f"{left}_{verb}"
+        return verb or "value"
     if isinstance(value, ast.UnaryOp):
         operand = _operand(value.operand, mapping)
         if isinstance(value.op, ast.USub):

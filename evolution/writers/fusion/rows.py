@@ -180,7 +180,7 @@ def dry_run(graph: Graph, stores: list[Store], table: AtomTable, params: KernelP
     factors = view_factors(graph)
     plans = [StorePlan(store, store_atoms(table, graph, store, factors)) for store in stores]
     sources = {p.name: p.source for p in graph.placeholders}
-    writers = {sources[name]: None for name, _ in graph.mutations}
+    writers: dict[str, StorePlan | None] = {sources[name]: None for name, _ in graph.mutations}
     for plan in plans:
         if plan.store.target in writers:
             writers[plan.store.target] = plan

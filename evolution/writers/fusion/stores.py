@@ -73,10 +73,12 @@ def build_stores(graph: Graph) -> tuple[list[Store], dict[int, str]]:
         placement = tuple((d, sympy.Integer(0), sympy.Integer(1)) for d in range(len(shape)))
         stores.append(Store(target, output, shape, meta.dtype, True, shape, placement, len(shape)))
     for placeholder_name, value in graph.mutations:
-        target = placeholders[placeholder_name]
-        if target.meta is None:
-            raise LoweringError(f"the reference writes into {target.source}, which is not a tensor")
-        stores.append(_in_place(graph, nodes, placeholder_name, target.source, target.meta, value))
+        written_into = placeholders[placeholder_name]
+        if written_into.meta is None:
+            raise LoweringError(f"the reference writes into {written_into.source}, which is not a tensor")
+        stores.append(
+            _in_place(graph, nodes, placeholder_name, written_into.source, written_into.meta, value)
+        )
     return stores, holders
 
 

@@ -38,7 +38,7 @@ def as_expr(value: object) -> sympy.Expr:
     if isinstance(value, dict) and "sym" in value:
         return parse(str(value["sym"]))
     if isinstance(value, sympy.Basic):
-        return value  # type: ignore[return-value]
+        return value
     raise SizeError(f"expected a size, found {value!r}")
 
 

@@ -16,6 +16,7 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import overload
 
 from evolution.writers.inductor.kernels import (
     MAX_Y_GRID,
@@ -150,7 +151,7 @@ class _Translator:
 
     def _bind_inputs(self, stmt: ast.Assign) -> None:
         target = stmt.targets[0]
-        names = [e.id for e in target.elts] if isinstance(target, ast.Tuple) else [_name(target)]
+        names = [_name(e) for e in target.elts] if isinstance(target, ast.Tuple) else [_name(target)]
         if len(names) != len(self.capture.inputs):
             raise InductorConversionError(
                 f"Inductor's graph takes {len(names)} inputs but {len(self.capture.inputs)} were traced"
@@ -196,11 +197,11 @@ class _Translator:
                 and isinstance(value.value, ast.Name)
                 and value.value.id in self.size_tuples
                 and isinstance(value.slice, ast.Constant)
+                and isinstance(value.slice.value, int)
             ):
                 replacement = ast.parse(
                     f"{self.size_tuples[value.value.id]}.shape[{value.slice.value}]", mode="eval"
-                )
-                replacement = replacement.body
+                ).body
             match = _SIZE_SOURCE.match(_unparse(replacement))
             if match and isinstance(value, (ast.Name, ast.Subscript)):
                 readable = f"{match.group(1)}_size{match.group(2)}"
@@ -312,8 +313,12 @@ class _Translator:
 
     # --- expressions ------------------------------------------------------------------------------------
 
+    @overload
+    def _rewrite(self, node: ast.expr) -> ast.expr: ...
+    @overload
+    def _rewrite(self, node: ast.stmt) -> ast.stmt: ...
     def _rewrite(self, node: ast.AST) -> ast.AST:
-        return _Rewriter(self).visit(node)
+        return _Rewriter(self).visit(node)  # an expression rewrites to an expression, a statement to one
 
     def _local(self, name: str) -> str:
         """Readable names for wrapper locals: `<kernel>_xnumel` -> `k0_xnumel`, `arg2_1_size` -> `x_size`."""

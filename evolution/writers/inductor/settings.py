@@ -40,7 +40,8 @@ def inductor_settings(device: str) -> Iterator[None]:
     dynamo = {k: False for k in ("specialize_float", "specialize_int") if hasattr(dynamo_config, k)}
     with (
         inductor_config.patch(settings),
-        fx_config.patch(use_duck_shape=False),
+        # torch installs `patch` on its config modules at import; this one (unlike dynamo's) declares no stub
+        fx_config.patch(use_duck_shape=False),  # type: ignore[attr-defined]
         dynamo_config.patch(dynamo),
         _target_for(device),
     ):

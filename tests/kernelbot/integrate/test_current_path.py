@@ -24,6 +24,8 @@ def test_an_example_op_without_forward_cuda_runs_its_reference() -> None:
     assert today.name == "minisglang.layers.activation:SiluAndMul.forward_native"
     assert "has no forward_cuda" in today.reason and "eager column" in today.reason
     assert current_path(MINIREPO, profile, "minisglang.nowhere:f") is None  # no source: names none
+    by_path = current_path(MINIREPO, profile, "minisglang/layers/activation.py:SiluAndMul.forward_native")
+    assert by_path == today  # the path form names the same function
 
 
 @pytest.mark.network

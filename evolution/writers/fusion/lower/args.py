@@ -5,6 +5,8 @@ the views, gathers and assembled tensors, whose ops take the same arguments.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sympy
 
 from evolution.writers.fusion import symbols
@@ -18,7 +20,7 @@ def normal_dim(dim: int, rank: int) -> int:
     return dim + rank if dim < 0 else dim
 
 
-def node_arg(node: Node, position: int, name: str, default: object = None) -> object:
+def node_arg(node: Node, position: int, name: str, default: object = None) -> Any:
     if len(node.args) > position:
         return node.args[position]
     return node.kwargs.get(name, default)

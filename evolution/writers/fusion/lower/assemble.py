@@ -49,7 +49,7 @@ def _slice_scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) 
     base, source = node.args[0], node.args[1]
     shape = ev.shape(base)
     rank = len(shape)
-    dim = normal_dim(int(node_arg(node, 2, "dim", 0)), rank)  # type: ignore[arg-type]
+    dim = normal_dim(int(node_arg(node, 2, "dim", 0)), rank)
     start, end, step = slice_bounds(
         ev, shape[dim], node_arg(node, 3, "start"), node_arg(node, 4, "end"), node_arg(node, 5, "step", 1)
     )

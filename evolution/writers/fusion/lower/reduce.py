@@ -10,6 +10,7 @@ at a grid index) it is computed whole and the element picked.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import sympy
 
@@ -28,7 +29,7 @@ _BIG = 2**31 - 1
 def _dims(raw: object, rank: int) -> list[int]:
     if raw is None or raw == []:
         return list(range(rank))
-    values = raw if isinstance(raw, list) else [raw]
+    values: list[Any] = raw if isinstance(raw, list) else [raw]  # ints, as the node's arguments hold them
     return sorted({int(d) + rank if int(d) < 0 else int(d) for d in values})
 
 

@@ -5,6 +5,7 @@ reference's own).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from evolution.writers.fusion.model import Graph
@@ -45,7 +46,9 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
     target = inspect.unwrap(reference)
     compiled = torch.compile(target, backend=recorder.backend, dynamic=True, fullgraph=True)
     signature = inspect.signature(reference)
-    with dynamo_config.patch({**limits, **unspecialised}), fx_config.patch(use_duck_shape=False):
+    # torch installs `patch` on its config modules at import; this one (unlike dynamo's) does not declare it
+    fx_patch = fx_config.patch(use_duck_shape=False)  # type: ignore[attr-defined]
+    with dynamo_config.patch({**limits, **unspecialised}), fx_patch:
         for case in ordered:
             args, kwargs, proxy = proxy_inputs(task, case, device)
             arguments = dict(signature.bind(*args, **kwargs).arguments)
@@ -92,9 +95,10 @@ class _Recorder:
         sources = [(placeholder_source(n), is_python_number(n)) for n in dynamo_inputs]
         captured: dict[str, Any] = {}
 
-        def forward_compiler(fw: Any, inputs: list[Any]) -> Any:
-            captured["graph"] = fw
-            return fw
+        # (parameter names as AOTAutograd's compiler protocol spells them: the forward graph, its inputs)
+        def forward_compiler(gm: Any, example_inputs: Sequence[Any]) -> Any:
+            captured["graph"] = gm
+            return gm
 
         inner = aot_module_simplified(
             gm, example_inputs, fw_compiler=forward_compiler, keep_inference_input_mutations=True

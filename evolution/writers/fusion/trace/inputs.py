@@ -68,7 +68,7 @@ def dynamic_symbols(task: Any, case: Any, proxy: int, symbols: dict[str, str], d
     import inspect
 
     signature = inspect.signature(task.load_reference())
-    values = [None, None]
+    values: list[dict[str, Any] | None] = [None, None]  # the arguments at the proxy size, at another
     for value in (proxy, *(p for p in PROXIES if p != proxy)):
         try:
             args, kwargs = task.make_inputs(proxied(task, case, value), 0, device)
