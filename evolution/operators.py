@@ -67,7 +67,8 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         from evolution.mutators.fusion_seed import FusionSeedMutator
         from evolution.mutators.fusion_variant import FusionVariantMutator
 
-        writer = FusionWriter()  # one trace per task, shared by the seed and the variants
+        # One trace per task, shared by the seed and the variants.
+        writer = FusionWriter(line_length=config.mutation.line_length)
         if config.mutation.fusion_seed:
             mutators.append(FusionSeedMutator(writer))
         mutators.append(FusionVariantMutator(writer))  # evolves any parent the generator wrote

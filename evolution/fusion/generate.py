@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
 from evolution.fusion import blocks
-from evolution.fusion.code_text import wrap_long_lines
+from evolution.fusion.code_text import fit_docstrings, wrap_long_lines
 from evolution.fusion.dispatch import predicates
 from evolution.fusion.errors import LoweringError
 from evolution.fusion.host import host_body, returned
@@ -68,7 +68,7 @@ def generate(
     try:
         suffixes = specialisation_names(graphs)
         for graph, suffix in zip(graphs, suffixes, strict=True):
-            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel"))
+            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel", line_length))
         kernels = _shared(kernels, f"_{entry}_kernel")
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
         hosts = [
@@ -93,7 +93,7 @@ def generate(
     if len(graphs) > 1:
         lines += ["", "", *_dispatcher(report, entry, tests, graphs, suffixes)]
     lines.append(EVOLVE_END)
-    source = wrap_long_lines("\n".join(lines), line_length) + "\n"
+    source = wrap_long_lines(fit_docstrings("\n".join(lines), line_length), line_length) + "\n"
     _validate(source, entry)
     uses_topk = any("_kb_topk" in k.text for k in kernels)
     return Generated(source, knobs, uses_topk, len(kernels))

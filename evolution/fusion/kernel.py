@@ -52,7 +52,7 @@ class KernelCode:
     notes: list[str] = field(default_factory=list)
 
 
-def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
+def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) -> KernelCode:
     stores, holders = build_stores(graph)
     if not stores:
         raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
@@ -90,7 +90,8 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     values = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, values), renamed)
-    text = inline_single_use(text, 100)
+    # Inlined address arithmetic stays within the line limit, with room for the renaming still to come.
+    text = inline_single_use(text, line_length - 10)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block

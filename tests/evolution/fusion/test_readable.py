@@ -187,7 +187,7 @@ def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
     assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
 
 
-LAUNCH_PARENT = '''import torch
+LAUNCH_PARENT = """import torch
 
 # EVOLVE-BLOCK-START
 SCALE = 1.0
@@ -204,7 +204,7 @@ def _host(x):
 def entry(x):
     return _host(x)
 # EVOLVE-BLOCK-END
-'''
+"""
 
 
 def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None:
