@@ -72,6 +72,9 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         if config.mutation.fusion_seed:
             mutators.append(FusionSeedMutator(writer))
         mutators.append(FusionVariantMutator(writer))  # evolves any parent the generator wrote
+        from evolution.mutators.fusion_inductor import FusionInductorMutator
+
+        mutators.append(FusionInductorMutator(writer))  # Inductor's structure where its kernel is faster
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))

@@ -78,7 +78,13 @@ def generate(
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs, line_length)
-    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), _NUM_WARPS])
+    if knobs.num_warps:  # a fixed warp count (Inductor's): no helper sizing it by the tile
+        hosts = [
+            [re.sub(r"num_warps=_num_warps\(.*\),$", "num_warps=NUM_WARPS,", line) for line in h]
+            for h in hosts
+        ]
+    helpers = [] if knobs.num_warps else [_NUM_WARPS]
+    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
     # The reference's constants go inside the block: a crossover child carries each parent's whole code.
     lines += [EVOLVE_START, *_constants_of_reference(report.constants)]
     lines += [knobs.header(), *_constants(knobs, used)]
@@ -87,7 +93,8 @@ def generate(
         lines += ["", "", source]
     for kernel in {k.name: k for k in kernels}.values():
         lines += ["", "", kernel.text]
-    lines += ["", "", _NUM_WARPS]
+    for helper in helpers:
+        lines += ["", "", helper]
     for host in hosts:
         lines += ["", "", *host]
     if len(graphs) > 1:
@@ -174,6 +181,7 @@ def _constants(knobs: Knobs, used: str) -> list[str]:
         ("BLOCK", f"BLOCK = {knobs.block}  # elements per program (or per chunk) along a blocked axis"),
         ("PROGRAMS", f"PROGRAMS = {knobs.persistent}  # a persistent grid of at most this many programs"),
         ("WARPS_SCALE", f"WARPS_SCALE = {knobs.warps}"),
+        ("NUM_WARPS", f"NUM_WARPS = {knobs.num_warps}  # warps per program"),
     ]
     return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
 
