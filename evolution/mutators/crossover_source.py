@@ -318,9 +318,9 @@ def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
     for name, fn in plain.items():
         if {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} & set(differing):
             return None  # a parameter of that name already
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in plain:
-                calls[name].add(node.func.id)
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in plain:
+                calls[name].add(call.func.id)
     changed = True
     while changed:
         changed = False
@@ -330,8 +330,8 @@ def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
                 needs[name] |= more
                 changed = True
     called = {n.func for n in ast.walk(a_tree) if isinstance(n, ast.Call)}
-    for node in ast.walk(a_tree):  # a function that takes constants must only ever be called by name
-        if isinstance(node, ast.Name) and needs.get(node.id) and node not in called:
+    for read in ast.walk(a_tree):  # a function that takes constants must only ever be called by name
+        if isinstance(read, ast.Name) and needs.get(read.id) and read not in called:
             return None
     if not needs.get(entry):
         raise CrossoverError(

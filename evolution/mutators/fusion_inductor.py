@@ -81,7 +81,8 @@ def inductor_launch(source: str) -> InductorLaunch | None:
             continue
         launches.append(InductorLaunch(kind, int(xblock), int(rblock) if kind == "looped" else 0, int(warps)))
     reductions = [launch for launch in launches if launch.kind != "pointwise"]
-    return (reductions or launches or [None])[0]
+    chosen = reductions or launches
+    return chosen[0] if chosen else None
 
 
 def _power_of_two(n: int) -> int:
