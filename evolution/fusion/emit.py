@@ -326,7 +326,7 @@ class Emitter:
         if dtype == "i1":
             zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
             return self.unary(f"({{a}} != {zero})", tile, "i1")
-        return self.unary(f"{wrapped('{a}')}.to({TL_DTYPE[dtype]})", tile, dtype)
+        return self.let(f"{wrapped(tile.code)}.to({TL_DTYPE[dtype]})", tile.atoms, dtype, tile.grid)
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
@@ -343,7 +343,9 @@ class Emitter:
         if tile.code in self._rounded:
             return tile
         narrow = "tl.bfloat16" if storage == "bfloat16" else "tl.float16"
-        result = self.unary(f"{wrapped('{a}')}.to({narrow}).to(tl.float32)", tile, tile.dtype)
+        result = self.let(
+            f"{wrapped(tile.code)}.to({narrow}).to(tl.float32)", tile.atoms, tile.dtype, tile.grid
+        )
         self._rounded.add(result.code)
         return result
 
