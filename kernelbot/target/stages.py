@@ -77,7 +77,9 @@ def _extract_summary(outcome: dict[str, Any]) -> str:
 
 def evolve_stage(ctx: RunContext) -> dict[str, Any]:
     task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
-    summary = run_search(task_dir, ctx.run_dir, ctx.options.search)
+    summary = run_search(
+        task_dir, ctx.run_dir, ctx.options.search, line_length=ctx.profile.formatter.line_length
+    )
     return search_outcome(summary, ctx.run_dir)
 
 
