@@ -87,7 +87,9 @@ def _extract_summary(outcome: ExtractRecord) -> str:
 
 
 def evolve_stage(ctx: RunContext) -> EvolveRecord:
-    summary = run_search(ctx.task_dir(), ctx.run_dir, ctx.options.search)
+    summary = run_search(
+        ctx.task_dir(), ctx.run_dir, ctx.options.search, line_length=ctx.profile.formatter.line_length
+    )
     return EvolveRecord.from_table(search_outcome(summary, ctx.run_dir))
 
 

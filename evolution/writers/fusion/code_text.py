@@ -4,7 +4,9 @@ that decide whether code can be used as an operand as it is (a name or a literal
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 
 
 def literal(value: float | int | bool, dtype: str) -> str:
@@ -73,8 +75,9 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _wrap(line: str, limit: int) -> list[str]:
-    """One statement longer than `limit` broken after the opening bracket whose group runs to its end,
-    one item a line (as black writes it); the line itself when it has no such group."""
+    """One statement longer than `limit` broken after the opening bracket whose group runs to its end: its
+    contents on one line of their own where they fit, else one item a line (as black and ruff write it);
+    the line itself when it has no such group."""
     indent = line[: len(line) - len(line.lstrip())]
     depth, quote, opened = 0, "", -1
     for k, char in enumerate(line):
@@ -97,6 +100,9 @@ def _wrap(line: str, limit: int) -> list[str]:
                     if len(items) < 2 and not (items and len(indent) + 4 + len(items[0]) < len(line)):
                         return [line]
                     head = [line[: opened + 1]]
+                    inside = ", ".join(items)
+                    if len(indent) + 4 + len(inside) <= limit:  # the contents fit on one line of their own
+                        return [*head, f"{indent}    {inside}", f"{indent}{line[k]}{tail}"]
                     body = [f"{indent}    {item}," for item in items]
                     inner = [part for b in body for part in (_wrap(b, limit) if len(b) > limit else [b])]
                     return [*head, *inner, f"{indent}{line[k]}{tail}"]
@@ -118,6 +124,26 @@ def wrap_long_lines(source: str, limit: int) -> str:
         if quotes % 2 == 1:
             in_string = not in_string
     return "\n".join(out)
+
+
+def fit_docstrings(source: str, limit: int) -> str:
+    """`source` with each function docstring that has a line over `limit` characters filled again within
+    it (the building blocks' docstrings are written for the widest engine)."""
+    lines = source.split("\n")
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and ast.get_docstring(node, clean=False) is not None:
+            doc = node.body[0]
+            start, end = doc.lineno - 1, doc.end_lineno or doc.lineno
+            if any(len(line) > limit for line in lines[start:end]):
+                spans.append((start, end, doc.col_offset, ast.get_docstring(node) or ""))
+    for start, end, column, text in sorted(spans, reverse=True):
+        indent = " " * column
+        filled = textwrap.fill(
+            " ".join(text.split()), limit - 3, initial_indent=f'{indent}"""', subsequent_indent=indent
+        )
+        lines[start:end] = f'{filled}"""'.split("\n")
+    return "\n".join(lines)
 
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")

@@ -165,9 +165,9 @@ class Emitter:
             parent.open_child = previous
 
     @contextlib.contextmanager
-    def preloop(self, atom: Atom) -> Iterator[Block]:
+    def preloop(self, atom: Atom, why: str = "") -> Iterator[Block]:
         """A loop over `atom`'s chunks placed before the innermost open loop over it (a reduction the loop
-        needs whole: the norm's sum before the loop that writes the normed row)."""
+        needs whole: the norm's sum before the loop that writes the normed row), `why` as its comment."""
         current = next((b for b in reversed(self.stack) if b.loop_atom is atom), None)
         if current is None:  # no loop over the atom is open here (a store without it): a loop of its own
             with self.loop(atom) as block:
@@ -176,6 +176,8 @@ class Emitter:
         depth = current.depth
         parent = self.stack[depth - 1]
         block = self._loop_block(atom, depth)
+        if why:
+            parent.add(f"# {why}")
         parent.add(block)
         saved, previous = self.stack, parent.open_child
         parent.open_child = block
@@ -198,7 +200,10 @@ class Emitter:
     def accumulate(self, atom: Atom, partial: Callable[[], Tile], kind: str) -> Tile:
         """`kind` (sum | max | min) of chunk results over a pre-loop on `atom`: `partial()` gives one chunk's
         reduction (evaluated inside the loop)."""
-        with self.preloop(atom) as block:
+        # The row is walked in chunks (too wide for one register tile), and what the next loop reads needs
+        # the whole row's reduction first.
+        why = f"Two passes: this loop's {kind} over every chunk first, as the next loop needs it whole"
+        with self.preloop(atom, why) as block:
             chunk = partial()
             parent = self.stack[block.depth - 1]
             name = self.fresh("acc")
@@ -322,7 +327,7 @@ class Emitter:
         if dtype == "i1":
             zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
             return self.unary(f"({{a}} != {zero})", tile, "i1")
-        return self.unary(f"{wrapped('{a}')}.to({TL_DTYPE[dtype]})", tile, dtype)
+        return self.let(f"{wrapped(tile.code)}.to({TL_DTYPE[dtype]})", tile.atoms, dtype, tile.grid)
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
@@ -339,7 +344,9 @@ class Emitter:
         if tile.code in self._rounded:
             return tile
         narrow = "tl.bfloat16" if storage == "bfloat16" else "tl.float16"
-        result = self.unary(f"{wrapped('{a}')}.to({narrow}).to(tl.float32)", tile, tile.dtype)
+        result = self.let(
+            f"{wrapped(tile.code)}.to({narrow}).to(tl.float32)", tile.atoms, tile.dtype, tile.grid
+        )
         self._rounded.add(result.code)
         return result
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
 from evolution.writers.fusion import blocks
-from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.code_text import fit_docstrings, wrap_long_lines
 from evolution.writers.fusion.dispatch import predicates
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.host import host_body, returned
@@ -68,7 +68,7 @@ def generate(
     try:
         suffixes = specialisation_names(graphs)
         for graph, suffix in zip(graphs, suffixes, strict=True):
-            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel"))
+            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel", line_length))
         kernels = _shared(kernels, f"_{entry}_kernel")
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
         hosts = [
@@ -78,7 +78,13 @@ def generate(
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs, line_length)
-    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), _NUM_WARPS])
+    if knobs.num_warps:  # a fixed warp count (Inductor's): no helper sizing it by the tile
+        hosts = [
+            [re.sub(r"num_warps=_num_warps\(.*\),$", "num_warps=NUM_WARPS,", line) for line in h]
+            for h in hosts
+        ]
+    helpers = [] if knobs.num_warps else [_NUM_WARPS]
+    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
     # The reference's constants go inside the block: a crossover child carries each parent's whole code.
     lines += [EVOLVE_START, *_constants_of_reference(report.constants)]
     lines += [knobs.header(), *_constants(knobs, used)]
@@ -87,13 +93,14 @@ def generate(
         lines += ["", "", source]
     for kernel in {k.name: k for k in kernels}.values():
         lines += ["", "", kernel.text]
-    lines += ["", "", _NUM_WARPS]
+    for helper in helpers:
+        lines += ["", "", helper]
     for host in hosts:
         lines += ["", "", *host]
     if len(graphs) > 1:
         lines += ["", "", *_dispatcher(report, entry, tests, graphs, suffixes)]
     lines.append(EVOLVE_END)
-    source = wrap_long_lines("\n".join(lines), line_length) + "\n"
+    source = wrap_long_lines(fit_docstrings("\n".join(lines), line_length), line_length) + "\n"
     _validate(source, entry)
     uses_topk = any("_kb_topk" in k.text for k in kernels)
     return Generated(source, knobs, uses_topk, len(kernels))
@@ -174,6 +181,7 @@ def _constants(knobs: Knobs, used: str) -> list[str]:
         ("BLOCK", f"BLOCK = {knobs.block}  # elements per program (or per chunk) along a blocked axis"),
         ("PROGRAMS", f"PROGRAMS = {knobs.persistent}  # a persistent grid of at most this many programs"),
         ("WARPS_SCALE", f"WARPS_SCALE = {knobs.warps}"),
+        ("NUM_WARPS", f"NUM_WARPS = {knobs.num_warps}  # warps per program"),
     ]
     return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
 

@@ -33,16 +33,23 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
         shape = f"({shape},)" if len(store.full_shape) == 1 else f"({shape})"
         dtype = STORAGE_DTYPE[store.storage].replace("tl.int1", "torch.bool").replace("tl.", "torch.")
         lines.append(f"{store.target} = torch.empty({shape}, dtype={dtype}, device={device_of}.device)")
+    passed = {p.name for p in kernel.params}
+    counts = [name if name in passed else host for name, host in kernel.grid]
+    if len(counts) > 1:
+        counts = [c if c.isidentifier() else f"({c})" for c in counts]
+    # A size the launch alone reads is passed as its expression; one the grid or num_warps also reads is
+    # bound once.
+    shared = " ".join([kernel.tile_elements, *counts, *(p.host for p in kernel.params)])
     arguments: list[str] = []
     for param in kernel.params:
-        if param.kind == "size" and param.host != param.name:
+        if param.kind != "size" or param.host == param.name:
+            arguments.append(f"{param.name}={param.host}")
+        elif re.search(rf"\b{param.name}\b", shared):
             lines.append(f"{param.name} = {param.host}")
-    for param in kernel.params:
-        if param.kind == "size":
             arguments.append(f"{param.name}={param.name}")
         else:
             arguments.append(f"{param.name}={param.host}")
-    total = " * ".join(name for name, _ in kernel.grid) or "1"
+    total = " * ".join(counts) or "1"
     lines.append(f"programs = {total}")
     launch = "min(programs, PROGRAMS)" if kernel.persistent else "programs"
     lines.append("if programs > 0:")
@@ -64,6 +71,8 @@ def _symbols_needed(kernel: KernelCode) -> set[str]:
     for param in kernel.params:
         if param.kind == "size":
             found |= set(_SYMBOL.findall(param.host))
+    for _, host in kernel.grid:
+        found |= set(_SYMBOL.findall(host))
     for store in kernel.stores:
         if store.fresh:
             for extent in store.full_shape:

@@ -53,7 +53,7 @@ class KernelCode:
     notes: list[str] = field(default_factory=list)
 
 
-def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
+def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) -> KernelCode:
     stores, holders = build_stores(graph)
     if not stores:
         raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
@@ -91,7 +91,8 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str) -> KernelCode:
     value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, value_names), renamed)
-    text = inline_single_use(text, 100)
+    # Inlined address arithmetic stays within the line limit, with room for the renaming still to come.
+    text = inline_single_use(text, line_length - 10)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
@@ -140,7 +141,8 @@ def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
     for value_dim, (target_dim, start, step) in enumerate(store.placement):
         index[target_dim] = plan.entries[value_dim].scaled(step).offset(start)
     sizes = [symbols.evaluate(e, ev.graph.hints) for e in store.full_shape]
-    store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage)  # type: ignore[arg-type]
+    shape = store.full_shape if store.fresh else ()
+    store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage, shape)  # type: ignore[arg-type]
 
 
 def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str]]:
@@ -210,11 +212,15 @@ def _kernel_text(
     body: list[str] = []
     decomposition: list[str] = []
     if grid:
+        # A launch's outermost index needs no modulo: pid is below the product of the counts. A persistent
+        # loop keeps it (its pid is a plain integer under the interpreter, the modulo makes it a tensor).
         decomposition.append("rest = pid")
         for (count, _), axis in reversed(list(zip(grid, plan.grid, strict=True))):
             decomposition.append(f"pid_{axis.atom.name} = rest % {count}")
             decomposition.append(f"rest = rest // {count}")
         decomposition.pop()
+        if not persistent:
+            decomposition[-1] = f"pid_{plan.grid[0].atom.name} = rest"
     for region, _ in plan.regions:
         if region.guarded:
             test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
@@ -228,9 +234,20 @@ def _kernel_text(
         lines.extend(f"    {line}" for line in prologue)
         lines.append(f"    for pid in range(first, {total}, tl.num_programs(0)):")
         lines.extend(f"        {line}" for line in decomposition + body)
+    elif len(grid) == 1 and not re.search(r"\bpid\b", "\n".join(prologue + body)):
+        lines.append(f"    pid_{plan.grid[0].atom.name} = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue + body)
     else:
         lines.append("    pid = tl.program_id(0)")
         lines.extend(f"    {line}" for line in prologue + decomposition + body)
+    text = "\n".join(lines[2:])
+    # Only the parameters the code reads (a grid count the decomposition no longer needs stays host-side).
+    used = [p for p in ordered if re.search(rf"\b{p.name}\b", text)]
+    for param in ordered:
+        if param not in used:
+            del params.params[param.name]
+    signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in used)
+    lines[1] = f"def {name}({signature}):"
     return "\n".join(lines)
 
 

@@ -12,6 +12,8 @@ grid        "outer": only the outermost row axis indexes programs; "all": every 
 persistent  0: one program per grid index; N: at most N programs, each looping over grid indices
             (row-invariant loads such as a norm's weight then happen once per program)
 warps       scale of num_warps (the base grows with the largest register tile)
+num_warps   0: num_warps from the tile (scaled by `warps`); N: every launch with N warps (Inductor's choice,
+            taken over by fusion:inductor)
 eviction    streaming loads evict_first, row-invariant loads evict_last
 rounding    round 16-bit intermediate results as eager PyTorch does (off: one rounding at the end)
 topk        where top-k keeps its candidates: "mask" (register keys rewritten each round), "threshold"
@@ -44,6 +46,7 @@ class Knobs:
     grid: str = "outer"
     persistent: int = 0
     warps: float = 1.0
+    num_warps: int = 0
     eviction: bool = False
     rounding: bool = True
     topk: str = "mask"
@@ -63,6 +66,8 @@ class Knobs:
             problems.append("persistent must be >= 0")
         if self.warps <= 0:
             problems.append("warps must be positive")
+        if self.num_warps not in (0, 1, 2, 4, 8, 16, 32):
+            problems.append(f"num_warps must be 0 or a power of two up to 32, not {self.num_warps}")
         if self.passes not in ("one", "two"):
             problems.append(f"passes must be one or two, not {self.passes!r}")
         if self.topk not in TOPK_METHODS:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import sympy
+
 from evolution.writers.fusion.emit import Emitter
 from evolution.writers.fusion.model import Placeholder
 from evolution.writers.fusion.params import Param
@@ -26,17 +28,26 @@ def pointer(emitter: Emitter, source: str) -> str:
     return emitter.params.add(Param(f"{name}_ptr", source, "pointer"))
 
 
-def offsets(emitter: Emitter, source: str, index: Index, sizes: list[int]) -> Tile | None:
-    """sum(index_d * stride_d) over the dims of size > 1; None for a single element."""
+def offsets(
+    emitter: Emitter, source: str, index: Index, sizes: list[int], shape: tuple[sympy.Expr, ...] = ()
+) -> Tile | None:
+    """sum(index_d * stride_d) over the dims of size > 1; None for a single element. With `shape` (a
+    tensor the host allocates contiguous) the strides are products of its sizes, not arguments."""
     name = tensor_name(source)
     terms: list[Tile] = []
     for dim, (entry, size) in enumerate(zip(index, sizes, strict=True)):
         if size == 1:
             continue
         tile = emitter.index_tile(entry)
-        stride = emitter.params.add(Param(f"{name}_stride{dim}", f"{source}.stride({dim})", "stride"))
         if tile.is_scalar and tile.grid:
             tile = emitter.unary("{a}.to(tl.int64)", tile, "i64")
+        if shape:
+            stride = emitter.params.size(sympy.Mul(*shape[dim + 1 :]))
+            if stride == "1":
+                terms.append(tile)
+                continue
+        else:
+            stride = emitter.params.add(Param(f"{name}_stride{dim}", f"{source}.stride({dim})", "stride"))
         terms.append(emitter.binary("{a} * {b}", tile, Tile(stride, (), "i64"), tile.dtype))
     if not terms:
         return None
@@ -81,11 +92,18 @@ def _to_compute(emitter: Emitter, raw: Tile, storage: str, dtype: str) -> Tile:
 
 
 def store_tensor(
-    emitter: Emitter, source: str, index: Index, sizes: list[int], value: Tile, storage: str
+    emitter: Emitter,
+    source: str,
+    index: Index,
+    sizes: list[int],
+    value: Tile,
+    storage: str,
+    shape: tuple[sympy.Expr, ...] = (),
 ) -> None:
-    """tl.store of `value` into `source` at `index`, cast to the tensor's dtype, masked to the atoms."""
+    """tl.store of `value` into `source` at `index`, cast to the tensor's dtype, masked to the atoms; `shape`
+    for a fresh output (its strides follow from it)."""
     base = pointer(emitter, source)
-    offset = offsets(emitter, source, index, sizes)
+    offset = offsets(emitter, source, index, sizes, shape)
     if storage not in STORAGE_DTYPE:
         raise KeyError(storage)
     target = STORAGE_DTYPE[storage]

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from evaluators.task import Task
-from evolution.writers.fusion.generate import Generated, GenerationError, generate
+from evolution.writers.fusion.generate import LINE_LENGTH, Generated, GenerationError, generate
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.model import TraceReport
 from evolution.writers.tracing.launch import run_tracer
@@ -37,9 +37,12 @@ def task_key(task: Task) -> str:
 
 
 class FusionWriter:
-    def __init__(self, *, python: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self, *, python: str | None = None, timeout_s: float = 600.0, line_length: int = LINE_LENGTH
+    ) -> None:
         self.python = python or sys.executable
         self.timeout_s = timeout_s
+        self.line_length = line_length  # the target engine's limit: no line written is longer
         self._reports: dict[str, TraceReport] = {}
         self._tracing: dict[str, asyncio.Lock] = {}
         self._proposed: dict[str, set[str]] = {}
@@ -79,7 +82,9 @@ class FusionWriter:
 
     async def write(self, task: Task, report: TraceReport, knobs: Knobs) -> Generated:
         """The candidate for `knobs` (raises GenerationError when the reference is not one it writes)."""
-        return await asyncio.to_thread(generate, report, knobs, entry=task.entry, task_name=task.name)
+        return await asyncio.to_thread(
+            generate, report, knobs, entry=task.entry, task_name=task.name, line_length=self.line_length
+        )
 
     def claim(self, task: Task, knobs: Knobs) -> bool:
         """Record `knobs` as proposed for `task`; False when it already was."""

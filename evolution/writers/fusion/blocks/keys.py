@@ -9,17 +9,20 @@ import triton.language as tl
 
 
 @triton.jit
-def _kb_sort_key(x):
-    """float32 -> int32 with the same order (negative floats have their magnitude bits flipped)."""
+def _kb_pack(x, index):
+    """(float32 value, int32 index >= 0) -> int64 key. A float's bits order as integers once a negative
+    one has its magnitude bits flipped; the index is inverted so that the smaller one wins a tie."""
     bits = x.to(tl.int32, bitcast=True)
-    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    bits = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return (bits.to(tl.int64) << 32) | (2147483647 - index).to(tl.int64)
 
 
 @triton.jit
-def _kb_pack(x, index):
-    """(float32 value, int32 index >= 0) -> int64 key."""
-    high = _kb_sort_key(x).to(tl.int64) << 32
-    return high | (2147483647 - index).to(tl.int64)
+def _kb_unpack(key):
+    """int64 key -> (float32 value, int32 index)."""
+    high = (key >> 32).to(tl.int32)
+    value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    return value, 2147483647 - (key & 2147483647).to(tl.int32)
 
 
 @triton.jit

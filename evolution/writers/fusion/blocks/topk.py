@@ -15,12 +15,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from evolution.writers.fusion.blocks.keys import _kb_key_index, _kb_key_value, _kb_pack
+from evolution.writers.fusion.blocks.keys import _kb_pack, _kb_unpack
 from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks
 
 
 @triton.jit
 def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of one int64 max over value-and-index keys (one reduction finds both), the winner masked
+    out of the candidates."""
     keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
     slot = tl.arange(0, KP)[None, :]
     picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
@@ -28,11 +30,13 @@ def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
         best = tl.max(keys, axis=1)[:, None]
         keys = tl.where(keys == best, -9223372036854775807, keys)
         picked = tl.where(slot == j, best, picked)
-    return _kb_key_value(picked), _kb_key_index(picked)
+    return _kb_unpack(picked)
 
 
 @triton.jit
 def _kb_topk_rows_threshold(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of one int64 max, each over the keys below the last winner: the candidates stay read-only
+    (no tile rewritten per round)."""
     keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
     slot = tl.arange(0, KP)[None, :]
     picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
@@ -40,11 +44,12 @@ def _kb_topk_rows_threshold(x, valid, K: tl.constexpr, KP: tl.constexpr):
     for j in tl.static_range(K):
         below = tl.max(tl.where(keys < below, keys, -9223372036854775807), axis=1)[:, None]
         picked = tl.where(slot == j, below, picked)
-    return _kb_key_value(picked), _kb_key_index(picked)
+    return _kb_unpack(picked)
 
 
 @triton.jit
 def _kb_topk_rows_twopass(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of a float max, then the smallest index holding it: no 64-bit keys."""
     lanes = tl.arange(0, x.shape[1])[None, :]
     open_ = valid & (lanes >= 0)
     values = tl.where(open_, x, float("-inf"))
@@ -64,6 +69,8 @@ def _kb_topk_rows_twopass(x, valid, K: tl.constexpr, KP: tl.constexpr):
 
 @triton.jit
 def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """Bitonic sorts of chunks of KP keys, then halving rounds that keep the top KP of each pair of chunks:
+    log N rounds of compare-exchange instead of K reductions, for a large K."""
     N: tl.constexpr = x.shape[1]
     keys = tl.where(valid, _kb_pack(x, tl.arange(0, N)[None, :]), -9223372036854775807)
     keys = _kb_bitonic_sort_chunks(keys, KP)
@@ -75,4 +82,4 @@ def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
             second = tl.sum(tl.where(side == 1, pairs, 0), axis=2)
             keys = tl.reshape(tl.maximum(first, second), [x.shape[0], (N >> r) // 2])
             keys = _kb_bitonic_merge(keys, KP)
-    return _kb_key_value(keys), _kb_key_index(keys)
+    return _kb_unpack(keys)
