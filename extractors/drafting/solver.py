@@ -124,6 +124,7 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
     ):
         arg.dims = (arg.dims + ["hidden"] * fact.exact_rank)[: fact.exact_rank]
         arg.confidence = (arg.confidence + [DEFAULT] * fact.exact_rank)[: fact.exact_rank]
+    _named_dims(arg, fact)
     arg.dtype = _dtype(arg, fact, suffix, annotation, rule is not None)
     if arg.dtype in _INT_DTYPES:
         if fact.index_into:
@@ -142,6 +143,19 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
     elif fact.probability_uses:
         arg.fill = {"init": "probs"}
         arg.why.append(f"rows of probabilities ({fact.probability_uses[0]})")
+
+
+def _named_dims(arg: ArgDraft, fact: ParamFacts) -> None:
+    """`batch_size, num_spec_tokens = p.shape`: a dimension the code names after a known size takes that
+    size, where nothing surer (a docstring, `__init__`, the parameter's own name) gave it one."""
+    for axis, name in fact.dim_names.items():
+        size = int_rule(base_name(name)[0])
+        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= NAMED:
+            continue
+        if size in arg.dims:
+            continue
+        arg.dims[axis], arg.confidence[axis] = size, NAMED
+        arg.why.append(f"dim {axis} is `{name}` in the code: {size}")
 
 
 def _dtype(arg: ArgDraft, fact: ParamFacts, suffix: str, annotation: str, named: bool) -> str:
