@@ -246,6 +246,20 @@ def _fit_view(
     known = math.prod(v for v in shape if v > 0)
     for name in blamed:
         arg = assignment.args[name]
+        value = _evaluate(str(arg.value), values) if arg.kind == "int" else None
+        if (
+            value is not None
+            and value > 1
+            and value in shape
+            and -1 not in shape
+            and numel % (known // value) == 0
+        ):
+            # an int the target shape is built from (`x.shape[:-1] + (out_features,)`): the size that fits
+            expression = _express(numel // (known // value), assignment, blamed, values)
+            yield (
+                _with(assignment, name, lambda a, e=expression: setattr(a, "value", e)),
+                f"{name} := {expression} (a view needs it)",
+            )
         if arg.kind != "tensor":
             continue
         dims = [_evaluate(d, values) for d in arg.dims]
