@@ -115,11 +115,13 @@ def repairs(
     if "dtype" in error or "scalar type" in error or "Half" in error or "BFloat16" in error:
         yield from _same_dtype(assignment, blamed)
     raised = error.split(":")[0] in ("ValueError", "AssertionError", "NotImplementedError", "KeyError")
-    if raised:  # the code refused these values: another literal, truth value or a smaller number
-        yield from _other_literal(assignment, blamed, raised)
+    if raised:  # the code refused these values: a value for a None (`assert key is not None`), another
+        # literal, truth value or a smaller number
+        yield from _give_values(assignment, blamed)
+        yield from _other_literal(assignment, blamed, raised, values)
     yield from _give_values(assignment, blamed)
     yield from _next_kind(assignment, blamed, prefer=())
-    yield from _other_literal(assignment, blamed, raised)
+    yield from _other_literal(assignment, blamed, raised, values)
 
 
 # -- kinds ---------------------------------------------------------------------------------------------------
@@ -156,7 +158,7 @@ def _switch(arg: ArgDraft, kind: str) -> None:
 
 
 def _other_literal(
-    assignment: Assignment, blamed: list[str], raised: bool
+    assignment: Assignment, blamed: list[str], raised: bool, values: dict[str, int] | None = None
 ) -> Iterator[tuple[Assignment, str]]:
     for name in blamed:
         arg = assignment.args[name]
@@ -172,7 +174,12 @@ def _other_literal(
                 _with(assignment, name, lambda a: setattr(a, "value", not a.value)),
                 f"{name}: -> {not arg.value}",
             )
-        elif arg.kind == "int" and raised and arg.value not in (0, 1):
+        elif (
+            arg.kind == "int"
+            and raised
+            and arg.value not in (0, 1)
+            and (_evaluate(str(arg.value), values or {}) or 2) > 1  # halved down to 1 already: no further
+        ):
             smaller = f"max(1, ({arg.value}) // 2)"
             yield (
                 _with(assignment, name, lambda a, v=smaller: setattr(a, "value", v)),
