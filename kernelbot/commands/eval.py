@@ -21,7 +21,7 @@ from evaluators.api import evaluate_candidate
 from evaluators.candidate import load_candidate
 from evaluators.config import EvalConfig
 from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, RegimeTiming, TimingStats
-from evaluators.static_checks import host_preparation
+from evaluators.static.checks import host_preparation
 from evaluators.task import Task, load_task
 from kernelbot import exit_codes
 from kernelbot.console import console, err_console

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from kernelbot.console import console, warn
+
+if TYPE_CHECKING:
+    from extractors.extract import ExtractionSummary  # imported when a command runs (the CLI starts fast)
 
 
 def run(
@@ -38,7 +42,7 @@ def run(
     return 0
 
 
-def print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+def print_summary(summary: ExtractionSummary) -> None:
     built = summary.built
     report = built.report
     console.print(

@@ -33,14 +33,17 @@ class NoKernelFound(KernelbotError):
     """Raised when the search ended without a candidate that passed the evaluator."""
 
 
-def run_search(task_dir: Path, run_dir: Path, flags: SearchFlags) -> dict[str, Any]:
-    """Search (or resume, or read back) RUN/search; returns the summary of `kernelbot evolve --json`."""
+def run_search(
+    task_dir: Path, run_dir: Path, flags: SearchFlags, *, line_length: int = 110
+) -> dict[str, Any]:
+    """Search (or resume, or read back) RUN/search; returns the summary of `kernelbot evolve --json`.
+    `line_length` is the target engine's: the kernels written for it keep within it."""
     from kernelbot.commands import evolve as evolve_cmd
 
     search_dir = run_dir / SEARCH_DIR
     config = run_dir / SEARCH_CONFIG
     if not config.is_file():
-        config.write_text(_CONFIG_TEXT)
+        config.write_text(f"{_CONFIG_TEXT}[mutation]\nline_length = {line_length}\n")
     if (search_dir / STORE_FILE).is_file():
         finished = _finished_summary(search_dir)
         if finished is not None:
