@@ -1,6 +1,6 @@
 """Extract every op of two engine releases without a spec and say which reach a task whose reference runs.
 
-    PYTHONPATH=. python bench/extract_sweep.py [--only lmdeploy|sglang] [--json OUT.json] [--timeout S]
+  PYTHONPATH=. python -m bench.extract_sweep [--only lmdeploy|sglang] [--match TEXT] [--json F] [--timeout S]
 
 The functions swept (CPU; no GPU needed):
 - every `Default*Impl.forward` of lmdeploy 0.18.0's `lmdeploy/pytorch/backends/default` (its default backend:
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["lmdeploy", "sglang"])
     parser.add_argument("--match", default="", help="only functions whose name contains this")
     parser.add_argument("--json", type=Path, help="write the rows here")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per function")
+    # a norm at a 1024-token prefill takes over 120 s on a loaded 2-core machine
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per function")
     args = parser.parse_args(argv)
     from extractors.release_sources import fetch_release
 

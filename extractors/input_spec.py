@@ -29,6 +29,7 @@ generated, self-contained inputs.py.
 from __future__ import annotations
 
 import itertools
+import json  # a JSON string is a TOML basic string: the refusal's `expr = ...` is pasteable
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,7 +198,10 @@ def _check_dtype_sizes(spec: InputSpec, where: str) -> None:
             )
 
 
-def check_against_signature(spec: InputSpec, signature: list[Param], where: str) -> None:
+def check_against_signature(
+    spec: InputSpec, signature: list[Param], where: str, built_by: dict[str, list[str]] | None = None
+) -> None:
+    """`built_by`: parameter -> the expressions `__init__` builds it with (shown as the `expr` to give)."""
     known = {p.name for p in signature}
     has_varkw = any(p.kind == "varkw" for p in signature)
     stray = [n for n in spec.args if n not in known]
@@ -205,13 +209,36 @@ def check_against_signature(spec: InputSpec, signature: list[Param], where: str)
         raise SpecError(f"{where}: args {stray} are not parameters of the entry ({', '.join(sorted(known))})")
     missing = [p.name for p in signature if p.required and p.name not in spec.args]
     if missing:
-        first = missing[0]
-        raise SpecError(
-            f"{where}: no [args.<name>] for required parameters {missing}; give each a table: a tensor as "
-            f'[args.{first}] shape = ["tokens", "hidden"], a number as value = 8, a string as text = "...", '
-            "and any other value (a module, a callable, a tuple) as a Python expression: "
-            'expr = "torch.nn.SiLU()"'
+        tables = "; ".join(
+            _table_for(p, (built_by or {}).get(p.name, [])) for p in signature if p.name in missing
         )
+        raise SpecError(
+            f"{where}: no [args.<name>] for required parameters {missing}; give each a table, e.g. {tables} "
+            '(a tensor as shape = ["tokens", "hidden"], a number as value = 8, a string as text = "...", '
+            "any other value (a module, a callable, a tuple) as a Python expression: "
+            'expr = "torch.nn.SiLU()", '
+            "over torch, math, the sizes and earlier arguments)"
+        )
+
+
+def _table_for(param: Param, built_by: list[str]) -> str:
+    """The table most likely to fit a missing parameter: the expression `__init__` builds it with, else one
+    its annotation suggests."""
+    if built_by:
+        text = built_by[0].strip()
+        text = "torch." + text if text.startswith(("nn.", "F.")) else text
+        text = text.replace("torch.F.", "torch.nn.functional.")
+        return f"[args.{param.name}] expr = {json.dumps(text)} (as __init__ builds it)"
+    annotation = param.annotation.replace(" ", "")
+    if annotation in ("int", "float"):
+        return f"[args.{param.name}] value = {8 if annotation == 'int' else 1.0}"
+    if annotation == "str":
+        return f'[args.{param.name}] text = "..."'
+    if annotation == "bool":
+        return f"[args.{param.name}] value = false"
+    if "Tensor" in annotation:
+        return f'[args.{param.name}] shape = ["tokens", "hidden"]'
+    return f'[args.{param.name}] expr = "..."'
 
 
 def render_inputs(spec: InputSpec, signature: list[Param], task_name: str, header: str = "") -> str:

@@ -59,7 +59,7 @@ def prepare_inputs(
 ) -> PreparedInputs:
     if spec_path is not None:
         spec = load_spec(spec_path)
-        check_against_signature(spec, signature, f"--spec {spec_path}")
+        check_against_signature(spec, signature, f"--spec {spec_path}", built.init_hints)
         return from_spec(spec, signature, name, [], "spec")
     if request is not None:
         captured = sorted((request.out / "captured").glob("*.pt"))

@@ -68,6 +68,8 @@ class ParamFacts:
     shape_of: list[str] = field(default_factory=list)
     row_vector: list[str] = field(default_factory=list)  # p[:, None], p.view(-1, 1): one value per row
     col_vector: list[str] = field(default_factory=list)  # p[None], p.unsqueeze(0): one value per column
+    # `batch_size, num_spec_tokens = p.shape`: the names the code gives its dimensions (axis -> name)
+    dim_names: dict[int, str] = field(default_factory=dict)
 
     def note(self, bucket: str, text: str) -> None:
         items: list[str] = getattr(self, bucket)

@@ -106,6 +106,12 @@ class GatherFunctionUses(cst.CSTVisitor):
             fact = self.uses.facts.get(param)
             if fact is not None and fact.exact_rank is None:
                 fact.exact_rank = rank
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                size = self.lv.sizes.get(element.value.value) if isinstance(element.value, cst.Name) else None
+                fact = self.uses.facts.get(size.param) if isinstance(size, DimRef) else None
+                if fact is not None and isinstance(size, DimRef):
+                    fact.dim_names.setdefault(size.axis, element.value.value)  # type: ignore[attr-defined]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._note(node.value, "number_uses", "augmented assignment", node)

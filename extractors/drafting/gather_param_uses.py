@@ -142,6 +142,8 @@ def _merge(into: ParamFacts, fact: ParamFacts, translate: Callable[[DimRef], lis
                 if mapped not in target:
                     target.append(mapped)
     into.min_rank = max(into.min_rank, fact.min_rank)
+    for axis, dim_name in fact.dim_names.items():
+        into.dim_names.setdefault(axis, dim_name)
     into.index_parts = max(into.index_parts, fact.index_parts)
     if into.exact_rank is None:
         into.exact_rank = fact.exact_rank

@@ -115,6 +115,7 @@ _INT_RULES: list[tuple[str, Any]] = [
     (r"^(vocab_size)$", "vocab"),
     (r"^(intermediate_size)$", "intermediate"),
     (r"^max_position(s|_embeddings)?$", "max_positions"),
+    (r"^(num_spec_tokens|num_draft_tokens|num_speculative_tokens|spec_len)$", "spec_tokens"),
 ]
 _FLOAT_RULES: list[tuple[str, float]] = [(r"(eps|epsilon)$", 1e-6), (r"scal(e|ing)", 1.0)]
 _DTYPE_SUFFIX = re.compile(r"_(int32|int64|int16|int8|uint8|fp32|fp16|bf16|float32|float16|bfloat16)$")

@@ -32,6 +32,7 @@ _MASK = re.compile(
 _BROADCAST = re.compile(r"output with shape \[([\d, ]*)\] doesn't match the broadcast shape \[([\d, ]*)\]")
 _VIEW = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)")
 _OUT_OF_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)")
+_RANK_MISMATCH = "must have the same number of dimensions"  # gather / scatter: index and input ranks
 _NEEDS_NUMBER = (
     "Boolean value of Tensor",
     "only integer tensors of a single element",
@@ -64,6 +65,7 @@ def repairs(
         yield from _positive(assignment)
         return
     if outcome.ok:  # it runs, but is degenerate or draws its own random numbers: try the code's switches
+        yield from _widen_constant_ints(assignment, facts, values)
         yield from _other_literal(assignment, list(assignment.args), raised=False)
         return
     if "NoneType" in error or "None" in error.split(":")[-1]:
@@ -100,15 +102,27 @@ def repairs(
         )
     if "out of range" in error or _OUT_OF_BOUNDS.search(error):
         bound = _OUT_OF_BOUNDS.search(error)
-        yield from _narrow_indices(assignment, blamed, int(bound.group(2)) if bound else None, values)
+        size = int(bound.group(2)) if bound else None
+        if bound and not _drawn_index(assignment, blamed, int(bound.group(1)), values):
+            # no drafted index reaches the value: the index is computed (a sample over a vocabulary, an
+            # argmax), so the indexed dimension is the one too small
+            yield from _grow_indexed(assignment, blamed, int(bound.group(1)), int(bound.group(2)), values)
+        yield from _narrow_indices(assignment, blamed, size, values)
+        if bound:
+            yield from _grow_indexed(assignment, blamed, int(bound.group(1)), int(bound.group(2)), values)
+    if _RANK_MISMATCH in error:
+        yield from _raise_rank(assignment, blamed)
+        yield from _lower_rank(assignment, blamed)
     if "dtype" in error or "scalar type" in error or "Half" in error or "BFloat16" in error:
         yield from _same_dtype(assignment, blamed)
     raised = error.split(":")[0] in ("ValueError", "AssertionError", "NotImplementedError", "KeyError")
-    if raised:  # the code refused these values: another literal, truth value or a smaller number
-        yield from _other_literal(assignment, blamed, raised)
+    if raised:  # the code refused these values: a value for a None (`assert key is not None`), another
+        # literal, truth value or a smaller number
+        yield from _give_values(assignment, blamed)
+        yield from _other_literal(assignment, blamed, raised, values)
     yield from _give_values(assignment, blamed)
     yield from _next_kind(assignment, blamed, prefer=())
-    yield from _other_literal(assignment, blamed, raised)
+    yield from _other_literal(assignment, blamed, raised, values)
 
 
 # -- kinds ---------------------------------------------------------------------------------------------------
@@ -148,7 +162,7 @@ def _switch(arg: ArgDraft, kind: str) -> None:
 
 
 def _other_literal(
-    assignment: Assignment, blamed: list[str], raised: bool
+    assignment: Assignment, blamed: list[str], raised: bool, values: dict[str, int] | None = None
 ) -> Iterator[tuple[Assignment, str]]:
     for name in blamed:
         arg = assignment.args[name]
@@ -164,7 +178,12 @@ def _other_literal(
                 _with(assignment, name, lambda a: setattr(a, "value", not a.value)),
                 f"{name}: -> {not arg.value}",
             )
-        elif arg.kind == "int" and raised and arg.value not in (0, 1):
+        elif (
+            arg.kind == "int"
+            and raised
+            and arg.value not in (0, 1)
+            and (_evaluate(str(arg.value), values or {}) or 2) > 1  # halved down to 1 already: no further
+        ):
             smaller = f"max(1, ({arg.value}) // 2)"
             yield (
                 _with(assignment, name, _set_value(smaller)),
@@ -240,6 +259,20 @@ def _fit_view(
     known = math.prod(v for v in shape if v > 0)
     for name in blamed:
         arg = assignment.args[name]
+        value = _evaluate(str(arg.value), values) if arg.kind == "int" else None
+        if (
+            value is not None
+            and value > 1
+            and value in shape
+            and -1 not in shape
+            and numel % (known // value) == 0
+        ):
+            # an int the target shape is built from (`x.shape[:-1] + (out_features,)`): the size that fits
+            expression = _express(numel // (known // value), assignment, blamed, values)
+            yield (
+                _with(assignment, name, lambda a, e=expression: setattr(a, "value", e)),
+                f"{name} := {expression} (a view needs it)",
+            )
         if arg.kind != "tensor":
             continue
         dims = [_evaluate(d, values) for d in arg.dims]
@@ -272,6 +305,82 @@ def _narrow_indices(
             names.append(name)
     if names:
         yield changed, f"{', '.join(names)}: values in a smaller range"
+
+
+def _drawn_index(assignment: Assignment, blamed: list[str], index: int, values: dict[str, int]) -> bool:
+    """Whether an integer tensor on the failing line is drawn with values that reach `index`."""
+    for name in blamed:
+        arg = assignment.args[name]
+        if arg.kind == "tensor" and arg.dtype in _INT_DTYPES:
+            high = _evaluate(str(arg.fill.get("high", 16)), values)
+            if high is None or high > abs(index):
+                return True
+    return False
+
+
+def _grow_indexed(
+    assignment: Assignment, blamed: list[str], index: int, size: int, values: dict[str, int]
+) -> Iterator[tuple[Assignment, str]]:
+    """The dimension of `size` an index of `index` ran past, set to the smallest named size above the index
+    (`torch.gather(table, 1, sampled)` with ids over the vocabulary: the table is as wide as the vocabulary).
+    """
+    above = sorted(
+        (v, n)
+        for n, v in values.items()
+        if isinstance(v, int) and v > abs(index) and n not in ("tokens", "batch")
+    )
+    if not above:
+        return
+    symbol = above[0][1]
+    for name, axis, factor in _slots(assignment, blamed, size, values):
+        if axis < 0 or factor != 1 or assignment.args[name].confidence[axis] >= 3:
+            continue
+        yield (
+            _with(assignment, name, lambda a, i=axis: _put(a, i, symbol)),
+            f"{name}.shape[{axis}] := {symbol} (an index reaches {index})",
+        )
+
+
+def _raise_rank(assignment: Assignment, blamed: list[str]) -> Iterator[tuple[Assignment, str]]:
+    """A gather's input one dimension short of its index: the index's extra dimension inserted before the
+    input's last (`probs.gather(-1, ids.unsqueeze(-1))` with ids [batch, n]: probs is [batch, n, vocab])."""
+    tensors = [n for n in blamed if assignment.args[n].kind == "tensor"]
+    for name in tensors:
+        arg = assignment.args[name]
+        if not arg.dims or max(arg.confidence) >= 3 or arg.dtype in _INT_DTYPES:  # an index is the input's
+            continue
+        for other in tensors:
+            dims = assignment.args[other].dims
+            if other == name or len(dims) < len(arg.dims) or len(dims) < 2:
+                continue
+            extra = dims[len(arg.dims) - 1]
+            if extra in arg.dims:
+                continue
+
+            def insert(a: ArgDraft, e: str = extra) -> None:
+                a.dims = [*a.dims[:-1], e, a.dims[-1]]
+                a.confidence = [*a.confidence[:-1], 1, a.confidence[-1]]
+
+            yield _with(assignment, name, insert), f"{name}: one dimension more ({extra}, as {other})"
+
+
+def _widen_constant_ints(
+    assignment: Assignment, facts: UseFacts, values: dict[str, int]
+) -> Iterator[tuple[Assignment, str]]:
+    """Integer tensors that hold one value in the failing case (`indices` in [0, batch) at batch 1) and index
+    nothing the code shows: drawn from a range that varies with the seed."""
+    changed, names = assignment.copy(), []
+    for name, arg in changed.args.items():
+        fact = facts.params.get(name)
+        if arg.kind != "tensor" or arg.dtype not in _INT_DTYPES or (fact is not None and fact.index_into):
+            continue
+        low = _evaluate(str(arg.fill.get("low", 0)), values)
+        high = _evaluate(str(arg.fill.get("high", 16)), values)
+        if low is not None and high is not None and high - low <= 1:
+            arg.fill["high"] = f"max({arg.fill.get('high', 16)}, {low + 16})"
+            names.append(name)
+    if names:
+        yield changed, f"{', '.join(names)}: drawn from 16 values (one value in this case)"
 
 
 def _same_dtype(assignment: Assignment, blamed: list[str]) -> Iterator[tuple[Assignment, str]]:

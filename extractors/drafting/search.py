@@ -122,12 +122,21 @@ class DraftSearch:
                 serving = serving[-1:]
             outcomes = self.runner.run(current.spec_args(), current.sizes, cases)
             if outcomes[0].ok:
-                # the probe case is judged in full here; the serving cases run once, and the extraction's own
-                # probe applies the judge's degenerate check to every one of them
+                # every case gets the judge's degenerate check (the extraction's probe refuses a degenerate
+                # serving case, so one found here is repaired instead: `indices` in [0, batch) at batch 1);
+                # the probe case is also run twice for a reference that draws its own random numbers
                 outcomes = self.runner.run(
-                    current.spec_args(), current.sizes, [*cases, *serving], full=("probe",), repeat=("probe",)
+                    current.spec_args(),
+                    current.sizes,
+                    [*cases, *serving],
+                    full=tuple(c["name"] for c in [*cases, *serving]),
+                    repeat=("probe",),
                 )
-            failed = next((o for o in outcomes if not o.accepted), None)
+            # a reference that draws its own random numbers stays so whatever the inputs: another failure
+            # (an error, a degenerate case) is the one a repair can act on
+            rejected = [o for o in outcomes if not o.accepted]
+            fixable = [o for o in rejected if not (o.ok and not o.deterministic and not o.degenerate)]
+            failed = (fixable or rejected or [None])[0]
             self._last = current
             if failed is None:
                 return current, outcomes[0], serving

@@ -38,7 +38,7 @@ MODEL_SIZES = (
     "vocab",
     "max_positions",
 )
-PROFILE_SIZES = ("page_size", "pool", "context", "max_positions")
+PROFILE_SIZES = ("page_size", "pool", "context", "max_positions", "spec_tokens")
 
 
 @dataclass(frozen=True)

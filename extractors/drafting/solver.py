@@ -47,6 +47,7 @@ def initial_assignment(
     for arg in args.values():
         if arg.kind == "tensor" or "tensor" in arg.kinds:
             _shape(arg, facts.params.get(arg.name) or ParamFacts(arg.name), hints.get(arg.name, []), facts)
+    _packed_int4_weights(args)
     solve_ties(args, facts)
     _bounded_ints(args, facts)
     _resolve_placeholders(args)
@@ -57,6 +58,39 @@ def initial_assignment(
     _linear_weights(args, facts)
     _trailing_shapes(args, facts)
     return Assignment(args, size_values(args, profile, model), model=model.name)
+
+
+# AWQ / GPTQ-style 4-bit linear weights (`qweight`, `qzeros`, `scales`, in every engine under these names):
+# eight 4-bit values packed per int32 along the output dimension, one zero point and scale per group of
+# `group_size` input rows.
+_PACKED_INT4 = {
+    "qweight": (["hidden", "intermediate // 8"], "int32"),
+    "qzeros": (["hidden // group_size", "intermediate // 8"], "int32"),
+    "scales": (["hidden // group_size", "intermediate"], "float16"),
+}
+_INT4_VALUES = {"w_bit": 4, "bits": 4, "weight_bits": 4, "group_size": 128}
+
+
+def _packed_int4_weights(args: dict[str, ArgDraft]) -> None:
+    """The packed layout, when the three tensors of a 4-bit quantized linear are parameters together."""
+    if not all(n in args and "tensor" in args[n].kinds for n in _PACKED_INT4):
+        return
+    for name, (dims, dtype) in _PACKED_INT4.items():
+        arg = args[name]
+        arg.set_kind("tensor")
+        arg.dims = [d.replace("group_size", str(_INT4_VALUES["group_size"])) for d in dims]
+        arg.confidence = [STRONG] * len(dims)
+        arg.dtype = dtype
+        arg.fill = (
+            {"init": "randint", "low": 0, "high": 2**31 - 1}
+            if dtype == "int32"
+            else {"init": "rand", "low": 0.001, "high": 0.01}
+        )
+        arg.why.append("4-bit packed linear weights (qweight / qzeros / scales): 8 values per int32")
+    for name, value in _INT4_VALUES.items():
+        if name in args and args[name].value_kind == "int":
+            args[name].value = value
+            args[name].why.append("the 4-bit packed layout of qweight")
 
 
 def _trailing_shapes(args: dict[str, ArgDraft], facts: UseFacts) -> None:
@@ -124,6 +158,7 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
     ):
         arg.dims = (arg.dims + ["hidden"] * fact.exact_rank)[: fact.exact_rank]
         arg.confidence = (arg.confidence + [DEFAULT] * fact.exact_rank)[: fact.exact_rank]
+    _named_dims(arg, fact)
     arg.dtype = _dtype(arg, fact, suffix, annotation, rule is not None)
     if arg.dtype in _INT_DTYPES:
         if fact.index_into:
@@ -142,6 +177,19 @@ def _shape(arg: ArgDraft, fact: ParamFacts, hints: list[str], facts: UseFacts) -
     elif fact.probability_uses:
         arg.fill = {"init": "probs"}
         arg.why.append(f"rows of probabilities ({fact.probability_uses[0]})")
+
+
+def _named_dims(arg: ArgDraft, fact: ParamFacts) -> None:
+    """`batch_size, num_spec_tokens = p.shape`: a dimension the code names after a known size takes that
+    size, where nothing surer (a docstring, `__init__`, the parameter's own name) gave it one."""
+    for axis, name in fact.dim_names.items():
+        size = int_rule(base_name(name)[0])
+        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= NAMED:
+            continue
+        if size in arg.dims:
+            continue
+        arg.dims[axis], arg.confidence[axis] = size, NAMED
+        arg.why.append(f"dim {axis} is `{name}` in the code: {size}")
 
 
 def _dtype(arg: ArgDraft, fact: ParamFacts, suffix: str, annotation: str, named: bool) -> str:

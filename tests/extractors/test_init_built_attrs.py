@@ -81,5 +81,12 @@ def test_extracts_without_a_spec(repo: Path, tmp_path: Path) -> None:
 def test_a_spec_missing_a_value_says_how_to_give_one(repo: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.toml"
     spec.write_text('[sizes]\ntokens = [4]\n[args.x]\nshape = ["tokens", 8]\n')
-    with pytest.raises(SpecError, match=r"expr = \"torch.nn.SiLU\(\)\""):
+    with pytest.raises(SpecError, match=r"expr = \"torch.nn.SiLU\(\)\"") as refused:
         extract(ExtractOptions(repo, "pkg.ops:Scaled.forward", out=tmp_path / "t2", spec=spec))
+    # the missing module is named with the expression `__init__` builds it with, ready to paste
+    shown = '[args.proj] expr = "torch.nn.Linear(hidden, hidden)"'
+    assert shown in str(refused.value)
+    table = shown.replace("] ", "]\n") + "\n"
+    spec.write_text('[sizes]\ntokens = [4]\nhidden = 8\n[args.x]\nshape = ["tokens", "hidden"]\n' + table)
+    summary = extract(ExtractOptions(repo, "pkg.ops:Scaled.forward", out=tmp_path / "t3", spec=spec))
+    assert summary.probe is not None and summary.probe.ran
