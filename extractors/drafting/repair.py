@@ -270,7 +270,7 @@ def _fit_view(
             # an int the target shape is built from (`x.shape[:-1] + (out_features,)`): the size that fits
             expression = _express(numel // (known // value), assignment, blamed, values)
             yield (
-                _with(assignment, name, lambda a, e=expression: setattr(a, "value", e)),
+                _with(assignment, name, functools.partial(_put, axis=-1, expression=expression)),
                 f"{name} := {expression} (a view needs it)",
             )
         if arg.kind != "tensor":
@@ -336,7 +336,7 @@ def _grow_indexed(
         if axis < 0 or factor != 1 or assignment.args[name].confidence[axis] >= 3:
             continue
         yield (
-            _with(assignment, name, lambda a, i=axis: _put(a, i, symbol)),
+            _with(assignment, name, functools.partial(_put, axis=axis, expression=symbol)),
             f"{name}.shape[{axis}] := {symbol} (an index reaches {index})",
         )
 

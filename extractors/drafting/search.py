@@ -136,7 +136,7 @@ class DraftSearch:
             # (an error, a degenerate case) is the one a repair can act on
             rejected = [o for o in outcomes if not o.accepted]
             fixable = [o for o in rejected if not (o.ok and not o.deterministic and not o.degenerate)]
-            failed = (fixable or rejected or [None])[0]
+            failed = (fixable or rejected)[0] if (fixable or rejected) else None
             self._last = current
             if failed is None:
                 return current, outcomes[0], serving

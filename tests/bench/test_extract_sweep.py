@@ -1,8 +1,7 @@
 """bench/extract_sweep.py on a CPU-sized subset of LMDeploy 0.18.0's default backend: the ops whose working
-objects `__init__` builds (SiLU, GELU), the embedding and two samplers extract with no spec into tasks whose
-reference runs; the sweep's target list finds every `Default*Impl.forward` and leaves out the ones with no
-PyTorch path. The release comes from the source cache (downloaded once; skipped when the registry is
-unreachable)."""
+objects `__init__` builds (SiLU, GELU) and the embedding extract with no spec into tasks whose reference
+runs; the sweep's target list finds every `Default*Impl.forward` and leaves out the ones with no PyTorch
+path. The release comes from the source cache (downloaded once; skipped when the registry is unreachable)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,6 @@ SUBSET = [
     "lmdeploy.pytorch.backends.default.activation:DefaultSiluAndMulImpl.forward",
     "lmdeploy.pytorch.backends.default.activation:DefaultGeluAndMulImpl.forward",
     "lmdeploy.pytorch.backends.default.embedding:DefaultEmbeddingImpl.forward",
-    # sampled ids gathered from a vocabulary-wide table; a gather whose index has one dimension more
-    "lmdeploy.pytorch.backends.default.multinomial_sampling:DefaultMultinomialSamplingImpl.forward",
-    "lmdeploy.pytorch.backends.default.rejection_sampling:DefaultRejectionSamplingImpl.forward",
 ]
 
 
