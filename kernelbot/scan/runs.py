@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evolution.search import SearchOverrides
 from kernelbot.errors import BackendUnavailable, ConfigError, KernelbotError, TransportError
 from kernelbot.forge.errors import ForgeError
 from kernelbot.git import LeaseRejected, RemoteUnreachable
 from kernelbot.scan.ledger import DONE, FAILED, HANDS_OFF, KernelRecord, Ledger
-from kernelbot.target.options import SearchFlags, TargetOptions
+from kernelbot.target.options import TargetOptions
 
 RUNS_DIR = "runs"
 NEW, REFRESH = "new", "refresh"
@@ -154,7 +155,7 @@ def target_options(
     target: str,
     run_dir: Path,
     repo: Path,
-    search: SearchFlags,
+    search: SearchOverrides,
     seeds: Sequence[Path],
     open_pr: bool,
     fork: str | None,
