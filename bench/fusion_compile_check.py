@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evaluators.subprocesses import run
+
 _POINTERS = {
     "float32": "*fp32",
     "bfloat16": "*bf16",
@@ -118,7 +120,6 @@ def compile_candidate(task_dir: Path, candidate: Path, arch: int) -> list[dict[s
 def _resources(compiled: Any) -> dict[str, int | None]:
     """Registers per thread and stack (spill) bytes of the cubin, from cuobjdump; None when unavailable."""
     import re
-    import subprocess
     import tempfile
 
     import triton
@@ -131,7 +132,7 @@ def _resources(compiled: Any) -> dict[str, int | None]:
         handle.write(cubin)
         handle.flush()
         command = [str(tool), "--dump-resource-usage", handle.name]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = run(command, timeout_s=None)
     registers = re.search(r"REG:(\d+)", done.stdout)
     spills = re.search(r"STACK:(\d+)", done.stdout)
     return {

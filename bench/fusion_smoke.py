@@ -69,7 +69,7 @@ def run(tasks: Path, out: Path, variants: int, budget_s: float, only: set[str]) 
     from evaluators.config import EvalConfig
     from evaluators.pool import WorkerPool
     from evaluators.task import load_task
-    from evolution.fusion.writer import FusionWriter
+    from evolution.writers.fusion.writer import FusionWriter
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ class _Task:
     """One task's record: its candidates with their verdicts, the best one, its comparison with compile."""
 
     def __init__(self, writer: Any, task: Any, report: Any) -> None:
-        from evolution.fusion.knobs import Knobs, neighbours
+        from evolution.writers.fusion.knobs import Knobs, neighbours
 
         self.writer, self.task, self.report = writer, task, report
         self.record: dict[str, Any] = {
@@ -174,8 +174,8 @@ class _Task:
     def _candidate(self, judge: Any, index: int) -> bool:
         """Write and judge the candidate of knob set `index`; False when there is nothing new to judge."""
         from evolution.dedup import candidate_sha
-        from evolution.fusion.generate import GenerationError
-        from evolution.fusion.knobs import Knobs
+        from evolution.writers.fusion.generate import GenerationError
+        from evolution.writers.fusion.knobs import Knobs
 
         knobs = self.knobs[index]
         entry: dict[str, Any] = {

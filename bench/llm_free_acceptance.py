@@ -30,7 +30,6 @@ import json
 import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 import tarfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fresh_tasks import FRESH_TASKS, extract_fresh
+from evaluators.subprocesses import Started
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "bench" / "specs"
@@ -96,17 +96,15 @@ def run_all(jobs: dict[str, list[str]], logs: Path, stem: str, timeout_s: float)
     for name, argv in jobs.items():
         out = open(logs / f"{stem}_{name}.out", "w")  # noqa: SIM115 - closed once the job ends
         err = open(logs / f"{stem}_{name}.log", "w")  # noqa: SIM115
-        process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT, start_new_session=True)
-        running[name] = (process, out, err)
+        running[name] = (Started(argv, stdout=out, stderr=err, cwd=ROOT), out, err)
     results: dict[str, dict[str, Any]] = {}
     for name, (process, out, err) in running.items():
         left = max(1.0, timeout_s - (time.monotonic() - started))
-        try:
-            code: int | None = process.wait(timeout=left)
-            stopped = False
-        except subprocess.TimeoutExpired:
-            _stop_group(process)
-            code, stopped = process.returncode, True
+        code = process.wait(left)
+        stopped = code is None
+        if stopped:  # Ctrl-C first (a search closes its pool), then harder
+            process.stop(grace=((signal.SIGINT, 15.0), (signal.SIGTERM, 5.0)))
+            code = process.popen.returncode
         out.close()
         err.close()
         results[name] = {
@@ -115,19 +113,6 @@ def run_all(jobs: dict[str, list[str]], logs: Path, stem: str, timeout_s: float)
             "s": round(time.monotonic() - started, 1),
         }
     return results
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGINT, 15), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # --- verdicts -------------------------------------------------------------------------------------------

@@ -34,11 +34,12 @@ import os
 import platform
 import secrets
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from evaluators.subprocesses import run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -409,11 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     table = ""
     for i, name in plan:
         cmd = child_command(tasks[name], i, args.timing, args.simple_check, bench_arg)
-        try:
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, env=_child_env(), check=False, timeout=args.child_timeout
-            )
-        except subprocess.TimeoutExpired:
+        proc = run(cmd, env=_child_env(), timeout_s=args.child_timeout)
+        if proc.timed_out:
             print(f"error: evaluation {i} of {name} ran past {args.child_timeout:g} s", file=sys.stderr)
             return 1
         if proc.returncode != 0:

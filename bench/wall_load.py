@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluators.subprocesses import Started
+
 try:
     from bench.config_overrides import add_set_option, eval_config
     from bench.meta import run_meta
@@ -208,50 +210,37 @@ def child_command(args: argparse.Namespace) -> list[str]:
     return cmd
 
 
-def _stop(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
-    """Ctrl-C for the search (its pool closes its workers), then SIGKILL if it lingers."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def reevaluate(
-    args: argparse.Namespace, indices: list[int], load: subprocess.Popen[bytes]
-) -> list[dict[str, Any]]:
+def reevaluate(args: argparse.Namespace, indices: list[int], load: Started) -> list[dict[str, Any]]:
     """Fresh-process re-evaluations, started together (each its own process and one-worker pool: they queue
     for the GPU lock with the search's workers); each row says whether the search ran throughout it."""
     running_before = load.poll() is None
     children = [
-        subprocess.Popen(
-            child_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
-        )
+        Started(child_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
         for _ in indices
     ]
     deadline = time.monotonic() + args.child_timeout
     rows = []
-    for i, child in zip(indices, children, strict=True):
-        try:
-            stdout, stderr = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            rows.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
-            continue
-        row = _parse(stdout) if child.returncode == 0 else None
-        if row is None:
-            rows.append({"index": i, "error": f"exit {child.returncode}: {stderr[-2000:]}"})
-            continue
-        row.update(index=i, under_load=running_before and load.poll() is None)
-        rows.append(row)
-        print(
-            f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}",
-            flush=True,
-        )
+    try:
+        for i, child in zip(indices, children, strict=True):
+            stdout, stderr, timed_out = child.communicate(None, max(0.0, deadline - time.monotonic()))
+            child.reap()
+            if timed_out:
+                rows.append({"index": i, "error": f"ran past {args.child_timeout:g} s"})
+                continue
+            row = _parse(stdout) if child.popen.returncode == 0 else None
+            if row is None:
+                rows.append({"index": i, "error": f"exit {child.popen.returncode}: {stderr[-2000:]}"})
+                continue
+            row.update(index=i, under_load=running_before and load.poll() is None)
+            rows.append(row)
+            print(
+                f"[{i + 1}/{args.reevals}] wall speedup {row['speedup']}, under load {row['under_load']}",
+                flush=True,
+            )
+    finally:  # Ctrl-C or an error here: no re-evaluation outlives the bench
+        for child in children:
+            if child.popen.returncode is None:
+                child.stop()
     return rows
 
 
@@ -263,7 +252,7 @@ def drive(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with open(out / "evolve.log", "wb") as log, open(out / "evolve.json", "wb") as summary:
-        load = subprocess.Popen(load_command(args, run_dir), stdout=summary, stderr=log, env=_env(), cwd=REPO)
+        load = Started(load_command(args, run_dir), stdout=summary, stderr=log, env=_env(), cwd=REPO)
         try:
             time.sleep(args.reeval_delay)
             batches = [[i] for i in range(args.reevals)] if args.sequential else [list(range(args.reevals))]
@@ -273,7 +262,7 @@ def drive(args: argparse.Namespace) -> int:
                 time.sleep(remaining)
         finally:
             searched_s = time.monotonic() - started
-            _stop(load)
+            load.stop(grace=((signal.SIGINT, 30.0),))  # Ctrl-C: its pool closes its workers
     best = best_of_run(run_dir) if (run_dir / "run.sqlite").exists() else None
     meta = run_meta(
         load=" ".join(load_command(args, run_dir)[1:]),

@@ -75,6 +75,9 @@ class TimingConfig:
     # "compile" (torch.compile of it) or "call:module:qualname" (an importable callable with the reference's
     # signature, e.g. the engine's current path). Correctness is always judged against the eager reference.
     baseline: str = "eager"
+    # Time (and re-check) the candidate under torch.compile (dynamic=False), as an engine runs a function it
+    # compiles: a kernel called inside a compiled region is measured there (kernelbot's confirmation).
+    compile_candidate: bool = False
     # True when the caller already holds the device's GPU lock for the whole evaluation (a confirmation
     # run holding the GPU exclusively across its processes): the worker then takes no lock of its own.
     caller_holds_gpu: bool = False

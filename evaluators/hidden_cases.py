@@ -39,7 +39,9 @@ def hardcoded_shapes_evidence(task: Task, dynamic: list[str], case: Case, reason
     """(the hidden case's dynamic sizes as `k=v, ...`, the class-13 evidence naming the listed sizes)."""
     params = case.params
     shown = ", ".join(f"{k}={params[k]}" for k in dynamic if k in params)
-    listed = ", ".join(f"{k} in {sorted({c.params.get(k) for c in task.cases})}" for k in dynamic)
+    listed = ", ".join(
+        f"{k} in {sorted({c.params[k] for c in task.cases if k in c.params})}" for k in dynamic
+    )
     evidence = f"correct on every listed case ({listed}) but wrong on the unlisted shape {shown}: {reason}"
     return shown, evidence
 

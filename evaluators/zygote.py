@@ -36,14 +36,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from evaluators import worker
-from evaluators.sandbox import Box, BoxedProcess
+from evaluators.sandbox import Box
+from evaluators.subprocesses import BoxedProcess, Started, kill_group
 
 MESSAGE_BYTES = 1 << 16
 # Modules a worker will import anyway; loaded before forking when present (missing ones are skipped).
 _OPTIONAL_PRELOAD = (
-    "evaluators.static_checks",
+    "evaluators.static.checks",
     "evaluators.guards",
     "evaluators.correctness.stage",
     "evaluators.timing.stage",  # the package itself loads its stage lazily
@@ -105,8 +107,7 @@ def _reap(sock: socket.socket, boxed: bool) -> None:
         if info is None:
             return
         pid = info.si_pid
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)  # the zombie leader still holds the group id: stragglers die
+        kill_group(pid)  # the zombie leader still holds the group id: stragglers die
         _, raw = os.waitpid(pid, 0)
         status = os.waitstatus_to_exitcode(raw)
         if boxed:
@@ -155,7 +156,8 @@ def serve(sock: socket.socket, boxed: bool = False) -> None:
     import select
 
     while True:
-        readable, _, _ = select.select([sock, wake_r], [], [])
+        watched: list[socket.socket | int] = [sock, wake_r]
+        readable, _, _ = select.select(watched, [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
             _reap(sock, boxed)
@@ -215,7 +217,6 @@ class ZygoteClient:
         self._sock = ours
         self._reply_timeout = reply_timeout
         self.box_dir = pool_dir
-        self.boxed: BoxedProcess | None = None
         command = [
             sys.executable,
             "-m",
@@ -224,15 +225,11 @@ class ZygoteClient:
             f"--parent-pid={1 if box is not None else os.getpid()}",
             *(["--boxed"] if box is not None else []),
         ]
-        where = {"stdin": subprocess.DEVNULL, "pass_fds": (theirs.fileno(),), "cwd": pool_dir}
+        where: dict[str, Any] = {"stdin": subprocess.DEVNULL, "pass_fds": (theirs.fileno(),), "cwd": pool_dir}
         with open(pool_dir / "zygote.log", "ab") as log:
-            if box is not None:
-                self.boxed = BoxedProcess(box, command, stdout=log, stderr=log, **where)
-                self.proc = self.boxed.popen
-            else:
-                self.proc = subprocess.Popen(
-                    command, stdout=log, stderr=log, env=env, start_new_session=True, **where
-                )
+            self.started = Started(command, box=box, stdout=log, stderr=log, env=env, **where)
+        self.proc = self.started.popen
+        self.boxed: BoxedProcess | None = self.started.boxed
         theirs.close()
         self._replies: queue.Queue[int | None] = queue.Queue()
         self._exits: dict[int, int] = {}
@@ -320,15 +317,7 @@ class ZygoteClient:
             return not self.dead and not self.live
 
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.boxed is not None:
-            self.boxed.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
-        if self.boxed is not None:
-            self.boxed.wait_empty(timeout=10)
-            self.boxed.close()
+        self.started.stop()  # its group (boxed: the namespace and everything inside)
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()

@@ -140,6 +140,8 @@ class MutationConfig:
     # Share of LLM mutations that ask for a rewrite of the whole EVOLVE-BLOCK instead of SEARCH/REPLACE
     # edits (a first candidate is always a rewrite).
     rewrite_ratio: float = 0.2
+    # The target engine's line length (its formatter's): the fusion generator writes code within it.
+    line_length: int = 110
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ def validate(config: SearchConfig) -> None:
     _check(min(ratios) >= 0 and sum(ratios) > 0, "sampling: explore/exploit/weighted must be >= 0, not all 0")
     _check(s.exploit_top >= 1 and s.top_n >= 0 and s.diverse >= 0, "sampling: counts must be >= 0")
     supply = 1 + s.top_n + s.diverse
+    _check(mu.line_length >= 60, "mutation.line_length must be at least 60")
     _check(s.inspirations is None or s.inspirations >= 0, "sampling.inspirations must be >= 0 (0 shows none)")
     _check(
         s.inspirations is None or s.inspirations <= supply,
@@ -281,7 +284,14 @@ def parse_llm_flag(spec: str, api_key_env: str = DEFAULT_API_KEY_ENV) -> LLMEndp
         except ValueError:
             what = "the weight" if name == "weight" else f"{key}= (US dollars per million tokens)"
             raise SearchConfigError(f"--llm {spec!r}: {what} must be a number, got {item!r}") from None
-    return LLMEndpoint(model=model, base_url=url, api_key_env=api_key_env, **values)
+    return LLMEndpoint(
+        model=model,
+        base_url=url,
+        api_key_env=api_key_env,
+        weight=values.get("weight", LLMEndpoint.weight),
+        input_price_per_mtok=values.get("input_price_per_mtok", LLMEndpoint.input_price_per_mtok),
+        output_price_per_mtok=values.get("output_price_per_mtok", LLMEndpoint.output_price_per_mtok),
+    )
 
 
 def strip_llm_flag_credentials(spec: str) -> str:

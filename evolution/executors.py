@@ -119,7 +119,7 @@ def _exit(pool: Any) -> None:
         pool.__exit__(None, None, None)
 
 
-def make_executor(config: ExecutorConfig, eval_config: EvalConfig) -> DispatchingExecutor:
+def make_executor(config: ExecutorConfig, eval_config: EvalConfig) -> Executor:
     """The executor `executor.workers` asks for ("local", "ray", "ray://host:port")."""
     if config.workers == "local":
         return LocalExecutor(

@@ -43,15 +43,23 @@ class LLMRequestError(LLMError):
 
 
 class EndpointLike(Protocol):
-    """What the client needs of an endpoint config (evolution.config.LLMEndpoint satisfies it)."""
+    """What the client needs of an endpoint config (evolution.config.LLMEndpoint satisfies it). Read-only
+    members, so that a frozen dataclass satisfies it."""
 
-    model: str
-    base_url: str
-    api_key_env: str
-    temperature: float
-    max_tokens: int
-    timeout_s: float
-    max_retries: int
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def api_key_env(self) -> str: ...
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def max_tokens(self) -> int: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def max_retries(self) -> int: ...
 
 
 @dataclass(frozen=True)

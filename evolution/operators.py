@@ -63,14 +63,18 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
             from evolution.mutators.inductor_seed import InductorSeedMutator
 
             mutators.append(InductorSeedMutator(device=device))
-        from evolution.fusion.writer import FusionWriter
         from evolution.mutators.fusion_seed import FusionSeedMutator
         from evolution.mutators.fusion_variant import FusionVariantMutator
+        from evolution.writers.fusion.writer import FusionWriter
 
-        writer = FusionWriter()  # one trace per task, shared by the seed and the variants
+        # One trace per task, shared by the seed and the variants.
+        writer = FusionWriter(line_length=config.mutation.line_length)
         if config.mutation.fusion_seed:
             mutators.append(FusionSeedMutator(writer))
         mutators.append(FusionVariantMutator(writer))  # evolves any parent the generator wrote
+        from evolution.mutators.fusion_inductor import FusionInductorMutator
+
+        mutators.append(FusionInductorMutator(writer))  # Inductor's structure where its kernel is faster
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))

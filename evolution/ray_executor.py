@@ -46,8 +46,8 @@ class TaskBundle:
         if size > BUNDLE_MAX_BYTES:
             raise SearchConfigError(f"task {task.root} is {size >> 20} MiB, too large to ship to Ray actors")
         h = hashlib.sha256()
-        for rel, data in files.items():
-            h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+        for name, data in files.items():
+            h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
         return cls(task.name, h.hexdigest()[:16], files)
 
     def unpack(self, into: Path) -> Path:
@@ -70,7 +70,9 @@ class EvalActor:
         self, backend: str, config: dict[str, Any], pool_size: int, pool_factory: PoolFactory | None
     ) -> None:
         if pool_factory is None:
-            from evaluators.pool import WorkerPool as pool_factory
+            from evaluators.pool import WorkerPool
+
+            pool_factory = WorkerPool
         self.pool = pool_factory(backend, size=pool_size, device_index=0, config=EvalConfig.from_dict(config))
         if hasattr(self.pool, "__enter__"):
             self.pool.__enter__()

@@ -136,7 +136,7 @@ class RunStore(StoreReader):
     def _stamp(self) -> tuple[object, ...]:
         """The store's files (size, mtime, inode) and SQLite's count of other connections' commits: kernelbot
         holds the run lock, so between two of its own writes none of these may change."""
-        files = []
+        files: list[tuple[int, int, int] | None] = []
         for name in (self.path.name, f"{self.path.name}-wal"):
             try:
                 st = os.stat(self.path.with_name(name))

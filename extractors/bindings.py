@@ -78,7 +78,7 @@ def import_aliases(node: cst.Import | cst.ImportFrom) -> list[cst.ImportAlias]:
 
 def bound_name(node: cst.Import | cst.ImportFrom, alias: cst.ImportAlias) -> str:
     if alias.asname is not None:
-        return dotted_name(alias.asname.name)  # type: ignore[arg-type]
+        return dotted_name(alias.asname.name)
     return dotted_name(alias.name)
 
 

@@ -8,13 +8,13 @@ import os
 import shlex
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.sandbox import boxed_argv, read_regular_file
+from evaluators.subprocesses import Finished, run
 from extractors.errors import ExtractionError
 from extractors.extract import ExtractionSummary, ExtractOptions, PreparedInputs, build, extract
 from extractors.signature import entry_signature
@@ -90,9 +90,7 @@ def capture(options: CaptureOptions) -> tuple[ExtractionSummary, list[dict]]:
     return summary, calls
 
 
-def _run(
-    options: CaptureOptions, bootstrap: Path, source_root: Path, config: Path, cwd: Path
-) -> subprocess.CompletedProcess[str]:
+def _run(options: CaptureOptions, bootstrap: Path, source_root: Path, config: Path, cwd: Path) -> Finished:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(bootstrap), str(source_root), env.get("PYTHONPATH", "")) if p
@@ -112,15 +110,12 @@ def _run(
         gpu=True,
     )
     try:
-        return subprocess.run(
-            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=options.timeout, check=False
-        )
+        done = run(command, cwd=cwd, env=env, timeout_s=options.timeout)
     except FileNotFoundError as exc:
         raise ExtractionError(f"cannot run `{shlex.join(options.command)}`: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ExtractionError(
-            f"`{shlex.join(options.command)}` ran past --timeout {options.timeout:g}s"
-        ) from exc
+    if done.timed_out:
+        raise ExtractionError(f"`{shlex.join(options.command)}` ran past --timeout {options.timeout:g}s")
+    return done
 
 
 def _regular(path: Path) -> bool:
@@ -140,6 +135,6 @@ def _shapes(call: dict) -> str:
     return ", ".join(parts)
 
 
-def _tail(done: subprocess.CompletedProcess[str]) -> str:
+def _tail(done: Finished) -> str:
     text = (done.stderr or done.stdout or "").strip().splitlines()
     return " | ".join(text[-3:]) if text else "(no output)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.metadata import QualifiedName
 
 from extractors.bindings import ALLOWED_PACKAGES
 from extractors.parsed_module import ParsedModule
@@ -111,7 +112,7 @@ class ClassifyDecorators(cst.CSTVisitor):
         )
 
 
-def _qualified(parsed: ParsedModule, node: cst.CSTNode) -> set:  # type: ignore[type-arg]
+def _qualified(parsed: ParsedModule, node: cst.CSTNode) -> set[QualifiedName]:
     value = parsed.qualified_names.get(node, set())
     if callable(value) and not isinstance(value, set):  # LibCST hands some metadata out lazily
         value = value()

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import ImportAssignment
+from libcst.metadata import Assignment, ImportAssignment
 
 from extractors.bindings import (
+    Binding,
     RepoModule,
     RepoName,
     ThirdParty,
@@ -107,7 +108,8 @@ class ClosureBuilder:
         return target
 
     def _resolve_uncached(self, parsed: ParsedModule, name: str, depth: int) -> Target:
-        assignments = list(parsed.global_scope.assignments[name])
+        # A module's own scope holds Assignments only (builtins live in the scope above it).
+        assignments = [a for a in parsed.global_scope.assignments[name] if isinstance(a, Assignment)]
         if not assignments:
             for module in reversed(self._star_sources(parsed)):
                 source = self.index.parse(module)
@@ -123,13 +125,13 @@ class ClosureBuilder:
             }.values(),
             key=parsed.line,
         )
-        plain_imports = all(
-            isinstance(a, ImportAssignment) and parsed.parent(a.node) is parsed.top_level_statement(a.node)
-            for a in assignments
+        imports = [a for a in assignments if isinstance(a, ImportAssignment)]
+        plain_imports = len(imports) == len(assignments) and all(
+            parsed.parent(a.node) is parsed.top_level_statement(a.node) for a in imports
         )
         if plain_imports:
-            last = max(assignments, key=lambda a: parsed.line(a.node))
-            binding = self._import_binding(parsed, last, name)  # type: ignore[arg-type]
+            last = max(imports, key=lambda a: parsed.line(a.node))
+            binding = self._import_binding(parsed, last, name)
             if isinstance(binding, RepoName):
                 return self.resolve(self.index.parse(binding.module), binding.name, depth + 1)
             return binding
@@ -149,8 +151,9 @@ class ClosureBuilder:
                         found.append(module)
         return found
 
-    def _import_binding(self, parsed: ParsedModule, assignment: ImportAssignment, name: str):  # type: ignore[no-untyped-def]
+    def _import_binding(self, parsed: ParsedModule, assignment: ImportAssignment, name: str) -> Binding:
         node = assignment.node
+        assert isinstance(node, (cst.Import, cst.ImportFrom))  # what an ImportAssignment's node always is
         ref = ModuleRef(parsed.name, parsed.path, parsed.is_package)
         for alias in import_aliases(node):
             plain_dotted = isinstance(node, cst.Import) and alias.asname is None
@@ -239,6 +242,8 @@ class ClosureBuilder:
         if table is None:
             table = {}
             for assignment in parsed.global_scope.assignments:
+                if not isinstance(assignment, Assignment):
+                    continue
                 top = parsed.top_level_statement(assignment.node)
                 table.setdefault(id(top), []).append(assignment.name)
             self._bound_by_statement[str(parsed.path)] = table
@@ -282,7 +287,7 @@ class ClosureBuilder:
             if emitted is None or emitted == bound:
                 continue
             for assignment in parsed.global_scope.assignments[bound]:
-                node = assignment.node
+                node = assignment.node if isinstance(assignment, Assignment) else None
                 if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                     unit.replacements[id(node.name)] = rename(emitted)
                 elif isinstance(node, cst.Name):
@@ -320,7 +325,12 @@ class ClosureBuilder:
                 return
             module, current = sub, parent
 
-    def _rewrite_nested_import(self, unit: Unit, node: cst.Import | cst.ImportFrom, local_refs: list) -> None:  # type: ignore[type-arg]
+    def _rewrite_nested_import(
+        self,
+        unit: Unit,
+        node: cst.Import | cst.ImportFrom,
+        local_refs: list[tuple[cst.CSTNode, ImportAssignment]],
+    ) -> None:
         parsed = unit.parsed
         ref = ModuleRef(parsed.name, parsed.path, parsed.is_package)
         at_module_level = _function_of(parsed, node) is None
@@ -363,7 +373,7 @@ def _alias_bound(alias: cst.ImportAlias) -> str:
     from extractors.bindings import dotted_name
 
     if alias.asname is not None:
-        return dotted_name(alias.asname.name)  # type: ignore[arg-type]
+        return dotted_name(alias.asname.name)
     return dotted_name(alias.name)
 
 

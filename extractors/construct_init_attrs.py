@@ -63,13 +63,13 @@ def construct_attribute(
             return None
         substitutions[name] = drafted
     values = {k: v[0] for k, v in substitutions.items()}
-    plain = cst.Module([]).code_for_node(value.visit(_Substitute(root, root, values)))
+    plain = cst.Module([]).code_for_node(_substitute(value, root, root, values))
     if not _stateless(plain, root, binding):
         return None
     emitted_root = builder.name_for(parsed, root)
-    rebuilt = value.visit(_Substitute(root, emitted_root, values))
+    rebuilt = _substitute(value, root, emitted_root, values)
     name = builder.names.claim(("init-attr", str(parsed.path), owner_name, attr), f"_{attr}")
-    statement = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], rebuilt)])  # type: ignore[arg-type]
+    statement = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], rebuilt)])
     source = cst.Module([]).code_for_node(rebuilt)
     builder.units.append(Unit(parsed, statement, f"{parsed.name}:{owner_name}.__init__ (self.{attr})"))
     said = "; ".join(f"{k}={v[0]} ({v[1]})" for k, v in substitutions.items())
@@ -138,6 +138,15 @@ def _free_names(value: cst.BaseExpression) -> set[str]:
 
     value.visit(_Names())
     return names
+
+
+def _substitute(
+    value: cst.BaseExpression, root: str, emitted_root: str, values: dict[str, str]
+) -> cst.BaseExpression:
+    out = value.visit(_Substitute(root, emitted_root, values))
+    if not isinstance(out, cst.BaseExpression):  # names are replaced by names: an expression stays one
+        raise TypeError(f"substituting into {cst.Module([]).code_for_node(value)} gave {type(out).__name__}")
+    return out
 
 
 class _Substitute(cst.CSTTransformer):

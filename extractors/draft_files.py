@@ -10,7 +10,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from extractors.draft_inputs import DRAFT_MARK
+from extractors.drafting.guesses import DRAFT_MARK
 from extractors.input_spec import InputSpec
 from extractors.toml_writer import dumps
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
+from evaluators.subprocesses import run
 from extractors.bindings import ThirdParty
 from extractors.closure import STUB_HELPER, ClosureBuilder
 from extractors.gather_typing_names import GatherTypingNames
@@ -44,8 +44,12 @@ def render_reference(builder: ClosureBuilder, provenance: Provenance, notes: lis
         node = unit.node.visit(ReplaceNodesTransformer(unit.replacements))
         if isinstance(node, cst.RemovalSentinel):
             continue
-        node = node.visit(FillEmptyBlocksTransformer())
-        code = cst.Module(body=[node]).code.strip("\n")  # type: ignore[list-item]
+        if isinstance(node, cst.CSTNode):
+            node = node.visit(FillEmptyBlocksTransformer())
+        # A unit is one module-level statement, and its rewrites keep it one.
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            raise TypeError(f"{unit.label} was rewritten into a {type(node).__name__}, not a statement")
+        code = cst.Module(body=[node]).code.strip("\n")
         parts.append(code)
     typing_names = GatherTypingNames.missing(cst.parse_module("\n\n\n".join([*imports, *parts[2:]]) + "\n"))
     if typing_names:  # hints name them without an import (the closure leaves hints out): import them
@@ -68,15 +72,9 @@ def format_source(source: str) -> str:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         return source
+    argv = [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "reference.py", "-"]
     try:
-        done = subprocess.run(
-            [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "reference.py", "-"],
-            input=source,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run(argv, input=source, timeout_s=60)
+    except OSError:
         return source
-    return done.stdout if done.returncode == 0 and done.stdout else source
+    return done.stdout if done.ok and done.stdout else source

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -41,7 +42,7 @@ class InitAttr:
         return first if all(repr(v) == repr(first) for v in self.values) else _NO_VALUE
 
 
-def has_default(attr: InitAttr | None) -> bool:
+def has_default(attr: InitAttr | None) -> TypeGuard[InitAttr]:
     return attr is not None and attr.default is not _NO_VALUE
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import FunctionScope
+from libcst.metadata import Assignment, FunctionScope
 
 from extractors.parsed_module import ParsedModule
 
@@ -58,7 +58,12 @@ class GatherSelfUses(cst.CSTVisitor):
         if not isinstance(scope, FunctionScope):
             return
         assignment = next(
-            (a for a in scope.assignments[self_param.name.value] if a.node is self_param), None
+            (
+                a
+                for a in scope.assignments[self_param.name.value]
+                if isinstance(a, Assignment) and a.node is self_param
+            ),
+            None,
         ) or next(iter(scope.assignments[self_param.name.value]), None)
         if assignment is None:
             return

@@ -46,7 +46,7 @@ class GatherTypingNames(cst.CSTVisitor):
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         bound = node.asname.name if node.asname is not None else node.name
-        root = bound
+        root: cst.BaseExpression = bound
         while isinstance(root, cst.Attribute):
             root = root.value
         if isinstance(root, cst.Name):

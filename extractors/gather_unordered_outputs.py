@@ -224,10 +224,10 @@ class GatherUnorderedOutputs(cst.CSTVisitor):
             if method in _ORDER_FREE:
                 return None, ""
             if method in ("gather", "take_along_dim"):
-                index = arg_value(
+                index_arg = arg_value(
                     value, 1 if method == "gather" else 0, "index" if method == "gather" else "indices"
                 )
-                role, why = self._role(index) if index is not None else (None, "")
+                role, why = self._role(index_arg) if index_arg is not None else (None, "")
                 if role == KEY:
                     return self.GATHERED, why
         if isinstance(value, cst.Call) and (why := self._selection(value)) is not None:

@@ -11,7 +11,7 @@ generated, self-contained inputs.py.
 
     [args.x]                     # a tensor: shape over sizes, dtype, how to fill it
     shape = ["tokens", "hidden"]
-    dtype = "bfloat16"
+    dtype = "bfloat16"           # or a size naming a dtype per case: [sizes] dtype = ["float32", "bfloat16"]
     init = "randn"               # randn | rand | randint | ones | zeros | full | arange | perm | probs
     [args.topk]
     value = 8                    # a Python number/bool, or an expression over sizes ("hidden // 2")
@@ -147,7 +147,9 @@ def parse_spec(raw: dict[str, Any], where: str) -> InputSpec:
         raise SpecError(f"{where}: needs an [args.<parameter>] table for each argument to pass")
     for name, arg in args.items():
         _check_arg(name, arg, where)
-    return InputSpec(sizes=sizes, cases=cases, args=args)
+    spec = InputSpec(sizes=sizes, cases=cases, args=args)
+    _check_dtype_sizes(spec, where)
+    return spec
 
 
 def _check_arg(name: str, arg: Any, where: str) -> None:
@@ -166,14 +168,33 @@ def _check_arg(name: str, arg: Any, where: str) -> None:
             raise SpecError(f"{where}: args.{name}: unknown keys {sorted(extra)} for a tensor")
         if not isinstance(arg["shape"], list) or not all(isinstance(d, (int, str)) for d in arg["shape"]):
             raise SpecError(f"{where}: args.{name}.shape must be a list of ints and size names/expressions")
-        if arg.get("dtype", "float32") not in DTYPES:
-            raise SpecError(
-                f"{where}: args.{name}.dtype {arg.get('dtype')!r} is not one of {', '.join(DTYPES)}"
-            )
+        if not isinstance(arg.get("dtype", "float32"), str):
+            raise SpecError(f"{where}: args.{name}.dtype must be a dtype name or a size naming one")
         if arg.get("init", "randn") not in INITS:
             raise SpecError(f"{where}: args.{name}.init {arg.get('init')!r} is not one of {', '.join(INITS)}")
     elif kinds[0] in ("text", "expr") and not isinstance(arg[kinds[0]], str):
         raise SpecError(f"{where}: args.{name}.{kinds[0]} must be a string")
+
+
+def _check_dtype_sizes(spec: InputSpec, where: str) -> None:
+    """A tensor's dtype is a dtype name, or a size whose value in every case is one (a spec checking the
+    function in several dtypes names them per case)."""
+    cases = spec.expand_cases()
+    for name, arg in spec.args.items():
+        dtype = arg.get("dtype", "float32") if "shape" in arg else "float32"
+        if dtype in DTYPES:
+            continue
+        values = [params.get(dtype) for _, params in cases]
+        if dtype not in spec.sizes and not all(dtype in params for _, params in cases):
+            raise SpecError(
+                f"{where}: args.{name}.dtype {dtype!r} is neither one of {', '.join(DTYPES)} nor a size"
+            )
+        wrong = sorted({repr(v) for v in values if v not in DTYPES})
+        if wrong:
+            raise SpecError(
+                f"{where}: args.{name}.dtype names the size {dtype!r}, whose values {', '.join(wrong)} are "
+                f"not dtypes ({', '.join(DTYPES)})"
+            )
 
 
 def check_against_signature(spec: InputSpec, signature: list[Param], where: str) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from extractors.draft_files import DRAFT_FILE, render_draft, write_draft
-from extractors.draft_inputs import DRAFT_MARK
 from extractors.drafting import DraftRefused, draft_inputs
+from extractors.drafting.guesses import DRAFT_MARK
 from extractors.drafting.serving_shapes import profile_for_source
 from extractors.errors import ExtractionError
 from extractors.input_spec import TEMPLATES, InputSpec, check_against_signature, load_spec, render_inputs

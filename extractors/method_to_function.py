@@ -8,6 +8,7 @@ Attribute parameters of the entry get a default when `__init__` sets them from a
 
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -159,7 +160,7 @@ class MethodToFunction:
                     info.writes += [w for w in callee.writes if w not in info.writes]
                     changed |= before != (len(info.reads), len(info.writes))
         for info in self.methods.values():
-            info.writes.sort(key=lambda attr, i=info: self._write_position(i, attr))
+            info.writes.sort(key=functools.partial(self._write_position, info))
         for info in self.methods.values():
             if info is not self.entry and info.writes and info.returns_value:
                 for caller in self.methods.values():
@@ -256,7 +257,12 @@ class MethodToFunction:
     ) -> None:
         extra = self._attr_args(callee) if callee.kind != "static" else []
         name = callee.function_name
-        out[id(call)] = lambda u: u.with_changes(func=cst.Name(name), args=[*u.args, *extra])
+
+        def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
+            updated_call = cst.ensure_type(updated, cst.Call)
+            return updated_call.with_changes(func=cst.Name(name), args=[*updated_call.args, *extra])
+
+        out[id(call)] = rewrite
         if not callee.writes:
             return
         parent = caller.parsed.parent(call)
@@ -301,12 +307,12 @@ class MethodToFunction:
                 positional = positional[1:]
             kwonly = list(params.kwonly_params)
             for attr in attrs:
-                default = None
+                default: cst.BaseExpression | None = None
                 init = self.hierarchy.init_attrs.get(attr)
                 if is_entry and attr in info.writes and attr not in info.reads:
                     default = cst.Name("None")
                 elif is_entry and has_default(init):
-                    default = cst.parse_expression(repr(init.default))  # type: ignore[union-attr]
+                    default = cst.parse_expression(repr(init.default))
                 kwonly.append(cst.Param(cst.Name(self.param_names[attr]), default=default))
             star = params.star_arg
             if kwonly and not isinstance(star, (cst.Param, cst.ParamStar)):

@@ -3,16 +3,18 @@ qualified names), resolved once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import (
+    CodeRange,
     GlobalScope,
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
+    QualifiedName,
     QualifiedNameProvider,
     Scope,
     ScopeProvider,
@@ -48,11 +50,12 @@ class ParsedModule:
         # The module was parsed for us alone: no need for the wrapper's defensive deep copy.
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self.wrapper.module
-        metadata = self.wrapper.resolve_many([ScopeProvider, ParentNodeProvider])
-        self.scopes = metadata[ScopeProvider]
-        self.parents = metadata[ParentNodeProvider]
-        self._positions = None  # only messages need line numbers: resolved on first use
-        self._qualified_names = None
+        self.wrapper.resolve_many([ScopeProvider, ParentNodeProvider])  # one pass; `resolve` reads its cache
+        self.scopes = self.wrapper.resolve(ScopeProvider)
+        self.parents = self.wrapper.resolve(ParentNodeProvider)
+        # only messages need line numbers: resolved on first use
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._qualified_names: Mapping[cst.CSTNode, Collection[QualifiedName]] | None = None
 
     @classmethod
     def from_file(cls, path: Path, name: str, is_package: bool, keep: set[str] | None = None) -> ParsedModule:
@@ -71,13 +74,13 @@ class ParsedModule:
         return cls(path, name, is_package, module, frozenset(emptied))
 
     @property
-    def qualified_names(self):  # type: ignore[no-untyped-def]
+    def qualified_names(self) -> Mapping[cst.CSTNode, Collection[QualifiedName]]:
         if self._qualified_names is None:
             self._qualified_names = self.wrapper.resolve(QualifiedNameProvider)
         return self._qualified_names
 
     @property
-    def positions(self):  # type: ignore[no-untyped-def]
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
         if self._positions is None:
             self._positions = self.wrapper.resolve(PositionProvider)
         return self._positions
@@ -125,7 +128,9 @@ class ParsedModule:
         """Every module-level function/class and every method of (nested) classes, with dotted qualnames."""
         found: list[Definition] = []
 
-        def walk(body: object, prefix: str, classes: tuple[cst.ClassDef, ...], statement: object) -> None:
+        def walk(
+            body: object, prefix: str, classes: tuple[cst.ClassDef, ...], statement: cst.CSTNode | None
+        ) -> None:
             for stmt in _statements(body):
                 top = statement if statement is not None else stmt
                 if isinstance(stmt, cst.FunctionDef):

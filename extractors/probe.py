@@ -5,6 +5,7 @@ outputs barely change from seed to seed (any constant would pass them)."""
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def _close(a: Any, b: Any) -> bool:
     return bool(((a64 - b64).abs().nan_to_num(0.0) <= 1e-6 * scale).all())
 
 
-def _flatten(value: Any, path: str):  # type: ignore[no-untyped-def]
+def _flatten(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     import torch
 
     if isinstance(value, torch.Tensor):

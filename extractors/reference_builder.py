@@ -51,7 +51,7 @@ def build_reference(
         builder.names.claim(("repo", str(parsed.path), node.name.value), entry)
         extra: dict[int, Replacement] = {}
         if node.name.value != entry:
-            extra[id(node)] = lambda u: u.with_changes(name=cst.Name(entry))  # type: ignore[attr-defined]
+            extra[id(node)] = lambda u: u.with_changes(name=cst.Name(entry))
         builder.report.closed_over.insert(0, f"{parsed.name}:{qualname} (entry)")
         builder.process(Unit(parsed, node, f"{parsed.name}:{qualname}"), extra=extra)
         outputs, params, hints, bound = ["return"], {}, {}, {}

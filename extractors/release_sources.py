@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
+from evaluators.subprocesses import run
 from extractors.errors import ExtractionError
 
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
@@ -58,7 +58,7 @@ def _download(requirement: str, downloads: Path, timeout: float) -> Path:
         ["--only-binary", ":all:", *_FALLBACK_TAGS],  # a wheel for the usual Linux x86-64 CPython
         ["--no-binary", ":all:"],  # an sdist
     ]
-    errors = []
+    errors: list[str] = []
     for extra in attempts:
         cmd = [
             sys.executable,
@@ -72,16 +72,16 @@ def _download(requirement: str, downloads: Path, timeout: float) -> Path:
             *extra,
             requirement,
         ]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
+        done = run(cmd, timeout_s=timeout)
+        if done.timed_out:
             errors.append(f"pip download timed out after {timeout:.0f}s")
             continue
         found = _find_archive(downloads, name, version)
         if done.returncode == 0 and found is not None:
             return found
-        errors.append((done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"])
-    detail = "; ".join(str(e[-1]) if isinstance(e, list) else e for e in errors)
+        last = (done.stderr or done.stdout).strip().splitlines()[-1:]
+        errors.append(last[0] if last else "(no output)")
+    detail = "; ".join(errors)
     raise ExtractionError(f"could not download {requirement} from the package registry: {detail}")
 
 
@@ -104,9 +104,9 @@ def _unpack(archive: Path, target: Path) -> None:
     try:
         if archive.suffix == ".whl" or archive.suffix == ".zip":
             with zipfile.ZipFile(archive) as zf:
-                for member in zf.namelist():
-                    if _wanted(member):
-                        _safe_extract_zip(zf, member, partial)
+                for member_name in zf.namelist():
+                    if _wanted(member_name):
+                        _safe_extract_zip(zf, member_name, partial)
         else:
             with tarfile.open(archive) as tf:
                 for member in tf.getmembers():

@@ -19,7 +19,11 @@ class ReplaceNodesTransformer(cst.CSTTransformer):
         super().__init__()
         self.replacements = replacements
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+    # libcst declares that a node leaves as its own type; a replacement here may be any node (a call for a
+    # name), which libcst accepts at run time wherever the parent's field allows it.
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel:
         replace = self.replacements.get(id(original_node))
         return replace(updated_node) if replace is not None else updated_node
 
@@ -27,13 +31,15 @@ class ReplaceNodesTransformer(cst.CSTTransformer):
 class FillEmptyBlocksTransformer(cst.CSTTransformer):
     """Puts `pass` into blocks left empty after imports were removed from them."""
 
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):  # type: ignore[override]
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.BaseSuite:
         if updated_node.body:
             return updated_node
         return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
 
 
-def constant(node: cst.CSTNode) -> Replacement:
+def constant(node: cst.CSTNode | cst.FlattenSentinel) -> Replacement:
     return lambda _updated: node
 
 

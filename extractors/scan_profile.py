@@ -9,13 +9,13 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.sandbox import boxed_argv, read_regular_file
+from evaluators.subprocesses import run
 from extractors.errors import ExtractionError
 from extractors.repo_index import RepoIndex
 
@@ -85,13 +85,11 @@ def profile_command(
             gpu=True,
         )
         try:
-            done = subprocess.run(
-                argv, cwd=index.root, env=env, capture_output=True, text=True, timeout=timeout, check=False
-            )
+            done = run(argv, cwd=index.root, env=env, timeout_s=timeout)
         except FileNotFoundError as exc:
             raise ExtractionError(f"--profile-cmd {command!r} cannot run: {exc}") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise ExtractionError(f"--profile-cmd {command!r} ran past {timeout:g}s") from exc
+        if done.timed_out:
+            raise ExtractionError(f"--profile-cmd {command!r} ran past {timeout:g}s")
         data_bytes = read_regular_file(out)
         if data_bytes is None:
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -261,8 +262,10 @@ def scan_static(repo: Path, top: int | None = None) -> StaticScan:
     return StaticScan(found[:top] if top else found, files, unparsed)
 
 
-def _functions(tree: ast.Module):  # type: ignore[no-untyped-def]
-    def walk(body: list[ast.stmt], prefix: str):  # type: ignore[no-untyped-def]
+def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    def walk(
+        body: list[ast.stmt], prefix: str
+    ) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield prefix + stmt.name, stmt

@@ -8,11 +8,11 @@ version queries use mx-smi, whose output format is unverified.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 
 from evaluators.backends.triton_cuda import TritonCudaBackend
 from evaluators.result import Hardware
+from evaluators.subprocesses import run
 
 
 def torch_reports_maca() -> bool:
@@ -36,8 +36,8 @@ class MacaBackend(TritonCudaBackend):
         hw = super().hardware()
         driver = ""
         try:
-            out = subprocess.run(["mx-smi", "--show-version"], capture_output=True, text=True, timeout=10)
-            driver = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else ""
-        except (OSError, subprocess.TimeoutExpired):
+            out = run(["mx-smi", "--show-version"], timeout_s=10)
+            driver = out.stdout.strip().splitlines()[0] if out.ok and out.stdout.strip() else ""
+        except OSError:
             pass
         return replace(hw, driver=driver, runtime=f"MACA {getattr(torch.version, 'maca', '')}")

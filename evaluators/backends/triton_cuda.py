@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from evaluators.result import Hardware
+from evaluators.subprocesses import run
+
+if TYPE_CHECKING:
+    import torch  # imported when the backend is first used
 
 # Datasheet HBM bandwidth (GB/s) by device-name fragment: the roofline's ceiling before a measurement exists.
 DATASHEET_BANDWIDTH_GBPS = {
@@ -32,16 +36,10 @@ def datasheet_bandwidth(device_name: str) -> float:
 @lru_cache(maxsize=1)
 def _driver_version() -> str:
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
-    except (OSError, subprocess.TimeoutExpired):
+        out = run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], timeout_s=10)
+    except OSError:
         return ""
+    return out.stdout.strip().splitlines()[0] if out.ok and out.stdout.strip() else ""
 
 
 class TritonCudaBackend:
@@ -50,7 +48,7 @@ class TritonCudaBackend:
 
     def __init__(self, device_index: int = 0) -> None:
         self.device_index = device_index
-        self._flush_buffer = None
+        self._flush_buffer: torch.Tensor | None = None
 
     @property
     def device(self) -> str:

@@ -214,7 +214,8 @@ def run_reference(ctx: JudgeContext, inputs: Inputs) -> ReferenceRun:
         wide_out, wide_selections = _call(ctx, wide_in)
         wide_leaves = dict(flatten_outputs(wide_out))
         if output_structure(wide_out) != structure or any(
-            isinstance(v, torch.Tensor) and tuple(v.shape) != tuple(wide_leaves[n].shape)
+            isinstance(v, torch.Tensor)
+            and (not isinstance(w := wide_leaves[n], torch.Tensor) or tuple(v.shape) != tuple(w.shape))
             for n, v in native_leaves.items()
         ):
             raise ValueError("the float64 run returns other shapes or structure than the native run")

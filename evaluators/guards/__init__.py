@@ -9,8 +9,7 @@ What this package guarantees to its callers:
   (the reference, torch.compile, the evaluator's own) and, on a GPU, the kernels it launched and on which
   stream. `ModuleFingerprint` tells whether the candidate's module kept state across calls.
 - What one host-side PyTorch operation does (`host_ops`) is decided from the ATen op it runs, and that one
-  policy serves both the runtime recorder and the static checks (evaluators.static_checks, whose helper
-  modules are the `static_*` ones here).
+  policy serves both the runtime recorder and the static checks (the evaluators.static package).
 - Code in this package is the checker itself: the code tracer does not count it as "the evaluator's code"
   when it runs inside a watched call (its wrappers and recorders run there on the candidate's behalf), and
   everything else under evaluators/ it does.

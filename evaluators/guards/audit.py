@@ -113,7 +113,7 @@ def triton_cache_dirs() -> tuple[str, ...]:
     """Directories Triton writes compiled kernels to (knobs in new Triton, env / ~/.triton otherwise)."""
     dirs = [os.environ.get("TRITON_CACHE_DIR", ""), os.path.join(os.path.expanduser("~"), ".triton")]
     try:
-        from triton import knobs  # type: ignore[attr-defined]
+        from triton import knobs
 
         dirs.append(str(knobs.cache.dir))
     except Exception:  # older Triton has no knobs; the env / home defaults above apply

@@ -1,6 +1,6 @@
 """What one host-side PyTorch operation does, decided from the ATen op it is (not from the Python name it was
 called by): the one policy behind the runtime op recorder (guards.op_recorder) and the static checks'
-judgement of tensor methods and torch functions (static_checks).
+judgement of tensor methods and torch functions (evaluators.static).
 
     metadata     sizes, strides, one scalar read (`.item()`)
     allocation   fresh buffers (torch.empty*, zeros, full ...)
@@ -317,8 +317,12 @@ def _judge(name: str, call: Callable[..., Any], literal_args: tuple) -> CallVerd
         return _from_schema(packet)
     attempts: list[tuple] = [literal_args] if literal_args else [(), ("meta_tensor",)]
     for args in attempts:
+
+        def attempt(t: torch.Tensor, a: tuple = args) -> Any:
+            return call(t, *_materialise(a))
+
         try:
-            per_dtype = _probe(lambda t, a=args: call(t, *_materialise(a)))
+            per_dtype = _probe(attempt)
         except _NeedsArguments:
             continue
         if per_dtype is None:  # .tolist(), .numpy(), .cuda() without a GPU: data or a device, not layout

@@ -16,9 +16,9 @@ from evaluators.context import JudgeContext
 from evaluators.guards.audit import Attributor
 from evaluators.guards.kernels import KernelRecorder, jit_kernel_names
 from evaluators.guards.op_recorder import OpRecorder
-from evaluators.guards.static_facts import task_float_dtypes
 from evaluators.guards.tracer import CodeTracer
 from evaluators.result import HackFinding, KernelTime
+from evaluators.static.facts import task_float_dtypes
 
 
 class CallMonitor:

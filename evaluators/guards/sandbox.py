@@ -52,7 +52,9 @@ def warm_up() -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Noop(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        def __torch_dispatch__(
+            self, func: Callable[..., Any], types: tuple, args: tuple = (), kwargs: dict | None = None
+        ) -> Any:
             return func(*args, **(kwargs or {}))
 
     with _Noop():

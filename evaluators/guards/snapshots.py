@@ -127,10 +127,13 @@ def precision_flags() -> dict[str, object]:
         ),
         "torch.get_default_dtype()": torch.get_default_dtype,
         # The fp32_precision API of newer torch (2.9+); absent attributes are skipped below.
-        "torch.backends.fp32_precision": lambda: torch.backends.fp32_precision,
+        # (torch sets these on module objects it swaps in at import: its annotations do not list them)
+        "torch.backends.fp32_precision": lambda: torch.backends.fp32_precision,  # type: ignore[attr-defined]
         "torch.backends.cuda.matmul.fp32_precision": lambda: torch.backends.cuda.matmul.fp32_precision,
         "torch.backends.cudnn.fp32_precision": lambda: torch.backends.cudnn.fp32_precision,
-        "torch.backends.cudnn.conv.fp32_precision": lambda: torch.backends.cudnn.conv.fp32_precision,
+        "torch.backends.cudnn.conv.fp32_precision": (
+            lambda: torch.backends.cudnn.conv.fp32_precision  # type: ignore[attr-defined]
+        ),
         "torch.backends.mkldnn.fp32_precision": lambda: torch.backends.mkldnn.fp32_precision,
         "torch.is_autocast_enabled('cuda')": lambda: torch.is_autocast_enabled("cuda"),
         "torch.is_autocast_enabled('cpu')": lambda: torch.is_autocast_enabled("cpu"),
@@ -186,7 +189,7 @@ def _container_print(value: object) -> object:
             return ("lru_cache", None)
     if hasattr(value, "__len__") and type(value).__module__ in ("collections", "weakref"):
         try:
-            return (type(value).__name__, len(value))  # type: ignore[arg-type]
+            return (type(value).__name__, len(value))
         except TypeError:
             return None
     return None

@@ -37,11 +37,12 @@ class CudaFeed:
     def __init__(self) -> None:
         if _sleep is None:
             raise RuntimeError("this torch build has no torch.cuda._sleep")
+        self._sleep = _sleep
         self._start = _Event(enable_timing=True)
         self._end = _Event(enable_timing=True)
 
     def open(self, feed_us: float) -> None:
-        _sleep(_cycles(feed_us))
+        self._sleep(_cycles(feed_us))
         _event_record(self._start)
 
     def close(self) -> None:

@@ -206,8 +206,12 @@ def _device_identity(device: str) -> tuple[str | None, tuple[int, int, int] | No
     except Exception:  # the index stands in (the plan's note says so)
         return None, None, index, index + 1
     uuid = getattr(props, "uuid", None)
-    parts = [getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-    pci = (int(parts[0]), int(parts[1]), int(parts[2])) if all(isinstance(p, int) for p in parts) else None
+    domain, bus, dev = (
+        getattr(props, name, None) for name in ("pci_domain_id", "pci_bus_id", "pci_device_id")
+    )
+    pci: tuple[int, int, int] | None = None
+    if isinstance(domain, int) and isinstance(bus, int) and isinstance(dev, int):
+        pci = (domain, bus, dev)
     return (str(uuid) if uuid else None), pci, index, count
 
 

@@ -5,8 +5,9 @@ prefills), yet a single candidate's aggregate score hides that. For the parent A
 inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut
 between two neighbouring sizes, with B on the small side or on the large side, gives a routed geometric-mean
 speedup. The best (B, cut, side) wins if it beats A's own geometric mean over those cases by MIN_GAIN; the
-child is A's file with A's code, B's code (names suffixed) and a dispatcher routing on the same byte
-count (evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
+child is A's file routing on the same byte count: one copy of the code with a launch table where the two
+differ only in constants, else A's code and B's (names suffixed for when they run) behind a dispatcher
+(evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
 
 The answer is a function of the parent and the inspirations it is shown: every refusal (and a child the run
 has already seen, skipped through `seen` when the controller hands the run's duplicate check over) says the

@@ -1,6 +1,12 @@
-"""Write a bucket-crossover child: parent A's file whose EVOLVE-BLOCK holds A's code (entry renamed), B's
-code (every name its block defines suffixed, so nothing collides), and a dispatcher under the entry's name
-that sends each call to B or A by the bytes of its tensor arguments.
+"""Write a bucket-crossover child: parent A's file whose EVOLVE-BLOCK routes each call by the bytes of its
+tensor arguments.
+
+Two candidates that differ only in module constants their host code reads (a knob variant's WARPS_SCALE,
+a tuned BLOCK) become one copy of the code and a launch table: the functions that read a constant take it
+as a keyword-only parameter (the module's value by default), and the entry launches with B's values on B's
+side of the threshold. Otherwise (their kernels differ) the block holds A's code, entry renamed, and B's
+code with every name its block defines suffixed for when it runs (`_small` / `_large`), what both define
+alike once, and a dispatcher under the entry's name.
 
 Renaming is scope-aware (libcst ScopeProvider): only module-level bindings and the references that resolve to
 them change, so a kernel parameter that shadows a module constant (`BLOCK_SIZE`) keeps its name. Imports are
@@ -18,12 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import BuiltinAssignment, GlobalScope, MetadataWrapper, ScopeProvider
+from libcst.metadata import Assignment, BuiltinAssignment, GlobalScope, MetadataWrapper, ScopeProvider
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
+from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.generate import LINE_LENGTH
 
 _CODE = cst.Module([])
+_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 class CrossoverError(Exception):
@@ -81,7 +90,9 @@ class _Code:
             n
             for n in self.names
             for a in self.scope.assignments[n]
-            if a.scope is self.scope and not isinstance(a.node, (cst.Import, cst.ImportFrom))
+            if isinstance(a, Assignment)
+            and a.scope is self.scope
+            and not isinstance(a.node, (cst.Import, cst.ImportFrom))
         }
 
     def free(self) -> set[str]:
@@ -107,7 +118,7 @@ class _Code:
         targets: dict[int, str] = {}
         for old, new in mapping.items():
             for assignment in self.scope.assignments[old]:
-                node = assignment.node
+                node = assignment.node if isinstance(assignment, Assignment) else None
                 if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                     targets[id(node.name)] = new
                 elif isinstance(node, cst.Name):
@@ -150,11 +161,12 @@ def _fresh(make: str, taken: set[str]) -> str:
     raise AssertionError("unreachable")
 
 
-def _suffix_for(defined: set[str], entry: str, taken: set[str]) -> dict[str, str]:
-    """The renaming of B's names with the first suffix (_b, _b2, ...) that collides with nothing."""
+def _suffix_for(defined: set[str], entry: str, taken: set[str], side: str) -> dict[str, str]:
+    """The renaming of B's names with the first suffix naming when they run (`_small`, `_small2`, ... or
+    `_large`...) that collides with nothing."""
     for k in itertools.chain([""], (str(i) for i in itertools.count(2))):
-        mapping = {n: f"{n}_b{k}" for n in defined if n != entry}
-        mapping[entry] = f"_{entry}_b{k}"
+        mapping = {n: f"{n}_{side}{k}" for n in defined if n != entry}
+        mapping[entry] = f"_{entry}_{side}{k}"
         new = set(mapping.values())
         if len(new) == len(mapping) and not new & taken:
             return mapping
@@ -233,8 +245,11 @@ def shared_definitions(a_text: str, b_text: str, b_map: dict[str, str], entry: s
         for name, node in b_defs.items():
             if name in shared or name == entry or name not in a_defs:
                 continue
-            b_shape = _shape(node, lambda n, own=name: n if n in shared or n == own else b_map.get(n, n))
-            if b_shape == _shape(a_defs[name], lambda n: n):
+
+            def b_names(n: str, own: str = name) -> str:
+                return n if n in shared or n == own else b_map.get(n, n)
+
+            if _shape(node, b_names) == _shape(a_defs[name], lambda n: n):
                 shared.add(name)
                 changed = True
     return shared
@@ -253,6 +268,122 @@ def _without(text: str, names: set[str]) -> str:
             drop.update(range(first - 1, node.end_lineno or node.lineno))
     kept = "".join(line for k, line in enumerate(lines) if k not in drop)
     return re.sub(r"\n{4,}", "\n\n\n", kept)
+
+
+@dataclass(frozen=True)
+class LaunchTable:
+    """Two blocks that differ only in module constants the host code reads: B's values of those the entry
+    needs, and A's block with each function that reads one (or calls one that does) taking it as a
+    keyword-only parameter whose default is the module's value."""
+
+    b_values: dict[str, str]  # constant -> B's value (source text), for those the entry reads
+    needs: dict[str, list[str]]  # function -> the constants it takes
+
+
+def _literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str))
+
+
+def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
+    """The launch table of two blocks equal but for literal module constants read only by undecorated
+    module-level functions (a kernel or a module statement reading one makes them differ in structure);
+    None otherwise. Raises CrossoverError when the constants that differ reach no call of the entry."""
+    try:
+        a_tree, b_tree = ast.parse(a_text), ast.parse(b_text)
+    except SyntaxError:
+        return None
+    if len(a_tree.body) != len(b_tree.body):
+        return None
+    differing: dict[str, str] = {}
+    for x, y in zip(a_tree.body, b_tree.body, strict=True):
+        if ast.dump(x) == ast.dump(y):
+            continue
+        if not (isinstance(x, ast.Assign) and isinstance(y, ast.Assign) and len(x.targets) == 1):
+            return None
+        target = x.targets[0]
+        if not (isinstance(target, ast.Name) and ast.dump(target) == ast.dump(y.targets[0])):
+            return None
+        if not (_literal(x.value) and _literal(y.value)):
+            return None
+        differing[target.id] = ast.unparse(y.value)
+    if not differing:
+        return None
+    plain = {n.name: n for n in a_tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+    for node in a_tree.body:
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if node not in plain.values() and reads & set(differing):
+            return None  # read by a kernel or at module level: the two differ in what they compile
+    needs = {
+        name: {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in differing}
+        for name, fn in plain.items()
+    }
+    calls: dict[str, set[str]] = {name: set() for name in plain}
+    for name, fn in plain.items():
+        if {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} & set(differing):
+            return None  # a parameter of that name already
+        for call in ast.walk(fn):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in plain:
+                calls[name].add(call.func.id)
+    changed = True
+    while changed:
+        changed = False
+        for name in plain:
+            more = set().union(*(needs[g] for g in calls[name])) - needs[name]
+            if more:
+                needs[name] |= more
+                changed = True
+    called = {n.func for n in ast.walk(a_tree) if isinstance(n, ast.Call)}
+    for read in ast.walk(a_tree):  # a function that takes constants must only ever be called by name
+        if isinstance(read, ast.Name) and needs.get(read.id) and read not in called:
+            return None
+    if not needs.get(entry):
+        raise CrossoverError(
+            f"the two candidates differ only in {', '.join(sorted(differing))}, which no call of "
+            f"{entry}() reads"
+        )
+    return LaunchTable(
+        {c: differing[c] for c in sorted(needs[entry])}, {f: sorted(c) for f, c in needs.items() if c}
+    )
+
+
+class _ThreadConstants(cst.CSTTransformer):
+    """A's block with the launch table's constants taken as keyword-only parameters and passed on."""
+
+    def __init__(self, table: LaunchTable, entry: str, launch: str) -> None:
+        self.table = table
+        self.entry = entry
+        self.launch = launch
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self.depth -= 1
+        name = original_node.name.value
+        taken = self.table.needs.get(name) if self.depth == 0 else None
+        if not taken:
+            return updated_node
+        params = updated_node.params
+        extra = [cst.Param(cst.Name(c), default=cst.Name(c), equal=_EQUAL) for c in taken]
+        star = params.star_arg if isinstance(params.star_arg, (cst.Param, cst.ParamStar)) else cst.ParamStar()
+        params = params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, *extra])
+        updated_node = updated_node.with_changes(params=params)
+        if name == self.entry:
+            updated_node = updated_node.with_changes(name=cst.Name(self.launch))
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = original_node.func
+        taken = self.table.needs.get(func.value) if isinstance(func, cst.Name) else None
+        if not taken:
+            return updated_node
+        extra = [cst.Arg(cst.Name(c), keyword=cst.Name(c), equal=_EQUAL) for c in taken]
+        return updated_node.with_changes(args=[*updated_node.args, *extra])
 
 
 def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
@@ -289,13 +420,15 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
             added.append(statement)
 
     taken = a_file.names | b_file.names
-    b_map = _suffix_for(b_code.defined(), entry, taken)
+    b_side, a_side = ("small", "large") if route.b_small else ("large", "small")
+    b_map = _suffix_for(b_code.defined(), entry, taken, b_side)
     shared = shared_definitions(a_block.text, b_block.text, b_map, entry)
     b_map = {old: (old if old in shared else new) for old, new in b_map.items()}
     taken |= set(b_map.values())
-    a_name = _fresh(f"_{entry}_a{{}}", taken)
+    a_name = _fresh(f"_{entry}_{a_side}{{}}", taken)
     constant = _fresh("CROSSOVER_BYTES{}", taken | {a_name})
     positional, keywords, values = _call_args(a_fn.params)
+    table = launch_table(a_block.text, b_block.text, entry)
     if not values:
         raise CrossoverError(f"the parent's {entry}() takes no arguments: nothing to route on")
     # *args / **kwargs pass through whatever came in: only the named part can be checked against B.
@@ -318,6 +451,10 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     signature = signature.rstrip().removesuffix("pass").rstrip()
     tensors = ", ".join(values) + ("," if len(values) == 1 else "")
     who = "at most" if route.b_small else "more than"
+    if table is not None:
+        return _launch_table_child(
+            a_source, a_code, table, entry, route, signature, (total, item, tensors, call)
+        )
     suffix = b_map[entry].rsplit("_", 1)[1]
     summary = (
         f"Bucket crossover: calls whose tensor arguments total {who} {constant} bytes run B's code (its "
@@ -344,3 +481,52 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     b_text = _without(b_code.renamed(b_map), shared)
     block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_text.strip()
     return replace_evolve_block(a_source, block + "\n" + dispatcher + "\n\n")
+
+
+def _launch_table_child(
+    a_source: str,
+    a_code: _Code,
+    table: LaunchTable,
+    entry: str,
+    route: Route,
+    signature: str,
+    names: tuple[str, str, str, str],
+) -> str:
+    """One copy of the code, its entry a dispatcher that launches it with B's constants on B's side of
+    the threshold and the module's own on the other."""
+    total, item, tensors, call = names
+    taken = a_code.names | {total, item}
+    launch, constant = _fresh(f"_{entry}_launch{{}}", taken), _fresh("CROSSOVER_BYTES{}", taken)
+    # The constants passed on lengthen calls: broken at their brackets where they pass the line limit.
+    code = wrap_long_lines(
+        a_code.wrapper.module.visit(_ThreadConstants(table, entry, launch)).code, LINE_LENGTH
+    )
+    settings = ", ".join(f"{name}={value}" for name, value in table.b_values.items())
+    b_call, a_call = f"{launch}({', '.join(p for p in (call, settings) if p)})", f"{launch}({call})"
+    small, large = (b_call, a_call) if route.b_small else (a_call, b_call)
+    who = "at most" if route.b_small else "more than"
+    summary = (
+        f"Launch table by input size (bucket crossover): calls whose tensor arguments total {who} {constant} "
+        f"bytes launch with {settings.replace('=', ' = ')}, the others with the module's values; both run "
+        f"the same kernels. {route.why}"
+    )
+    note = textwrap.fill(summary, 106, initial_indent="# ", subsequent_indent="# ")
+    dispatcher = f"""
+
+{note}
+{constant} = {route.threshold}
+
+
+{signature}
+    {total} = 0
+    for {item} in ({tensors}):
+        if isinstance({item}, torch.Tensor):
+            {total} += {item}.numel() * {item}.element_size()
+    if {total} <= {constant}:
+        return {small}
+    return {large}
+"""
+    torch_import = "" if import_bindings(a_code.wrapper.module).get("torch") else "import torch\n"
+    if torch_import and import_bindings(cst.parse_module(a_source)).get("torch") == "import torch":
+        torch_import = ""
+    return replace_evolve_block(a_source, torch_import + code.rstrip() + "\n" + dispatcher + "\n\n")

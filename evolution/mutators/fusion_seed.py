@@ -1,6 +1,6 @@
 """seed:fusion — a first candidate written by the fusion generator: one Triton kernel per specialisation from
-the reference's traced ATen graph (evolution.fusion). No LLM and no hand-written candidate: where Inductor
-stops (a top-k, a prefix sum, an in-place gather) this still writes a pure-Triton kernel.
+the reference's traced ATen graph (evolution.writers.fusion). No LLM and no hand-written candidate: where
+Inductor stops (a top-k, a prefix sum, an in-place gather) this still writes a pure-Triton kernel.
 
 A reference the generator does not write is refused with one sentence naming the op or construct; every later
 call for that task gives the same sentence without tracing again.
@@ -8,11 +8,11 @@ call for that task gives the same sentence without tracing again.
 
 from __future__ import annotations
 
-from evolution.fusion.generate import GenerationError
-from evolution.fusion.knobs import Knobs, neighbours
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.base import failed
 from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.fusion.generate import GenerationError
+from evolution.writers.fusion.knobs import Knobs, neighbours
+from evolution.writers.fusion.writer import FusionWriter
 
 OPERATOR = "seed:fusion"
 

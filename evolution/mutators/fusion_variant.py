@@ -1,6 +1,6 @@
 """fusion:variant — a parent the fusion generator wrote, regenerated with one knob changed (rows per program,
 whole rows or blocks, grid axes, a persistent grid, num_warps, eviction hints, 16-bit rounding, the top-k
-method; see evolution.fusion.knobs).
+method; see evolution.writers.fusion.knobs).
 
 The knobs come from the parent's header line; the moves are every one-step change of one knob, in a fixed
 order. A knob set already proposed for the task, or one whose code the run already knows, is never proposed
@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.dedup import candidate_sha
-from evolution.fusion.generate import GenerationError
-from evolution.fusion.knobs import neighbours, parse
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.base import child_problem, failed
 from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.fusion.generate import GenerationError
+from evolution.writers.fusion.knobs import neighbours, parse
+from evolution.writers.fusion.writer import FusionWriter
 
 OPERATOR = "fusion:variant"
 

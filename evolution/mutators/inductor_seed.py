@@ -1,8 +1,8 @@
 """The Inductor seed: a first candidate made from the Triton code torch.compile generates for the reference.
 
-torch.compile runs in a subprocess (evolution.mutators.inductor.capture): it takes seconds of CPU, changes
+torch.compile runs in a subprocess (evolution.writers.inductor.capture): it takes seconds of CPU, changes
 global torch/Inductor/Triton state, and must not block the search's event loop. The subprocess hands back
-Inductor's output code; turning it into a standalone candidate (evolution.mutators.inductor.render) happens
+Inductor's output code; turning it into a standalone candidate (evolution.writers.inductor.render) happens
 here. When Inductor falls back to an ATen op it cannot express in Triton (topk, sort...), the outcome's error
 says so, naming the ops, and no candidate is written: a seed that computes with PyTorch would only be
 rejected as a cheat (the fusion seed covers such references).
@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.sandbox import boxed_argv, kill_group, read_regular_file
+from evaluators.subprocesses import run_async
 from evolution.mutators.base import failed
-from evolution.mutators.inductor.kernels import InductorConversionError, InductorUnsupported
-from evolution.mutators.inductor.model import CaptureReport
-from evolution.mutators.inductor.render import render_candidate
 from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.inductor.kernels import InductorConversionError, InductorUnsupported
+from evolution.writers.inductor.model import CaptureReport
+from evolution.writers.inductor.render import render_candidate
+from evolution.writers.tracing.launch import run_tracer
 
 OPERATOR = "seed:inductor"
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the evolution package
 _STDERR_TAIL = 4000  # enough of a crashed capture's traceback for the crash report
 
 
@@ -70,57 +69,35 @@ class InductorSeedMutator:
     async def _capture(self, task_dir: str, workdir: Path) -> tuple[CaptureReport | None, str, bool]:
         """Run the capture subprocess; (report, "", False) or (None, why it failed, whether the failure is
         a crash of our code rather than a slow compile)."""
-        out = workdir / "capture.json"
-        env = dict(os.environ)
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(workdir / "inductor-cache")
-        env.setdefault("TRITON_CACHE_DIR", str(workdir / "triton-cache"))
-        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # code generation only: no compile worker pool
-        # The subprocess runs in a scratch directory: make this checkout importable even when not installed.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-        cmd = [self.python, "-m", "evolution.mutators.inductor.capture", task_dir, "--device", self.device]
-        # torch.compile runs the task's reference (the target repository's code): in an OS box
-        # (evaluators.sandbox) with the task read-only and only this scratch folder writable.
-        env["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
-        argv, env = boxed_argv(
-            [*cmd, "--out", str(out)],
-            env,
+        done = await run_tracer(
+            "evolution.writers.inductor.capture",
+            Path(task_dir),
+            workdir,
             what="the Inductor seed's capture",
-            read_only=(Path(task_dir), _PACKAGE_ROOT, Path(self.python)),
-            writable=(workdir,),
-            cwd=workdir,
+            timeout_s=self.timeout_s,
+            args=("--device", self.device),
+            python=self.python,
             gpu=not self.device.startswith("cpu"),
+            env={
+                "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache"),
+                "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
+                "TORCHINDUCTOR_COMPILE_THREADS": "1",  # code generation only: no compile worker pool
+            },
         )
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=workdir,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
-            kill_group(process.pid)
-            await process.wait()
+        if done.timed_out:
             return (
                 None,
                 f"Inductor seed: torch.compile took longer than {self.timeout_s:.0f} s and was stopped",
                 False,
             )
-        except asyncio.CancelledError:
-            kill_group(process.pid)
-            await process.wait()
-            raise
-        data = read_regular_file(out)
-        if process.returncode != 0 or data is None:
-            tail = stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
+        if done.report is None:
+            tail = done.stderr[-_STDERR_TAIL:].strip()
             return (
                 None,
-                f"Inductor seed: the capture process failed (exit {process.returncode}): {tail}",
+                f"Inductor seed: the capture process failed (exit {done.returncode}): {tail}",
                 True,
             )
-        return CaptureReport.from_json(data.decode(errors="replace")), "", False
+        return CaptureReport.from_json(done.report), "", False
 
 
 async def _formatted(source: str) -> str:
@@ -128,25 +105,13 @@ async def _formatted(source: str) -> str:
     ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
     if ruff is None:
         return source
-    try:
-        process = await asyncio.create_subprocess_exec(
-            ruff,
-            "format",
-            "--isolated",  # the user's ruff config (whatever the cwd) plays no part
-            "--line-length",
-            "110",
-            "--stdin-filename",
-            "candidate.py",
-            "-",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await asyncio.wait_for(process.communicate(source.encode()), timeout=30)
-    except (OSError, asyncio.TimeoutError):
+    argv = [ruff, "format", "--isolated", "--line-length", "110", "--stdin-filename", "candidate.py", "-"]
+    try:  # --isolated: the user's ruff config (whatever the cwd) plays no part
+        done = await run_async(argv, input=source, timeout_s=30)
+    except OSError:
         return source
-    text = out.decode()
-    if process.returncode != 0 or not text.strip():
+    text = done.stdout
+    if done.returncode != 0 or not text.strip():
         return source
     try:
         ast.parse(text)

@@ -113,12 +113,14 @@ class _SiteCollector(cst.CSTVisitor):
 
     def _unpack(self, target: cst.Tuple, value: cst.BaseExpression) -> None:
         """`block, warps = SMALL_BLOCK, SMALL_WARPS`: each name reads its element (or all of a non-tuple)."""
-        pairs = isinstance(value, cst.Tuple) and len(value.elements) == len(target.elements)
+        paired = value.elements if isinstance(value, cst.Tuple) else None
+        if paired is not None and len(paired) != len(target.elements):
+            paired = None
         for i, element in enumerate(target.elements):
             if isinstance(element.value, cst.Name):
                 name = element.value.value
                 self._names_seen[name] = self._names_seen.get(name, 0) + 1
-                read = value.elements[i].value if pairs else value
+                read = paired[i].value if paired is not None else value
                 self._flows.setdefault(name, set()).update(_value_names(read))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -192,10 +194,10 @@ class _SiteCollector(cst.CSTVisitor):
                     knob_kind(kw) or (site.kind if kw.isupper() else "") or None
                     for kw in self._launch_uses.get(site.name, set())
                 }
-                if self._names_seen[site.name] != 1 or len(kinds) != 1 or None in kinds:
+                if self._names_seen[site.name] != 1 or len(kinds) != 1:
                     continue
                 (kind,) = kinds
-                if site.kind not in ("", kind) or not valid_value(kind, site.value):
+                if kind is None or site.kind not in ("", kind) or not valid_value(kind, site.value):
                     continue
                 site = Site(site.key, site.name, kind, site.value, site.line)
             kept.append(site)

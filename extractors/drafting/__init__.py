@@ -64,6 +64,10 @@ def draft_inputs(
     try:
         result = DraftSearch(runner, facts, profile, progress).run(start)
         served = [] if result.error else _served_cases(runner, result, profile)
+        composed = None if result.error else compose(result, profile, served)
+        if composed is not None:
+            composed.spec, described = _served_dtypes(runner, composed.spec, profile)
+            composed.cases += described
     finally:
         runner.close()
     if result.error:
@@ -75,7 +79,7 @@ def draft_inputs(
         raise DraftRefused(
             DraftFailure(result.error, result.error_case, result.attempts, start.describe(), spec, result.log)
         )
-    composed = compose(result, profile, served)
+    assert composed is not None
     record = {
         "profile": profile.name,
         "model": result.variants[0].assignment.model,
@@ -98,3 +102,33 @@ def _served_cases(runner: TrialRunner, result: SearchResult, profile: ServingPro
     outcomes = runner.run(base.spec_args(), base.sizes, [{**base.sizes, **c} for c in cases])
     accepted = {o.case for o in outcomes if o.accepted}
     return [c for c in cases if c["name"] in accepted]
+
+
+def _served_dtypes(
+    runner: TrialRunner, spec: InputSpec, profile: ServingProfile
+) -> tuple[InputSpec, list[str]]:
+    """The spec with cases in the engine's other activation dtypes (the profile's `dtypes`), so the evaluator
+    checks the kernel in each (the guard admits only the dtypes the cases have): the tensors drafted in the
+    model's dtype take a `dtype` size, and the first case (the smallest decode batch: a CPU computes half
+    precision slowly) is added in each other dtype, kept where the reference runs and is accepted as the
+    others are. (spec, one line per dtype added)."""
+    floats = [str(a.get("dtype", "float32")) for a in spec.args.values() if "shape" in a]
+    own = next((d for d in floats if d in profile.dtypes), None)
+    others = [d for d in profile.dtypes if d != own]
+    if own is None or not others or not spec.cases or "dtype" in spec.sizes:
+        return spec, []
+    args = {
+        n: ({**a, "dtype": "dtype"} if "shape" in a and a.get("dtype") == own else a)
+        for n, a in spec.args.items()
+    }
+    sizes = {**spec.sizes, "dtype": [own]}
+    defaults = {k: v[0] for k, v in sizes.items()}
+    extra = [{**spec.cases[0], "name": f"{spec.cases[0]['name']}_{d}", "dtype": d} for d in others]
+    outcomes = runner.run(args, defaults, [{**defaults, **c} for c in extra])
+    accepted = {o.case for o in outcomes if o.accepted}
+    kept = [c for c in extra if c["name"] in accepted]
+    if not kept:
+        return spec, []
+    cases = [{**c, "dtype": own} for c in spec.cases] + kept
+    described = [f"{c['name']}: the first case in {c['dtype']}" for c in kept]
+    return InputSpec(sizes=sizes, cases=cases, args=args, source=spec.source), described

@@ -82,8 +82,8 @@ def compose(
         first = next((c[key] for c in cases if key in c), None)
         if first is not None:
             sizes[key] = [first]
-    spec = InputSpec(sizes=sizes, cases=cases, args=args, source="draft")
-    return ComposedDraft(spec, _inferred(variants), described, dropped)
+    draft_spec = InputSpec(sizes=sizes, cases=cases, args=args, source="draft")
+    return ComposedDraft(draft_spec, _inferred(variants), described, dropped)
 
 
 def _conflicting(variants: list[Variant]) -> Variant | None:

@@ -10,8 +10,9 @@ num_heads, head_size]`) are read too."""
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -59,20 +60,20 @@ def gather_param_uses(source: str, entry: str) -> UseFacts:
     for name, uses in gathered.items():
         for param, fact in uses.facts.items():
             for target in exact.get((name, param), set()):
-                _merge(facts.params[target], fact, lambda ref, n=name: _translate(ref, n, exact))
+                _merge(facts.params[target], fact, functools.partial(_translate, function=name, exact=exact))
         for tie in uses.ties:
             for a in _translate_all(tie.a, name, exact):
                 for b in _translate_all(tie.b, name, exact):
                     facts.add_tie(Tie(a, b, tie.why, tie.firm))
-        for a, b, why in uses.broadcasts:
-            for x in exact.get((name, a), set()):
-                for y in exact.get((name, b), set()):
+        for pa, pb, why in uses.broadcasts:
+            for x in exact.get((name, pa), set()):
+                for y in exact.get((name, pb), set()):
                     if x != y:
                         facts.add_tie(Tie(DimRef(x, -1), DimRef(y, -1), why, firm=False))
                         facts.dtype_ties.append((x, y, why))
-        for a, b, why in uses.dtype_ties:
-            for x in exact.get((name, a), set()):
-                for y in exact.get((name, b), set()):
+        for pa, pb, why in uses.dtype_ties:
+            for x in exact.get((name, pa), set()):
+                for y in exact.get((name, pb), set()):
                     facts.dtype_ties.append((x, y, why))
         for line, roots in uses.line_roots.items():
             mapped = set().union(*(derived.get((name, r), set()) for r in roots)) if roots else set()
@@ -130,7 +131,7 @@ def _translate_all(ref: Ref, function: str, exact: Mapping[tuple[str, str], set[
     return [IntRef(p) for p in targets]
 
 
-def _merge(into: ParamFacts, fact: ParamFacts, translate) -> None:  # type: ignore[no-untyped-def]
+def _merge(into: ParamFacts, fact: ParamFacts, translate: Callable[[DimRef], list[DimRef]]) -> None:
     for name in _LIST_FIELDS:
         for item in getattr(fact, name):
             into.note(name, item)
@@ -150,9 +151,9 @@ def _record_lines(
     function: cst.FunctionDef, uses: FunctionUses, positions: Mapping[cst.CSTNode, CodeRange]
 ) -> None:
     """Every line of the function -> the parameters the statement on it may depend on."""
-    values = uses.values
-    if values is None:
+    if uses.values is None:
         return
+    values = uses.values  # (bound after the check: the visitor below reads it)
 
     class Lines(cst.CSTVisitor):
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:

@@ -8,9 +8,9 @@ import ast
 import re
 from typing import Any
 
-from extractors.draft_inputs import base_name, float_rule, int_rule, tensor_rule
 from extractors.drafting.assignment import ArgDraft
 from extractors.drafting.facts import ParamFacts
+from extractors.drafting.guesses import base_name, float_rule, int_rule, tensor_rule
 from extractors.signature import Param
 
 _BOOL_NAMES = re.compile(r"^(is_|use_|has_|enable|apply_|do_|with_|fp32_|cast_)")

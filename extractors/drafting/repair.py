@@ -7,9 +7,10 @@ index out of range narrows the index's range; NaN outputs draw the inputs positi
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from extractors.drafting.assignment import ArgDraft, Assignment
 from extractors.drafting.facts import UseFacts
@@ -117,7 +118,7 @@ def _give_values(assignment: Assignment, blamed: list[str]) -> Iterator[tuple[As
         if arg.kind == "none" and any(k != "none" for k in arg.kinds):
             kind = next(k for k in arg.kinds if k != "none")
             yield (
-                _with(assignment, name, lambda a, k=kind: a.set_kind(k)),
+                _with(assignment, name, functools.partial(ArgDraft.set_kind, kind=kind)),
                 f"{name}: None -> {kind} (None fails here)",
             )
 
@@ -130,7 +131,10 @@ def _next_kind(
         options = [k for k in arg.kinds if k != arg.kind and k != "none"]
         options.sort(key=lambda k: (k not in prefer, arg.kinds.index(k)))
         for kind in options:
-            yield _with(assignment, name, lambda a, k=kind: _switch(a, k)), f"{name}: {arg.kind} -> {kind}"
+            yield (
+                _with(assignment, name, functools.partial(_switch, kind=kind)),
+                f"{name}: {arg.kind} -> {kind}",
+            )
 
 
 def _switch(arg: ArgDraft, kind: str) -> None:
@@ -152,7 +156,7 @@ def _other_literal(
             for literal in arg.literals:
                 if literal != arg.value:
                     yield (
-                        _with(assignment, name, lambda a, v=literal: setattr(a, "value", v)),
+                        _with(assignment, name, _set_value(literal)),
                         f"{name}: -> {literal!r}",
                     )
         elif arg.kind == "bool":
@@ -163,7 +167,7 @@ def _other_literal(
         elif arg.kind == "int" and raised and arg.value not in (0, 1):
             smaller = f"max(1, ({arg.value}) // 2)"
             yield (
-                _with(assignment, name, lambda a, v=smaller: setattr(a, "value", v)),
+                _with(assignment, name, _set_value(smaller)),
                 f"{name}: -> {smaller}",
             )
 
@@ -202,7 +206,9 @@ def _retie(
                 expression = _scaled(_expr(assignment, keep), keep[2] / change[2])
                 if expression is None:
                     continue
-                changed = _with(assignment, change[0], lambda arg, c=change, e=expression: _put(arg, c[1], e))
+                changed = _with(
+                    assignment, change[0], functools.partial(_put, axis=change[1], expression=expression)
+                )
                 scaled = (keep[2] != 1) + (change[2] != 1)
                 simple = 0 if expression.isidentifier() else 1
                 options.append(
@@ -244,7 +250,7 @@ def _fit_view(
             needed = known // math.gcd(rest, known)
             expression = _express(needed, assignment, blamed, values)
             yield (
-                _with(assignment, name, lambda a, i=axis, e=expression: _put(a, i, e)),
+                _with(assignment, name, functools.partial(_put, axis=axis, expression=expression)),
                 f"{name}.shape[{axis}] := {expression} (a view needs it)",
             )
 
@@ -298,7 +304,11 @@ def _positive(assignment: Assignment) -> Iterator[tuple[Assignment, str]]:
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-def _with(assignment: Assignment, name: str, change) -> Assignment:  # type: ignore[no-untyped-def]
+def _set_value(value: object) -> Callable[[ArgDraft], None]:
+    return lambda arg: setattr(arg, "value", value)
+
+
+def _with(assignment: Assignment, name: str, change: Callable[[ArgDraft], object]) -> Assignment:
     out = assignment.copy()
     change(out.args[name])
     return out

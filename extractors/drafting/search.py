@@ -188,16 +188,24 @@ class DraftSearch:
             if arg.kind == "str":
                 for literal in arg.literals:
                     if literal != arg.value:
-                        out.append((name, lambda a, v=literal: setattr(a, "value", v), repr(literal)))
+                        out.append((name, _set_value(literal), repr(literal)))
             elif arg.optional and arg.kind == "none":
                 kind = next((k for k in arg.kinds if k != "none"), None)
                 if kind is not None:
-                    out.append((name, lambda a, k=kind: a.set_kind(k), kind))
+                    out.append((name, _set_kind(kind), kind))
             elif arg.optional and arg.kind != "none":
-                out.append((name, lambda a: a.set_kind("none"), "None"))
+                out.append((name, _set_kind("none"), "None"))
             elif arg.kind == "bool" and fact is not None and fact.truth_tests:
                 out.append((name, lambda a: setattr(a, "value", not a.value), str(not arg.value)))
         return out
+
+
+def _set_value(value: object) -> Callable[[ArgDraft], None]:
+    return lambda arg: setattr(arg, "value", value)
+
+
+def _set_kind(kind: str) -> Callable[[ArgDraft], None]:
+    return lambda arg: arg.set_kind(kind)
 
 
 def _allowed(start: Assignment, candidate: Assignment, frozen: set[str] | None) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from extractors.draft_inputs import base_name, int_rule
+from extractors.drafting.guesses import base_name, int_rule
 from extractors.drafting.local_values import dotted
 
 _WORDS: list[tuple[str, str]] = [

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from extractors.draft_inputs import base_name, float_rule, int_rule, tensor_rule
 from extractors.drafting.assignment import ArgDraft, Assignment
 from extractors.drafting.facts import DimRef, ParamFacts, UseFacts
+from extractors.drafting.guesses import base_name, float_rule, int_rule, tensor_rule
 from extractors.drafting.kinds import decide
 from extractors.drafting.serving_shapes import ModelShapes, ServingProfile
 from extractors.drafting.shape_sources import DEFAULT, NAMED, STRONG, WEAK, doc_shape, init_shape

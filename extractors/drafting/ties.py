@@ -23,10 +23,16 @@ def solve_ties(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         return node
 
     for tie in facts.ties:  # a tensor with nothing to go on takes the shape of its elementwise partner
-        a, b = args.get(tie.a.param), args.get(tie.b.param)
-        if tie.firm or a is None or b is None or "tensor" not in a.kinds or "tensor" not in b.kinds:
+        first, second = args.get(tie.a.param), args.get(tie.b.param)
+        if (
+            tie.firm
+            or first is None
+            or second is None
+            or "tensor" not in first.kinds
+            or "tensor" not in second.kinds
+        ):
             continue
-        for weak, strong in ((a, b), (b, a)):
+        for weak, strong in ((first, second), (second, first)):
             if max(weak.confidence, default=0) == DEFAULT and max(strong.confidence, default=0) > DEFAULT:
                 weak.dims, weak.confidence = list(strong.dims), list(strong.confidence)
                 weak.why.append(f"shape of {strong.name} ({tie.why})")

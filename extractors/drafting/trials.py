@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluators.sandbox import boxed_argv, kill_group
+from evaluators.sandbox import boxed_argv
+from evaluators.subprocesses import Started
 from extractors.input_spec import InputSpec, render_inputs
 from extractors.signature import Param
 from extractors.toml_writer import dumps
@@ -62,7 +63,7 @@ class TrialRunner:
         self.entry = entry
         self.signature = signature
         self.timeout = timeout
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: Started | None = None
         self.count = 0
         self.died = False
 
@@ -96,9 +97,10 @@ class TrialRunner:
         return [_outcome(c["name"], reply[c["name"]]) for c in cases]
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        proc = self._worker()
-        if proc is None:
+        worker = self._worker()
+        if worker is None:
             return None
+        proc = worker.popen
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(json.dumps(request) + "\n")
@@ -119,7 +121,7 @@ class TrialRunner:
         log = (self.root / "worker.log").read_text(errors="replace").strip().splitlines()
         return "the trial process died" + (f": {log[-1]}" if log else "")
 
-    def _worker(self) -> subprocess.Popen[str] | None:
+    def _worker(self) -> Started | None:
         """The running worker, or a fresh one once it has imported torch (None when it never gets there)."""
         if self.proc is not None and self.proc.poll() is None:
             return self.proc
@@ -140,7 +142,8 @@ class TrialRunner:
             cwd=self.root,
         )
         with (self.root / "worker.log").open("a") as log:
-            self.proc = subprocess.Popen(
+            # In a session of its own: killing its group ends the box and all inside.
+            self.proc = Started(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -148,11 +151,11 @@ class TrialRunner:
                 text=True,
                 env=env,
                 cwd=self.root,
-                start_new_session=True,  # killing its group ends the box and all inside
             )
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_TIMEOUT)
-        if not ready or not self.proc.stdout.readline():
+        stdout = self.proc.popen.stdout
+        assert stdout is not None
+        ready, _, _ = select.select([stdout], [], [], STARTUP_TIMEOUT)
+        if not ready or not stdout.readline():
             self.died = True  # it exited, or never finished importing: either way, say what its log says
             self._stop()
             return None
@@ -160,17 +163,13 @@ class TrialRunner:
 
     def _stop(self) -> None:
         if self.proc is not None:
-            kill_group(self.proc.pid)
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.stop()
             self.proc = None
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.stdin is not None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+        if self.proc is not None and self.proc.popen.stdin is not None:
+            self.proc.popen.stdin.close()  # the worker's end of requests: it exits
+            if self.proc.wait(timeout=10) is None:
                 self._stop()
         self.proc = None
         shutil.rmtree(self.root, ignore_errors=True)

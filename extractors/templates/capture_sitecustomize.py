@@ -10,8 +10,9 @@ import sys
 
 with open(os.environ["KERNELBOT_CAPTURE_CONFIG"]) as _fh:
     _CONFIG = json.load(_fh)
-_SEEN = set()
-_RECORDS = []
+# (type comments: this file runs in the captured command's interpreter, whatever its version)
+_SEEN = set()  # type: set[tuple]
+_RECORDS = []  # type: list[dict]
 _SCALARS = (bool, int, float, str, type(None))
 
 

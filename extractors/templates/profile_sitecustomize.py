@@ -86,7 +86,8 @@ def _frame(entry):
     return os.path.realpath(path), int(match.group(2)), match.group(3)
 
 
-_FILES = {}
+# (a type comment: this file runs in the profiled command's interpreter, whatever its version)
+_FILES = {}  # type: dict[str, bool]
 
 
 def _inside(frame):

@@ -55,7 +55,7 @@ def eval_command(
 def run(
     task: Path, candidate: Path, *, backend: str, as_json: bool, seeds: int, device: int, static: bool
 ) -> int:
-    from evaluators.static_checks import host_preparation  # imports torch: not at the CLI's start
+    from evaluators.static.checks import host_preparation  # imports torch: not at the CLI's start
 
     if seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {seeds}")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
 
 from kernelbot.cli.application import command
 from kernelbot.console import console, warn
+
+if TYPE_CHECKING:
+    from extractors.extract import ExtractionSummary  # imported when a command runs (the CLI starts fast)
 
 
 @command("extract")
@@ -60,7 +63,7 @@ def run(
     return 0
 
 
-def print_summary(summary) -> None:  # type: ignore[no-untyped-def]
+def print_summary(summary: ExtractionSummary) -> None:
     built = summary.built
     report = built.report
     console.print(

@@ -9,6 +9,7 @@ ConfirmReport
  │    └── cells[]           per case and regime: per-process speedups, pooled, lower / upper bound,
  │                          cv, verdict (faster | not faster | not shown), baseline / kernel µs
  ├── beats_current_path     every case's current-path bound above 1 (None: no such column measured)
+ ├── extra.kernel_compiled  the compile column timed the kernel under torch.compile too (measured_compiled)
  └── wall_s                 the confirmation's own wall time (apart from the search's)
 """
 
@@ -89,6 +90,14 @@ class ConfirmReport:
         return all(c.verdict == FASTER for c in column.cells)
 
     @property
+    def measured_compiled(self) -> bool:
+        """The kernel was timed, and its last timed calls re-checked, under torch.compile on a device that
+        times (the compile column, with `kernel_compiled`): a call inside a compiled region was measured."""
+        column = self.column(COMPILE)
+        compiled = bool(self.extra.get("kernel_compiled"))
+        return self.measured and compiled and column is not None and column.available and bool(column.cells)
+
+    @property
     def current_path_not_faster(self) -> tuple[CellReport, ...]:
         """Cells where the kernel was shown not to beat what runs today (no PR is opened then)."""
         column = self.column(CURRENT)
@@ -99,6 +108,7 @@ class ConfirmReport:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["beats_current_path"] = self.beats_current_path
+        data["measured_compiled"] = self.measured_compiled
         return data
 
     def write(self, path: Path) -> None:

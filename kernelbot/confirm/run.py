@@ -60,6 +60,13 @@ class ConfirmOptions:
     backend: str = "auto"
     device_index: int = 0
     current_path: str | None = None  # module:qualname; None: the task's `current_path`, if it names one
+    # Without a timeable current path: what the engine runs today, in words, and why it has no column
+    # (kernelbot.engines.current_path); empty: the engine names none.
+    current_path_label: str = ""
+    current_path_reason: str = ""
+    # The engine runs the function inside a torch.compile region: the compile column times the kernel under
+    # torch.compile too (TimingConfig.compile_candidate), so a call there is measured where it runs.
+    kernel_compiled: bool = False
     hold_gpu: bool = True  # hold the device's GPU lock for the whole confirmation
     config: EvalConfig | None = None  # the evaluator settings to start from (the search's); None: defaults
 
@@ -75,7 +82,12 @@ def current_path_of(task_dir: Path) -> str | None:
 
 
 def confirmation_config(
-    base: EvalConfig, baseline: str, *, caller_holds_gpu: bool, timed: bool = True
+    base: EvalConfig,
+    baseline: str,
+    *,
+    caller_holds_gpu: bool,
+    timed: bool = True,
+    compile_candidate: bool = False,
 ) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
@@ -89,6 +101,7 @@ def confirmation_config(
     timing = replace(
         t,
         baseline=baseline,
+        compile_candidate=compile_candidate,
         caller_holds_gpu=caller_holds_gpu,
         secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
@@ -164,10 +177,15 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _columns(current: str | None) -> list[_Column]:
+def _columns(
+    current: str | None, label: str = "", reason: str = "", kernel_compiled: bool = False
+) -> list[_Column]:
+    compiled = "torch.compile of the original code (default mode, dynamic=False)"
+    if kernel_compiled:
+        compiled += ", against the kernel's function under torch.compile too, as the engine compiles it"
     columns = [
         _Column(EAGER, "eager", "eager PyTorch (the original code)"),
-        _Column("compile", COMPILE, "torch.compile of the original code (default mode, dynamic=False)"),
+        _Column("compile", COMPILE, compiled),
     ]
     if current:
         columns.append(_Column(CURRENT, call_spec(current), f"the engine's current path `{current}`"))
@@ -176,9 +194,10 @@ def _columns(current: str | None) -> list[_Column]:
             _Column(
                 CURRENT,
                 "",
-                "the engine's current path",
+                label or "the engine's current path",
                 available=False,
-                reason="the engine names no current path for this function (task.toml `current_path`)",
+                reason=reason
+                or "the engine names no current path for this function (task.toml `current_path`)",
             )
         )
     assert tuple(c.name for c in columns) == COLUMNS
@@ -201,7 +220,10 @@ def confirm(
     rule = options.rule
     task = load_task(task_dir)
     base = options.config or EvalConfig()
-    columns = _columns(options.current_path or current_path_of(task_dir))
+    current = options.current_path or current_path_of(task_dir)
+    columns = _columns(
+        current, options.current_path_label, options.current_path_reason, options.kernel_compiled
+    )
     started = time.monotonic()
     failures: list[str] = []
     timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))
@@ -214,7 +236,13 @@ def confirm(
         backend = pool.backend
         with held_gpu(backend, options) as held:
             configs = {
-                c.name: confirmation_config(base, c.baseline, caller_holds_gpu=held, timed=timed)
+                c.name: confirmation_config(
+                    base,
+                    c.baseline,
+                    caller_holds_gpu=held,
+                    timed=timed,
+                    compile_candidate=options.kernel_compiled and c.baseline == COMPILE,
+                )
                 for c in columns
             }
             round_ = 0
@@ -254,6 +282,7 @@ def confirm(
         columns=tuple(c.report(rule) for c in columns),
         wall_s=round(time.monotonic() - started, 3),
         failures=tuple(failures),
+        extra={"kernel_compiled": True} if options.kernel_compiled else {},
     )
 
 

@@ -212,12 +212,16 @@ def _kernel(fields: _Fields) -> KernelPlacement:
     module = fields.get("module", str, "{op}_triton")
     if "{op}" not in module or not module.replace("{op}", "op").isidentifier():
         fields.fail("module", f"must be a module name containing {{op}} (got {module!r})")
+    benchmark = fields.get("benchmark", str, "benchmarks/bench_{op}_triton.py")
+    if "{op}" not in benchmark or not benchmark.endswith(".py") or benchmark.startswith("/"):
+        fields.fail("benchmark", f"must be a relative .py path containing {{op}} (got {benchmark!r})")
     placement = KernelPlacement(
         rule,
         directory,
         module,
         export_from_init=fields.get("export_from_init", bool, False),
         lazy_import=fields.get("lazy_import", bool, False),
+        benchmark=benchmark,
     )
     fields.done()
     return placement

@@ -31,13 +31,16 @@ class KernelPlacement:
     With `export_from_init`, the kernel's entry is also imported in that directory's `__init__.py` and
     listed in its `__all__`. With `lazy_import`, the rewritten function imports the kernel itself, and only
     once a tensor argument is on the kernel's device: its module (LMDeploy's backends/default/, imported by
-    every backend) then never imports the kernel module, nor Triton, on a machine or backend without them."""
+    every backend) then never imports the kernel module, nor Triton, on a machine or backend without them.
+    `benchmark` is where the change's kernel benchmark script goes (repo-root relative, `{op}` as above):
+    where the engine keeps its kernel benchmarks."""
 
     rule: str
     directory: str = ""
     module: str = "{op}_triton"
     export_from_init: bool = False
     lazy_import: bool = False
+    benchmark: str = "benchmarks/bench_{op}_triton.py"
 
 
 @dataclass(frozen=True)

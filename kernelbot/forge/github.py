@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Consts, Github, GithubException, GithubRetry
 from github.GithubException import BadCredentialsException, RateLimitExceededException, UnknownObjectException
 
 from evaluators import secrets
@@ -93,14 +93,14 @@ class GitHubForge:
         retry = GithubRetry(total=retries, backoff_factor=0.5, max_rate_limit_wait=120) if retries else None
         # `pace` keeps PyGithub's spacing between requests, GitHub's advice against its secondary rate
         # limits; a loopback server does not need it.
-        spacing = {} if pace else {"seconds_between_requests": None, "seconds_between_writes": None}
         self._github = Github(
             base_url=self.api_url,
             auth=Auth.Token(token),
             retry=retry,
             timeout=timeout_s,
             per_page=100,
-            **spacing,
+            seconds_between_requests=Consts.DEFAULT_SECONDS_BETWEEN_REQUESTS if pace else None,
+            seconds_between_writes=Consts.DEFAULT_SECONDS_BETWEEN_WRITES if pace else None,
         )
         self._upstream: Any = None
 

@@ -51,7 +51,10 @@ def parse_marker(body: str | None) -> Marker | None:
         schema = data.get("schema", MARKER_SCHEMA)
         commit = data.get("commit", "")
         found = Marker(
-            *(data[k] for k in _FIELDS),
+            op=data["op"],
+            kernel_hash=data["kernel_hash"],
+            base_sha=data["base_sha"],
+            tool=data["tool"],
             schema=schema if isinstance(schema, int) else 0,
             commit=commit if isinstance(commit, str) else "",
         )

@@ -13,7 +13,7 @@ Two habits keep git honest here. Variables a git hook exports (GIT_DIR, GIT_INDE
 for the duration of every operation, so kernelbot run from a hook works on the repository it was given,
 not on the hook's. And a token never enters a URL, .git/config or a log line: an HTTPS push or fetch that
 needs one gets it through a credential helper configured in the environment of that one git process, which
-reads the token from the environment too (both in kernelbot.git_env).
+reads the token from the environment too (both in kernelbot.git.env).
 
 plumbing.py    GitPython, repositories opened with hook variables hidden, git's failures as GitErrors
 repository.py  local repositories and work trees: root, HEAD, branches, dirty paths, init, worktrees
@@ -30,6 +30,7 @@ from kernelbot.git.changes import (
     commit_all,
     diff_against,
 )
+from kernelbot.git.env import credential_env, redact_url  # part of the package's surface, as before
 from kernelbot.git.plumbing import RemoteUnreachable
 from kernelbot.git.push import LeaseRejected, push_with_lease
 from kernelbot.git.remotes import clone, ensure_remote, fetch, remote_branch_sha, remote_url
@@ -46,7 +47,6 @@ from kernelbot.git.repository import (
     reset_branch,
     resolve_commit,
 )
-from kernelbot.git_env import credential_env, redact_url  # part of the package's surface, as before
 
 __all__ = [
     "BOT_IDENTITY",

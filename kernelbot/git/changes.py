@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelbot.errors import GitError
+from kernelbot.git.env import config_env
 from kernelbot.git.plumbing import git_error, gitpython, open_repo
-from kernelbot.git_env import config_env
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from evaluators import secrets
 from kernelbot.errors import GitError
-from kernelbot.git_env import hook_variables_hidden, redact_text, redact_url
+from kernelbot.git.env import hook_variables_hidden, redact_text, redact_url
 
 try:
     import git as gitpython

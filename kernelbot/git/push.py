@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelbot.errors import GitError
+from kernelbot.git.env import credential_env, redact_url, refuse_credentials
 from kernelbot.git.plumbing import git_error, gitpython, looks_unreachable, open_repo, unreachable
-from kernelbot.git_env import credential_env, redact_url, refuse_credentials
 
 
 class LeaseRejected(GitError):

@@ -1,10 +1,11 @@
 """Remotes: naming them in a repository, reading a branch's sha on one, cloning and fetching. Tokens
-reach git only through kernelbot.git_env's credential helper, and URLs are redacted in every message."""
+reach git only through kernelbot.git.env's credential helper, and URLs are redacted in every message."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from kernelbot.git.env import credential_env, hook_variables_hidden, redact_url, refuse_credentials
 from kernelbot.git.plumbing import (
     git_error,
     gitpython,
@@ -13,7 +14,6 @@ from kernelbot.git.plumbing import (
     require_gitpython,
     unreachable,
 )
-from kernelbot.git_env import credential_env, hook_variables_hidden, redact_url, refuse_credentials
 
 
 def ensure_remote(repo_path: Path, name: str, url: str) -> None:
@@ -52,6 +52,7 @@ def remote_branch_sha(
             out = runner.ls_remote("--heads", remote, f"refs/heads/{branch}", env=env)
         except gitpython.GitCommandError as exc:
             raise unreachable(url, exc, token_env) from exc
+    assert isinstance(out, str)  # GitPython returns text unless asked for bytes or a running process
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")
         if ref.strip() == f"refs/heads/{branch}":

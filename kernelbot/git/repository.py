@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kernelbot.errors import GitError
 from kernelbot.git.changes import JUNK_PATHSPECS
+from kernelbot.git.env import hook_variables_hidden
 from kernelbot.git.plumbing import git_error, gitpython, open_repo, require_gitpython
-from kernelbot.git_env import hook_variables_hidden
 
 
 def repo_root(path: Path) -> Path:

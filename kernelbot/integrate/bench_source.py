@@ -3,9 +3,9 @@ benchmarks: it times the function eagerly, under torch.compile and with the Trit
 generated test's cases and dtypes on a CUDA GPU, with triton.testing.do_bench as the engines' own kernel
 benchmarks do, and prints one markdown table row per case.
 
-Where each engine keeps them (per profile name; the upstream layout at SGLang 0.5.23 / LMDeploy 0.18.0):
-SGLang's benchmark/kernels/bench_<op>.py, LMDeploy's benchmark/ (no kernel folder: next to its profile_*.py
-scripts), the example's benchmarks/."""
+Where it goes is the profile's `[kernel] benchmark` (kernelbot/engines/<name>/profile.toml): SGLang's
+benchmark/kernels/bench_<op>_triton.py, LMDeploy's benchmark/ (no kernel folder: next to its profile_*.py
+scripts), the example's benchmarks/ (the upstream layouts at SGLang 0.5.23 / LMDeploy 0.18.0)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,9 @@ from typing import Any
 from kernelbot.engines.model import Profile
 from kernelbot.integrate.templates_env import environment, fit_comments
 
-BENCH_PATHS = {
-    "sglang": "benchmark/kernels/bench_{op}_triton.py",
-    "lmdeploy": "benchmark/benchmark_{op}_triton.py",
-}
-DEFAULT_BENCH_PATH = "benchmarks/bench_{op}_triton.py"
-
 
 def bench_path(profile: Profile, op: str) -> Path:
-    return Path(BENCH_PATHS.get(profile.name, DEFAULT_BENCH_PATH).format(op=op))
+    return Path(profile.kernel.benchmark.format(op=op))
 
 
 def render_bench(context: dict[str, Any], profile: Profile, qualname: str) -> str:

@@ -24,24 +24,37 @@ class DeclareCapabilityTransformer(cst.CSTTransformer):
         self._classes.pop()
         if qualname != self.class_qualname:
             return updated_node
-        body = list(updated_node.body.body)
+        block = updated_node.body
+        if not isinstance(block, cst.IndentedBlock):
+            raise IntegrationError(
+                f"{qualname} is a one-line class: kernelbot cannot declare capabilities in it"
+            )
+        body: list[cst.BaseStatement] = list(block.body)
         for i, statement in enumerate(body):
             assignment = _capabilities_assignment(statement)
             if assignment is None:
                 continue
             if not isinstance(assignment.value, cst.Dict):
                 raise IntegrationError(f"{qualname}.capabilities is not a dict literal kernelbot can extend")
-            keys = [cst.Module([]).code_for_node(e.key) for e in assignment.value.elements if e.key]
+            keys = [
+                cst.Module([]).code_for_node(e.key)
+                for e in assignment.value.elements
+                if isinstance(e, cst.DictElement)  # not a `**spread`
+            ]
             if self.key in keys:
                 raise IntegrationError(f"{qualname}.capabilities already declares {self.key}")
-            element = cst.parse_expression(f"{{{self.key}: {self.value}}}").elements[0]  # type: ignore[attr-defined]
+            element = cst.ensure_type(
+                cst.parse_expression(f"{{{self.key}: {self.value}}}"), cst.Dict
+            ).elements[0]
             elements = list(assignment.value.elements)
             if elements and elements[-1].comma is cst.MaybeSentinel.DEFAULT:
                 elements[-1] = elements[-1].with_changes(
                     comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                 )
             new_value = assignment.value.with_changes(elements=[*elements, element])
-            body[i] = statement.deep_replace(assignment.value, new_value)  # type: ignore[assignment]
+            body[i] = cst.ensure_type(
+                statement.deep_replace(assignment.value, new_value), cst.SimpleStatementLine
+            )
             break
         else:
             at = 0
@@ -49,7 +62,7 @@ class DeclareCapabilityTransformer(cst.CSTTransformer):
                 at += 1  # after the docstring and the class attributes that open the body
             body.insert(at, cst.parse_statement(f"capabilities = {{{self.key}: {self.value}}}\n"))
         self.declared += 1
-        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+        return updated_node.with_changes(body=block.with_changes(body=body))
 
 
 def _capabilities_assignment(statement: cst.BaseStatement) -> cst.Assign | cst.AnnAssign | None:

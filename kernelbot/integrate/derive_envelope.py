@@ -3,15 +3,15 @@ binds them to the reference's signature (so defaults count as the values the eva
 builds each case again with each `dynamic` size, and each other size the case names (hidden, topk,
 page_size, ...), moved to nearby unlisted values, to see which dims and scalars follow them: a scalar that
 follows a size is a size, which the kernel takes at run time. The cases with a dynamic size moved that
-build are returned too: the generated test runs them. Tensors in the task's half dtype are allowed in
-every half dtype the engine serves (served_shapes.served_dtypes): the generated test checks each."""
+build are returned too: the generated test runs them. A tensor's dtypes are the ones the task's cases built
+it in, as the evaluator checked the kernel in those only: a dtype the engine serves that no case has (a spec
+in float32 for an engine serving bfloat16) is not admitted by the guard (served_shapes.unchecked_dtypes)."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ import torch
 from evaluators.task import Case
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
-from kernelbot.integrate.served_shapes import activation_dtype, served_dtypes
+from kernelbot.integrate.served_shapes import unchecked_dtypes
 from kernelbot.integrate.task_view import TaskView
 
 _SCALARS = (bool, int, float, str, type(None), torch.dtype)
@@ -56,8 +56,8 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                 continue
             listed = {c.params.get(key) for c in task.cases}
             built = 0
-            for moved in _nearby(value, listed):
-                params = {**case.params, key: moved}
+            for nearby in _nearby(value, listed):
+                params = {**case.params, key: nearby}
                 try:
                     variants.append((key, base, _bind(view, signature, Case(f"{case.name}-{key}", params))))
                 except IntegrationError:
@@ -70,7 +70,6 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                     break
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
-    half, dtypes = activation_dtype(view.inputs), served_dtypes(view)
     for name in signature.parameters:
         if name in ignore:
             continue
@@ -80,17 +79,15 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         if tensors:
             if len(tensors) + sum(v is None for v in seen) != len(seen):
                 raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
-            rule = _tensor_rule(name, seen, moved)
-            if half is not None and rule.dtypes == (half,):
-                rule = dataclasses.replace(rule, dtypes=dtypes)
-            rules_t.append(rule)
+            rules_t.append(_tensor_rule(name, seen, moved))
         else:
             rules_v.append(_value_rule(view, name, seen, moved))
-    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic))
+    unchecked = unchecked_dtypes(view) if rules_t else ()
+    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic), unchecked)
     return DerivedEnvelope(envelope, tuple(other_cases))
 
 
-def _size_keys(params: dict[str, Any]) -> set[str]:
+def _size_keys(params: Mapping[str, Any]) -> set[str]:
     """The case's sizes: its integer keys (booleans are switches such as `with_residual`)."""
     return {k for k, v in params.items() if type(v) is int}
 

@@ -62,6 +62,8 @@ class Envelope:
     tensors: tuple[TensorRule, ...]
     values: tuple[ValueRule, ...]
     dynamic_keys: tuple[str, ...]
+    # Activation dtypes the engine serves that no case was built in: refused by the guard, said in words.
+    unchecked_dtypes: tuple[str, ...] = ()
 
     def describe(self) -> list[str]:
         lines = [f"device: {self.device_type}"]
@@ -69,10 +71,16 @@ class Envelope:
         lines += [rule.describe() for rule in self.values]
         if self.tensors:
             lines.append("autograd: off (no_grad / inference mode) or no tensor argument requires grad")
+        if self.unchecked_dtypes:
+            lines.append(
+                f"not in {', '.join(self.unchecked_dtypes)}, which the engine also serves: no case checked "
+                "the kernel in them, so those calls run the original code"
+            )
         return lines
 
     def rule(self, name: str) -> TensorRule | ValueRule | None:
-        for rule in (*self.tensors, *self.values):
+        rules: tuple[TensorRule | ValueRule, ...] = (*self.tensors, *self.values)
+        for rule in rules:
             if rule.name == name:
                 return rule
         return None

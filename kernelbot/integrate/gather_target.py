@@ -80,6 +80,17 @@ class GatherTargetVisitor(cst.CSTVisitor):
         self._functions -= 1
 
 
+def runs_compiled(source: str, qualname: str) -> bool:
+    """Whether `qualname` in the module `source` is a function the engine runs under torch.compile (its
+    decorators, as Target.compiled reads them); False when the module does not define it."""
+    gatherer = GatherTargetVisitor(qualname)
+    try:
+        cst.parse_module(source).visit(gatherer)
+    except cst.ParserSyntaxError:
+        return False
+    return any(target.compiled for target in gatherer.found)
+
+
 def _describe(node: cst.FunctionDef, classes: tuple[cst.ClassDef, ...]) -> Target:
     decorators = [_decorator_name(d) for d in node.decorators]
     body = _OwnBody()

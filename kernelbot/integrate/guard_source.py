@@ -111,9 +111,11 @@ def _substitute(expr: ast.expr, single: dict[str, ast.expr], depth: int = 0) -> 
 
 
 def _tensor_condition(rule: TensorRule) -> str:
-    dtypes = ", ".join(f"torch.{d}" for d in rule.dtypes)
-    ranks = ", ".join(str(r) for r in rule.ranks)
-    call = f"_is_checked_tensor({rule.name}, ({dtypes},), ({ranks},)"
+    # A trailing comma only where a tuple needs one: the formatter would otherwise lay a several-dtype
+    # tuple out one item a line (its magic trailing comma).
+    dtypes = ", ".join(f"torch.{d}" for d in rule.dtypes) + ("," if len(rule.dtypes) == 1 else "")
+    ranks = ", ".join(str(r) for r in rule.ranks) + ("," if len(rule.ranks) == 1 else "")
+    call = f"_is_checked_tensor({rule.name}, ({dtypes}), ({ranks})"
     call += ")" if rule.contiguous else ", contiguous=False)"
     return f"({rule.name} is None or {call})" if rule.optional else call
 

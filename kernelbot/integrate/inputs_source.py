@@ -2,7 +2,8 @@
 for the generated test: one line per argument, drawing the same values from the same seed as the task's
 inputs.py does, so a maintainer reads what is built instead of a spec interpreter. An argument with `when`
 is None where its case key is false (without drawing, as inputs.py does); tensors in the spec's activation
-dtype take the test's `float_dtype` instead, so one spec checks every dtype the engine serves. See
+dtype (or whose dtype is the case key naming it) take the test's `float_dtype` instead, so one spec checks
+every dtype the task's cases were built in. See
 extractors/input_spec.py for the spec's fields."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import keyword
 import re
 from typing import Any
 
+from extractors.input_spec import DTYPES
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.task_view import InputSpecSource
 
@@ -27,7 +29,7 @@ def render_make_inputs(spec: InputSpecSource, sizes: list[str], swap: str | None
     params = ", ".join([*sizes, *(["float_dtype"] if swap else []), "seed"])
     doc = "the values the task's inputs.py draws from `seed`"
     if swap:
-        doc += f", with float_dtype where it has {swap}"
+        doc += f", with float_dtype where it has {swap}" if swap in DTYPES else ", in float_dtype"
     lines = [
         f"def make_inputs(*, {params}):",
         *_docstring(f"The entry's arguments for one case, on the CPU: {doc}."),

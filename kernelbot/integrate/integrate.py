@@ -9,7 +9,7 @@
 4. writes the unit test in the repository's style (test_source) and a benchmark script where the engine
    keeps its kernel benchmarks (bench_source);
 5. formats what it touched with the repository's pinned formatters (kernelbot.formatting; the tools and
-   versions its .pre-commit-config.yaml pins, kernelbot.tree_formatter), keeping lines it did not touch as
+   versions its .pre-commit-config.yaml pins, kernelbot.formatting.tree), keeping lines it did not touch as
    upstream wrote them (line_merge).
 Every refusal is an IntegrationError raised before any file is written.
 """
@@ -28,6 +28,7 @@ from libcst.codemod import CodemodContext
 from kernelbot.engines.convention import KernelRequest, SlotEvidence, WireRequest, Wiring, convention_for
 from kernelbot.engines.model import Profile
 from kernelbot.formatting import format_files
+from kernelbot.formatting.tree import formatter_for_tree
 from kernelbot.integrate.bench_source import bench_path, render_bench
 from kernelbot.integrate.derive_envelope import derive_envelope
 from kernelbot.integrate.envelope import Envelope
@@ -42,7 +43,6 @@ from kernelbot.integrate.placement import Placement, place
 from kernelbot.integrate.route_to_kernel import KernelCall
 from kernelbot.integrate.task_view import TaskView, load_view
 from kernelbot.integrate.test_source import TestSubject, render_context, render_test
-from kernelbot.tree_formatter import formatter_for_tree
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def build_kernel_module(
     return AddImportsVisitor(context).transform_module(module).code
 
 
-def _statements(source: str) -> list[cst.BaseStatement]:
+def _statements(source: str) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
     """The statements of `source`, its leading comments kept on the first one (parse_module files them
     under the module's header)."""
     parsed = cst.parse_module(source)

@@ -76,10 +76,13 @@ class MapBuildSpecTransformer(cst.CSTTransformer):
             f"    from {self.impl_module} import {self.impl}\n"
             f"    return cast(ImplT, {self.impl}({self.mapping.arguments}))\n"
         )
-        body = list(updated_node.body.body)
+        suite = updated_node.body
+        if not isinstance(suite, cst.IndentedBlock):
+            raise IntegrationError("build_op is a one-line function: kernelbot cannot add a block to it")
+        body: list[cst.BaseStatement] = list(suite.body)
         for i, statement in enumerate(body):
             if _isinstance_spec(statement) == self.mapping.spec:
-                body[i] = statement.with_changes(body=block.body)  # type: ignore[union-attr]
+                body[i] = statement.with_changes(body=block.body)
                 break
         else:
             if not body or not m.matches(body[-1], m.SimpleStatementLine(body=[m.Return()])):
@@ -87,7 +90,7 @@ class MapBuildSpecTransformer(cst.CSTTransformer):
             body.insert(len(body) - 1, block)
             body = _import_spec(body, self.mapping)
         self.mapped += 1
-        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+        return updated_node.with_changes(body=suite.with_changes(body=body))
 
 
 def _import_spec(body: list[cst.BaseStatement], mapping: Mapping) -> list[cst.BaseStatement]:
@@ -101,7 +104,7 @@ def _import_spec(body: list[cst.BaseStatement], mapping: Mapping) -> list[cst.Ba
         node = statement.body[0]  # type: ignore[attr-defined]
         same = len(node.relative) == dots and _EMPTY.code_for_node(node.module or cst.Name("")) == module
         if same and not isinstance(node.names, cst.ImportStar):
-            names = [a.name.value for a in node.names]  # type: ignore[union-attr]
+            names = [a.name.value for a in node.names]
             if mapping.spec in names:
                 return body
             aliases = [cst.ImportAlias(cst.Name(n)) for n in sorted([*names, mapping.spec])]
@@ -129,7 +132,7 @@ def _spec_imports(build_op: cst.FunctionDef) -> dict[str, str]:
     return imports
 
 
-def _isinstance_spec(statement: cst.BaseStatement) -> str | None:
+def _isinstance_spec(statement: cst.CSTNode) -> str | None:
     if not isinstance(statement, cst.If):
         return None
     test = statement.test

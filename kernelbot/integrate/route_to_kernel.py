@@ -142,7 +142,10 @@ def device_check(envelope: Envelope, call: KernelCall) -> str:
     """The condition a lazy import waits for: a tensor argument on the envelope's device (the guard
     checks the rest). A required tensor when there is one; else an optional one that is not None."""
     # What the call passes for each of the kernel's parameters: `x`, `k=k`, `weight=self.weight`.
-    passed = dict(arg.split("=", 1) if "=" in arg else (arg, arg) for arg in call.arguments if "*" not in arg)
+    passed = {
+        name: (value if eq else name)
+        for name, eq, value in (arg.partition("=") for arg in call.arguments if "*" not in arg)
+    }
     for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
         if rule.name in passed:
             on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'

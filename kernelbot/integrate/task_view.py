@@ -96,12 +96,14 @@ def _input_spec(path: Path) -> InputSpecSource | None:
         return None
     found: dict[str, Any] = {}
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
         if isinstance(target, ast.Name) and target.id in ("SPEC", "ORDER"):
             try:
-                found[target.id] = ast.literal_eval(node.value)  # type: ignore[union-attr]
+                found[target.id] = ast.literal_eval(node.value)
             except ValueError:
                 return None
     if set(found) != {"SPEC", "ORDER"}:
         return None
-    return InputSpecSource(found["SPEC"], [tuple(o) for o in found["ORDER"]])  # type: ignore[misc]
+    return InputSpecSource(found["SPEC"], [tuple(o) for o in found["ORDER"]])

@@ -3,9 +3,10 @@ unittest class deriving the profile's base class (SGLang's CustomTestCase) when 
 
 The test needs nothing from kernelbot: it builds the task's inputs itself (inputs_source) and compares the
 original code with the kernel over the task's cases, other values of its dynamic sizes and the sizes of every
-model the engine serves that uses the function (served_shapes), each in every activation dtype the engine
-serves. Cases small enough for Triton's interpreter run everywhere (the interpreter on a machine without a
-GPU); larger ones run on a CUDA GPU only, and the file says which is which."""
+model the engine serves that uses the function (served_shapes), each in every activation dtype the task's
+cases were built in (the dtypes the evaluator checked: the guard admits those only). Cases small enough
+for Triton's interpreter run everywhere (the interpreter on a machine without a GPU); larger ones run on a
+CUDA GPU only, and the file says which is which."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import ast
 import json
 import math
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,13 @@ from kernelbot.engines.model import Profile
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
 from kernelbot.integrate.naming import snake
-from kernelbot.integrate.served_shapes import activation_dtype, served_cases, served_dtypes
+from kernelbot.integrate.served_shapes import (
+    activation_dtype,
+    checked_dtypes,
+    dtype_key,
+    served_cases,
+    unchecked_dtypes,
+)
 from kernelbot.integrate.task_view import InputSpecSource, TaskView
 from kernelbot.integrate.templates_env import environment, fit_comments
 
@@ -75,7 +83,7 @@ def render_context(
     sizes = list(dict.fromkeys(k for params, _ in cases for k in params))
     swap = activation_dtype(view.inputs)
     make_inputs = render_make_inputs(view.inputs, sizes, swap)
-    dtypes = served_dtypes(view) or (_first_float_dtype(view.inputs),)
+    dtypes = checked_dtypes(view) or (_first_float_dtype(view.inputs),)
     small = [(params, note) for params, note in cases if _fits_interpreter(view.inputs, params)]
     large = [(params, note) for params, note in cases if (params, note) not in small]
     base_module, base_class = _base_class(profile, repo)
@@ -106,6 +114,7 @@ def render_context(
         "gpu_cases": [(_dict_source(params), note) for params, note in large],
         "dtypes": ", ".join(f"torch.{d}" for d in dtypes),
         "swap": swap or "",
+        "unchecked": " and ".join(unchecked_dtypes(view)),
         "interpreter_elements": INTERPRETER_ELEMENTS,
         "kernel_module": subject.kernel_module,
         "is_method": view.is_method,
@@ -133,26 +142,30 @@ def render_context(
 INTERPRETER_ELEMENTS = 1 << 18
 
 
-def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[dict[str, Any], str]]:
+def _cases(view: TaskView, other_cases: tuple[dict[str, Any], ...]) -> list[tuple[Mapping[str, Any], str]]:
     """(params, where it comes from): the task's cases, the other values of its dynamic sizes, then each
-    served model's sizes at decode and prefill token counts; each set of params once."""
+    served model's sizes at decode and prefill token counts; each set of params once. The spec's dtype key
+    is left out: every case runs in every dtype of DTYPES."""
+    key = dtype_key(view.inputs)
     runnable = [c for c in view.task.cases if not c.is_captured]
     cases = [(c.params, f"task case {c.name}") for c in runnable]
     dynamic = ", ".join(view.task.dynamic)
     cases += [(params, f"{dynamic} off the task's values") for params in other_cases]
+    cases = [({k: v for k, v in params.items() if k != key}, note) for params, note in cases]
     if runnable:
-        for served in served_cases(view, runnable[0].params):
+        base = {k: v for k, v in runnable[0].params.items() if k != key}
+        for served in served_cases(view, base):
             counts = ", ".join(f"{k} {served.params[k]}" for k in view.task.dynamic if k in served.params)
             note = f"{served.model.name} sizes ({served.model.family})" + (f", {counts}" if counts else "")
             cases.append((served.params, note))
-    out: list[tuple[dict[str, Any], str]] = []
+    out: list[tuple[Mapping[str, Any], str]] = []
     for params, note in cases:
         if all(params != p for p, _ in out):
             out.append((params, note))
     return out
 
 
-def _fits_interpreter(spec: InputSpecSource, params: dict[str, Any]) -> bool:
+def _fits_interpreter(spec: InputSpecSource, params: Mapping[str, Any]) -> bool:
     """Whether the case's spec tensors hold at most INTERPRETER_ELEMENTS elements in all (a shape that
     cannot be evaluated from the sizes alone counts as too large)."""
     total = 0
@@ -266,7 +279,7 @@ def _attribute_defaults(view: TaskView, subject: TestSubject) -> dict[str, Any]:
     return defaults
 
 
-def _dict_source(values: dict[str, Any]) -> str:
+def _dict_source(values: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f'"{k}": {v!r}' for k, v in values.items()) + "}"
 
 

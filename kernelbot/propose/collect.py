@@ -17,6 +17,7 @@ Nothing is invented: a number missing at its source stays None and the body says
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shlex
@@ -244,15 +245,18 @@ def microbenchmarks(confirm: Any, regime: str) -> MicrobenchEvidence:
         BaselineColumn(c.name, c.label, c.available and bool(c.cells), c.reason, c.processes)
         for c in confirm.columns
     )
-    common = {
-        "columns": columns,
-        "confidence_pct": round(100.0 * float(rule.get("confidence", 0.975)), 2),
-        "min_processes": int(rule.get("min_processes", 0)),
-        "max_processes": int(rule.get("max_processes", 0)),
-        "confirm_s": float(confirm.wall_s),
-    }
+    unmeasured = MicrobenchEvidence(
+        measured=False,
+        reason=confirm.reason,
+        regime=regime,
+        columns=columns,
+        confidence_pct=round(100.0 * float(rule.get("confidence", 0.975)), 2),
+        min_processes=int(rule.get("min_processes", 0)),
+        max_processes=int(rule.get("max_processes", 0)),
+        confirm_s=float(confirm.wall_s),
+    )
     if not confirm.measured:
-        return MicrobenchEvidence(measured=False, reason=confirm.reason, regime=regime, **common)
+        return unmeasured
     keys: list[tuple[str, str]] = []
     params: dict[str, dict[str, Any]] = {}
     for column in confirm.columns:
@@ -283,14 +287,13 @@ def microbenchmarks(confirm: Any, regime: str) -> MicrobenchEvidence:
                 )
             )
         cases.append(CaseBench(case, params[case], case_regime, tuple(figures)))
-    return MicrobenchEvidence(
+    return dataclasses.replace(
+        unmeasured,
         measured=True,
         reason="",
-        regime=regime,
         cases=tuple(cases),
         beats_current_path=confirm.beats_current_path,
         not_faster_than_current=tuple(f"{c.case} ({c.regime})" for c in confirm.current_path_not_faster),
-        **common,
     )
 
 

@@ -286,7 +286,7 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin is tuple:
         item = typing.get_args(hint)[0]
         return tuple(_convert(item, v) for v in value)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value)
     if hint is float and isinstance(value, int):
         return float(value)

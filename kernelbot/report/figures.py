@@ -11,7 +11,7 @@ import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -19,6 +19,9 @@ matplotlib.use("Agg")  # before pyplot: never a GUI backend, also where a displa
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # the rcParams names, as the installed matplotlib declares them
 
 # The overall best curve's colour is used by no other element of the report, so a screenshot can tell
 # that the growth plot was drawn (tests/kernelbot/report/test_report_browser.py looks for it).
@@ -37,7 +40,7 @@ OUTCOME_COLOURS = {
 }
 STAGE_COLOURS = {"done": "#43a047", "failed": "#e53935", "running": "#1e88e5"}
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "font.size": 9,
     "axes.spines.top": False,

@@ -94,7 +94,8 @@ def load_target(run_dir: Path) -> TargetData:
 
 
 def _stages(state: dict[str, Any]) -> tuple[StageRow, ...]:
-    recorded = state.get("stages") if isinstance(state.get("stages"), dict) else {}
+    stages = state.get("stages")
+    recorded = stages if isinstance(stages, dict) else {}
     rows = []
     for name in STAGES:
         rec = recorded.get(name)
@@ -108,7 +109,7 @@ def _stages(state: dict[str, Any]) -> tuple[StageRow, ...]:
                 started_at=_float(rec.get("started_at")),
                 finished_at=_float(rec.get("finished_at")),
                 error=str(rec.get("error", "")),
-                outcome=rec.get("outcome") if isinstance(rec.get("outcome"), dict) else {},
+                outcome=outcome if isinstance(outcome := rec.get("outcome"), dict) else {},
             )
         )
     return tuple(rows)

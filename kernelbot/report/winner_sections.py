@@ -113,7 +113,14 @@ def speedups_section(search: SearchData | NoSearch) -> Section:
         return Section.absent("speedups", title, _no_winner(search))
     result = winner.result
     inductor = compile_baseline(search, winner)
-    header = ("case", "params", "result", "max abs err", "graph speedup [95% CI]", "wall speedup [95% CI]")
+    header: tuple[str, ...] = (
+        "case",
+        "params",
+        "result",
+        "max abs err",
+        "graph speedup [95% CI]",
+        "wall speedup [95% CI]",
+    )
     header += ("vs compile (graph)", "vs compile (wall)")
     rows, plotted = [], []
     for case in result.cases:

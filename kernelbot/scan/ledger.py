@@ -139,11 +139,11 @@ class Ledger:
     # --- scans --------------------------------------------------------------------------------------------
 
     def start_scan(self, base_sha: str) -> int:
-        return int(
-            self._write(
-                "INSERT INTO scans (started_at, base_sha) VALUES (?, ?)", (time.time(), base_sha)
-            ).lastrowid
-        )
+        scan_id = self._write(
+            "INSERT INTO scans (started_at, base_sha) VALUES (?, ?)", (time.time(), base_sha)
+        ).lastrowid
+        assert scan_id is not None  # an INSERT sets it
+        return scan_id
 
     def finish_scan(self, scan_id: int, summary: dict[str, Any]) -> None:
         self._write(

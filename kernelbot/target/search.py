@@ -36,12 +36,15 @@ class NoKernelFound(KernelbotError):
     """Raised when the search ended without a candidate that passed the evaluator."""
 
 
-def run_search(task_dir: Path, run_dir: Path, overrides: SearchOverrides) -> SearchSummary:
-    """Search (or resume, or read back) RUN/search; returns the search's summary."""
+def run_search(
+    task_dir: Path, run_dir: Path, overrides: SearchOverrides, *, line_length: int = 110
+) -> SearchSummary:
+    """Search (or resume, or read back) RUN/search; returns the search's summary. `line_length` is the
+    target engine's: the kernels written for it keep within it."""
     search_dir = run_dir / SEARCH_DIR
     config = run_dir / SEARCH_CONFIG
     if not config.is_file():
-        config.write_text(_CONFIG_TEXT)
+        config.write_text(f"{_CONFIG_TEXT}[mutation]\nline_length = {line_length}\n")
     resume = search.has_run(search_dir)
     if resume:
         finished = search.finished_summary(search_dir)

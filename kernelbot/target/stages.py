@@ -12,7 +12,7 @@ propose    RUN/pr/          the bundle; with --open-pr the branch pushed and the
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +43,12 @@ def extract_stage(ctx: RunContext) -> dict[str, Any]:
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
     task_dir = ctx.run_dir / TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
-    regime = {"regime": options.regime, "regime_from": options.regime_from} if options.regime else {}
-    summary = extract(
-        ExtractOptions(
-            repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True, **regime
-        )
+    extract_options = ExtractOptions(
+        repo=repo_path(ctx), function=options.function, out=task_dir, spec=spec, force=True
     )
+    if options.regime:  # else the extractor's default regime
+        extract_options = replace(extract_options, regime=options.regime, regime_from=options.regime_from)
+    summary = extract(extract_options)
     if summary.inputs_source == "draft":
         warn(
             f"{task_dir}/inputs.py is a draft guessed from names and hints; pass --spec to describe the "
@@ -77,7 +77,9 @@ def _extract_summary(outcome: dict[str, Any]) -> str:
 
 def evolve_stage(ctx: RunContext) -> dict[str, Any]:
     task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
-    summary = run_search(task_dir, ctx.run_dir, ctx.options.search)
+    summary = run_search(
+        task_dir, ctx.run_dir, ctx.options.search, line_length=ctx.profile.formatter.line_length
+    )
     return search_outcome(summary, ctx.run_dir)
 
 
@@ -100,10 +102,14 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
     evolve = ctx.state.outcome("evolve")
     task_dir = ctx.run_dir / ctx.state.outcome("extract")["task_dir"]
     source = (ctx.run_dir / evolve["kernel_file"]).read_text()
+    today = _current_path(ctx)
     options = ConfirmOptions(
         rule=ctx.options.confirm,
         backend=str(evolve.get("backend") or "auto"),
         config=_search_eval_config(ctx.run_dir / evolve["search_dir"]),
+        current_path_label=today.label() if today else "",
+        current_path_reason=today.reason if today else "",
+        kernel_compiled=_runs_compiled(ctx),
     )
     ctx.view.step("timing the winner again in fresh processes (eager, torch.compile, current path)")
     report = confirm(
@@ -118,6 +124,32 @@ def confirm_stage(ctx: RunContext) -> dict[str, Any]:
         "processes": {c.name: c.processes for c in report.columns},
         "wall_s": report.wall_s,
     }
+
+
+def _current_path(ctx: RunContext) -> Any:
+    """What the engine runs today for the function (kernelbot.engines.current_path), or None."""
+    from kernelbot.engines.current_path import current_path
+
+    if ctx.profile is None:
+        return None
+    repo = repo_path(ctx)
+    return current_path(repo, ctx.profile.for_tree(repo), ctx.options.function)
+
+
+def _runs_compiled(ctx: RunContext) -> bool:
+    """Whether the engine runs the function under torch.compile (then the kernel is timed compiled too)."""
+    from kernelbot.engines.current_path import source_of
+    from kernelbot.integrate.gather_target import runs_compiled
+
+    if ctx.profile is None:
+        return False
+    repo = repo_path(ctx)
+    profile = ctx.profile.for_tree(repo)
+    path, _, qualname = source_of(repo, repo / profile.source_root, ctx.options.function)
+    try:
+        return runs_compiled(path.read_text(), qualname)
+    except OSError:
+        return False
 
 
 def _search_eval_config(search_dir: Path) -> Any:
@@ -161,7 +193,10 @@ def slot_evidence(ctx: RunContext) -> Any:
 
     if not ctx.state.is_done("confirm"):
         return SlotEvidence()
-    return SlotEvidence(beats_current_path=load_confirmation(ctx).beats_current_path)
+    report = load_confirmation(ctx)
+    return SlotEvidence(
+        beats_current_path=report.beats_current_path, measured_compiled=report.measured_compiled
+    )
 
 
 def fresh_worktree(repo: Path, path: Path, commit: str) -> Path:

@@ -6,8 +6,6 @@ process group with the secret-looking variables removed, once the user allowed i
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -16,12 +14,12 @@ from pathlib import Path
 from evaluators.sandbox import (
     SECRET_NAME,
     Box,
-    BoxedProcess,
     box_env,
     gpu_devices,
     read_regular_file,
     require_box_or_consent,
 )
+from evaluators.subprocesses import run
 
 __all__ = ["read_regular_file", "resolve_command", "run_captured", "tail", "worktree_env"]
 
@@ -69,61 +67,25 @@ def run_captured(
     private scratch directory, removed afterwards, and the GPU devices are there when the machine has some.
     """
     boxed = require_box_or_consent("the repository's tests").ok
-    popen = {
-        "cwd": cwd,
-        "stdout": subprocess.PIPE,
-        "stderr": subprocess.STDOUT,
-        "stdin": subprocess.DEVNULL,
-        "text": True,
-        "errors": "replace",
-        "start_new_session": True,  # a time limit kills the command's own children too
-    }
     with tempfile.TemporaryDirectory(prefix="kernelbot-verify-") as scratch:
-        boxed_process: BoxedProcess | None = None
+        box: Box | None = None
+        if boxed:
+            box = Box(
+                scratch=Path(scratch),
+                read_only=(Path(tree or cwd).resolve(),),
+                writable=tuple(Path(w).resolve() for w in writable),
+                env=env,
+                cwd=Path(cwd).resolve(),
+                gpu=bool(gpu_devices()),
+            )
         try:
-            if boxed:
-                box = Box(
-                    scratch=Path(scratch),
-                    read_only=(Path(tree or cwd).resolve(),),
-                    writable=tuple(Path(w).resolve() for w in writable),
-                    env=env,
-                    cwd=Path(cwd).resolve(),
-                    gpu=bool(gpu_devices()),
-                )
-                boxed_process = BoxedProcess(box, argv, **popen)
-                process = boxed_process.popen
-            else:
-                process = subprocess.Popen(argv, env=env, **popen)
+            # A time limit kills the command's whole group (in a box: the namespace and all inside).
+            done = run(
+                argv, timeout_s=timeout_s, cwd=cwd, env=None if boxed else env, box=box, merge_stderr=True
+            )
         except OSError as exc:
             return 127, f"cannot start {argv[0]}: {exc}"
-        try:
-            output, _ = process.communicate(timeout=timeout_s)
-            code = process.returncode
-        except subprocess.TimeoutExpired:
-            _kill(process, boxed_process)
-            output, _ = process.communicate()
-            code = None
-        except BaseException:  # Ctrl-C: leave nothing running behind
-            _kill(process, boxed_process)
-            process.wait()
-            raise
-        finally:
-            if boxed_process is not None:
-                boxed_process.wait_empty(timeout=10)
-                boxed_process.close()
-    if boxed_process is not None and code is not None and code > 128:
-        code = -(code - 128)  # bwrap reports a signal N as 128 + N; Popen's way is -N
-    return code, output
-
-
-def _kill(process: subprocess.Popen[str], boxed: BoxedProcess | None) -> None:
-    if boxed is not None:
-        boxed.kill()
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
+    return done.returncode, done.stdout
 
 
 def tail(text: str, limit: int = 600) -> str:

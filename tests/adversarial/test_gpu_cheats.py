@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,9 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 from suite import (
+    CHEATS,
     CHEATS_BY_CLASS,
     GPU_RUNTIME_CLASSES,
     LEGIT_KERNELS,
+    TASK_TAMPER_CHEATS,
     TIMING_CHEATS,
     Cheat,
     Legit,
@@ -81,3 +85,46 @@ def test_allocator_reuse_fools_a_naive_harness_on_gpu(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1])["passed"], proc.stdout
+
+
+# --- the OS box's cases with the CUDA backend (test_os_sandbox.py runs its walls with both backends) --------
+
+
+@pytest.mark.parametrize("cheat", TASK_TAMPER_CHEATS, ids=lambda c: c.id)
+def test_a_task_rewritten_on_disk_is_restored_and_flagged_on_gpu(
+    cheat: Cheat, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = tmp_path / cheat.task
+    shutil.copytree(task_dir(cheat.task), task)
+    before = {p.name: p.read_bytes() for p in task.iterdir() if p.is_file()}
+    monkeypatch.setenv("KERNELBOT_SANDBOX", "off")  # the runtime check alone: the box would refuse the write
+    with WorkerPool("triton-cuda", size=1, config=GPU_RUNTIME_ONLY) as pool:
+        result = pool.evaluate(task, cheat.source, config=GPU_RUNTIME_ONLY)
+    assert not result.passed and result.score == 0.0, describe(result)
+    assert cheat.klass in hack_numbers(result), describe(result)
+    assert {p.name: p.read_bytes() for p in task.iterdir() if p.is_file()} == before
+
+
+def test_parent_secrets_reach_nothing_from_a_cuda_worker(tmp_path: Path) -> None:
+    """`kernelbot eval --backend triton-cuda` started with sentinel secrets in its initial environment: the
+    leaker runs in its box, finds no secret, and nothing it prints or raises holds one."""
+    sentinels = {
+        "GITHUB_TOKEN": f"ghp-sentinel-{secrets.token_hex(12)}",
+        "KERNELBOT_LLM_API_KEY": f"sk-sentinel-{secrets.token_hex(12)}",
+    }
+    repo = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
+    args = ["eval", str(task_dir("scale_add")), str(CHEATS / "s01_parent_secrets.py")]
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelbot.cli", *args, "--backend", "triton-cuda", "--json", "--no-static"],
+        env={**os.environ, **sentinels, "PYTHONPATH": path},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode in (4, 5), done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert "loot:" in result["reason"]  # it ran and said what it found
+    output = done.stdout + done.stderr
+    assert [name for name, value in sentinels.items() if value in output] == []

@@ -20,10 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 import pytest
+import torch
 from suite import describe, task_dir
 
 from evaluators import sandbox
@@ -117,12 +119,18 @@ class LoopbackServer:
         self.sock.close()
 
 
-@pytest.fixture(scope="module")
-def boxed_pool() -> Iterator[WorkerPool]:
+# The interpreter everywhere; where a GPU is present the CUDA backend as well, whose box binds the GPU's
+# devices and driver libraries in: the same walls must hold with them.
+BACKENDS = ("triton-interpret", "triton-cuda") if torch.cuda.is_available() else ("triton-interpret",)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def boxed_pool(request: pytest.FixtureRequest) -> Iterator[WorkerPool]:
     saved = {k: os.environ.get(k) for k in SECRETS}
     os.environ.update(SECRETS)
     try:
-        with WorkerPool("triton-interpret", size=1, config=WALL_ONLY) as pool:
+        config = replace(WALL_ONLY, backend=request.param)
+        with WorkerPool(request.param, size=1, config=config) as pool:
             assert pool.sandbox.startswith("bubblewrap"), pool.sandbox
             yield pool
     finally:
@@ -199,7 +207,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _judge(pool: WorkerPool, task: Path, payload: str, tmp_path: Path) -> str:
     """Evaluate the payload's candidate; everything it may have leaked through, as one text."""
     before = _digest(task)
-    result = pool.evaluate(task, candidate(payload), config=WALL_ONLY)
+    result = pool.evaluate(task, candidate(payload), config=replace(WALL_ONLY, backend=pool.backend_name))
     assert _digest(task) == before, "the task directory changed"
     staged = list((pool._root / "tasks").glob("*")) if pool.sandbox.startswith("bubblewrap") else []
     for copy in staged:

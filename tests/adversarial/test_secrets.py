@@ -22,6 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from suite import CHEATS, task_dir
 
 from evaluators import secrets
@@ -42,6 +43,10 @@ from openai_fake import fake_openai as fake_openai  # noqa: E402  (the fixture)
 LEAKER = CHEATS / "s01_parent_secrets.py"
 
 
+# The command-line cases judge with the CUDA backend where a GPU is present (a user's run takes that path).
+CLI_BACKEND = "triton-cuda" if torch.cuda.is_available() else "triton-interpret"
+
+
 def _sentinel(kind: str) -> str:
     return f"{kind}-sentinel-{random_tokens.token_hex(12)}"
 
@@ -56,8 +61,14 @@ def sentinels() -> dict[str, str]:
     }
 
 
+def _pythonpath() -> str:
+    """This checkout first, then whatever the caller's path holds (a machine whose packages live outside the
+    interpreter's site directory, such as a GPU image with carried wheels)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def _kernelbot(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
+    full = {**os.environ, **env, "PYTHONPATH": _pythonpath()}
     return subprocess.run(
         [sys.executable, "-m", "kernelbot.cli", *args],
         env=full,
@@ -89,7 +100,7 @@ def test_eval_json_and_the_terminal_hold_no_secret(tmp_path: Path, sentinels: di
             str(task_dir("scale_add")),
             str(LEAKER),
             "--backend",
-            "triton-interpret",
+            CLI_BACKEND,
             "--json",
             "--no-static",
         ],
@@ -113,7 +124,7 @@ def test_evolve_llm_sends_stores_and_prints_no_secret(
     args = [
         "evolve", str(task_dir("scale_add")), "--out", str(run), "--iterations", "2", "--config", str(config),
         "--no-inductor-seed", "--no-fusion-seed", "--seed", str(LEAKER),
-        "--backend", "triton-interpret", "--workers-per-device", "1",
+        "--backend", CLI_BACKEND, "--workers-per-device", "1",
         "--llm", f"fake-model@{server.url}", "--api-key-env", "LLM_SERVICE_CRED",
     ]  # fmt: skip
     done = _kernelbot(args, sentinels, tmp_path)
@@ -177,7 +188,7 @@ def test_held_secrets_leave_the_environment_the_initial_block_and_child_environm
     sentinels: dict[str, str], tmp_path: Path
 ) -> None:
     values = {**sentinels, "GH_PAT": _sentinel("pat")}
-    env = {**os.environ, **values, "COPY": values["GH_PAT"], "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **values, "COPY": values["GH_PAT"], "PYTHONPATH": _pythonpath()}
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, "target", "--token-env", "GH_PAT", "--api-key-env=LLM_SERVICE_CRED"],
         env=env,
@@ -220,7 +231,7 @@ def test_a_same_user_process_that_is_not_root_cannot_read_kernelbots_environ(tmp
         if setpriv is None:
             pytest.skip("running as root without setpriv: no unprivileged user to test with")
         command = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", *command]
-    env = {**os.environ, "GITHUB_TOKEN": _sentinel("ghp"), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "GITHUB_TOKEN": _sentinel("ghp"), "PYTHONPATH": _pythonpath()}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd="/")
     assert done.stdout.split() == ["1", "True", "False"], done.stdout + done.stderr[-2000:]
 

@@ -16,7 +16,7 @@ from evaluators.guards.audit import Attributor
 from evaluators.guards.host_ops import HostOp, cast_problem, tensor_method, torch_function
 from evaluators.guards.kernels import analyse
 from evaluators.guards.op_recorder import OpRecorder
-from evaluators.static_checks import check_static, host_preparation
+from evaluators.static.checks import check_static, host_preparation
 from evaluators.task import load_task
 
 ROOT = Path(__file__).parents[2]

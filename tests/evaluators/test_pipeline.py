@@ -13,7 +13,8 @@ import pytest
 import torch
 from pool_tasks import GOOD, at_import, shared_pool, write_task
 
-from evaluators.config import EvalConfig
+from evaluators.config import EvalConfig, TimingConfig
+from evaluators.context import JudgeContext
 from evaluators.gpu_lock import GpuLock
 from evaluators.pipeline import Prepared, _candidate_traceback, _Cascade, _smallest_case, _Stop
 from evaluators.pool import WorkerPool
@@ -102,6 +103,20 @@ def test_triton_cuda_times_a_correct_candidate_and_reports_both_regimes() -> Non
     timed = [c for c in r.cases if c.timings]
     assert timed and all(set(c.timings) == {"graph", "wall"} for c in timed)
     assert r.hardware.device and r.hardware.sm_count > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="timing needs a CUDA GPU")
+def test_triton_cuda_times_a_candidate_under_torch_compile() -> None:
+    """A kernel an engine calls inside a compiled region, timed there: the candidate's entry under
+    torch.compile against torch.compile of the reference, its last timed calls re-checked against eager."""
+    task = EXAMPLES / "silu_and_mul"
+    source = next((task / "candidates").glob("*.py")).read_text()
+    config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+    with WorkerPool("triton-cuda", size=1) as pool:
+        r = pool.evaluate(task, source, config=config)
+    assert r.stage is Stage.TIMING and r.passed, f"{r.reason}\n{r.logs}"
+    assert any(c.timings for c in r.cases) and r.speedup is not None
 
 
 # --- the timing stage's plumbing, without a GPU -------------------------------------------------------------
@@ -200,3 +215,32 @@ def test_a_failed_timing_or_an_aggregate_finding_scores_zero(tmp_path: Path, mon
     agg = Aggregate(speedup=3.0, ci=(2.9, 3.1), score=3.0, findings=[one_case])
     r = _timing_stage(tmp_path / "b", monkeypatch, TimingReport(), agg)
     assert not r.passed and r.score == 0.0 and r.hacks == (one_case,) and not r.quarantined
+
+
+def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_eager(tmp_path: Path) -> None:
+    """TimingConfig.compile_candidate (a kernel the engine calls inside a compiled region): the timing stage
+    gets the candidate wrapped in torch.compile, the reference as the baseline names it, and the re-check
+    still judges against the eager reference."""
+    cascade = _cascade(tmp_path, [])
+    cascade.p.config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+
+    def candidate(x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0 + 1.0
+
+    ctx = JudgeContext(
+        task=cascade.p.task,
+        backend=cascade.p.backend,
+        config=cascade.p.config,
+        seeds=(1,),
+        reference=cascade.p.reference,
+        candidate=candidate,
+        candidate_module=SimpleNamespace(),  # type: ignore[arg-type]
+        candidate_path=tmp_path / "candidate.py",
+        candidate_source=GOOD,
+    )
+    timed, check = cascade.baseline(ctx, [], {})
+    assert getattr(timed.candidate, "_torchdynamo_orig_callable", None) is candidate
+    assert getattr(timed.reference, "_torchdynamo_orig_callable", None) is ctx.reference
+    assert check is not None
+    cascade.p.config = EvalConfig()
+    assert cascade.baseline(ctx, [], {}) == (ctx, None)  # as it is: nothing swapped

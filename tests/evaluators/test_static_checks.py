@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import load_task
 
 ROOT = Path(__file__).parents[2]

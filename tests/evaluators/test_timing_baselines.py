@@ -48,5 +48,7 @@ def test_the_settings_round_trip_through_a_job() -> None:
     data = config.to_dict()
     data["timing"]["baseline"] = "compile"
     data["timing"]["caller_holds_gpu"] = True
+    data["timing"]["compile_candidate"] = True
     again = EvalConfig.from_dict(data)
     assert again.timing.baseline == "compile" and again.timing.caller_holds_gpu
+    assert again.timing.compile_candidate and not config.timing.compile_candidate

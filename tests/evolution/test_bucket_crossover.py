@@ -22,7 +22,7 @@ from evaluators.config import EvalConfig
 from evaluators.correctness.compare import compare_tensors
 from evaluators.correctness.tolerances import tolerance_for
 from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import Task, load_task
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha
@@ -145,8 +145,8 @@ def test_split_on_the_example_task_sends_small_cases_to_the_decode_winner(silu):
     assert f"\nCROSSOVER_BYTES = {round(math.sqrt(low * high))}\n" in child
     block = find_evolve_block(child).text
     assert (
-        "if nbytes <= CROSSOVER_BYTES:\n        return _silu_and_mul_b(x)\n    return _silu_and_mul_a(x)"
-        in block
+        "if nbytes <= CROSSOVER_BYTES:\n        return _silu_and_mul_small(x)\n"
+        "    return _silu_and_mul_large(x)" in block
     )
     note = " ".join(
         block.split("# Bucket crossover:")[1].split("CROSSOVER_BYTES =")[0].replace("#", "").split()
@@ -168,10 +168,10 @@ def test_partner_on_the_large_side_and_the_best_of_several_partners(silu):
     )
     child, error = cross(a, weak, strong, task=silu)
     assert error == "" and child is not None
-    assert "LARGE_BLOCK_b = 4096" in child  # the stronger partner was chosen
+    assert "LARGE_BLOCK_large = 4096" in child  # the stronger partner was chosen
     low, high = silu_bytes(4096, 2048), silu_bytes(512, 14336, 4)  # 33.5 MB | 58.7 MB
     assert f"\nCROSSOVER_BYTES = {round(math.sqrt(low * high))}\n" in child
-    assert "return _silu_and_mul_a(x)\n    return _silu_and_mul_b(x)" in child
+    assert "return _silu_and_mul_small(x)\n    return _silu_and_mul_large(x)" in child
     assert_valid_child(a.source, child, silu)
 
 
@@ -183,7 +183,7 @@ def test_rmsnorm_pair_makes_a_valid_child(rms):
     # The signature is A's, defaults and annotations included; eps goes through by name.
     assert "def rmsnorm_residual(\n    x: torch.Tensor," in child
     assert "eps: float = 1e-6" in child.split("CROSSOVER_BYTES = ")[1]
-    assert "return _rmsnorm_residual_b(x, residual, weight, eps=eps)" in child
+    assert "return _rmsnorm_residual_small(x, residual, weight, eps=eps)" in child
     assert_valid_child(a.source, child, rms)
 
 
@@ -244,7 +244,7 @@ def test_child_routes_by_bytes_and_matches_the_reference(tmp_path, name, pair):
     assert_valid_child(a.source, child, task)
     module = load_module(child, tmp_path / "child.py")
     calls: list[str] = []
-    for side in ("a", "b"):
+    for side in ("small", "large"):
         original = getattr(module, f"_{name}_{side}")
         setattr(
             module,
@@ -255,7 +255,7 @@ def test_child_routes_by_bytes_and_matches_the_reference(tmp_path, name, pair):
     for case in task.cases:
         calls.clear()
         assert_matches_reference(task, entry, dict(case.params))
-        assert calls == (["b"] if int(case.params["tokens"]) < 40 else ["a"]), case.name
+        assert calls == (["small"] if int(case.params["tokens"]) < 40 else ["large"]), case.name
 
 
 @pytest.mark.slow
@@ -278,25 +278,26 @@ def test_nested_crossovers_keep_names_apart_and_stay_correct(tmp_path):
     b = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.2 if p["tokens"] < 40 else 1.0)
     first, _ = cross(a, b, task=task)
     assert first is not None
-    # The child (A's lineage) crossed with B again: B's names now need "_b2", A's entry "_a2".
+    # The child (A's lineage) crossed with B again: B's names now need "_small2", A's entry "_large2".
     c = timed(task, first, lambda p: 1.3 if p["tokens"] < 3 else 1.0)
     again, error = cross(c, b, task=task)
     assert error == "" and again is not None
-    for name in ("def _silu_and_mul_a2(", "def _silu_and_mul_b2(", "CROSSOVER_BYTES2 ="):
+    for name in ("def _silu_and_mul_large2(", "def _silu_and_mul_small2(", "CROSSOVER_BYTES2 ="):
         assert name in again, name
     # What B defines exactly as the parent does (SMALL_BLOCK, equal in both) is not copied a second time.
-    assert "SMALL_BLOCK_b2 =" not in again and again.count("SMALL_BLOCK = ") == 1
+    assert "SMALL_BLOCK_small2 =" not in again and again.count("SMALL_BLOCK = ") == 1
     # A plain parent crossed with the crossover child, whose code goes in renamed.
     d = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.0 if p["tokens"] < 40 else 1.3)
     c2 = timed(task, first, lambda p: 1.3 if p["tokens"] < 40 else 1.0)
     mixed, error = cross(d, c2, task=task)
     assert error == "" and mixed is not None
-    # "_b" names are taken by the inspiration's own code and "_silu_and_mul_a" too: "_b2" and "_a2" it is.
+    # "_small" names are taken by the inspiration's own code and "_silu_and_mul_large" too: "_small2" and
+    # "_large2" it is.
     for name in (
-        "def _silu_and_mul_a2(",
-        "def _silu_and_mul_a_b2(",
-        "def _silu_and_mul_b_b2(",
-        "CROSSOVER_BYTES_b2 =",
+        "def _silu_and_mul_large2(",
+        "def _silu_and_mul_large_small2(",
+        "def _silu_and_mul_small_small2(",
+        "CROSSOVER_BYTES_small2 =",
     ):
         assert name in mixed, name
     for parent, child in ((c, again), (d, mixed)):

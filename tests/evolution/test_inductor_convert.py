@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from evaluators.candidate import find_evolve_block
-from evolution.mutators.inductor.helpers import helper_sources
-from evolution.mutators.inductor.kernels import InductorConversionError
-from evolution.mutators.inductor.model import Capture, CaptureReport, GraphInput
-from evolution.mutators.inductor.render import render_candidate
+from evolution.writers.inductor.helpers import helper_sources
+from evolution.writers.inductor.kernels import InductorConversionError
+from evolution.writers.inductor.model import Capture, CaptureReport, GraphInput
+from evolution.writers.inductor.render import render_candidate
 
 POINTWISE = """
 import triton

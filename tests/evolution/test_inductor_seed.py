@@ -13,12 +13,12 @@ import torch
 from evaluators.api import evaluate_candidate
 from evaluators.config import EvalConfig
 from evaluators.task import load_task
-from evolution.mutators.inductor.capture import capture_task
-from evolution.mutators.inductor.kernels import InductorConversionError
-from evolution.mutators.inductor.render import render_candidate
 from evolution.mutators.inductor_seed import InductorSeedMutator
 from evolution.mutators.launch_tuning import LaunchTuningMutator
 from evolution.types import MutationRequest, Program
+from evolution.writers.inductor.capture import capture_task
+from evolution.writers.inductor.kernels import InductorConversionError
+from evolution.writers.inductor.render import render_candidate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 HAS_GPU = torch.cuda.is_available()

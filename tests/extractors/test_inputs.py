@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from extractors.draft_inputs import draft_spec
+from extractors.drafting.guesses import draft_spec
 from extractors.errors import ExtractionError, SpecError
 from extractors.input_spec import check_against_signature, parse_spec, render_inputs
 from extractors.release_sources import fetch_release
@@ -44,10 +44,34 @@ def test_spec_expands_cases_and_renders_runnable_inputs(tmp_path: Path) -> None:
     assert torch.equal(again[0], args[0])  # a seed gives the same values
 
 
+def test_a_dtype_size_builds_each_case_in_its_dtype() -> None:
+    spec = parse_spec(
+        {
+            "sizes": {"tokens": 2, "hidden": 8, "dtype": ["float32", "bfloat16"]},
+            "args": {
+                "x": {"shape": ["tokens", "hidden"], "dtype": "dtype"},
+                "idx": {"shape": [2], "dtype": "int64"},
+            },
+        },
+        "spec.toml",
+    )
+    cases = dict(spec.expand_cases())
+    assert list(cases) == ["dtypefloat32", "dtypebfloat16"]
+    namespace: dict = {}
+    exec(render_inputs(spec, entry_signature("def f(x, idx):\n    return x\n", "f"), "t"), namespace)
+    for name, dtype in (("dtypefloat32", torch.float32), ("dtypebfloat16", torch.bfloat16)):
+        (x, idx), _ = namespace["make_inputs"](cases[name], 0, "cpu")
+        assert x.dtype == dtype and idx.dtype == torch.int64
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
         ({"args": {"x": {"shape": ["t"], "dtype": "float33"}}}, "args.x.dtype 'float33'"),
+        (
+            {"sizes": {"dt": ["float32", "half"]}, "args": {"x": {"shape": [2], "dtype": "dt"}}},
+            "names the size 'dt', whose values 'half' are not dtypes",
+        ),
         ({"args": {"x": {"shape": ["t"], "value": 1}}}, "needs exactly one of"),
         ({"sizes": {"t": []}, "args": {"x": {"value": 1}}}, "sizes.t must be"),
         ({"args": {}}, r"needs an \[args.<parameter>\]"),

@@ -38,6 +38,10 @@ def test_shipped_profiles() -> None:
     assert ruff.requirement == "ruff==0.15.4" and "E,F,I,W,UP" in ruff.args and "E231,E741" in ruff.args
     assert lmdeploy.formatter.tools[1].name == "double-quote-string-fixer"
     assert lmdeploy.formatter.new_file_header == "# Copyright (c) OpenMMLab. All rights reserved."
+    # Kernel benchmark scripts go where each engine keeps its own.
+    assert sglang.kernel.benchmark == "benchmark/kernels/bench_{op}_triton.py"
+    assert lmdeploy.kernel.benchmark == "benchmark/benchmark_{op}_triton.py"
+    assert example.kernel.benchmark == "benchmarks/bench_{op}_triton.py"
     assert lmdeploy.pr_title("x").startswith("[Feature] ") and any("CLA" in s for s in lmdeploy.human_steps)
 
     bench = example.benchmark
@@ -99,6 +103,11 @@ def test_user_profile_extends_a_shipped_one(tmp_path: Path) -> None:
         (
             '[profiles.p]\nextends = "example"\n[profiles.p.kernel]\nrule = "directory"\n',
             r"kernel\.directory is needed",
+        ),
+        (
+            '[profiles.p]\nextends = "example"\n[profiles.p.kernel]\nrule = "beside-source"\n'
+            'benchmark = "bench/mine.py"\n',
+            r"kernel\.benchmark must be a relative \.py path containing \{op\}",
         ),
         (
             '[profiles.p]\nextends = "example"\n'

@@ -12,8 +12,8 @@ import pytest
 
 from kernelbot.engines import load_profile
 from kernelbot.formatting import FormatterError, format_files, tool_venv
-from kernelbot.precommit import PreCommitConfigError, read_config
-from kernelbot.tree_formatter import formatter_for_tree
+from kernelbot.formatting.precommit import PreCommitConfigError, read_config
+from kernelbot.formatting.tree import formatter_for_tree
 
 OLDER_SGLANG = """
 default_stages: [pre-commit, pre-push, manual]

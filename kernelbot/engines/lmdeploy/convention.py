@@ -125,7 +125,7 @@ def _impl_module(existing: str | None, request: WireRequest, impl: str, default_
     fallback = f"return super().forward({', '.join(call.own_arguments)})"
     guarded = cst.Module([]).code_for_node(call.statement())
     body_source = "def _():\n" + "".join(f"    {ln}\n" for ln in (*guarded.splitlines(), fallback))
-    body = cst.parse_statement(body_source).body  # type: ignore[attr-defined]
+    body = cst.parse_statement(body_source).body
     forward = request.target.node.with_changes(body=body, decorators=(), leading_lines=())
     skeleton = cst.parse_statement(
         f"class {impl}({default_class}):\n"

@@ -13,7 +13,7 @@ import pytest
 from suite import describe
 
 from bench.real_kernel_corpus import CORPUS, TASKS, RealKernel, assemble, build_task, release_root
-from evaluators.static_checks import check_static
+from evaluators.static.checks import check_static
 from evaluators.task import Task, load_task
 from extractors.errors import ExtractionError
 

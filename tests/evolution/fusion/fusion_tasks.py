@@ -17,10 +17,10 @@ import torch
 
 from evaluators.correctness.tolerances import tolerance_for
 from evaluators.task import load_task
-from evolution.fusion.generate import Generated, generate
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.model import TraceReport
-from evolution.fusion.trace.task import trace_task
+from evolution.writers.fusion.generate import Generated, generate
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.model import TraceReport
+from evolution.writers.fusion.trace.task import trace_task
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 _modules = itertools.count()

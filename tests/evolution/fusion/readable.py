@@ -8,7 +8,10 @@ import ast
 import copy
 import io
 import re
+import subprocess
+import sys
 import tokenize
+from pathlib import Path
 
 NUMBERED = re.compile(r"v\d+|a\d+_\d+")
 INTERPRETER_BRANCHES = ("is_available(", "TRITON_INTERPRET", "EMULATE", "_interpreted(")
@@ -16,6 +19,16 @@ LINE_LIMIT = 110  # the example engine's ruff line length (examples/minirepo/pyp
 # The engines' own kernels for these ops are 100-200 lines; the generated MoE router (its top-k building
 # blocks included) and the two-dtype activations are still above 200, hence the bound of 250.
 MAX_LINES = 250
+# The module integrate writes is at most 1.5x the lines of the engine's own Triton kernel for the same op
+# (where one exists: (release, file)), else at most 200 lines. DeepSeek-V3's biased grouped top-k is
+# LMDeploy's noaux_tc router; SGLang's activation kernel is gelu_and_mul only, no silu_and_mul.
+OWN_KERNELS = {
+    "sglang_biased_grouped_topk": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/moe/route_noaux_tc.py"),
+    "lmdeploy_softmax_topk": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/moe/route_noaux_tc.py"),
+    "lmdeploy_rmsnorm_residual": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/rms_norm.py"),
+    "lmdeploy_apply_rotary": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/apply_rotary_pos_emb.py"),
+}
+BUDGET_WITHOUT_OWN_KERNEL = 200
 
 
 def numbered_names(source: str) -> list[str]:
@@ -75,3 +88,24 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
     if count > max_lines:
         found.append(f"{count} lines (at most {max_lines})")
     return found
+
+
+def line_budget(own_kernel_lines: int | None) -> int:
+    return BUDGET_WITHOUT_OWN_KERNEL if own_kernel_lines is None else own_kernel_lines * 3 // 2
+
+
+def shipped_module(task_dir: Path, source: str, line_length: int) -> str:
+    """The kernel module `kernelbot integrate` writes for `source` (docstring, guard), laid out by ruff at
+    `line_length` as the engines' formatters lay it out."""
+    from kernelbot.integrate.derive_envelope import derive_envelope
+    from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
+    from kernelbot.integrate.naming import guard_name, kernel_entry_name, op_name
+    from kernelbot.integrate.task_view import load_view
+
+    view = load_view(task_dir)
+    op = op_name(view.qualname)
+    names = KernelNames(kernel_entry_name(op), guard_name(op))
+    envelope = derive_envelope(view).envelope
+    text = build_kernel_module(source, view, envelope, names, summary="", line_length=line_length)
+    ruff = [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", str(line_length), "-"]
+    return subprocess.run(ruff, input=text, capture_output=True, text=True, check=True).stdout

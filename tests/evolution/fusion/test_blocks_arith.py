@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from evolution.fusion.blocks.arith import _kb_floordiv, _kb_pymod, _kb_truncdiv
+from evolution.writers.fusion.blocks.arith import _kb_floordiv, _kb_pymod, _kb_truncdiv
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

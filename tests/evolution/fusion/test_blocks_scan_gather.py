@@ -8,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from evolution.fusion.blocks.gather import _kb_pick, _kb_take_rows
-from evolution.fusion.blocks.scan import _kb_prefix_sum, _kb_prefix_sum_carry
+from evolution.writers.fusion.blocks.gather import _kb_pick, _kb_take_rows
+from evolution.writers.fusion.blocks.scan import _kb_prefix_sum, _kb_prefix_sum_carry
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -8,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from evolution.fusion.blocks.keys import _kb_key_index, _kb_key_value, _kb_pack
-from evolution.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks, _kb_sort_rows
+from evolution.writers.fusion.blocks.keys import _kb_key_index, _kb_key_value, _kb_pack
+from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks, _kb_sort_rows
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

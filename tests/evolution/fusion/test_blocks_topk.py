@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from evolution.fusion.blocks.topk import (
+from evolution.writers.fusion.blocks.topk import (
     _kb_topk_rows,
     _kb_topk_rows_bitonic,
     _kb_topk_rows_threshold,

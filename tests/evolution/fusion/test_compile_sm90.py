@@ -16,7 +16,7 @@ import pytest
 from fusion_tasks import trace, write, write_task
 from test_generator import RMS_INPUTS, RMS_REFERENCE, ROUTER_INPUTS, ROUTER_REFERENCE
 
-from evolution.fusion.knobs import TOPK_METHODS, Knobs
+from evolution.writers.fusion.knobs import TOPK_METHODS, Knobs
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow

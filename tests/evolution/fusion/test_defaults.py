@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from fusion_tasks import check, trace, write, write_task
 
-from evolution.fusion.trace.defaults import literal_text, resolve_defaults
-from evolution.fusion.trace.errors import TraceError
+from evolution.writers.tracing.errors import TraceError
+from evolution.writers.tracing.signature import literal_text, resolve_defaults
 
 
 class Mode(enum.IntEnum):

@@ -16,9 +16,9 @@ from evaluators.candidate import Candidate
 from evaluators.config import EvalConfig
 from evaluators.pool import WorkerPool
 from evaluators.task import load_task
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationRequest
+from evolution.writers.fusion.writer import FusionWriter
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks"
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import pytest
 
-from evolution.fusion.knobs import HEADER, TOPK_METHODS, Knobs, neighbours, parse
+from evolution.writers.fusion.knobs import HEADER, TOPK_METHODS, Knobs, neighbours, parse
 
 
 def test_header_round_trips_inside_a_source() -> None:

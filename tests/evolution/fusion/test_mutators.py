@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,12 @@ from evaluators.pool import WorkerPool
 from evaluators.task import load_task
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha
-from evolution.fusion.knobs import parse
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.mutators.fusion_variant import FusionVariantMutator
 from evolution.operators import build_operators
 from evolution.types import MutationRequest, Program
+from evolution.writers.fusion.knobs import parse
+from evolution.writers.fusion.writer import FusionWriter
 
 pytestmark = pytest.mark.slow
 
@@ -103,3 +104,8 @@ def test_registered_by_default_without_an_llm() -> None:
     weights = dict(zip((m.name for m in operators.evolvers), operators.weights, strict=True))
     assert weights["fusion:variant"] == DEFAULT_WEIGHTS["fusion"]
     assert "seed:fusion" not in weights  # seeds never evolve a parent
+    assert weights["fusion:inductor"] == DEFAULT_WEIGHTS["fusion"]
+    # The engine's line length reaches the writer every fusion operator shares.
+    config = SearchConfig(mutation=dataclasses.replace(SearchConfig().mutation, line_length=88))
+    writers = {m.writer.line_length for m in build_operators(config, "cpu").evolvers if hasattr(m, "writer")}
+    assert writers == {88}

@@ -6,14 +6,16 @@ and stay correct. The example tasks and the fresh engine tasks are checked where
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fusion_tasks import check, trace, write, write_task
 from readable import duplicate_kernels, numbered_names, problems
 
-from evolution.fusion.code_text import wrap_long_lines
-from evolution.fusion.knobs import Knobs
-from evolution.fusion.naming import Hints, apply, rename_map
 from evolution.mutators.crossover_source import Route, build_child
+from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.naming import Hints, apply, rename_map
 
 KERNEL = """@triton.jit
 def _k(x_ptr, out_ptr, N: tl.constexpr):
@@ -121,15 +123,17 @@ def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
     a = write(root, report, Knobs()).source
     b = write(root, report, Knobs(warps=2.0)).source  # the same kernels, another launch
     child = build_child(a, b, "add_rmsnorm", Route(4096, True, "B was faster on small inputs."))
-    assert duplicate_kernels(child) == []
-    assert "WARPS_SCALE_b = 2.0" in child  # what differs stays, once
+    assert duplicate_kernels(child) == [] and problems(child) == []
+    assert not re.search(r"\w_(b|small|large)\d*\b", child)  # one copy of the code, no suffixed twin
+    # A launch table: the small side launches with B's constant, the other with the module's.
+    assert "WARPS_SCALE = 1.0" in child and ", WARPS_SCALE=2.0)" in child
     assert check(root, child) > 0
 
 
 def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from evolution.fusion.trace.labels import source_labels
+    from evolution.writers.fusion.trace.labels import source_labels
 
     path = tmp_path / "reference.py"
     lines = ["def f(x):", "    scores = (", "        x.sigmoid()", "        + 1", "    )"]
@@ -145,8 +149,8 @@ def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
 
 
 def test_specialisations_are_named_for_when_they_run() -> None:
-    from evolution.fusion.generate import specialisation_names
-    from evolution.fusion.model import Graph
+    from evolution.writers.fusion.generate import specialisation_names
+    from evolution.writers.fusion.model import Graph
 
     def graph(**kinds: str) -> Graph:
         return Graph(
@@ -161,7 +165,7 @@ def test_specialisations_are_named_for_when_they_run() -> None:
 
 
 def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
-    from evolution.fusion.code_text import inline_single_use
+    from evolution.writers.fusion.code_text import inline_single_use
 
     kernel = "\n".join(
         [
@@ -181,3 +185,46 @@ def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
     assert "base_offs = row_offs + N" in inlined  # what it reads is reassigned before its use: not moved
     single = inline_single_use("def k(x_ptr, s):\n    offs = s * 4\n    tl.load(x_ptr + offs)", 100)
     assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
+
+
+LAUNCH_PARENT = """import torch
+
+# EVOLVE-BLOCK-START
+SCALE = 1.0
+
+
+def _scale(n):
+    return n * SCALE
+
+
+def _host(x):
+    return x * _scale(2)
+
+
+def entry(x):
+    return _host(x)
+# EVOLVE-BLOCK-END
+"""
+
+
+def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None:
+    import torch
+
+    from evolution.mutators.crossover_source import CrossoverError
+
+    b = LAUNCH_PARENT.replace("SCALE = 1.0", "SCALE = 3.0")
+    child = build_child(LAUNCH_PARENT, b, "entry", Route(64, True, "B was faster on small inputs."))
+    assert child.count("def _scale(") == 1 and not re.search(r"\w_(b|small|large)\d*\b", child)
+    assert "def _scale(n, *, SCALE=SCALE):" in child and "_scale(2, SCALE=SCALE)" in child
+    namespace: dict = {}
+    exec(compile(child, "<child>", "exec"), namespace)
+    small, large = torch.ones(4), torch.ones(64)  # 16 and 256 bytes
+    assert namespace["entry"](small).tolist() == [6.0] * 4  # B's SCALE below the threshold
+    assert namespace["entry"](large).tolist() == [2.0] * 64
+    # Read by a kernel, a constant changes what compiles: two bodies, each named for when it runs.
+    jit = LAUNCH_PARENT.replace("def _scale(n):", "@triton.jit\ndef _scale(n):")
+    two = build_child(jit, jit.replace("SCALE = 1.0", "SCALE = 3.0"), "entry", Route(64, False, ""))
+    assert "def _scale_large(" in two and "def _entry_small(" in two and "SCALE_large = 3.0" in two
+    unread = LAUNCH_PARENT.replace("SCALE = 1.0", "SCALE = 1.0\nUNUSED = 1")
+    with pytest.raises(CrossoverError, match="differ only in UNUSED"):
+        build_child(unread, unread.replace("UNUSED = 1", "UNUSED = 2"), "entry", Route(64, True, ""))

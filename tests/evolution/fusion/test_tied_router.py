@@ -14,9 +14,9 @@ from test_generator import ROUTER_REFERENCE
 from test_mutators import _pool
 
 from evaluators.task import load_task
-from evolution.fusion.writer import FusionWriter
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationRequest
+from evolution.writers.fusion.writer import FusionWriter
 
 pytestmark = pytest.mark.slow
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluators.config import EvalConfig, TimingConfig
+from kernelbot.confirm import load_confirm
+from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
 from kernelbot.confirm.run import CONFIRM_WALL_TIME_CAP_S, confirmation_config, current_path_of
 
 
@@ -33,3 +35,39 @@ def test_the_current_path_is_named_by_the_task(tmp_path: Path) -> None:
     (tmp_path / "task.toml").write_text('name = "t"\n')
     assert current_path_of(tmp_path) is None
     assert current_path_of(tmp_path / "missing") is None
+
+
+def test_a_function_the_engine_compiles_has_its_kernel_timed_compiled() -> None:
+    """The compile column of a function run under torch.compile times the kernel under torch.compile too;
+    the other columns, and every column of other functions, time it as it is."""
+    compiled = confirmation_config(EvalConfig(), "compile", caller_holds_gpu=True, compile_candidate=True)
+    assert compiled.timing.compile_candidate and compiled.timing.baseline == "compile"
+    plain = confirmation_config(EvalConfig(), "compile", caller_holds_gpu=True)
+    assert not plain.timing.compile_candidate and not EvalConfig().timing.compile_candidate
+
+
+def _report(*, measured: bool, kernel_compiled: bool, cells: int) -> ConfirmReport:
+    cell = CellReport("t1", {"tokens": 1}, "graph", (1.2,), 1.2, 1.1, 1.3, 0.01, "faster", 10.0, 8.3)
+    compile_column = ColumnReport("compile", "compile", "torch.compile", True, cells=(cell,) * cells)
+    return ConfirmReport(
+        measured=measured,
+        reason="" if measured else "not measured on this machine (CPU interpreter)",
+        backend="triton-cuda" if measured else "triton-interpret",
+        device="NVIDIA H200",
+        kernel_sha="k",
+        regimes=("graph",),
+        rule={},
+        columns=(compile_column,),
+        extra={"kernel_compiled": True} if kernel_compiled else {},
+    )
+
+
+def test_measured_compiled_needs_compiled_figures_on_a_timing_device(tmp_path: Path) -> None:
+    assert _report(measured=True, kernel_compiled=True, cells=1).measured_compiled
+    assert not _report(measured=False, kernel_compiled=True, cells=0).measured_compiled  # the interpreter
+    assert not _report(measured=True, kernel_compiled=False, cells=1).measured_compiled  # timed as it is
+    assert not _report(measured=True, kernel_compiled=True, cells=0).measured_compiled  # no figures
+    report = _report(measured=True, kernel_compiled=True, cells=1)
+    report.write(tmp_path / "confirm.json")
+    again = load_confirm(tmp_path / "confirm.json")
+    assert again.measured_compiled and again == report

@@ -1,6 +1,7 @@
 """Checks of an integration that a maintainer's review would make, shared by the minirepo and real-release
 tests: the guard names no size the task's cases had, and the generated test runs over at least two dtypes
-and four shapes from at least two model families, each case saying where it comes from."""
+(each one the task's cases were built in, so the evaluator checked it) and four shapes from at least two
+model families, each case saying where it comes from."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 import re
 from pathlib import Path
 
+from evaluators.static.facts import task_float_dtypes
 from evaluators.task import load_task
 from kernelbot.integrate import Integration
 
@@ -64,5 +66,7 @@ def assert_reviewable(repo: Path, integration: Integration, task_dir: Path, widt
     assert guard_size_literals(repo, integration, task_dir) == []
     dtypes, shapes, families = test_coverage(repo, integration)
     assert len(dtypes) >= 2 and shapes >= 4 and len(families) >= 2, (dtypes, shapes, families)
+    checked = task_float_dtypes(load_task(task_dir))
+    assert {d.removeprefix("torch.") for d in dtypes} <= checked, (dtypes, checked)
     text = (repo / integration.test_file).read_text()
     assert "checked by kernelbot's evaluator" not in text

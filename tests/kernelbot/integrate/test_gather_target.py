@@ -4,7 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from kernelbot.integrate.gather_target import GatherTargetVisitor, Target
+from kernelbot.integrate.gather_target import GatherTargetVisitor, Target, runs_compiled
 from tests.kernelbot.integrate.integrate_testing import release_file
 
 SOURCE = textwrap.dedent(
@@ -91,3 +91,6 @@ def test_a_function_under_torch_compile_is_said_to_be_compiled() -> None:
     [plain] = gather("plain", source)
     assert compiled.compiled and compiled.decorators == ("torch.compile",)
     assert not plain.compiled and not compiled.refusals
+    # What the confirmation asks before it times the kernel (compiled where the engine compiles it).
+    assert runs_compiled(source, "apply_scaling_penalties") and not runs_compiled(source, "plain")
+    assert not runs_compiled(source, "missing") and not runs_compiled("def (:", "plain")

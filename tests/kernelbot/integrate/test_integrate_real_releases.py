@@ -33,7 +33,6 @@ from tests.kernelbot.integrate.integrate_testing import assert_formatter_is_sati
 from tests.kernelbot.integrate.pr_checks import assert_reviewable
 
 HERE = Path(__file__).parent
-SPECS = HERE.parents[1] / "extractors" / "specs" / "real"
 BEATS, UNMEASURED = SlotEvidence(beats_current_path=True), SlotEvidence()
 # (function, spec, candidate fixture, evidence): an op whose kernel beat the current path, one unmeasured,
 # and a function that is not an op, under @torch.compile, its kernel measured compiled.
@@ -46,7 +45,7 @@ SGLANG_TARGETS = [
     ),
     (
         "sglang.srt.layers.layernorm:RMSNorm.forward_native",
-        SPECS / "sglang_rmsnorm.toml",
+        HERE / "specs" / "sglang_rmsnorm.toml",
         "sglang_rms_norm_forward_native",
         UNMEASURED,
     ),
@@ -66,13 +65,13 @@ RELEASES = {
         [
             (
                 "lmdeploy.pytorch.backends.default.norm:DefaultRMSNormImpl.forward",
-                SPECS / "lmdeploy_rmsnorm.toml",
+                HERE / "specs" / "lmdeploy_rmsnorm.toml",
                 "lmdeploy_rms_norm_forward",
                 BEATS,
             ),
             (
                 "lmdeploy.pytorch.backends.default.apply_rotary_emb:DefaultApplyRotaryEmbImpl.forward",
-                SPECS / "lmdeploy_apply_rotary.toml",
+                HERE / "specs" / "lmdeploy_apply_rotary.toml",
                 "lmdeploy_apply_rotary_forward",
                 UNMEASURED,
             ),

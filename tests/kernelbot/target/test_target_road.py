@@ -119,6 +119,12 @@ def test_the_pull_request_road(
     slot = evidence["modifications"]
     assert "SiluAndMul.forward_triton" in slot["slot"] and not slot["auto_selected"]
     assert "was not measured" in slot["selection"]
+    # The generated test runs its cases in the dtypes the task's cases were built in and in no other: the
+    # evaluator checked the kernel in those (a float32-only check once generated bfloat16 and float16 cases
+    # that a kernel without an upcast failed in verification).
+    assert "+DTYPES = [torch.float32, torch.bfloat16, torch.float16]" in patch
+    # The current path, named with why it has no column: the example's op has no forward_cuda.
+    assert "SiluAndMul has no forward_cuda" in (bundle / "body.md").read_text()
 
     # 2. The same run again, same kernel: the forge is asked, the PR is left as it is.
     code, out, err = target("r1", ROWWISE, "--open-pr", "--fork", fork)

@@ -1,0 +1,150 @@
+"""fusion:inductor — the fusion writer takes Inductor's structure where torch.compile's own kernel is faster.
+
+A candidate seeded from Inductor's Triton code (seed:inductor, or a launch-tuned child of it) launches its
+kernels with named constants: `K0_XBLOCK` (rows, or elements, per program), `K0_R0_BLOCK` (a looped
+reduction's chunk; a persistent reduction sizes it by the row instead), `K0_NUM_WARPS`. Its kernel names
+keep Inductor's kind: `_per_` (the row whole in registers), `_red_` (the row walked in chunks), `_poi_`
+(pointwise). When such a candidate beats a fusion parent, this move rewrites the parent with the same
+structure as fusion knobs: rows = XBLOCK and one pass for a persistent reduction, two passes in chunks of
+R0_BLOCK for a looped one, blocks of XBLOCK for pointwise code, and Inductor's warps. The search can then
+always reach Inductor's layout from a fusion kernel, with the fusion kernel's own fusions kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from evolution.mutators.base import child_problem, failed
+from evolution.mutators.fusion_variant import _in_parent
+from evolution.types import MutationOutcome, MutationRequest, Program
+from evolution.writers.fusion.generate import GenerationError
+from evolution.writers.fusion.knobs import Knobs, parse
+from evolution.writers.fusion.writer import FusionWriter
+
+OPERATOR = "fusion:inductor"
+_KINDS = {"_per_": "persistent", "_red_": "looped", "_poi_": "pointwise"}
+
+
+@dataclass(frozen=True)
+class InductorLaunch:
+    """How Inductor launches its main kernel (the reduction when there is one, else the first kernel)."""
+
+    kind: str  # persistent | looped | pointwise
+    xblock: int  # rows per program (reductions) or elements per program (pointwise)
+    rblock: int  # a looped reduction's chunk (0 for the others)
+    num_warps: int
+
+    def knobs(self, base: Knobs) -> Knobs:
+        """`base` with this structure: launch knobs replaced, fusion choices (top-k, rounding) kept."""
+        rows = _power_of_two(self.xblock)
+        warps = min(_power_of_two(self.num_warps), 32)
+        if self.kind == "pointwise":
+            return dataclasses.replace(base, inner="block", block=max(rows, 16), rows=1, num_warps=warps)
+        passes = "two" if self.kind == "looped" else "one"
+        block = max(_power_of_two(self.rblock), 16) if self.kind == "looped" else base.block
+        return dataclasses.replace(base, rows=rows, passes=passes, block=block, num_warps=warps)
+
+
+def inductor_launch(source: str) -> InductorLaunch | None:
+    """The launch of an Inductor-seeded candidate's main kernel, read from its launches and the module
+    constants they pass; None when `source` launches no kernel of Inductor's naming with constant blocks."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    constants = {
+        node.targets[0].id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, int)
+    }
+    launches = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
+            continue
+        kernel = node.func.value
+        kind = next((k for p, k in _KINDS.items() if isinstance(kernel, ast.Name) and p in kernel.id), None)
+        if kind is None:
+            continue
+        passed = {
+            k.arg: constants.get(k.value.id) if isinstance(k.value, ast.Name) else None for k in node.keywords
+        }
+        rblock = passed.get("R0_BLOCK") or passed.get("RBLOCK") or 0
+        xblock = passed.get("XBLOCK") or 1  # a kernel without XBLOCK runs one row per program
+        warps = passed.get("num_warps")
+        if warps is None or (kind == "looped" and not rblock):
+            continue
+        launches.append(InductorLaunch(kind, int(xblock), int(rblock) if kind == "looped" else 0, int(warps)))
+    reductions = [launch for launch in launches if launch.kind != "pointwise"]
+    chosen = reductions or launches
+    return chosen[0] if chosen else None
+
+
+def _power_of_two(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length() if n > 1 else 1
+
+
+class FusionInductorMutator:
+    name = OPERATOR
+    needs_compiled_parent = True
+    exhaustion_ignores_inspirations = False  # a faster Inductor candidate may show up later
+
+    def __init__(self, writer: FusionWriter | None = None) -> None:
+        self.writer = writer or FusionWriter()
+
+    def can_seed(self) -> bool:
+        return False
+
+    def accepts(self, source: str) -> bool:
+        return parse(source) is not None
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        parent = request.parent
+        if parent is None or (knobs := parse(parent.source)) is None:
+            return failed(
+                OPERATOR, "the move rewrites a fusion candidate (a parent with a fusion-knobs line)"
+            )
+        faster = _faster_inductor(parent, request.inspirations)
+        if faster is None:
+            return _exhausted("no inspiration from torch.compile's code is faster than the parent")
+        launch = inductor_launch(faster.source)
+        if launch is None:
+            return _exhausted(f"{faster.id} launches no kernel whose structure can be read")
+        task = request.task
+        report = await self.writer.report(task)
+        if report.error:
+            return _exhausted(f"the reference no longer traces: {report.error}")
+        move = launch.knobs(knobs)
+        if move == knobs or not self.writer.claim(task, move):
+            return _exhausted(f"Inductor's structure ({launch}) was already proposed for this task")
+        try:
+            generated = await self.writer.write(task, report, move)
+        except GenerationError as exc:
+            return failed(OPERATOR, f"fusion:inductor: {exc}")
+        child = _in_parent(parent.source, generated.source)
+        problem = child_problem(parent.source, child, task.entry)
+        if problem is not None:
+            return failed(OPERATOR, f"the child is not valid: {problem}")
+        return MutationOutcome(operator=OPERATOR, child_source=child)
+
+
+def _faster_inductor(parent: Program, inspirations: tuple[Program, ...] | list[Program]) -> Program | None:
+    """The fastest correct inspiration written from Inductor's code that beats `parent`."""
+    found = [
+        p
+        for p in inspirations
+        if p.result is not None
+        and p.result.correct
+        and p.score > parent.score
+        and re.search(r"K\d+_NUM_WARPS\b", p.source)  # its launches keep Inductor's named constants
+    ]
+    return max(found, key=lambda p: p.score, default=None)
+
+
+def _exhausted(why: str) -> MutationOutcome:
+    return MutationOutcome(OPERATOR, None, error=f"fusion:inductor: {why}", exhausted=True)

@@ -1,3 +1,0 @@
-"""Inductor seed internals: `capture` (runs torch.compile in a subprocess and keeps Inductor's output code),
-`kernels` (one Inductor kernel -> a plain @triton.jit kernel), `helpers` (Triton stand-ins for Inductor's
-runtime helpers), `host` (Inductor's wrapper -> launch code), `render` (the candidate file)."""

@@ -1,0 +1,85 @@
+"""Top-k of every row of a register tile x [R, N] (float32), lanes where `valid` is false excluded. Each
+returns (values, indices) as [R, KP] tiles (KP: a power of two >= K), largest first, equal values by smaller
+index (torch.topk's order on distinct values); lanes K..KP-1 are filler. Three ways to find them:
+
+- _kb_topk_rows: K rounds of one int64 max over packed keys, the winner masked out of the candidates;
+- _kb_topk_rows_threshold: the same rounds without rewriting the candidates, each taking the best key below
+  the previous winner (the candidate tile stays read-only);
+- _kb_topk_rows_twopass: per round a float max and then the smallest index holding it (no 64-bit keys);
+- _kb_topk_rows_bitonic: bitonic sorts of chunks of KP packed keys, then halving rounds that keep the top KP
+  of each pair of chunks (log N rounds of compare-exchange instead of K reductions).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from evolution.writers.fusion.blocks.keys import _kb_pack, _kb_unpack
+from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks
+
+
+@triton.jit
+def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of one int64 max over value-and-index keys (one reduction finds both), the winner masked
+    out of the candidates."""
+    keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
+    slot = tl.arange(0, KP)[None, :]
+    picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
+    for j in tl.static_range(K):
+        best = tl.max(keys, axis=1)[:, None]
+        keys = tl.where(keys == best, -9223372036854775807, keys)
+        picked = tl.where(slot == j, best, picked)
+    return _kb_unpack(picked)
+
+
+@triton.jit
+def _kb_topk_rows_threshold(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of one int64 max, each over the keys below the last winner: the candidates stay read-only
+    (no tile rewritten per round)."""
+    keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
+    slot = tl.arange(0, KP)[None, :]
+    picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
+    below = tl.full([x.shape[0], 1], 9223372036854775807, tl.int64)
+    for j in tl.static_range(K):
+        below = tl.max(tl.where(keys < below, keys, -9223372036854775807), axis=1)[:, None]
+        picked = tl.where(slot == j, below, picked)
+    return _kb_unpack(picked)
+
+
+@triton.jit
+def _kb_topk_rows_twopass(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """K rounds of a float max, then the smallest index holding it: no 64-bit keys."""
+    lanes = tl.arange(0, x.shape[1])[None, :]
+    open_ = valid & (lanes >= 0)
+    values = tl.where(open_, x, float("-inf"))
+    slot = tl.arange(0, KP)[None, :]
+    out_values = tl.full([x.shape[0], KP], float("-inf"), tl.float32)
+    out_index = tl.zeros([x.shape[0], KP], tl.int32)
+    for j in tl.static_range(K):
+        best = tl.max(values, axis=1)[:, None]
+        where = tl.min(tl.where(open_ & (values == best), lanes, x.shape[1]), axis=1)[:, None]
+        taken = lanes == where
+        open_ = open_ & (taken == 0)
+        values = tl.where(taken, float("-inf"), values)
+        out_values = tl.where(slot == j, best, out_values)
+        out_index = tl.where(slot == j, where, out_index)
+    return out_values, out_index
+
+
+@triton.jit
+def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    """Bitonic sorts of chunks of KP keys, then halving rounds that keep the top KP of each pair of chunks:
+    log N rounds of compare-exchange instead of K reductions, for a large K."""
+    N: tl.constexpr = x.shape[1]
+    keys = tl.where(valid, _kb_pack(x, tl.arange(0, N)[None, :]), -9223372036854775807)
+    keys = _kb_bitonic_sort_chunks(keys, KP)
+    for r in tl.static_range(20):
+        if (KP << r) < N:
+            pairs = tl.reshape(keys, [x.shape[0], (N >> r) // (2 * KP), 2, KP])
+            side = tl.arange(0, 2)[None, None, :, None]
+            first = tl.sum(tl.where(side == 0, pairs, 0), axis=2)
+            second = tl.sum(tl.where(side == 1, pairs, 0), axis=2)
+            keys = tl.reshape(tl.maximum(first, second), [x.shape[0], (N >> r) // 2])
+            keys = _kb_bitonic_merge(keys, KP)
+    return _kb_unpack(keys)

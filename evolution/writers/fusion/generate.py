@@ -1,0 +1,253 @@
+"""The fusion generator's entry point: a traced reference and a set of knobs in, a candidate source out.
+
+    imports
+    # EVOLVE-BLOCK-START
+    # fusion-knobs: {...}                 what fusion:variant changes
+    ROWS / BLOCK / PROGRAMS / WARPS_SCALE  the knobs the code reads, only those (launch tuning may move them)
+    building blocks                        the _kb_* helpers the kernels call (writers.fusion.blocks)
+    kernels                                one per specialisation
+    host functions and the entry           (with a dispatch when the cases trace to several graphs)
+    # EVOLVE-BLOCK-END
+
+Raises GenerationError naming the op or construct when the reference is not something it writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import textwrap
+from dataclasses import dataclass
+
+from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
+from evaluators.errors import CandidateError
+from evolution.writers.fusion import blocks
+from evolution.writers.fusion.code_text import fit_docstrings, wrap_long_lines
+from evolution.writers.fusion.dispatch import predicates
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.host import host_body, returned
+from evolution.writers.fusion.kernel import KernelCode, build_kernel
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.model import Graph, TraceReport
+from evolution.writers.fusion.naming import apply, identifier
+from evolution.writers.fusion.symbols import SizeError
+
+_NUM_WARPS = '''def _num_warps(elements):
+    """Warps for a program whose largest register tile holds `elements` (about 512 per warp)."""
+    warps = 1
+    while warps < 16 and warps * 512 < elements:
+        warps *= 2
+    return min(max(int(warps * WARPS_SCALE), 1), 32)'''
+
+
+class GenerationError(Exception):
+    """The reference is not something the fusion generator writes; the message names the op or construct."""
+
+
+@dataclass(frozen=True)
+class Generated:
+    source: str
+    knobs: Knobs
+    uses_topk: bool
+    kernels: int
+
+
+LINE_LENGTH = 110  # the longest code line written (statements are broken at their brackets beyond it)
+
+
+def generate(
+    report: TraceReport, knobs: Knobs, *, entry: str, task_name: str, line_length: int = LINE_LENGTH
+) -> Generated:
+    if report.error:
+        raise GenerationError(report.error)
+    if not report.graphs:
+        raise GenerationError("the trace holds no graph")
+    graphs = list(report.graphs)
+    kernels: list[KernelCode] = []
+    try:
+        suffixes = specialisation_names(graphs)
+        for graph, suffix in zip(graphs, suffixes, strict=True):
+            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel", line_length))
+        kernels = _shared(kernels, f"_{entry}_kernel")
+        tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
+        hosts = [
+            _host_function(report, graphs[k], kernels[k], entry, suffixes[k], len(graphs), line_length)
+            for k in range(len(graphs))
+        ]
+    except (LoweringError, SizeError) as exc:
+        raise GenerationError(str(exc)) from exc
+    lines = _header(task_name, report, graphs, line_length)
+    if knobs.num_warps:  # a fixed warp count (Inductor's): no helper sizing it by the tile
+        hosts = [
+            [re.sub(r"num_warps=_num_warps\(.*\),$", "num_warps=NUM_WARPS,", line) for line in h]
+            for h in hosts
+        ]
+    helpers = [] if knobs.num_warps else [_NUM_WARPS]
+    used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
+    # The reference's constants go inside the block: a crossover child carries each parent's whole code.
+    lines += [EVOLVE_START, *_constants_of_reference(report.constants)]
+    lines += [knobs.header(), *_constants(knobs, used)]
+    kernel_text = "\n".join({k.name: k.text for k in kernels}.values())
+    for source in blocks.source_of(blocks.used_by(kernel_text)):
+        lines += ["", "", source]
+    for kernel in {k.name: k for k in kernels}.values():
+        lines += ["", "", kernel.text]
+    for helper in helpers:
+        lines += ["", "", helper]
+    for host in hosts:
+        lines += ["", "", *host]
+    if len(graphs) > 1:
+        lines += ["", "", *_dispatcher(report, entry, tests, graphs, suffixes)]
+    lines.append(EVOLVE_END)
+    source = wrap_long_lines(fit_docstrings("\n".join(lines), line_length), line_length) + "\n"
+    _validate(source, entry)
+    uses_topk = any("_kb_topk" in k.text for k in kernels)
+    return Generated(source, knobs, uses_topk, len(kernels))
+
+
+_SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
+
+
+def specialisation_names(graphs: list[Graph]) -> list[str]:
+    """Per graph, the suffix that says when its kernel runs: the argument dtypes (or None-ness) that set it
+    apart (`_bf16`, `_fp32`, `_no_bias`); `_<k>` where the kinds do not tell the graphs apart; "" for one."""
+    if len(graphs) < 2:
+        return [""]
+    names = []
+    for graph in graphs:
+        parts: list[str] = []
+        for arg, kind in graph.arg_kinds.items():
+            if all(other.arg_kinds.get(arg) == kind for other in graphs):
+                continue
+            dtype = kind.split(":", 1)[1] if kind.startswith("tensor:") else ""
+            part = _SHORT_DTYPES.get(dtype, dtype) if dtype else ("no_" + arg if kind == "none" else arg)
+            if part not in parts:
+                parts.append(part)
+        names.append("_" + "_".join(parts) if parts else "")
+    if len(set(names)) < len(names) or any(not n[1:].isidentifier() for n in names):
+        return [f"_{k}" for k in range(len(graphs))]
+    return names
+
+
+def _shared(kernels: list[KernelCode], plain: str) -> list[KernelCode]:
+    """Kernels whose text is equal but for their name are one kernel, which every specialisation launches
+    (their hosts differ only in what they allocate); named `plain` when it is the only one."""
+    seen: dict[str, KernelCode] = {}
+    result = []
+    for kernel in kernels:
+        first = seen.setdefault(kernel.text.replace(kernel.name, "KERNEL"), kernel)
+        result.append(dataclasses.replace(kernel, name=first.name, text=first.text))
+    if len(seen) == 1 and len(result) > 1:
+        result = [dataclasses.replace(k, name=plain, text=k.text.replace(k.name, plain)) for k in result]
+    return result
+
+
+def _header(task_name: str, report: TraceReport, graphs: list[Graph], width: int) -> list[str]:
+    kernels = "one kernel" if len(graphs) == 1 else "a kernel per specialisation whose code differs"
+    text = (
+        f"{task_name}: fused Triton code written by kernelbot's fusion generator from the reference's ATen "
+        f"graph (traced with torch {report.torch_version}), {kernels}."
+    )
+    return [
+        *('"""' + textwrap.fill(text, width - 3)).splitlines(),
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+        "",
+    ]
+
+
+def _constants_of_reference(statements: tuple[str, ...]) -> list[str]:
+    """What the entry's defaults read (`TOP_K = 8`, an enum class), under the reference's names."""
+    lines: list[str] = []
+    for statement in statements:
+        if "\n" in statement:  # a class: two blank lines around it
+            lines += ["", statement, "", ""]
+        else:
+            lines.append(statement)
+    return [*lines, ""] if lines else []
+
+
+def _constants(knobs: Knobs, used: str) -> list[str]:
+    """The knob constants the code reads (a knob without effect on this reference leaves no trace in the
+    code, so its variant is recognised as a duplicate)."""
+    constants = [
+        ("ROWS", f"ROWS = {knobs.rows}  # rows per program"),
+        ("BLOCK", f"BLOCK = {knobs.block}  # elements per program (or per chunk) along a blocked axis"),
+        ("PROGRAMS", f"PROGRAMS = {knobs.persistent}  # a persistent grid of at most this many programs"),
+        ("WARPS_SCALE", f"WARPS_SCALE = {knobs.warps}"),
+        ("NUM_WARPS", f"NUM_WARPS = {knobs.num_warps}  # warps per program"),
+    ]
+    return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
+
+
+def _host_function(
+    report: TraceReport, graph: Graph, kernel: KernelCode, entry: str, suffix: str, count: int, width: int
+) -> list[str]:
+    tensors = [name for name, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
+    if not tensors:
+        raise LoweringError("the reference takes no tensor argument to place its outputs next to")
+    body = host_body(graph, kernel, tensors[0])
+    body.append(f"return {returned(graph.result, kernel.holders)}")
+    body = _named_sizes(body, graph.symbols)
+    if count == 1:
+        returns = f" -> {report.returns}" if report.returns else ""
+        head = f"def {entry}({report.signature}){returns}:"
+    else:
+        head = f"def _{entry}{suffix}({', '.join(report.params)}):"
+    doc = textwrap.fill(
+        f'"""{entry} as traced on the cases {", ".join(graph.cases)}."""',
+        width,
+        initial_indent="    ",
+        subsequent_indent="    ",
+    )
+    return [head, *doc.splitlines(), *(f"    {line}" for line in body)]
+
+
+def _dispatcher(
+    report: TraceReport,
+    entry: str,
+    tests: list[tuple[list[str], list[str]]],
+    graphs: list[Graph],
+    suffixes: list[str],
+) -> list[str]:
+    returns = f" -> {report.returns}" if report.returns else ""
+    lines = [f"def {entry}({report.signature}){returns}:"]
+    call = ", ".join(f"{p}={p}" for p in report.params)
+    bound: set[str] = set()
+    for k, (bindings, conditions) in enumerate(tests):
+        for binding in bindings:
+            if binding not in bound:
+                lines.append(f"    {binding}")
+                bound.add(binding)
+        test = " and ".join(f"({c})" for c in conditions) or "True"
+        lines.append(f"    if {test}:")
+        lines.append(f"        return _{entry}{suffixes[k]}({call})")
+    lines.append('    raise TypeError("no kernel was written for these argument dtypes")')
+    symbols = {k: v for graph in graphs for k, v in graph.symbols.items()}
+    return _named_sizes(lines, symbols)
+
+
+def _named_sizes(lines: list[str], symbols: dict[str, str]) -> list[str]:
+    """Host lines with each size symbol named after where it comes from (`s45` -> `gating_output_size0`,
+    `s53` -> `topk`, the argument itself); the bindings that become `topk = topk` are dropped."""
+    names = {
+        symbol: source if source.isidentifier() else identifier(source).replace("_shape_", "_size")
+        for symbol, source in symbols.items()
+    }
+    renamed = [apply(line, names) for line in lines]
+    return [line for line in renamed if not re.fullmatch(r"\s*(\w+) = \1", line)]
+
+
+def _validate(source: str, entry: str) -> None:
+    try:
+        parse_candidate(source, entry)
+        compile(source, "<fusion candidate>", "exec")
+    except (CandidateError, SyntaxError) as exc:
+        raise GenerationError(f"internal: the generated candidate is invalid: {exc}") from exc
+    ast.parse(source)

@@ -1,0 +1,101 @@
+"""Host code of one specialisation: bind the sizes the kernel needs from the arguments' shapes, allocate the
+outputs, compute the launch's sizes, grid and num_warps, launch, return what the reference returns.
+
+Host code only reads shapes and strides, allocates with torch.empty and launches: no PyTorch compute.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evolution.writers.fusion import symbols
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.kernel import KernelCode
+from evolution.writers.fusion.model import Graph, OutputNode
+from evolution.writers.fusion.tiles import STORAGE_DTYPE
+
+_SYMBOL = re.compile(r"\b[su]\d+\b")
+
+
+def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
+    """The statements of the host function (indented one level)."""
+    lines: list[str] = []
+    needed = _symbols_needed(kernel)
+    for symbol in sorted(needed, key=lambda s: int(s[1:])):
+        source = graph.symbols.get(symbol)
+        if source is None:
+            raise LoweringError(f"the size {symbol} has no expression over the reference's arguments")
+        lines.append(f"{symbol} = {source}")
+    for store in kernel.stores:
+        if not store.fresh:
+            continue
+        shape = ", ".join(_size(e) for e in store.full_shape)
+        shape = f"({shape},)" if len(store.full_shape) == 1 else f"({shape})"
+        dtype = STORAGE_DTYPE[store.storage].replace("tl.int1", "torch.bool").replace("tl.", "torch.")
+        lines.append(f"{store.target} = torch.empty({shape}, dtype={dtype}, device={device_of}.device)")
+    passed = {p.name for p in kernel.params}
+    counts = [name if name in passed else host for name, host in kernel.grid]
+    if len(counts) > 1:
+        counts = [c if c.isidentifier() else f"({c})" for c in counts]
+    # A size the launch alone reads is passed as its expression; one the grid or num_warps also reads is
+    # bound once.
+    shared = " ".join([kernel.tile_elements, *counts, *(p.host for p in kernel.params)])
+    arguments: list[str] = []
+    for param in kernel.params:
+        if param.kind != "size" or param.host == param.name:
+            arguments.append(f"{param.name}={param.host}")
+        elif re.search(rf"\b{param.name}\b", shared):
+            lines.append(f"{param.name} = {param.host}")
+            arguments.append(f"{param.name}={param.name}")
+        else:
+            arguments.append(f"{param.name}={param.host}")
+    total = " * ".join(counts) or "1"
+    lines.append(f"programs = {total}")
+    launch = "min(programs, PROGRAMS)" if kernel.persistent else "programs"
+    lines.append("if programs > 0:")
+    lines.append(f"    {kernel.name}[({launch},)](")
+    lines.extend(f"        {a}," for a in arguments)
+    lines.append(f"        num_warps=_num_warps({kernel.tile_elements}),")
+    lines.append("    )")
+    return lines
+
+
+def _size(expr: object) -> str:
+    import sympy
+
+    return symbols.python(sympy.sympify(expr), {s: s for s in symbols.symbols_of(sympy.sympify(expr))})
+
+
+def _symbols_needed(kernel: KernelCode) -> set[str]:
+    found: set[str] = set()
+    for param in kernel.params:
+        if param.kind == "size":
+            found |= set(_SYMBOL.findall(param.host))
+    for _, host in kernel.grid:
+        found |= set(_SYMBOL.findall(host))
+    for store in kernel.stores:
+        if store.fresh:
+            for extent in store.full_shape:
+                found |= symbols.symbols_of(extent)
+    return found
+
+
+def returned(node: OutputNode, holders: dict[int, str]) -> str:
+    """The Python expression for the reference's return value."""
+    if "out" in node:
+        index = int(node["out"])
+        if index not in holders:
+            raise LoweringError(f"the reference returns graph output {index}, which no store writes")
+        return holders[index]
+    if "arg" in node:
+        return str(node["arg"])
+    if "const" in node:
+        return str(node["const"])
+    if "tuple" in node:
+        items = [returned(n, holders) for n in node["tuple"]]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if "list" in node:
+        return "[" + ", ".join(returned(n, holders) for n in node["list"]) + "]"
+    if "dict" in node:
+        return "{" + ", ".join(f"{k!r}: {returned(n, holders)}" for k, n in node["dict"]) + "}"
+    raise LoweringError(f"unknown result structure {node}")

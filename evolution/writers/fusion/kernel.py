@@ -1,0 +1,268 @@
+"""The kernel of one specialisation: its stores planned on a grid, each region's code, the @triton.jit text.
+
+pid = tl.program_id(0)                       (a persistent kernel loops over pid instead)
+pid_<row> = pid % GRID_<row> ...             (one index per grid atom, innermost fastest)
+<region>                                     (values first, then the stores)
+if pid_<row> == 0:                           (a store that lacks a grid atom, or spans it)
+    <region>
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evolution.writers.fusion import naming, symbols
+from evolution.writers.fusion.code_text import inline_single_use
+from evolution.writers.fusion.emit import Emitter, Options
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator
+from evolution.writers.fusion.knobs import Knobs
+from evolution.writers.fusion.lower import LOWERINGS
+from evolution.writers.fusion.memory import store_tensor
+from evolution.writers.fusion.model import Graph
+from evolution.writers.fusion.params import KernelParams, Param
+from evolution.writers.fusion.region import Block
+from evolution.writers.fusion.rows import (
+    GridAxis,
+    Plan,
+    StorePlan,
+    check_cross_reads,
+    dry_run,
+    plan_grid,
+    plan_loop,
+    plan_regions,
+)
+from evolution.writers.fusion.stores import Store, build_stores
+from evolution.writers.fusion.tiles import Affine, AtomTable
+
+
+@dataclass
+class KernelCode:
+    name: str
+    text: str
+    params: list[Param]
+    grid: list[tuple[str, str]]  # (kernel parameter, host expression) of every grid axis' program count
+    stores: list[Store]
+    holders: dict[int, str]  # graph output -> host expression holding it
+    tile_elements: str  # host expression: elements of the largest register tile (sizes num_warps)
+    persistent: bool = False  # the grid is at most PROGRAMS programs, each looping over grid indices
+    notes: list[str] = field(default_factory=list)
+
+
+def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) -> KernelCode:
+    stores, holders = build_stores(graph)
+    if not stores:
+        raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
+    table = AtomTable()
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))
+    plans = dry_run(graph, stores, table, params)
+    grid = plan_grid(plans, graph, knobs)
+    loop = plan_loop(plans, grid, graph, knobs)
+    regions = plan_regions(plans, grid, loop)
+    check_cross_reads(graph, regions)
+    plan = Plan(plans, grid, regions)
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
+    options = Options(emulate_rounding=knobs.rounding, eviction=knobs.eviction, topk=knobs.topk)
+    names = itertools.count()
+    hints = naming.Hints()
+    grid_params = _grid_params(params, grid)
+    if loop is not None:
+        extent = params.host_size(loop.extent)
+        host = f"min(BLOCK, triton.next_power_of_2({extent}))"
+        params.add(Param(f"BLOCK_{loop.name.upper()}", host, "size", True, "elements per chunk (a knob)"))
+    persistent = knobs.persistent > 0
+    for region, members in plan.regions:
+        region.hoist = persistent and not region.guarded
+        emitter = Emitter(params, region, table, names, options, hints)
+        evaluator = Evaluator(graph, emitter, table, LOWERINGS)
+        looped = loop is not None and any(loop in m.atoms for m in members)
+        with emitter.loop(loop) if loop is not None and looped else contextlib.nullcontext():
+            values = [evaluator.eval(m.store.value, m.index) for m in members]
+            for member, value in zip(members, values, strict=True):
+                _store(evaluator, member, value)
+    text = _kernel_text(name, params, plan, grid_params, persistent)
+    tile_elements = _tile_elements(params, plan, knobs)
+    # Readable names: values after what they hold, axes after their role (naming.py).
+    atoms = _atom_names(table, plan, params)
+    value_names = naming.rename_map(text, hints, atoms)
+    renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
+    text = naming.apply(naming.apply(text, value_names), renamed)
+    # Inlined address arithmetic stays within the line limit, with room for the renaming still to come.
+    text = inline_single_use(text, line_length - 10)
+    for param in params.params.values():
+        param.name = renamed.get(param.name, param.name)
+        param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
+    return KernelCode(
+        name=name,
+        text=text,
+        params=list(params.params.values()),
+        grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host in grid_params],
+        stores=stores,
+        holders=holders,
+        tile_elements=naming.apply(tile_elements, renamed),
+        persistent=persistent,
+    )
+
+
+def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str, str]:
+    """Atom -> a name for its role: `row` for the one row axis of the grid, `col` for the one axis a
+    program holds (or blocks) along a row, else the size parameter of its extent (`topk`)."""
+    grid = {axis.atom.name: axis for axis in plan.grid}
+    rows = [a for a in table.atoms if a.name in grid and not grid[a.name].block]
+    cols = [a for a in table.atoms if a.name not in grid or grid[a.name].block]
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for group, single in ((rows, "row"), (cols, "col")):
+        for atom in group:
+            if len(group) == 1:
+                base = single
+            elif atom.extent.is_Integer:
+                base = f"n{int(atom.extent)}"
+            else:
+                base = naming.identifier(params.size(atom.extent))
+                if re.fullmatch(r"size_\d+", base):
+                    base = f"{single}_dim"
+            name = base
+            k = 2
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            names[atom.name] = name
+    return names
+
+
+def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
+    store = plan.store
+    index = [Affine.constant(0)] * store.target_rank
+    for value_dim, (target_dim, start, step) in enumerate(store.placement):
+        index[target_dim] = plan.entries[value_dim].scaled(step).offset(start)
+    sizes = [symbols.evaluate(e, ev.graph.hints) for e in store.full_shape]
+    shape = store.full_shape if store.fresh else ()
+    store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage, shape)  # type: ignore[arg-type]
+
+
+def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str]]:
+    counts = []
+    for axis in grid:
+        extent = params.host_size(axis.atom.extent)
+        if axis.block == "ROWS":
+            params.add(Param("ROWS", "ROWS", "size", True, "rows per program (a knob)"))
+        elif axis.block:
+            # A dynamic extent keeps the knob's block (a block sized by it would compile one kernel per size).
+            dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
+            host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
+            params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
+        host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
+        name = f"GRID_{axis.atom.name.upper()}"
+        params.add(Param(name, host, "size", False, f"programs along {axis.atom.name}"))
+        counts.append((name, host))
+    return counts
+
+
+def prune(blocks: Sequence[list[str] | list[str | Block]]) -> None:
+    """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place. A
+    region's prologue holds text only; its body's items nest blocks."""
+    assignment = re.compile(r"^\s*(\w+) = ")
+
+    def texts(items: Sequence[str | Block]) -> list[str]:
+        found: list[str] = []
+        for item in items:
+            if isinstance(item, Block):
+                found.append(item.header)
+                found.extend(texts(item.items))
+            else:
+                found.append(item)
+        return found
+
+    every = [items for lines in blocks for items in _item_lists(lines)]
+    while True:
+        counts: dict[str, int] = {}
+        for text in (t for lines in blocks for t in texts(lines)):
+            for word in re.findall(r"\b\w+\b", text):
+                counts[word] = counts.get(word, 0) + 1
+        removed = False
+        for items in every:
+            for item in list(items):
+                if isinstance(item, str):
+                    match = assignment.match(item)
+                    if match and counts.get(match.group(1), 0) == 1:
+                        items.remove(item)
+                        removed = True
+        if not removed:
+            return
+
+
+def _item_lists(items: list[str] | list[str | Block]) -> list[list[str] | list[str | Block]]:
+    """The list itself and the items of every block nested in it: where prune removes lines."""
+    return [items, *(b.items for item in items if isinstance(item, Block) for b in item.walk())]
+
+
+def _kernel_text(
+    name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool
+) -> str:
+    ordered = _ordered_params(params)
+    signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
+    lines = ["@triton.jit", f"def {name}({signature}):"]
+    prune([region.prologue for region, _ in plan.regions] + [region.root.items for region, _ in plan.regions])
+    prologue = [line for region, _ in plan.regions for line in region.prologue]
+    body: list[str] = []
+    decomposition: list[str] = []
+    if grid:
+        # A launch's outermost index needs no modulo: pid is below the product of the counts. A persistent
+        # loop keeps it (its pid is a plain integer under the interpreter, the modulo makes it a tensor).
+        decomposition.append("rest = pid")
+        for (count, _), axis in reversed(list(zip(grid, plan.grid, strict=True))):
+            decomposition.append(f"pid_{axis.atom.name} = rest % {count}")
+            decomposition.append(f"rest = rest // {count}")
+        decomposition.pop()
+        if not persistent:
+            decomposition[-1] = f"pid_{plan.grid[0].atom.name} = rest"
+    for region, _ in plan.regions:
+        if region.guarded:
+            test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
+            body.append(f"if {test}:")
+            body.extend(region.root.render("    "))
+        else:
+            body.extend(region.root.render())
+    if persistent:
+        total = " * ".join(c for c, _ in grid) or "1"
+        lines.append("    first = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue)
+        lines.append(f"    for pid in range(first, {total}, tl.num_programs(0)):")
+        lines.extend(f"        {line}" for line in decomposition + body)
+    elif len(grid) == 1 and not re.search(r"\bpid\b", "\n".join(prologue + body)):
+        lines.append(f"    pid_{plan.grid[0].atom.name} = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue + body)
+    else:
+        lines.append("    pid = tl.program_id(0)")
+        lines.extend(f"    {line}" for line in prologue + decomposition + body)
+    text = "\n".join(lines[2:])
+    # Only the parameters the code reads (a grid count the decomposition no longer needs stays host-side).
+    used = [p for p in ordered if re.search(rf"\b{p.name}\b", text)]
+    for param in ordered:
+        if param not in used:
+            del params.params[param.name]
+    signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in used)
+    lines[1] = f"def {name}({signature}):"
+    return "\n".join(lines)
+
+
+def _ordered_params(params: KernelParams) -> list[Param]:
+    rank = {"pointer": 0, "stride": 1, "scalar": 2, "size": 3}
+    items = list(params.params.values())
+    return sorted(items, key=lambda p: (p.constexpr, rank[p.kind]))
+
+
+def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
+    """Expression (over the launch's own size variables) for the elements of the largest tile a program
+    loads (what its threads share; a top-k's compare tiles do not need more warps), else of any tile."""
+    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.load_shapes})
+    if not shapes:
+        shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
+    if not shapes:
+        return "1"
+    return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"

@@ -1,0 +1,144 @@
+"""The choices a fusion candidate was written with, recorded in its EVOLVE-BLOCK as one JSON comment line so
+that `fusion:variant` regenerates a parent with one of them changed. Only the knobs that differ from their
+defaults are written (a short line); `kernelbot integrate` drops the line from the module it ships:
+
+    # fusion-knobs: {"rows": 4, "warps": 0.5}
+
+rows        rows (grid indices of the row atom) per program: the row atom becomes a register axis of ROWS
+inner       "row": the innermost written axis whole in registers; "block": split over the grid in blocks of
+            `block`; "auto": block when no op has to see the row whole (pure elementwise), else row
+block       elements per program along a blocked inner axis
+grid        "outer": only the outermost row axis indexes programs; "all": every row axis does
+persistent  0: one program per grid index; N: at most N programs, each looping over grid indices
+            (row-invariant loads such as a norm's weight then happen once per program)
+warps       scale of num_warps (the base grows with the largest register tile)
+num_warps   0: num_warps from the tile (scaled by `warps`); N: every launch with N warps (Inductor's choice,
+            taken over by fusion:inductor)
+eviction    streaming loads evict_first, row-invariant loads evict_last
+rounding    round 16-bit intermediate results as eager PyTorch does (off: one rounding at the end)
+topk        where top-k keeps its candidates: "mask" (register keys rewritten each round), "threshold"
+            (read-only keys, each round below the last winner), "twopass" (value then index, no 64-bit keys),
+            "bitonic"
+passes      "one": a row's reductions see the whole row in registers; "two": the row's innermost axis is
+            walked in chunks of `block`, a pre-loop accumulating each sum or maximum, then the loop that
+            writes (rows wider than registers hold; only where no top-k, sort or scan spans the axis)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+HEADER = "# fusion-knobs: "
+_HEADER = re.compile(r"^# fusion-knobs: (\{.*\})\s*$", re.MULTILINE)
+TOPK_METHODS = ("mask", "threshold", "twopass", "bitonic")
+PERSISTENT_STEPS = (0, 132, 264, 528, 1056)
+WARP_SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    rows: int = 1
+    inner: str = "auto"
+    block: int = 2048
+    grid: str = "outer"
+    persistent: int = 0
+    warps: float = 1.0
+    num_warps: int = 0
+    eviction: bool = False
+    rounding: bool = True
+    topk: str = "mask"
+    passes: str = "one"
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.rows < 1 or self.rows & (self.rows - 1):
+            problems.append(f"rows must be a power of two >= 1, not {self.rows}")
+        if self.inner not in ("auto", "row", "block"):
+            problems.append(f"inner must be auto, row or block, not {self.inner!r}")
+        if self.block < 16 or self.block & (self.block - 1):
+            problems.append(f"block must be a power of two >= 16, not {self.block}")
+        if self.grid not in ("outer", "all"):
+            problems.append(f"grid must be outer or all, not {self.grid!r}")
+        if self.persistent < 0:
+            problems.append("persistent must be >= 0")
+        if self.warps <= 0:
+            problems.append("warps must be positive")
+        if self.num_warps not in (0, 1, 2, 4, 8, 16, 32):
+            problems.append(f"num_warps must be 0 or a power of two up to 32, not {self.num_warps}")
+        if self.passes not in ("one", "two"):
+            problems.append(f"passes must be one or two, not {self.passes!r}")
+        if self.topk not in TOPK_METHODS:
+            problems.append(f"topk must be one of {', '.join(TOPK_METHODS)}, not {self.topk!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def header(self) -> str:
+        default = Knobs()
+        changed = {k: v for k, v in asdict(self).items() if getattr(default, k) != v}
+        return HEADER + json.dumps(changed, sort_keys=True)
+
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def changed(self, other: Knobs) -> str:
+        """`name: old -> new` for every knob that differs."""
+        return ", ".join(
+            f"{f.name}: {getattr(self, f.name)} -> {getattr(other, f.name)}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        )
+
+
+def parse(source: str) -> Knobs | None:
+    """The knobs recorded in a candidate, or None when it was not written by the fusion generator."""
+    match = _HEADER.search(source)
+    if match is None:
+        return None
+    try:
+        data: dict[str, Any] = json.loads(match.group(1))
+        known = {f.name for f in fields(Knobs)}
+        return Knobs(**{k: v for k, v in data.items() if k in known})
+    except (ValueError, TypeError):
+        return None
+
+
+def neighbours(knobs: Knobs, *, uses_topk: bool) -> list[Knobs]:
+    """Every knob set that differs from `knobs` in one knob by one step, most promising moves first."""
+    moves: list[Knobs] = []
+
+    def add(**change: Any) -> None:
+        try:
+            candidate = replace(knobs, **change)
+        except ValueError:
+            return
+        if candidate != knobs and candidate not in moves:
+            moves.append(candidate)
+
+    if uses_topk:
+        for method in TOPK_METHODS:
+            add(topk=method)
+    for rows in (knobs.rows * 2, knobs.rows // 2):
+        if 1 <= rows <= 64:
+            add(rows=rows)
+    add(inner="row" if knobs.inner != "row" else "block")
+    add(inner="block" if knobs.inner == "auto" else "auto")
+    if knobs.inner != "row":
+        for block in (knobs.block * 2, knobs.block // 2):
+            if 128 <= block <= 16384:
+                add(block=block)
+    scale = WARP_SCALES.index(knobs.warps) if knobs.warps in WARP_SCALES else 2
+    for step in (scale + 1, scale - 1):
+        if 0 <= step < len(WARP_SCALES):
+            add(warps=WARP_SCALES[step])
+    at = PERSISTENT_STEPS.index(knobs.persistent) if knobs.persistent in PERSISTENT_STEPS else 0
+    for step in (at + 1, at - 1):
+        if 0 <= step < len(PERSISTENT_STEPS):
+            add(persistent=PERSISTENT_STEPS[step])
+    add(passes="two" if knobs.passes == "one" else "one")
+    add(eviction=not knobs.eviction)
+    add(grid="all" if knobs.grid == "outer" else "outer")
+    add(rounding=not knobs.rounding)
+    return moves

@@ -1,0 +1,75 @@
+"""Gathers: gather, index_select, embedding and advanced indexing read their base at an index computed from
+data (a load through memory), never materialising the index tensor.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.lower.args import normal_dim
+from evolution.writers.fusion.model import Node
+from evolution.writers.fusion.tiles import Computed, Index, IndexExpr, Tile
+
+LOWERINGS = LoweringTable()
+
+
+def data_index(ev: Evaluator, tile: Tile, size: sympy.Expr | None = None) -> Computed:
+    """An index read from data; with `size`, negative values count from the end (advanced indexing)."""
+    if tile.dtype not in ("i32", "i64"):
+        tile = ev.emitter.cast(tile, "i32")
+    if size is not None:
+        bound = Tile(ev.emitter.params.size(size), (), tile.dtype)
+        tile = ev.emitter.binary("tl.where({a} < 0, {a} + {b}, {a})", tile, bound, tile.dtype)
+    return Computed(tile)
+
+
+@LOWERINGS.register("aten.gather.default")
+def _gather(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
+    dim = normal_dim(dim, len(index))
+    picked = data_index(ev, ev.eval(positions, index, guard))
+    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
+
+
+@LOWERINGS.register("aten.index_select.default")
+def _index_select(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
+    dim = normal_dim(dim, len(index))
+    picked = data_index(ev, ev.eval(positions, (index[dim],), guard), ev.shape(source)[dim])
+    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
+
+
+@LOWERINGS.register("aten.embedding.default")
+def _embedding(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    weight, positions = node.args[0], node.args[1]
+    rank = len(ev.shape(positions))
+    picked = data_index(ev, ev.eval(positions, index[:rank], guard))
+    return ev.eval(weight, (picked, index[rank]), guard)
+
+
+@LOWERINGS.register("aten.index.Tensor")
+def _index(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    """Advanced indexing x[i0, i1, ...] with index tensors (None keeps a dim)."""
+    source, indices = node.args[0], list(node.args[1])
+    shape = ev.shape(source)
+    indices += [None] * (len(shape) - len(indices))
+    used = [d for d, t in enumerate(indices) if t is not None]
+    for d in used:
+        if ev.dtype(indices[d]) == "bool":
+            raise LoweringError("indexing with a bool mask (its result size depends on the data)")
+    broadcast_rank = max(len(ev.shape(indices[d])) for d in used)
+    adjacent = used == list(range(used[0], used[-1] + 1))
+    lead = used[0] if adjacent else 0
+    picked_index = index[lead : lead + broadcast_rank]
+    rest = iter(index[:lead] + index[lead + broadcast_rank :])
+    source_index: list[IndexExpr] = []
+    for d in range(len(shape)):
+        if indices[d] is None:
+            source_index.append(next(rest))
+            continue
+        positions = indices[d]
+        local = ev.broadcast(positions, picked_index, broadcast_rank)
+        source_index.append(data_index(ev, ev.eval(positions, local, guard), shape[d]))
+    return ev.eval(source, tuple(source_index), guard)

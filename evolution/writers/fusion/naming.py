@@ -1,0 +1,242 @@
+"""Readable names for a generated kernel: the emitter numbers every value it binds (`v12`, `a2_3`); this pass
+renames them after what they hold, once the kernel's text is complete.
+
+A value's name comes, in order of preference, from the reference (an argument loaded: `x`, `weight`; the
+variable the reference assigned it to: `variance`, `scores`), from the op that made it (`rsqrt`,
+`sigmoid`, `topk_ids`), from how it is used (the offsets a load of `x` reads: `x_offs`) or from its
+expression (`sum_power`, `x_f32`, `candidates_masked`). Axes (atoms) are named by their role: the
+program's rows (`row`), the one register axis of a row (`col`), or the size parameter of their extent
+(`topk`, `num_expert_group`). Equal names get a suffix (`x_2`); nothing is renamed to a name the kernel
+already uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+from dataclasses import dataclass, field
+
+# A name the kernel's frame always has (kept), and names a generated value never takes.
+_FIXED = frozenset({"pid", "rest", "first"})
+_RESERVED = frozenset({"tl", "triton", "torch", "libdevice", *keyword.kwlist, *dir(builtins)})
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute
+_CASTS = {"tl.int64": "i64", "tl.int32": "i32", "tl.float32": "f32", "tl.int1": "bool", "tl.float64": "f64"}
+_REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin"}
+_MAX_PART = 14  # a derived name built from an operand's name only while that stays short
+
+
+@dataclass
+class Hints:
+    """What the emitter and evaluator knew about each bound name (priority, base name): 3 from the
+    reference, 2 from the op, 1 from the emitter's kind of value."""
+
+    by_name: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def add(self, name: str, base: str, priority: int) -> None:
+        current = self.by_name.get(name)
+        if base and (current is None or priority > current[0]):
+            self.by_name[name] = (priority, base)
+
+    def get(self, name: str) -> tuple[int, str] | None:
+        return self.by_name.get(name)
+
+
+def identifier(text: str) -> str:
+    """`text` as a lower-case identifier fragment ("x.shape[1]" -> "x_shape_1")."""
+    return re.sub(r"\W+", "_", text).strip("_").lower()
+
+
+def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[str, str]:
+    """Old name -> new name for every value the kernel binds (and for the atoms' names inside them)."""
+    tree = ast.parse(kernel_text)
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    taken = set(_FREE_IDENT.findall(kernel_text)) | _RESERVED  # `tl.rsqrt` leaves `rsqrt` free
+    bound = _bound_in_order(fn)
+    uses = _pointer_uses(fn)
+    mapping: dict[str, str] = {}
+    generated = [n for n in bound if n not in _FIXED]
+    taken -= set(generated)
+    taken |= _FIXED
+    for name in generated:
+        base = _base_name(name, hints, atoms, uses, mapping, bound.get(name))
+        new = _unique(identifier(base) or "value", taken)
+        taken.add(new)
+        mapping[name] = new
+    return mapping
+
+
+def apply(text: str, mapping: dict[str, str]) -> str:
+    if not mapping:
+        return text
+    return _IDENT.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
+
+
+def atom_text(text: str, atoms: dict[str, str]) -> str:
+    """`text` with every atom name in a generated identifier replaced (`pid_a0` -> `pid_row`)."""
+    for old, new in sorted(atoms.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(rf"(?<![A-Za-z0-9]){old}(?![0-9])", new, text)
+        text = re.sub(rf"(?<![A-Za-z0-9]){old.upper()}(?![0-9])", new.upper(), text)
+    return text
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    if base not in taken:
+        return base
+    k = 2
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
+
+
+def _bound_in_order(fn: ast.FunctionDef) -> dict[str, ast.expr | None]:
+    """Every name the kernel assigns, in order, with the expression first assigned to it (None for a loop
+    variable or a target of a tuple assignment)."""
+    found: dict[str, ast.expr | None] = {}
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, statement.value)
+                    else:
+                        for element in ast.walk(target):
+                            if isinstance(element, ast.Name):
+                                found.setdefault(element.id, None)
+            elif isinstance(statement, ast.For):
+                if isinstance(statement.target, ast.Name):
+                    found.setdefault(statement.target.id, None)
+                visit(statement.body)
+            elif isinstance(statement, ast.If):
+                visit(statement.body)
+                visit(statement.orelse)
+
+    visit(fn.body)
+    return found
+
+
+def _pointer_uses(fn: ast.FunctionDef) -> dict[str, str]:
+    """Name -> the tensor whose pointer it offsets (`x_ptr + offs` -> "x")."""
+    found: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = node.left, node.right
+            if isinstance(left, ast.Name) and left.id.endswith("_ptr") and isinstance(right, ast.Name):
+                found.setdefault(right.id, left.id.removesuffix("_ptr"))
+    return found
+
+
+def _base_name(
+    name: str,
+    hints: Hints,
+    atoms: dict[str, str],
+    uses: dict[str, str],
+    mapping: dict[str, str],
+    value: ast.expr | None,
+) -> str:
+    if name.startswith("pid_"):  # a program's index along an axis: the row it handles
+        return atom_text(name.removeprefix("pid_"), atoms)
+    hint = hints.get(name)
+    if hint is not None and hint[0] >= 2:
+        return atom_text(hint[1], atoms)
+    if name in uses:
+        return f"{uses[name]}_offs"
+    if value is not None:
+        derived = _derived(value, mapping)
+        if derived:
+            return derived
+    if hint is not None:
+        return atom_text(hint[1], atoms)
+    if re.fullmatch(r"[A-Za-z_]*", name):
+        return name
+    pair = re.fullmatch(r"([a-z]+)\d+_([a-z])", name)  # `topk27_v, topk27_i = _kb_topk_rows(...)`
+    if pair is not None:
+        return f"{pair.group(1)}_{ {'v': 'values', 'i': 'ids'}.get(pair.group(2), pair.group(2)) }"
+    return atom_text(re.sub(r"\d+$", "", name).rstrip("_"), atoms) or "value"
+
+
+def _operand(node: ast.expr, mapping: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Subscript):  # x[:, None]
+        node = node.value
+    if isinstance(node, ast.Name):
+        return mapping.get(node.id, node.id)
+    return None
+
+
+def _short(part: str | None) -> bool:
+    return part is not None and len(part) <= _MAX_PART
+
+
+def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
+    """A name from the expression a value is bound to (operands already renamed)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func.attr
+        owner = value.func.value
+        first = _operand(value.args[0], mapping) if value.args else None
+        if method == "to" and value.args:
+            target = ast.unparse(value.args[0])
+            base = _operand(owner, mapping)
+            narrowed = (".to(tl.bfloat16)", ".to(tl.float16)")
+            if isinstance(owner, ast.Call) and ast.unparse(owner).endswith(narrowed):
+                inner = _operand(owner.func.value, mapping) if isinstance(owner.func, ast.Attribute) else None
+                return f"{inner}_rounded" if _short(inner) else "rounded"
+            suffix = _CASTS.get(target, "cast")
+            return f"{base}_{suffix}" if base and len(base) <= 2 * _MAX_PART else f"as_{suffix}"
+        if isinstance(owner, ast.Name) and owner.id in ("tl", "libdevice"):
+            if method in _REDUCTIONS:
+                reduction = _REDUCTIONS[method]
+                return f"{reduction}_{first}" if _short(first) else f"row_{reduction}"
+            if method == "where":
+                return (
+                    f"{_operand(value.args[1], mapping)}_masked"
+                    if len(value.args) > 1 and _short(_operand(value.args[1], mapping))
+                    else "selected"
+                )
+            if method == "arange":
+                return "offs"
+            if method in ("full", "zeros"):
+                return "filled"
+            if method == "reshape":
+                return f"{first}_reshaped" if _short(first) else "reshaped"
+            if method == "load":
+                return "loaded"
+            return f"{method}_{first}" if _short(first) else method
+    if isinstance(value, ast.Compare) and len(value.ops) == 1:
+        left = _operand(value.left, mapping)
+        comparator = value.comparators[0]
+        zero = isinstance(comparator, ast.Constant) and comparator.value == 0
+        cmp_op = type(value.ops[0])
+        if cmp_op is ast.Lt and left:
+            return f"{left}_in_bounds" if _short(left) else "in_bounds"
+        if zero and cmp_op in (ast.NotEq, ast.Eq):
+            word = "nonzero" if cmp_op is ast.NotEq else "is_zero"
+            return f"{left}_{word}" if _short(left) else word
+        word = {ast.Eq: "eq", ast.NotEq: "ne", ast.Gt: "gt", ast.GtE: "ge", ast.LtE: "le"}.get(cmp_op, "test")
+        return f"{left}_{word}" if _short(left) else f"is_{word}"
+    if isinstance(value, ast.BinOp):
+        left, right = _operand(value.left, mapping), _operand(value.right, mapping)
+        if right is not None and "stride" in right:  # an index scaled to a tensor's elements
+            left = (left or "").removeprefix("offs_").removesuffix("_i64")
+            return f"{left}_offs" if _short(left) else "offs"
+        if isinstance(value.op, ast.BitAnd):
+            return "mask"
+        one = isinstance(value.right, ast.Constant) and value.right.value == 1.0
+        if isinstance(value.op, ast.Mult) and one:
+            return f"{left}_float" if _short(left) else "as_float"  # an integer size made a float
+        words = {ast.Add: "plus", ast.Sub: "minus", ast.Mult: "times", ast.Div: "over", ast.FloorDiv: "div"}
+        verb = words.get(type(value.op))
+        if verb and _short(left) and _short(right) and left != right:
+            return f"{left}_{verb}_{right}"
+        if verb and _short(left):
+            return f"{left}_{verb}"
+        return verb or "value"
+    if isinstance(value, ast.UnaryOp):
+        operand = _operand(value.operand, mapping)
+        if isinstance(value.op, ast.USub):
+            return f"neg_{operand}" if _short(operand) else "negated"
+        return f"not_{operand}" if _short(operand) else "inverted"
+    return ""

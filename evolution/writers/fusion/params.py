@@ -1,0 +1,97 @@
+"""A kernel's parameters, each with the host expression that passes it.
+
+Sizes never appear in a kernel as a case's literal: every symbolic size becomes a parameter (a constexpr
+when no dynamic size enters it, a run-time argument otherwise), named after the host expression it comes
+from, and a padded register extent is the constexpr next power of two of one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import sympy
+
+from evolution.writers.fusion import symbols
+
+
+@dataclass
+class Param:
+    name: str
+    host: str  # host expression that computes it
+    kind: str  # "pointer" | "stride" | "size" | "scalar"
+    constexpr: bool = False
+    comment: str = ""
+
+
+class KernelParams:
+    """Parameters of the kernel, in order of first use, each with the host expression that passes it."""
+
+    def __init__(self, symbol_sources: dict[str, str], dynamic: set[str]) -> None:
+        self.params: dict[str, Param] = {}
+        self.symbol_sources = symbol_sources
+        self.dynamic = dynamic
+        self._sizes: dict[str, str] = {}
+        self._counter = itertools.count()
+
+    def add(self, param: Param) -> str:
+        if param.name not in self.params:
+            self.params[param.name] = param
+        return param.name
+
+    def host_size(self, expr: sympy.Expr) -> str:
+        return symbols.python(expr, {s: s for s in symbols.symbols_of(expr)})
+
+    def size(self, expr: sympy.Expr | int, *, constexpr: bool | None = None) -> str:
+        """Kernel-side code for a size: a literal, or a parameter computed by the host."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return str(int(expr))
+        key = str(expr)
+        if key in self._sizes:
+            return self._sizes[key]
+        static = not (symbols.symbols_of(expr) & self.dynamic)
+        name = self._size_name(expr, static)
+        comment = self._describe(expr)
+        self.add(
+            Param(name, self.host_size(expr), "size", static if constexpr is None else constexpr, comment)
+        )
+        self._sizes[key] = name
+        return name
+
+    def pad(self, expr: sympy.Expr) -> str:
+        """The constexpr power of two that holds `expr` (the register extent of an atom)."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return str(next_pow2(int(expr)))
+        key = f"pad:{expr}"
+        if key in self._sizes:
+            return self._sizes[key]
+        base = self.size(expr)
+        name = f"{base.upper()}_P2" if base.isidentifier() else f"PAD_{next(self._counter)}"
+        self.add(Param(name, f"triton.next_power_of_2({self.host_size(expr)})", "size", True))
+        self._sizes[key] = name
+        return name
+
+    def _size_name(self, expr: sympy.Expr, static: bool) -> str:
+        if isinstance(expr, sympy.Symbol) and expr.name in self.symbol_sources:
+            text = re.sub(r"\W+", "_", self.symbol_sources[expr.name]).strip("_")
+            text = text.replace("_shape_", "_size")
+            name = text.upper() if static else text
+        else:
+            name = f"SIZE_{next(self._counter)}" if static else f"size_{next(self._counter)}"
+        while name in self.params:
+            name += "_"
+        return name
+
+    def _describe(self, expr: sympy.Expr) -> str:
+        names = {s: self.symbol_sources.get(s, s) for s in symbols.symbols_of(expr)}
+        try:
+            return symbols.python(expr, names)
+        except symbols.SizeError:
+            return str(expr)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()

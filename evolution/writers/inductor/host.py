@@ -1,0 +1,399 @@
+"""Translate Inductor's host wrapper (`call(args)`) into a candidate's host code.
+
+The wrapper is straight-line Python: unpack graph inputs, allocate buffers, launch kernels, return outputs.
+Each statement is kept, dropped or rewritten: graph inputs become the reference's own arguments (or
+`x.shape[0]`-style expressions), `empty_strided_<device>` becomes `torch.empty_strided(..., device=...)`,
+`reinterpret_tensor` becomes `torch.as_strided`, and `<kernel>.run(...)` becomes an explicit
+`kernel[grid](..., XBLOCK=..., num_warps=...)` launch whose block sizes are named module constants (the
+launch tuner's knobs). A call into ATen (a fallback Inductor could not lower to Triton) or anything else a
+candidate may not do raises InductorConversionError.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import overload
+
+from evolution.writers.inductor.kernels import (
+    MAX_Y_GRID,
+    NUMEL_PARAMS,
+    NUMEL_PARAMS_OLD,
+    InductorConversionError,
+    InductorUnsupported,
+    Kernel,
+)
+from evolution.writers.inductor.model import Capture
+from evolution.writers.inductor.wrapper import find_call, launch_defaults, origin_before
+
+_DROPPED_CALLS = ("assert_size_stride", "assert_alignment", "get_raw_stream", "start_graph", "end_graph")
+_ALLOWED_FUNCTIONS = frozenset(
+    {"max", "min", "abs", "int", "float", "bool", "len", "tuple", "range", "RuntimeError"}
+)
+_ALLOWED_METHODS = frozenset({"size", "stride", "item", "storage_offset", "numel", "dim"})
+_ALLOWED_QUALIFIED = frozenset(
+    {"torch.empty_strided", "torch.as_strided", "triton.cdiv", "triton.next_power_of_2"}
+)
+_ATEN_ROOTS = ("torch.ops.", "aten.", "extern_kernels.", "torch._ops.", "inductor_ops.", "torch.")
+_FALLBACK_ROOTS = ("torch.ops.", "aten.", "extern_kernels.")
+_SIZE_SOURCE = re.compile(r"^(\w+)\.shape\[(\d+)\]$")
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str
+    value: int
+    comment: str
+
+
+@dataclass
+class HostCode:
+    kernels: list[Kernel] = field(default_factory=list)  # launched, in order, each once
+    body: list[str] = field(default_factory=list)  # lines of the host function body (4-space indented)
+    tunables: list[Tunable] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)  # kernel name -> "aten.slice, aten.silu, ..."
+    uses_math: bool = False
+
+
+def translate_host(
+    capture: Capture,
+    kernels: dict[str, Kernel],
+    *,
+    device_var: str,
+    tunable_prefix: str,
+    outputs_expr: Callable[[list[ast.expr]], ast.expr],
+) -> HostCode:
+    """Host code for one capture. `kernels` maps Inductor's kernel names to converted kernels;
+    `outputs_expr` builds the return value from the graph's output expressions."""
+    module = ast.parse(capture.wrapper)
+    call = find_call(module)
+    fallbacks = aten_fallbacks(call)
+    if fallbacks:
+        raise InductorUnsupported(_fallback_text(fallbacks))
+    lines = capture.wrapper.splitlines()
+    host = HostCode()
+    translator = _Translator(capture, kernels, host, device_var, tunable_prefix, lines)
+    for stmt in call.body:
+        translator.statement(stmt, outputs_expr)
+    if not translator.returned:
+        raise InductorConversionError("Inductor's wrapper has no return statement (unknown output format)")
+    return host
+
+
+def aten_fallbacks(call: ast.FunctionDef) -> list[str]:
+    """The ATen ops Inductor's host code calls (`torch.ops.aten.topk.default`, `extern_kernels.mm`), each
+    once, in order: the ops it did not lower to Triton."""
+    found: dict[str, None] = {}
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call):
+            func = _unparse(node.func)
+            if func.startswith(_FALLBACK_ROOTS):
+                found[func.removeprefix("torch.ops.").removeprefix("extern_kernels.")] = None
+    return list(found)
+
+
+def _fallback_text(ops: list[str]) -> str:
+    return (
+        f"Inductor falls back to ATen for {', '.join(ops)} (it writes no Triton kernel for "
+        f"{'it' if len(ops) == 1 else 'them'}), and a candidate may not compute with PyTorch: the Inductor "
+        "seed writes no candidate for this task"
+    )
+
+
+class _Translator:
+    def __init__(
+        self,
+        capture: Capture,
+        kernels: dict[str, Kernel],
+        host: HostCode,
+        device_var: str,
+        tunable_prefix: str,
+        lines: list[str],
+    ) -> None:
+        self.capture = capture
+        self.kernels = kernels
+        self.host = host
+        self.device_var = device_var
+        self.prefix = tunable_prefix
+        self.lines = lines
+        self.names: dict[str, ast.expr] = {}  # wrapper name -> replacement expression
+        self.scalars: set[str] = set()  # graph inputs that are Python scalars wrapped as 0-d tensors
+        self.size_tuples: dict[str, str] = {}  # `arg2_1_size` -> the argument whose .size() it holds
+        self.readable: set[str] = set()  # `x_size0`-style names already assigned
+        self.returned = False
+
+    # --- statements -------------------------------------------------------------------------------------
+
+    def statement(self, stmt: ast.stmt, outputs_expr: Callable[[list[ast.expr]], ast.expr]) -> None:
+        if isinstance(stmt, ast.Assign) and _unparse(stmt.value) == "args":
+            self._bind_inputs(stmt)
+        elif isinstance(stmt, (ast.Delete, ast.Pass)):
+            return
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self._expression_call(stmt)
+        elif isinstance(stmt, ast.With):
+            for item in stmt.items:  # torch.cuda._DeviceGuard(0): the evaluator already selected the device
+                if "DeviceGuard" not in _unparse(item.context_expr):
+                    raise InductorUnsupported(f"unsupported context in Inductor's wrapper: {_unparse(item)}")
+            for inner in stmt.body:
+                self.statement(inner, outputs_expr)
+        elif isinstance(stmt, ast.Return):
+            self._return(stmt, outputs_expr)
+        elif isinstance(stmt, ast.Assign):
+            self._assign(stmt)
+        elif isinstance(stmt, ast.If):
+            self._emit(self._rewrite(stmt))
+        else:
+            raise InductorUnsupported(f"unsupported statement in Inductor's wrapper: {_unparse(stmt)[:120]}")
+
+    def _bind_inputs(self, stmt: ast.Assign) -> None:
+        target = stmt.targets[0]
+        names = [_name(e) for e in target.elts] if isinstance(target, ast.Tuple) else [_name(target)]
+        if len(names) != len(self.capture.inputs):
+            raise InductorConversionError(
+                f"Inductor's graph takes {len(names)} inputs but {len(self.capture.inputs)} were traced"
+            )
+        for name, graph_input in zip(names, self.capture.inputs, strict=True):
+            self.names[name] = ast.parse(graph_input.expr, mode="eval").body
+            if graph_input.kind == "scalar":
+                self.scalars.add(name)
+
+    def _expression_call(self, stmt: ast.Expr) -> None:
+        call = stmt.value
+        assert isinstance(call, ast.Call)
+        func = _unparse(call.func)
+        if func in _DROPPED_CALLS or func == "args.clear" or func.startswith("torch.cuda.set_device"):
+            return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "run":
+            self._launch(call, stmt.lineno)
+            return
+        raise InductorUnsupported(self._fallback_message(func))
+
+    def _assign(self, stmt: ast.Assign) -> None:
+        value = stmt.value
+        if isinstance(value, ast.Call) and _unparse(value.func) in _DROPPED_CALLS:
+            return
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            target = stmt.targets[0].id
+            if isinstance(value, ast.Call) and _unparse(value.func).startswith("empty_strided"):
+                self._emit(ast.Assign([ast.Name(self._local(target), ast.Store())], self._allocation(value)))
+                return
+            replacement = self._rewrite(copy.deepcopy(value))
+            # `s27 = arg1_1` where arg1_1 is an int argument: use the argument's own name from here on.
+            if isinstance(value, ast.Name) and value.id in self.names and isinstance(replacement, ast.Name):
+                self.names[target] = replacement
+                return
+            # `arg2_1_size = arg2_1.size()`: remembered, not emitted; its items become x_size0, x_size1...
+            if _unparse(replacement).endswith(".size()") and isinstance(replacement, ast.Call):
+                receiver = replacement.func.value if isinstance(replacement.func, ast.Attribute) else None
+                if isinstance(receiver, ast.Name) and not replacement.args:
+                    self.size_tuples[target] = receiver.id
+                    return
+            if (
+                isinstance(value, ast.Subscript)
+                and isinstance(value.value, ast.Name)
+                and value.value.id in self.size_tuples
+                and isinstance(value.slice, ast.Constant)
+                and isinstance(value.slice.value, int)
+            ):
+                replacement = ast.parse(
+                    f"{self.size_tuples[value.value.id]}.shape[{value.slice.value}]", mode="eval"
+                ).body
+            match = _SIZE_SOURCE.match(_unparse(replacement))
+            if match and isinstance(value, (ast.Name, ast.Subscript)):
+                readable = f"{match.group(1)}_size{match.group(2)}"
+                self.names[target] = ast.Name(readable, ast.Load())
+                if readable not in self.readable:
+                    self.readable.add(readable)
+                    self._emit(ast.Assign([ast.Name(readable, ast.Store())], replacement))
+                return
+        self._emit(self._rewrite(stmt))
+
+    def _allocation(self, call: ast.Call) -> ast.expr:
+        size, stride, dtype = (self._rewrite(copy.deepcopy(a)) for a in call.args[:3])
+        keywords = [ast.keyword("dtype", dtype), ast.keyword("device", ast.Name(self.device_var, ast.Load()))]
+        return ast.Call(_dotted("torch.empty_strided"), [size, stride], keywords)
+
+    def _return(self, stmt: ast.Return, outputs_expr: Callable[[list[ast.expr]], ast.expr]) -> None:
+        value = stmt.value
+        items = list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else ([value] if value else [])
+        rewritten = [self._rewrite(copy.deepcopy(e)) for e in items]
+        self._emit(ast.Return(outputs_expr(rewritten)))
+        self.returned = True
+
+    # --- launches ---------------------------------------------------------------------------------------
+
+    def _launch(self, call: ast.Call, lineno: int) -> None:
+        assert isinstance(call.func, ast.Attribute)
+        original = _unparse(call.func.value)
+        kernel = self.kernels.get(original)
+        if kernel is None:
+            raise InductorConversionError(f"Inductor's wrapper launches {original}, whose source is missing")
+        runtime_params = [p for p in kernel.params if p not in kernel.block_params]
+        if len(call.args) != len(runtime_params):
+            raise InductorConversionError(
+                f"{original} is launched with {len(call.args)} arguments for {len(runtime_params)} parameters"
+            )
+        args = [self._rewrite(copy.deepcopy(a)) for a in call.args]
+        bound = dict(zip(runtime_params, args, strict=True))
+        index = self._kernel_index(kernel)
+        tag = f"{self.prefix}K{index}"
+        keywords: list[ast.keyword] = []
+        grid: dict[str, ast.expr] = {}  # axis block parameter -> program count along that axis
+        defaults = launch_defaults(kernel)
+        for param in kernel.block_params:
+            numel = bound.get(NUMEL_PARAMS.get(param) or NUMEL_PARAMS_OLD.get(param, ""))
+            if param in ("R0_BLOCK", "RBLOCK") and kernel.kind == "persistent_reduction":
+                if numel is None:
+                    raise InductorConversionError(f"{original}: no reduction size to size {param} by")
+                keywords.append(ast.keyword(param, ast.Call(_dotted("triton.next_power_of_2"), [numel], [])))
+                continue
+            name = f"{tag}_{param}"
+            self._tunable(name, defaults[param], f"{kernel.name}: {param}")
+            keywords.append(ast.keyword(param, ast.Name(name, ast.Load())))
+            if param in ("XBLOCK", "YBLOCK", "ZBLOCK"):
+                if numel is None:
+                    raise InductorConversionError(f"{original}: no size for the {param} grid axis")
+                grid[param] = ast.Call(_dotted("triton.cdiv"), [numel, ast.Name(name, ast.Load())], [])
+        if "XBLOCK" not in kernel.block_params:  # XBLOCK fixed to 1 inside the kernel: one program per row
+            numel = bound.get("xnumel")
+            if numel is None:
+                raise InductorConversionError(f"{original}: cannot tell its grid (no xnumel, no XBLOCK)")
+            grid["XBLOCK"] = numel
+        if kernel.grid_type == "Grid2DWithYZOverflow" and "YBLOCK" in grid:
+            self._split_y_grid(grid, index)
+        # Inductor's grids put x on axis 0, y on axis 1, z on axis 2 (the signature lists YBLOCK first).
+        axes = [grid[a] for a in ("XBLOCK", "YBLOCK", "ZBLOCK") if a in grid]
+        self._tunable(f"{tag}_NUM_WARPS", defaults["num_warps"], f"{kernel.name}: warps per program")
+        keywords.append(ast.keyword("num_warps", ast.Name(f"{tag}_NUM_WARPS", ast.Load())))
+        if kernel.kind == "reduction":
+            self._tunable(f"{tag}_NUM_STAGES", 1, f"{kernel.name}: software-pipelining stages of its loop")
+            keywords.append(ast.keyword("num_stages", ast.Name(f"{tag}_NUM_STAGES", ast.Load())))
+        origin = origin_before(self.lines, lineno, across_code=True)
+        if origin:
+            self.host.body.append(f"    # {kernel.name}: {origin}")
+        grid_name = f"k{index}_grid"
+        self._emit(ast.Assign([ast.Name(grid_name, ast.Store())], ast.Tuple(axes, ast.Load())))
+        launch = ast.Call(
+            ast.Subscript(ast.Name(kernel.name, ast.Load()), ast.Name(grid_name, ast.Load()), ast.Load()),
+            args,
+            keywords,
+        )
+        self._emit(ast.Expr(launch))
+
+    def _split_y_grid(self, grid: dict[str, ast.expr], index: int) -> None:
+        """More y blocks than grid.y allows are spread over z, as the kernel expects (program_id(1) +
+        program_id(2) * num_programs(1))."""
+        blocks, split = f"k{index}_y_blocks", f"k{index}_y_split"
+        self._emit(ast.Assign([ast.Name(blocks, ast.Store())], grid["YBLOCK"]))
+        cdiv = _dotted("triton.cdiv")
+        self._emit(
+            ast.Assign(
+                [ast.Name(split, ast.Store())],
+                ast.Call(cdiv, [ast.Name(blocks, ast.Load()), ast.Constant(MAX_Y_GRID)], []),
+            )
+        )
+        at_least_one = ast.Call(
+            ast.Name("max", ast.Load()), [ast.Name(split, ast.Load()), ast.Constant(1)], []
+        )
+        grid["YBLOCK"] = ast.Call(cdiv, [ast.Name(blocks, ast.Load()), at_least_one], [])
+        grid["ZBLOCK"] = ast.Name(split, ast.Load())
+
+    def _kernel_index(self, kernel: Kernel) -> int:
+        if kernel not in self.host.kernels:
+            self.host.kernels.append(kernel)
+        return self.host.kernels.index(kernel)
+
+    def _tunable(self, name: str, value: int, comment: str) -> None:
+        if all(t.name != name for t in self.host.tunables):
+            self.host.tunables.append(Tunable(name, value, comment))
+
+    # --- expressions ------------------------------------------------------------------------------------
+
+    @overload
+    def _rewrite(self, node: ast.expr) -> ast.expr: ...
+    @overload
+    def _rewrite(self, node: ast.stmt) -> ast.stmt: ...
+    def _rewrite(self, node: ast.AST) -> ast.AST:
+        return _Rewriter(self).visit(node)  # an expression rewrites to an expression, a statement to one
+
+    def _local(self, name: str) -> str:
+        """Readable names for wrapper locals: `<kernel>_xnumel` -> `k0_xnumel`, `arg2_1_size` -> `x_size`."""
+        for original, kernel in self.kernels.items():
+            if name.startswith(original + "_"):
+                return f"k{self._kernel_index(kernel)}_{name[len(original) + 1 :]}"
+        for graph_name, expr in self.names.items():
+            if (
+                name.startswith(graph_name + "_")
+                and isinstance(expr, ast.Name)
+                and graph_name.startswith("arg")
+            ):
+                return expr.id + name[len(graph_name) :]
+        return name
+
+    def _emit(self, node: ast.AST) -> None:
+        text = ast.unparse(ast.fix_missing_locations(node))
+        self.host.body.extend("    " + line for line in text.splitlines())
+        if "math." in text:
+            self.host.uses_math = True
+
+    def _fallback_message(self, func: str) -> str:
+        op = func
+        for prefix in ("torch.ops.", "extern_kernels."):
+            op = op.removeprefix(prefix)
+        if func.startswith(("torch.ops.aten.", "aten.", "extern_kernels.")):
+            return _fallback_text([op])
+        return f"Inductor's host code calls {func}, which a standalone candidate cannot do"
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, translator: _Translator) -> None:
+        self.t = translator
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.t.names:
+            return copy.deepcopy(self.t.names[node.id])
+        local = self.t._local(node.id)
+        return ast.Name(local, node.ctx) if local != node.id else node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = _unparse(node.func)
+        # A Python float/int the graph received as a 0-d tensor: `arg.item()` is the argument itself.
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "item":
+            inner = node.func.value
+            if isinstance(inner, ast.Name) and inner.id in self.t.scalars:
+                return copy.deepcopy(self.t.names[inner.id])
+        if func == "reinterpret_tensor":
+            node.func = _dotted("torch.as_strided")
+        elif isinstance(node.func, ast.Name):
+            if node.func.id not in _ALLOWED_FUNCTIONS:
+                raise InductorUnsupported(self.t._fallback_message(func))
+        elif isinstance(node.func, ast.Attribute):
+            allowed = func in _ALLOWED_QUALIFIED or func.startswith("math.")
+            if not allowed and node.func.attr in _ALLOWED_METHODS and not func.startswith(_ATEN_ROOTS):
+                allowed = True
+            if not allowed:
+                raise InductorUnsupported(self.t._fallback_message(func))
+        self.generic_visit(node)
+        return node
+
+
+def _unparse(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _name(node: ast.expr) -> str:
+    if not isinstance(node, ast.Name):
+        raise InductorConversionError(f"unexpected target in Inductor's wrapper: {_unparse(node)}")
+    return node.id
+
+
+def _dotted(path: str) -> ast.expr:
+    parts = path.split(".")
+    node: ast.expr = ast.Name(parts[0], ast.Load())
+    for part in parts[1:]:
+        node = ast.Attribute(node, part, ast.Load())
+    return node

@@ -1,0 +1,88 @@
+"""fusion:inductor: Inductor's launch structure read from an Inductor-seeded candidate (kernel kind, XBLOCK,
+R0_BLOCK, num_warps) becomes fusion knobs, and on a norm task the move writes a correct fusion kernel with
+exactly those knobs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fusion_tasks import check
+from test_readable import RMS_INPUTS, RMS_REFERENCE
+
+from evaluators.result import EvalResult, Stage
+from evaluators.task import load_task
+from evolution.mutators.fusion_inductor import FusionInductorMutator, InductorLaunch, inductor_launch
+from evolution.mutators.fusion_seed import FusionSeedMutator
+from evolution.types import MutationRequest, Program
+from evolution.writers.fusion.knobs import Knobs, parse
+from evolution.writers.fusion.writer import FusionWriter
+
+# The launches of an Inductor-seeded candidate as evolution.writers.inductor writes them (kernel bodies
+# left out: only the launches and the constants they pass are read).
+INDUCTOR = """
+K0_XBLOCK = 1024
+K0_NUM_WARPS = 4
+K1_XBLOCK = 2
+K1_NUM_WARPS = 8
+
+
+def add_rmsnorm(x, residual, weight, eps=1e-06):
+    k0_grid = (triton.cdiv(x.numel(), K0_XBLOCK),)
+    _poi_fused_add_0[k0_grid](x, residual, x.numel(), XBLOCK=K0_XBLOCK, num_warps=K0_NUM_WARPS)
+    k1_grid = (triton.cdiv(x.shape[0], K1_XBLOCK),)
+    _per_fused_mean_mul_pow_rsqrt_1[k1_grid](
+        x, weight, eps, x.shape[0], x.shape[1],
+        XBLOCK=K1_XBLOCK, R0_BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=K1_NUM_WARPS,
+    )
+    return x, residual
+"""
+LOOPED = INDUCTOR.replace("_per_fused", "_red_fused").replace(
+    "R0_BLOCK=triton.next_power_of_2(x.shape[1])", "R0_BLOCK=K1_R0_BLOCK"
+)
+LOOPED = LOOPED.replace("K1_NUM_WARPS = 8", "K1_NUM_WARPS = 8\nK1_R0_BLOCK = 64")
+
+
+def test_the_launch_structure_is_read_and_becomes_knobs() -> None:
+    persistent = inductor_launch(INDUCTOR)  # the reduction, not the pointwise kernel before it
+    assert persistent == InductorLaunch("persistent", 2, 0, 8)
+    assert persistent.knobs(Knobs(topk="threshold")) == Knobs(rows=2, num_warps=8, topk="threshold")
+    looped = inductor_launch(LOOPED)
+    assert looped == InductorLaunch("looped", 2, 64, 8)
+    assert looped.knobs(Knobs()) == Knobs(rows=2, passes="two", block=64, num_warps=8)
+    pointwise = inductor_launch(INDUCTOR.split("    k1_grid")[0])
+    assert pointwise is not None and pointwise.knobs(Knobs()) == Knobs(inner="block", block=1024, num_warps=4)
+    assert inductor_launch("def f(x):\n    return x\n") is None
+
+
+def _program(pid: str, source: str, score: float, operator: str) -> Program:
+    result = EvalResult("t", pid, "triton-cuda", "graph", Stage.TIMING, True, correct=True, score=score)
+    return Program(pid, source, pid, None, operator, 0, 0, result=result)
+
+
+@pytest.mark.slow  # one trace (Dynamo, seconds) and the child runs on the interpreter
+def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None:
+    from fusion_tasks import write_task
+
+    cases = [
+        {"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16"},
+        {"name": "t2_fp32", "tokens": 2, "hidden": 40, "dtype": "float32"},
+    ]
+    root = write_task(tmp_path / "add_rmsnorm", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, cases)
+    task = load_task(root)
+    writer = FusionWriter()
+    seed = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
+    assert seed.child_source, seed.error
+    parent = _program("fusion", seed.child_source, 1.0, "seed:fusion")
+    slower = _program("slow", LOOPED, 0.9, "seed:inductor")
+    mutator = FusionInductorMutator(writer)
+    outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower,))))
+    assert outcome.child_source is None and "no inspiration" in outcome.error  # Inductor is not faster
+    faster = _program("inductor", LOOPED, 1.3, "seed:inductor")
+    outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower, faster))))
+    assert outcome.child_source, outcome.error
+    assert parse(outcome.child_source) == Knobs(rows=2, passes="two", block=64, num_warps=8)
+    assert "num_warps=NUM_WARPS" in outcome.child_source and "_num_warps(" not in outcome.child_source
+    assert check(root, outcome.child_source) > 0
+    again = asyncio.run(mutator.mutate(MutationRequest(task, parent, (faster,))))
+    assert again.child_source is None and again.exhausted  # proposed once per task
