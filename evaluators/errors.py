@@ -8,7 +8,8 @@ the same types (evolution and extractors may import this module; kernelbot re-ex
      │    └── EvolveBlockViolation  a child changed code outside its parent's EVOLVE-BLOCK
      ├── BackendUnavailable         the asked-for backend cannot run here (no GPU, no MACA)
      ├── ConfigError                a bad flag, config file entry or environment variable
-     └── RunStateError              a run directory is missing, locked, or from another task or version
+     ├── RunStateError              a run directory is missing, locked, or from another task or version
+     └── TransportError             an external service (LLM endpoint, forge) failed after retries
 
 A layer above refines these where it has more to say (evolution.errors.SearchConfigError is a ConfigError,
 kernelbot.errors.GitError a KernelbotError); the CLI edge (kernelbot.cli) is the one place that turns them
@@ -48,3 +49,7 @@ class ConfigError(KernelbotError):
 
 class RunStateError(KernelbotError):
     """Raised when a run directory cannot be created, opened, locked, resumed or read."""
+
+
+class TransportError(KernelbotError):
+    """Raised when an LLM endpoint or forge keeps failing after the configured retries."""

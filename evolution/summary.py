@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,34 +156,135 @@ def usage_by_model(store: RunStore) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run_summary(store: RunStore, run_dir: Path, **extra: Any) -> dict[str, Any]:
-    """The --json summary of `kernelbot evolve`; also writes best.py, growth.* and summary.json to run_dir."""
+@dataclass(frozen=True)
+class FailureReason:
+    stage: str
+    reason: str  # the first line of the evaluator's reason, at most 200 characters
+    count: int
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    requests: int
+    prompt: int
+    completion: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class TokenSpend:
+    """What the run's LLM endpoints cost, in total and per model."""
+
+    prompt: int
+    completion: int
+    cost_usd: float
+    by_model: dict[str, ModelUsage]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "cost_usd": self.cost_usd,
+            "by_model": {model: asdict(usage) for model, usage in self.by_model.items()},
+        }
+
+
+@dataclass(frozen=True)
+class BestSummary:
+    """The winner (program_summary) and the file its source was written to."""
+
+    program_id: str
+    sha: str
+    operator: str
+    parent_id: str | None
+    island: int
+    score: float
+    speedup: float | None
+    speedup_ci: list[float] | None
+    regime: str
+    backend: str
+    device: str
+    stage: str
+    passed: bool
+    cases: list[dict[str, Any]]  # case_table: per case, errors and per-regime timings
+    candidate_file: str
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    """What a search came to: the data summary.json holds (`to_dict` is that file's layout)."""
+
+    task: str | None
+    task_dir: str | None
+    run_dir: str
+    evaluations: int
+    iterations: int
+    outcomes: dict[str, int]  # evaluations by outcome (StoreReader.stage_counts)
+    failure_reasons: tuple[FailureReason, ...]
+    tokens: TokenSpend
+    growth_csv: str
+    growth_json: str
+    sandbox: str  # the OS box that judged the candidates, or why none did
+    best: BestSummary | None
+    stop_reason: str | None = None  # None: not said (a summary read back without its stop)
+    elapsed_s: float | None = None  # None: not measured (a finished search read back)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON layout of summary.json and of `kernelbot evolve --json`."""
+        said: dict[str, Any] = {}
+        if self.stop_reason is not None:
+            said["stop_reason"] = self.stop_reason
+        if self.elapsed_s is not None:
+            said["elapsed_s"] = self.elapsed_s
+        return {
+            "task": self.task,
+            "task_dir": self.task_dir,
+            "run_dir": self.run_dir,
+            **said,
+            "evaluations": self.evaluations,
+            "iterations": self.iterations,
+            "outcomes": self.outcomes,
+            "failure_reasons": [asdict(r) for r in self.failure_reasons],
+            "tokens": self.tokens.to_dict(),
+            "growth": {"csv": self.growth_csv, "json": self.growth_json},
+            "sandbox": self.sandbox,
+            "best": None if self.best is None else asdict(self.best),
+        }
+
+
+def run_summary(
+    store: RunStore, run_dir: Path, *, stop_reason: str | None = None, elapsed_s: float | None = None
+) -> SearchSummary:
+    """What the run found; also writes best.py, growth.* and summary.json (its `to_dict`) to run_dir."""
     meta = store.meta()
     best = best_program(store)
     csv_path, json_path = write_growth(store, run_dir)
     usage = store.token_usage()
-    summary: dict[str, Any] = {
-        "task": meta.get("task_name"),
-        "task_dir": meta.get("task_dir"),
-        "run_dir": str(run_dir),
-        **extra,
-        "evaluations": store.evaluation_count(),
-        "iterations": store.mutation_count("evolve"),
-        "outcomes": store.stage_counts(),
-        "failure_reasons": failure_reasons(store),
-        "tokens": {
-            "prompt": usage.prompt_tokens,
-            "completion": usage.completion_tokens,
-            "cost_usd": usage.cost_usd,
-            "by_model": usage_by_model(store),
-        },
-        "growth": {"csv": str(csv_path), "json": str(json_path)},
-        "sandbox": sandbox_record(),  # the OS box that judged the candidates, or why none did
-        "best": None,
-    }
+    winner = None
     if best is not None:
         best_path = run_dir / BEST_FILE
         best_path.write_text(best.source)
-        summary["best"] = {**program_summary(best), "candidate_file": str(best_path)}
-    (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        winner = BestSummary(**program_summary(best), candidate_file=str(best_path))
+    summary = SearchSummary(
+        task=meta.get("task_name"),
+        task_dir=meta.get("task_dir"),
+        run_dir=str(run_dir),
+        stop_reason=stop_reason,
+        elapsed_s=elapsed_s,
+        evaluations=store.evaluation_count(),
+        iterations=store.mutation_count("evolve"),
+        outcomes=store.stage_counts(),
+        failure_reasons=tuple(FailureReason(**r) for r in failure_reasons(store)),
+        tokens=TokenSpend(
+            prompt=usage.prompt_tokens,
+            completion=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
+            by_model={model: ModelUsage(**u) for model, u in usage_by_model(store).items()},
+        ),
+        growth_csv=str(csv_path),
+        growth_json=str(json_path),
+        sandbox=sandbox_record(),
+        best=winner,
+    )
+    (run_dir / SUMMARY_JSON).write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary

@@ -23,15 +23,12 @@ from evaluators.errors import (
     KernelbotError,
     RunStateError,
     TaskError,
+    TransportError,
 )
 
 
 class GitError(KernelbotError):
     """Raised when a git command fails; the message names the command and what to check."""
-
-
-class TransportError(KernelbotError):
-    """Raised when an LLM endpoint or forge keeps failing after the configured retries."""
 
 
 __all__ = [

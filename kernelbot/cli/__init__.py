@@ -1,11 +1,11 @@
-"""Command-line entry: parses arguments and dispatches to `kernelbot.commands.<verb>.run`. Nothing else.
+"""Command-line entry: one module per command verb, each holding its Typer command (the arguments, parsed)
+and `run(...) -> int` (what the command does with them, typed; the exit code). Nothing outside this package
+imports it: the work itself lives in the packages the commands call (evolution.search, kernelbot.target,
+kernelbot.scan, extractors, evaluators).
 
-application.py  the Typer app, --version, and the error boundary (exit codes, crash reports)
-search.py       eval, evolve, best, export
-tasks.py        extract, capture
-scan.py         scan, init-workflow
-target.py       target
-report.py       report
+application.py     the Typer app, --version, and the error boundary (exit codes, crash reports)
+search_options.py  the search flags that evolve, target and scan share (one spelling, one help text)
+eval.py evolve.py best.py export.py extract.py capture.py scan.py init_workflow.py target.py report.py
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from kernelbot.cli.application import app
 # Importing a command module registers its commands, and `kernelbot --help` lists them in registration
 # order: keep this order rather than the alphabetical one.
 # isort: off
-from kernelbot.cli import search, tasks, scan, target, report  # noqa: F401
+from kernelbot.cli import eval, evolve, best, export  # noqa: F401
+from kernelbot.cli import extract, capture  # noqa: F401
+from kernelbot.cli import scan, init_workflow, target, report  # noqa: F401
 # isort: on
 
 __all__ = ["app", "main"]

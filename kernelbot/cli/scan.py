@@ -1,15 +1,32 @@
-"""`scan` ranks a repository's functions as kernel targets (or, with --profile, scans as the bot), and
-`init-workflow` writes the GitHub Actions workflow that runs such scans on a schedule."""
+"""`kernelbot scan --repo R [--profile-cmd CMD] [--top N] [--json]`: rank functions worth a fused kernel.
+
+R is a directory or `pypi:NAME==VERSION` (a release unpacked into the source cache, as `extract` takes it).
+Function names are printed whole, each row's name last on its line and never wrapped, so that one can be
+copied into `kernelbot extract --function`; files the parser could not read are named, not skipped quietly.
+
+With `--profile P` it is the periodic bot instead (`run_periodic`, kernelbot.scan): rank, skip what is
+proposed, merged or refused, and run `kernelbot target` on the best remaining region.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from kernelbot.cli.application import command
 from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, WorkersPerDevice
+from kernelbot.console import console, warn
+
+if TYPE_CHECKING:
+    from extractors.scan_profile import ProfiledFunction
+    from extractors.scan_static import StaticScan
+    from kernelbot.scan import ScanOptions
+
+UNPARSED_SHOWN = 20  # files named one per line; the count covers the rest
 
 
 @command("scan")
@@ -104,15 +121,14 @@ def scan_command(
     proposed, merged or refused, keep open PRs current, and run `kernelbot target` on the best remaining
     one; prints what it did and why it skipped the others.
     """
-    from kernelbot.commands import scan as scan_cmd
     from kernelbot.errors import ConfigError
 
     if profile is None:
         if repo is None:
             raise ConfigError("kernelbot scan needs --repo DIR (a repository to rank) or --profile P")
-        return scan_cmd.run(repo, profile_cmd=profile_cmd, top=top, as_json=as_json, timeout=timeout)
+        return run(repo, profile_cmd=profile_cmd, top=top, as_json=as_json, timeout=timeout)
+    from evolution.search import SearchOverrides
     from kernelbot.scan import ScanOptions
-    from kernelbot.target.options import SearchFlags
 
     if profile_cmd is not None or as_json:
         flag = "--profile-cmd" if profile_cmd is not None else "--json"
@@ -134,7 +150,7 @@ def scan_command(
         only=tuple(only or ()),
         exclude=tuple(exclude or ()),
         top=top,
-        search=SearchFlags(
+        search=SearchOverrides(
             iterations=iterations,
             time_limit=time_limit,
             llm=tuple(llm or ()),
@@ -149,86 +165,119 @@ def scan_command(
         profile_timeout=timeout,
         config=config,
     )
-    return scan_cmd.run_periodic(options)
+    return run_periodic(options)
 
 
-@command("init-workflow")
-def init_workflow_command(
-    profile: Annotated[str, typer.Option(help="Target profile the scheduled scans run with.")],
-    out: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="Workflow file (default .github/workflows/kernelbot-scan-PROFILE.yml)."),
-    ] = None,
-    cron: Annotated[
-        str, typer.Option(help="When scheduled scans run (UTC, five cron fields).")
-    ] = "17 3 * * *",
-    runs_on: Annotated[
-        str, typer.Option(help="The self-hosted runner's labels, comma-separated.")
-    ] = "self-hosted,linux,x64,gpu",
-    open_pr: Annotated[
-        bool, typer.Option("--open-pr", help="Scheduled scans open or update PRs (else write bundles).")
-    ] = False,
-    fork: Annotated[
-        Optional[str], typer.Option(help="The fork's git URL the scans push branches to.")  # noqa: UP045
-    ] = None,
-    repo: Annotated[
-        Optional[str], typer.Option(help="--repo of the scans (default: the profile's).")  # noqa: UP045
-    ] = None,
-    max_new_prs: Annotated[int, typer.Option(help="New proposals per scheduled scan.")] = 1,
-    only: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--only", help="--only pattern of the scans; repeatable."),
-    ] = None,
-    exclude: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--exclude", help="--exclude pattern of the scans; repeatable."),
-    ] = None,
-    llm: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--llm", help="MODEL@URL the searches use; repeatable (its key from --llm-secret)."),
-    ] = None,
-    time_limit: Annotated[
-        Optional[str], typer.Option(help="Wall time of each search: 30m, 2h.")  # noqa: UP045
-    ] = None,
-    token_secret: Annotated[
-        str, typer.Option(help="Name of the secret holding the GitHub token.")
-    ] = "KERNELBOT_GITHUB_TOKEN",
-    llm_secret: Annotated[
-        str, typer.Option(help="Name of the secret holding the LLM key.")
-    ] = "KERNELBOT_LLM_API_KEY",
-    package: Annotated[str, typer.Option(help="What pip installs on the runner.")] = "kernelbot",
-    timeout_minutes: Annotated[int, typer.Option(help="The job's time limit.")] = 720,
-    config: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="kernelbot.toml with the profile, relative to the repository's root."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing workflow file.")] = False,
+def run(
+    repo: Path | str,
+    *,
+    profile_cmd: str | None = None,
+    top: int = 20,
+    as_json: bool = False,
+    timeout: float = 1800.0,
 ) -> int:
-    """Write a GitHub Actions workflow running `kernelbot scan --profile PROFILE` on a self-hosted GPU runner.
+    from extractors.errors import ExtractionError
+    from extractors.extract import resolve_repo
+    from extractors.scan_profile import profile_command
+    from extractors.scan_static import scan_static
 
-    Scheduled and manual runs, one concurrency group, secrets by name only, and the scan's outcome, the
-    HTML report and the run directory uploaded as an artifact.
-    """
-    from kernelbot.commands import init_workflow as init_workflow_cmd
+    if top < 1:
+        raise ExtractionError("--top must be at least 1")
+    given = str(repo)
+    root = resolve_repo(repo)
+    if not root.is_dir():
+        raise ExtractionError(f"--repo {given} is not a directory")
+    scan = scan_static(root, top)
+    _check_readable(given, scan)
+    dynamic, cuda = profile_command(root, profile_cmd, top, timeout) if profile_cmd else ([], False)
+    if as_json:
+        payload: dict[str, object] = {
+            "repo": str(root.resolve()),
+            "static": [h.to_dict() for h in scan.hotspots],
+            "files": scan.files,
+            "unparsed": [{"path": u.path, "reason": u.reason} for u in scan.unparsed],
+        }
+        if profile_cmd:
+            payload["dynamic"] = {
+                "command": profile_cmd,
+                "measure": "gpu" if cuda else "cpu",
+                "functions": [p.to_dict() for p in dynamic],
+            }
+        console.print_json(json.dumps(payload))
+        return 0
+    _print_static(given, scan)
+    if profile_cmd:
+        _print_profile(profile_cmd, dynamic, cuda)
+    _print_unparsed(scan)
+    best = (dynamic[0].target if dynamic else "") or (scan.hotspots[0].target if scan.hotspots else "")
+    if best:
+        _line(f"next: kernelbot extract --repo {given} --function {best}")
+    return 0
 
-    options = init_workflow_cmd.WorkflowOptions(
-        profile=profile,
-        out=out,
-        cron=cron,
-        runs_on=tuple(label.strip() for label in runs_on.split(",") if label.strip()),
-        open_pr=open_pr,
-        fork=fork,
-        repo=repo,
-        max_new_prs=max_new_prs,
-        only=tuple(only or ()),
-        exclude=tuple(exclude or ()),
-        llm=tuple(llm or ()),
-        time_limit=time_limit,
-        token_secret=token_secret,
-        llm_secret=llm_secret,
-        package=package,
-        timeout_minutes=timeout_minutes,
-        config=config,
-        force=force,
-    )
-    return init_workflow_cmd.run(options)
+
+def _check_readable(given: str, scan: StaticScan) -> None:
+    from extractors.errors import ExtractionError
+
+    if not scan.files:
+        raise ExtractionError(
+            f"--repo {given} holds no Python file to rank (tests, benchmarks, examples and docs are not read)"
+        )
+    if len(scan.unparsed) == scan.files:
+        first = scan.unparsed[0]
+        raise ExtractionError(
+            f"--repo {given}: none of its {scan.files} Python file(s) could be parsed "
+            f"(e.g. {first.path}: {first.reason}); is it Python 3 source?"
+        )
+
+
+def _print_static(given: str, scan: StaticScan) -> None:
+    read = f"{scan.files} file(s) read" + (f", {len(scan.unparsed)} not parsed" if scan.unparsed else "")
+    _line(f"static ranking of {given} ({read})")
+    if not scan.hotspots:
+        _line("  no function holds three or more PyTorch ops: nothing here to fuse")
+        return
+    _line(f"{'#':>4}  {'score':>7}  function")
+    for rank, hot in enumerate(scan.hotspots, 1):
+        _line(f"{rank:>4}  {hot.score:>7.1f}  {hot.target}")
+        _line(f"{'':>15}{hot.evidence}")
+
+
+def _print_profile(command: str, rows: list[ProfiledFunction], cuda: bool) -> None:
+    measure = "GPU" if cuda else "CPU (no CUDA here)"
+    _line("")
+    _line(f"profiled: {command} - {measure} time by function")
+    regime = f"{'runs in':>8}  " if cuda else ""
+    header = f"{'#':>4}  {'time ms':>9}  {'share':>6}  {'ops':>6}  {'kernels':>7}  {'host ms':>9}  {regime}"
+    _line(header + "function")
+    for rank, row in enumerate(rows, 1):
+        # On a GPU: "graph" when most of the region's GPU time is replayed from CUDA graphs, else "eager".
+        runs_in = f"{'graph' if row.regime == 'graph' else 'eager':>8}  " if cuda else ""
+        _line(
+            f"{rank:>4}  {row.time_us / 1000:>9.2f}  {row.share:>6.1%}  {row.ops:>6}  {row.kernels:>7}  "
+            f"{row.host_us / 1000:>9.2f}  {runs_in}{row.target}"
+        )
+
+
+def _print_unparsed(scan: StaticScan) -> None:
+    if not scan.unparsed:
+        return
+    warn(f"{len(scan.unparsed)} file(s) could not be parsed, so their functions are not ranked:")
+    for item in scan.unparsed[:UNPARSED_SHOWN]:
+        warn(escape(f"  {item.path}: {item.reason}"))
+    if len(scan.unparsed) > UNPARSED_SHOWN:
+        warn(f"  and {len(scan.unparsed) - UNPARSED_SHOWN} more (--json lists them all)")
+
+
+def _line(text: str) -> None:
+    # Never wrapped (the console soft-wraps): a qualified name stays one piece to copy.
+    console.print(text, markup=False, highlight=False)
+
+
+def run_periodic(options: ScanOptions) -> int:
+    """`kernelbot scan --profile P ...`: one scan of the bot (kernelbot.scan); prints what it did and why."""
+    from kernelbot.scan import run_scan
+
+    outcome = run_scan(options)
+    for line in outcome.lines():
+        console.print(line, markup=False, highlight=False)
+    return 0

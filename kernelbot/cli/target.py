@@ -1,14 +1,25 @@
-"""`target`: one function of a repository taken from extraction to a proposed pull request."""
+"""`kernelbot target PROFILE --function F`: from a function in a repository to a proposal a maintainer can
+trust, in six recorded stages (kernelbot.target.stages) under one run directory.
+
+A run directory that already holds a run of the same profile and function is continued at its first
+unfinished stage (with or without --resume; --resume only insists that there is one), so a killed run loses
+nothing and a finished search is never redone. The road itself is kernelbot.target.launch.run_target.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kernelbot.cli.application import command
 from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, LlmEndpoints, WorkersPerDevice
+from kernelbot.console import console
+
+if TYPE_CHECKING:
+    from kernelbot.target.options import TargetOptions
+    from kernelbot.target.state import TargetState
 
 
 @command("target")
@@ -84,10 +95,10 @@ def target_command(
     Stages extract -> evolve -> integrate -> verify -> propose, recorded in RUN/target.toml; a re-run
     continues at the first unfinished one. Without --open-pr the proposal is a bundle in RUN/pr/.
     """
-    from kernelbot.commands import target as target_cmd
-    from kernelbot.target.options import SearchFlags, TargetOptions
+    from evolution.search import SearchOverrides
+    from kernelbot.target.options import TargetOptions
 
-    search = SearchFlags(
+    search = SearchOverrides(
         iterations=iterations,
         time_limit=time_limit,
         llm=tuple(llm or ()),
@@ -113,4 +124,21 @@ def target_command(
         resume=resume,
         config=config,
     )
-    return target_cmd.run(options)
+    return run(options)
+
+
+def run(options: TargetOptions) -> int:
+    from kernelbot.target.launch import run_target
+
+    _report(run_target(options))
+    return 0
+
+
+def _report(state: TargetState) -> None:
+    from kernelbot.target.records import ProposeRecord
+
+    propose = state.record(ProposeRecord)
+    console.print(f"bundle: {state.resolve(propose.bundle)}", markup=False)
+    pr = propose.pr
+    if pr:
+        console.print(f"pull request: {pr.action} {pr.url or ''}".rstrip(), markup=False)

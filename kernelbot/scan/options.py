@@ -6,8 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolution.search import SearchOverrides
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN
-from kernelbot.target.options import DEFAULT_TOKEN_ENV, SearchFlags
+from kernelbot.target.options import DEFAULT_TOKEN_ENV
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class ScanOptions:
     only: tuple[str, ...] = ()  # fnmatch patterns over module:Qualname; empty: every region
     exclude: tuple[str, ...] = ()
     top: int = 10  # regions listed in the report (all are considered)
-    search: SearchFlags = field(default_factory=SearchFlags)  # seed files go to the regions they fit
+    search: SearchOverrides = field(default_factory=SearchOverrides)  # seed files go to the regions they fit
     benchmark_runs: int | None = None
     profile_timeout: float = 1800.0  # seconds the profiled benchmark may run
     config: Path | None = None  # kernelbot.toml with user profiles

@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evolution.search import SearchOverrides
 from kernelbot.errors import BackendUnavailable, ConfigError, KernelbotError, TransportError
 from kernelbot.forge.errors import ForgeError
 from kernelbot.git import LeaseRejected, RemoteUnreachable
 from kernelbot.scan.ledger import DONE, FAILED, HANDS_OFF, KernelRecord, Ledger
-from kernelbot.target.options import SearchFlags, TargetOptions
+from kernelbot.target.options import TargetOptions
 from kernelbot.target.records import EvolveRecord, ExtractRecord, ProposeRecord
 from kernelbot.target.run_dir import bundle_dir
 
@@ -156,7 +157,7 @@ def target_options(
     target: str,
     run_dir: Path,
     repo: Path,
-    search: SearchFlags,
+    search: SearchOverrides,
     seeds: Sequence[Path],
     open_pr: bool,
     fork: str | None,

@@ -5,45 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evolution.config import strip_llm_flag_credentials
+from evolution.search import SearchOverrides
 from kernelbot.confirm.stoprule import StopRule
 
 DEFAULT_TOKEN_ENV = "GITHUB_TOKEN"
-
-
-@dataclass(frozen=True)
-class SearchFlags:
-    """The evolve stage's flags, as `kernelbot evolve` takes them (None: the search config's default)."""
-
-    iterations: int | None = None
-    time_limit: str | None = None
-    llm: tuple[str, ...] = ()
-    api_key_env: str | None = None
-    backend: str | None = None
-    workers_per_device: int | None = None
-    seed_files: tuple[Path, ...] = ()
-    inductor_seed: bool | None = None
-    fusion_seed: bool | None = None
-
-    def __post_init__(self) -> None:
-        # Recorded in target.toml: a URL's `user:password@` goes to the secrets registry instead.
-        object.__setattr__(self, "llm", tuple(strip_llm_flag_credentials(spec) for spec in self.llm))
-
-    def as_evolve_flags(self) -> dict[str, object]:
-        return {
-            "iterations": self.iterations,
-            "time_limit": self.time_limit,
-            "llm": list(self.llm) or None,
-            "api_key_env": self.api_key_env,
-            "workers": None,
-            "backend": self.backend,
-            "devices": None,
-            "workers_per_device": self.workers_per_device,
-            "seed_files": list(self.seed_files) or None,
-            "inductor_seed": self.inductor_seed,
-            "fusion_seed": self.fusion_seed,
-            "seed": None,
-        }
 
 
 @dataclass(frozen=True)
@@ -53,7 +18,7 @@ class TargetOptions:
     repo: str | None = None  # PATH | URL | pypi:NAME==VERSION; None: the profile's (the bundled example)
     out: Path | None = None
     spec: Path | None = None
-    search: SearchFlags = field(default_factory=SearchFlags)
+    search: SearchOverrides = field(default_factory=SearchOverrides)  # the evolve stage's flags
     benchmark_runs: int | None = None  # per side; None: the profile benchmark's runs (5 when shipped)
     confirm: StopRule = field(default_factory=StopRule)  # fresh processes per baseline column (confirm stage)
     open_pr: bool = False

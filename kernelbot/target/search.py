@@ -1,23 +1,26 @@
-"""The evolve stage: a `kernelbot evolve` search in RUN/search, started once and resumed after that.
+"""The evolve stage: a search (evolution.search, as `kernelbot evolve` runs it) in RUN/search, started once
+and resumed after that.
 
 A store that exists is never started again: an interrupted search is resumed (pending candidates judged,
-nothing judged twice), and a search that already finished with a winner is only read back. The search runs
+nothing judged twice), and a search that already finished with a winner is only summed up again from its
+store (evolution.search.finished_summary); the summary comes back as a SearchSummary. The search runs
 with RUN/search.toml, which turns on the stop rule for backends that cannot time (`stop.untimed_correct`:
 on the Triton interpreter the first correct candidate ends it, as every correct one scores 1.0).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from evolution import search
 from evolution.errors import SearchError
+from evolution.progress import make_progress
+from evolution.search import SearchOverrides
 from evolution.seeding import NOTHING_PASSED
-from evolution.store import STORE_FILE, RunStore
-from evolution.summary import SUMMARY_JSON, best_program, run_summary
+from evolution.summary import SearchSummary
+from kernelbot.console import console
 from kernelbot.errors import KernelbotError
-from kernelbot.target.options import SearchFlags
 from kernelbot.target.run_dir import SEARCH_CONFIG, SEARCH_DIR
 
 _CONFIG_TEXT = """\
@@ -33,31 +36,27 @@ class NoKernelFound(KernelbotError):
 
 
 def run_search(
-    task_dir: Path, run_dir: Path, flags: SearchFlags, *, line_length: int = 110
-) -> dict[str, Any]:
-    """Search (or resume, or read back) RUN/search; returns the summary of `kernelbot evolve --json`.
-    `line_length` is the target engine's: the kernels written for it keep within it."""
-    from kernelbot.commands import evolve as evolve_cmd
-
+    task_dir: Path, run_dir: Path, overrides: SearchOverrides, *, line_length: int = 110
+) -> SearchSummary:
+    """Search (or resume, or read back) RUN/search; returns the search's summary. `line_length` is the
+    target engine's: the kernels written for it keep within it."""
     search_dir = run_dir / SEARCH_DIR
     config = run_dir / SEARCH_CONFIG
     if not config.is_file():
         config.write_text(f"{_CONFIG_TEXT}[mutation]\nline_length = {line_length}\n")
-    if (search_dir / STORE_FILE).is_file():
-        finished = _finished_summary(search_dir)
+    resume = search.has_run(search_dir)
+    if resume:
+        finished = search.finished_summary(search_dir)
         if finished is not None:
             return finished
-        resume = True
-    else:
-        resume = False
     try:
-        evolve_cmd.run(
+        return search.run_search(
             task_dir,
-            out=search_dir,
+            search_dir,
+            overrides,
             resume=resume,
             config_file=config,
-            as_json=False,
-            **flags.as_evolve_flags(),
+            progress=make_progress(console),
         )
     except SearchError as exc:  # nothing to evolve from, or nothing left to try with nothing correct
         said = str(exc) if str(exc).startswith(NOTHING_PASSED) else f"{NOTHING_PASSED}: {exc}"
@@ -65,48 +64,30 @@ def run_search(
             f"{said}; the search is kept in {search_dir}: run `kernelbot target ...` again with --seed FILE "
             "or an --llm endpoint to continue it"
         ) from None
-    return json.loads((search_dir / SUMMARY_JSON).read_text())
 
 
-def _finished_summary(search_dir: Path) -> dict[str, Any] | None:
-    """The summary of a search that ended with a winner (None: it has to go on)."""
-    store = RunStore.open(search_dir, readonly=True)
-    try:
-        reason = store.state("finished")
-        if not reason or best_program(store) is None or store.programs(status="pending"):
-            return None
-        return run_summary(store, search_dir, stop_reason=reason)
-    finally:
-        store.close()
-
-
-def search_outcome(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def search_outcome(summary: SearchSummary, run_dir: Path) -> dict[str, Any]:
     """What target.toml keeps of the search; NoKernelFound when nothing passed."""
-    best = summary.get("best")
+    best = summary.best
     if best is None:
-        reasons = summary.get("failure_reasons") or []
-        common = f"; most common failure: {reasons[0]['stage']}: {reasons[0]['reason']}" if reasons else ""
+        reasons = summary.failure_reasons
+        common = f"; most common failure: {reasons[0].stage}: {reasons[0].reason}" if reasons else ""
         raise NoKernelFound(
-            f"no kernel passed the evaluator ({summary.get('evaluations', 0)} evaluation(s), outcomes "
-            f"{summary.get('outcomes', {})}{common}); the search is kept in {run_dir / SEARCH_DIR}: run "
+            f"no kernel passed the evaluator ({summary.evaluations} evaluation(s), outcomes "
+            f"{summary.outcomes}{common}); the search is kept in {run_dir / SEARCH_DIR}: run "
             "again with more --iterations or an --llm endpoint to continue it"
         )
     return {
         "search_dir": SEARCH_DIR,
         "kernel_file": f"{SEARCH_DIR}/best.py",
-        "program_id": best["program_id"],
-        "kernel_sha": best["sha"],
-        "operator": best["operator"],
-        "score": best["score"],
-        "speedup": best.get("speedup"),
-        "backend": best["backend"],
-        "stop_reason": summary.get("stop_reason", ""),
-        "evaluations": summary.get("evaluations", 0),
-        "iterations": summary.get("iterations", 0),
-        "sandbox": summary.get("sandbox", ""),
+        "program_id": best.program_id,
+        "kernel_sha": best.sha,
+        "operator": best.operator,
+        "score": best.score,
+        "speedup": best.speedup,
+        "backend": best.backend,
+        "stop_reason": summary.stop_reason or "",
+        "evaluations": summary.evaluations,
+        "iterations": summary.iterations,
+        "sandbox": summary.sandbox,
     }
-
-
-def load_summary(run_dir: Path) -> dict[str, Any]:
-    """The finished search's summary (evolution.summary.run_summary), as RUN/search/summary.json holds it."""
-    return json.loads((run_dir / SEARCH_DIR / SUMMARY_JSON).read_text())

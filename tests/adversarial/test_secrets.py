@@ -10,6 +10,7 @@ sentinel. The end-to-end runs start kernelbot as its own process, so that its in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets as random_tokens
@@ -28,11 +29,11 @@ from evaluators import secrets
 from evaluators.task import load_task
 from evolution.config import SearchConfig, parse_llm_flag
 from evolution.redact import Redactor
+from evolution.search import SearchOverrides
 from evolution.store import MutationRecord, RunStore
 from evolution.types import Program
 from kernelbot.cli import main
 from kernelbot.crash import report_crash
-from kernelbot.target.options import SearchFlags
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "evolution"))  # the loopback OpenAI fake lives with the search tests
@@ -262,9 +263,9 @@ def test_an_llm_urls_password_is_kept_out_of_configs_and_handed_back_to_the_clie
     with secrets.held([]):
         endpoint = parse_llm_flag(f"m@https://alice:{password}@llm.example/v1#2")
         assert endpoint.base_url == "https://llm.example/v1" and endpoint.weight == 2.0
-        flags = SearchFlags(llm=(f"m@https://alice:{password}@llm.example/v1",))
+        flags = SearchOverrides(llm=(f"m@https://alice:{password}@llm.example/v1",))
         assert flags.llm == ("m@https://llm.example/v1",)
-        recorded = json.dumps(SearchConfig().to_dict()) + json.dumps(flags.as_evolve_flags(), default=str)
+        recorded = json.dumps(SearchConfig().to_dict()) + json.dumps(dataclasses.asdict(flags), default=str)
         assert password not in recorded
         assert secrets.url_with_credentials(endpoint.base_url) == f"https://alice:{password}@llm.example/v1"
         assert secrets.redact(f"x {password} y") == "x *** y"

@@ -45,7 +45,7 @@ def test_the_cli_edge_turns_them_into_exit_codes(
     def run(*args: object, **kwargs: object) -> int:
         raise raised
 
-    monkeypatch.setattr("kernelbot.commands.evolve.run", run)
+    monkeypatch.setattr("kernelbot.cli.evolve.run", run)
     assert main(["evolve", str(tmp_path)]) == code
     err = capsys.readouterr().err.strip()
     if code == exit_codes.USER_ERROR:

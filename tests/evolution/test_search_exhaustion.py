@@ -255,8 +255,8 @@ def test_kernelbots_own_seeding_failure_exits_3_with_a_crash_report(tmp_path, mo
     def operators(config, device):
         return OperatorSet.of([ScriptedMutator("seed:inductor", [crashed], True), BumpMutator()], {})
 
-    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", lambda config, eval_config: FakeExecutor())
-    monkeypatch.setattr("kernelbot.commands.evolve.build_operators", operators)
+    monkeypatch.setattr("evolution.search.make_executor", lambda config, eval_config: FakeExecutor())
+    monkeypatch.setattr("evolution.search.build_operators", operators)
     monkeypatch.setenv("KERNELBOT_HOME", str(tmp_path / "home"))
     task = make_tiny_task(tmp_path / "task")
     code = main(["evolve", str(task), "--out", str(tmp_path / "run"), "--backend", "triton-interpret"])
@@ -271,7 +271,7 @@ def test_kernelbots_own_seeding_failure_exits_3_with_a_crash_report(tmp_path, mo
     def user_operators(config, device):
         return OperatorSet.of([ScriptedMutator("seed:inductor", [unsupported], True), BumpMutator()], {})
 
-    monkeypatch.setattr("kernelbot.commands.evolve.build_operators", user_operators)
+    monkeypatch.setattr("evolution.search.build_operators", user_operators)
     code = main(["evolve", str(task), "--out", str(tmp_path / "run2"), "--backend", "triton-interpret"])
     err = capsys.readouterr().err
     assert code == exit_codes.USER_ERROR and "aten.sort.default" in err and "--seed FILE" in err

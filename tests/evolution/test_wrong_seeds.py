@@ -101,8 +101,8 @@ def test_evolve_exits_1_with_one_line_when_no_kernel_passed(tmp_path, monkeypatc
     def operators(config, device):
         return OperatorSet.of([fusion_seed("correctness"), Variants(2, False), LaunchTuningMutator()], {})
 
-    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", lambda config, eval_config: FakeExecutor())
-    monkeypatch.setattr("kernelbot.commands.evolve.build_operators", operators)
+    monkeypatch.setattr("evolution.search.make_executor", lambda config, eval_config: FakeExecutor())
+    monkeypatch.setattr("evolution.search.build_operators", operators)
     monkeypatch.setenv("KERNELBOT_HOME", str(tmp_path / "home"))
     task = make_tiny_task(tmp_path / "task")
     (task / "candidates").mkdir(exist_ok=True)  # no seed of the user's: only the generated one

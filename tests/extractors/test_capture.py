@@ -1,8 +1,8 @@
-"""`kernelbot capture`: the import hook records real calls, and the Task replays them."""
+"""Capture (`kernelbot capture`): the import hook records real calls, and the Task replays them (the command
+on the example engine: tests/kernelbot/cli/test_capture_cli.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,10 +12,7 @@ from evaluators.errors import DegenerateTaskError
 from evaluators.task import load_task
 from extractors.capture import CaptureOptions, capture
 from extractors.errors import ExtractionError
-from kernelbot.cli import main
 from tests.extractors.conftest import write_repo
-
-MINIREPO = Path(__file__).resolve().parents[2] / "examples" / "minirepo"
 
 SCALER = {
     "scaler/__init__.py": "",
@@ -115,36 +112,3 @@ def test_command_that_never_calls_the_target(scaler_repo: Path, tmp_path: Path) 
             )
         )
     assert not (tmp_path / "task").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not MINIREPO.is_dir(), reason="examples/minirepo is not in this checkout")
-def test_capture_from_the_example_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "capture",
-            "--repo",
-            str(MINIREPO),
-            "--function",
-            "minisglang.layers.layernorm:RMSNorm.forward_native",
-            "--max-calls",
-            "2",
-            "--out",
-            str(tmp_path / "rms"),
-            "--",
-            "python",
-            "benchmarks/throughput.py",
-            "--batch",
-            "2",
-            "--steps",
-            "2",
-            "--warmup",
-            "0",
-        ]
-    )
-    printed = capsys.readouterr().out
-    assert code == 0, printed
-    assert "recorded 2 distinct call(s)" in printed
-    task = load_task(tmp_path / "rms")
-    assert {c.name for c in task.cases} >= {"call0", "captured:call0"}
-    assert json.loads(json.dumps(task.source.qualname)) == "RMSNorm.forward_native"

@@ -61,16 +61,16 @@ def test_markers_and_regimes() -> None:
 
 
 def test_a_region_measured_on_a_gpu_carries_its_regime_to_the_target_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from evolution.search import SearchOverrides
     from kernelbot.scan.ranking import measured_regions
     from kernelbot.scan.runs import target_options
-    from kernelbot.target.options import SearchFlags
 
     rows = [ProfiledFunction("pkg.moe:MoE.forward", "pkg/moe.py", 90.0, 5.0, 90.0, 4, 6, graph_us=80.0)]
     (region,) = measured_regions(rows, {}, on_gpu=True)
     assert region.regime == "graph" and region.graph_share == 0.8889
     assert "89% in CUDA graph replays" in region.describe()
     options = target_options(
-        profile="example", target=region.target, run_dir=tmp_path, repo=tmp_path, search=SearchFlags(),
+        profile="example", target=region.target, run_dir=tmp_path, repo=tmp_path, search=SearchOverrides(),
         seeds=[], open_pr=False, fork=None, token_env="T", max_open=1, benchmark_runs=None, config=None,
         regime=("graph", "scan: 89% of its GPU time in CUDA graph replays"),
     )  # fmt: skip

@@ -93,8 +93,8 @@ def llm_run(tmp_path_factory) -> Path:
         pytest.MonkeyPatch.context() as mp,
     ):
         mp.setenv(LLM_KEY_ENV, LLM_KEY)
-        mp.setattr("kernelbot.commands.evolve.make_executor", lambda config, eval_config: FakeExecutor())
-        mp.setattr("kernelbot.commands.evolve.build_operators", operators)
+        mp.setattr("evolution.search.make_executor", lambda config, eval_config: FakeExecutor())
+        mp.setattr("evolution.search.build_operators", operators)
         argv = ["evolve", str(task), "--out", str(run), "--config", str(config), "--iterations", "10"]
         argv += ["--rng-seed", "3", "--llm", f"fake-model@{server.url}", "--api-key-env", LLM_KEY_ENV]
         argv += [

@@ -35,9 +35,9 @@ def test_a_real_search_piped_prints_plain_lines_with_the_essentials(interpreter_
 
 def test_speedups_per_case_and_failures_by_stage_in_plain_lines(tmp_path, monkeypatch, capsys) -> None:
     task = make_tiny_task(tmp_path / "task", [program_source(1.0), program_source(0, fail="compile")])
-    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", lambda config, eval_config: FakeExecutor())
+    monkeypatch.setattr("evolution.search.make_executor", lambda config, eval_config: FakeExecutor())
     monkeypatch.setattr(
-        "kernelbot.commands.evolve.build_operators",
+        "evolution.search.build_operators",
         lambda config, device: OperatorSet.of([BumpMutator()], config.mutation.weights),
     )
     argv = ["evolve", str(task), "--out", str(tmp_path / "run"), "--iterations", "3"]

@@ -133,7 +133,7 @@ def test_a_search_being_driven_is_reported_as_running(tmp_path, empty_run) -> No
 @pytest.mark.parametrize("opened", [True, False])
 def test_open_shows_the_page_in_a_browser(tmp_path, empty_run, monkeypatch, capsys, opened) -> None:
     asked: list[str] = []
-    monkeypatch.setattr("kernelbot.commands.report.webbrowser.open", lambda url: asked.append(url) or opened)
+    monkeypatch.setattr("kernelbot.cli.report.webbrowser.open", lambda url: asked.append(url) or opened)
     out = tmp_path / "page.html"
     assert main(["report", str(empty_run), "--out", str(out), "--open"]) == exit_codes.OK
     assert asked == [out.resolve().as_uri()]

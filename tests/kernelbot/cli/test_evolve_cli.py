@@ -28,8 +28,8 @@ def fakes(monkeypatch):
         made["device"] = device
         return OperatorSet.of([BumpMutator(tag_island=True)], config.mutation.weights)
 
-    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", executor)
-    monkeypatch.setattr("kernelbot.commands.evolve.build_operators", operators)
+    monkeypatch.setattr("evolution.search.make_executor", executor)
+    monkeypatch.setattr("evolution.search.build_operators", operators)
     return made
 
 
@@ -201,7 +201,7 @@ def test_the_summary_lists_why_candidates_failed(tmp_path, fakes, capsys) -> Non
 
 
 def test_best_shows_a_skipped_case_as_skipped_not_failed() -> None:
-    from kernelbot.commands.best import _describe
+    from kernelbot.cli.best import _describe
 
     summary = {
         "program_id": "p1",

@@ -11,7 +11,7 @@ import pytest
 from tests.kernelbot.target.road import MINIREPO, QUICK_SEARCH, kernelbot, make_upstream, one_error_line
 
 RMS = "*:RMSNorm.forward_native"
-RMS_SEED = Path(__file__).resolve().parent / "data" / "rms_norm_rows.py"
+RMS_SEED = Path(__file__).resolve().parents[1] / "scan" / "data" / "rms_norm_rows.py"
 # A test that any Triton kernel put into the norm layer's module breaks.
 NORM_PURE_TORCH = (
     "import sys\n\n"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,9 +23,9 @@ from evaluators.api import evaluate_candidate
 from evaluators.candidate import load_candidate
 from evaluators.config import EvalConfig
 from evaluators.result import HACK_CLASSES, CaseResult, EvalResult, RegimeTiming, TimingStats
-from evaluators.static.checks import host_preparation
 from evaluators.task import Task, load_task
 from kernelbot import exit_codes
+from kernelbot.cli.application import BACKEND_HELP, command
 from kernelbot.console import console, err_console
 from kernelbot.errors import ConfigError
 
@@ -31,9 +33,30 @@ LOG_LINES_SHOWN = 15
 PIPE_WIDTH = 140
 
 
+@command("eval")
+def eval_command(
+    task: Annotated[Path, typer.Argument(help="Task directory (task.toml, reference.py, inputs.py).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate .py file defining the task's entry.")],
+    backend: Annotated[str, typer.Option(help=BACKEND_HELP)] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full EvalResult as JSON.")] = False,
+    seeds: Annotated[int, typer.Option(help="Hidden random seeds per case.")] = 3,
+    device: Annotated[int, typer.Option(help="GPU index for triton-cuda / maca.")] = 0,
+    no_static: Annotated[bool, typer.Option("--no-static", help="Skip the static checks.")] = False,
+) -> int:
+    """Judge CANDIDATE against TASK: static checks, compile, correctness, hack checks, timing.
+
+    Exit codes: 0 passed, 4 rejected (a stage failed), 5 flagged by a hack check, 1 bad input.
+    """
+    return run(
+        task, candidate, backend=backend, as_json=as_json, seeds=seeds, device=device, static=not no_static
+    )
+
+
 def run(
     task: Path, candidate: Path, *, backend: str, as_json: bool, seeds: int, device: int, static: bool
 ) -> int:
+    from evaluators.static.checks import host_preparation  # imports torch: not at the CLI's start
+
     if seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {seeds}")
     loaded = _load_task(task)  # TaskError: bad path or malformed task.toml

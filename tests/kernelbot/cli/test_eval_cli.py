@@ -11,8 +11,8 @@ from pool_tasks import GOOD, WRONG, write_task
 
 from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, RegimeTiming, Stage, TimingStats
 from kernelbot import exit_codes
+from kernelbot.cli import eval as eval_cmd
 from kernelbot.cli import main
-from kernelbot.commands import eval as eval_cmd
 
 INTERPRET = ["--backend", "triton-interpret"]
 

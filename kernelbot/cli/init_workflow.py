@@ -14,9 +14,12 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Optional
 
 import jinja2
+import typer
 
+from kernelbot.cli.application import command
 from kernelbot.console import console, warn
 from kernelbot.engines.model import Profile
 from kernelbot.errors import ConfigError
@@ -52,6 +55,86 @@ class WorkflowOptions:
     retention_days: int = 30
     config: Path | None = None  # kernelbot.toml in this repository, with the user profile
     force: bool = False
+
+
+@command("init-workflow")
+def init_workflow_command(
+    profile: Annotated[str, typer.Option(help="Target profile the scheduled scans run with.")],
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(help="Workflow file (default .github/workflows/kernelbot-scan-PROFILE.yml)."),
+    ] = None,
+    cron: Annotated[
+        str, typer.Option(help="When scheduled scans run (UTC, five cron fields).")
+    ] = "17 3 * * *",
+    runs_on: Annotated[
+        str, typer.Option(help="The self-hosted runner's labels, comma-separated.")
+    ] = "self-hosted,linux,x64,gpu",
+    open_pr: Annotated[
+        bool, typer.Option("--open-pr", help="Scheduled scans open or update PRs (else write bundles).")
+    ] = False,
+    fork: Annotated[
+        Optional[str], typer.Option(help="The fork's git URL the scans push branches to.")  # noqa: UP045
+    ] = None,
+    repo: Annotated[
+        Optional[str], typer.Option(help="--repo of the scans (default: the profile's).")  # noqa: UP045
+    ] = None,
+    max_new_prs: Annotated[int, typer.Option(help="New proposals per scheduled scan.")] = 1,
+    only: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--only", help="--only pattern of the scans; repeatable."),
+    ] = None,
+    exclude: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--exclude", help="--exclude pattern of the scans; repeatable."),
+    ] = None,
+    llm: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--llm", help="MODEL@URL the searches use; repeatable (its key from --llm-secret)."),
+    ] = None,
+    time_limit: Annotated[
+        Optional[str], typer.Option(help="Wall time of each search: 30m, 2h.")  # noqa: UP045
+    ] = None,
+    token_secret: Annotated[
+        str, typer.Option(help="Name of the secret holding the GitHub token.")
+    ] = "KERNELBOT_GITHUB_TOKEN",
+    llm_secret: Annotated[
+        str, typer.Option(help="Name of the secret holding the LLM key.")
+    ] = "KERNELBOT_LLM_API_KEY",
+    package: Annotated[str, typer.Option(help="What pip installs on the runner.")] = "kernelbot",
+    timeout_minutes: Annotated[int, typer.Option(help="The job's time limit.")] = 720,
+    config: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(help="kernelbot.toml with the profile, relative to the repository's root."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing workflow file.")] = False,
+) -> int:
+    """Write a GitHub Actions workflow running `kernelbot scan --profile PROFILE` on a self-hosted GPU runner.
+
+    Scheduled and manual runs, one concurrency group, secrets by name only, and the scan's outcome, the
+    HTML report and the run directory uploaded as an artifact.
+    """
+    options = WorkflowOptions(
+        profile=profile,
+        out=out,
+        cron=cron,
+        runs_on=tuple(label.strip() for label in runs_on.split(",") if label.strip()),
+        open_pr=open_pr,
+        fork=fork,
+        repo=repo,
+        max_new_prs=max_new_prs,
+        only=tuple(only or ()),
+        exclude=tuple(exclude or ()),
+        llm=tuple(llm or ()),
+        time_limit=time_limit,
+        token_secret=token_secret,
+        llm_secret=llm_secret,
+        package=package,
+        timeout_minutes=timeout_minutes,
+        config=config,
+        force=force,
+    )
+    return run(options)
 
 
 def run(options: WorkflowOptions) -> int:

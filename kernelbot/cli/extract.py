@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Optional
 
+import typer
 from rich.markup import escape
 
+from kernelbot.cli.application import command
 from kernelbot.console import console, warn
 
 if TYPE_CHECKING:
     from extractors.extract import ExtractionSummary  # imported when a command runs (the CLI starts fast)
+
+
+@command("extract")
+def extract_command(
+    repo: Annotated[Path, typer.Option(help="Repository (a git checkout or an unpacked release).")],
+    function: Annotated[
+        str, typer.Option(help="package.module:Qualname, path/to/file.py:Qualname, or a unique Qualname.")
+    ],
+    out: Annotated[
+        Optional[Path], typer.Option(help="Task directory to write (default tasks/<name>).")  # noqa: UP045
+    ] = None,
+    spec: Annotated[Optional[Path], typer.Option(help="TOML input spec with symbolic sizes.")] = None,  # noqa: UP045
+    regime: Annotated[str, typer.Option(help="graph (CUDA graph) | wall (eager).")] = "graph",
+    name: Annotated[Optional[str], typer.Option(help="Task name (default: the entry name).")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the test run.")] = False,
+) -> int:
+    """Extract FUNCTION from REPO into a self-contained Task (reference.py, inputs.py, task.toml)."""
+    return run(repo, function, out=out, spec=spec, regime=regime, name=name, force=force, probe=not no_probe)
 
 
 def run(

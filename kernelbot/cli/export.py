@@ -5,12 +5,26 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
 
 from evolution.export import FORMATS, Exporter
 from evolution.redact import Redactor
 from evolution.store import RunStore
+from kernelbot.cli.application import command
 from kernelbot.console import err_console
 from kernelbot.errors import ConfigError
+
+
+@command("export")
+def export_command(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory of `kernelbot evolve`.", metavar="run")],
+    fmt: Annotated[str, typer.Option("--format", help="sft | grpo")] = "sft",
+    out: Annotated[Optional[Path], typer.Option(help="JSONL file (default: stdout).")] = None,  # noqa: UP045
+) -> int:
+    """Export RUN's trajectories as JSONL training data (Kernel-Smith recipe); secrets never appear."""
+    return run(run_dir, fmt=fmt, out=out)
 
 
 def run(run_dir: Path, *, fmt: str, out: Path | None) -> int:

@@ -10,8 +10,8 @@ from pool_tasks import GOOD, REFERENCE, TASK_TOML, write_task
 
 from evaluators.result import EvalResult, Stage
 from kernelbot import exit_codes
+from kernelbot.cli import eval as eval_cmd
 from kernelbot.cli import main
-from kernelbot.commands import eval as eval_cmd
 
 INTERPRET = ["--backend", "triton-interpret", "--seeds", "1"]
 

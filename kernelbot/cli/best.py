@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
 
 from evolution.store import RunStore
 from evolution.summary import best_program, program_summary
 from kernelbot import exit_codes
+from kernelbot.cli.application import command
 from kernelbot.console import console, err_console
+
+
+@command("best")
+def best_command(
+    run_dir: Annotated[Path, typer.Argument(help="Run directory of `kernelbot evolve`.", metavar="run")],
+    out: Annotated[
+        Optional[Path], typer.Option(help="Write the winning candidate here instead of printing it.")  # noqa: UP045
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the winner's summary as JSON.")] = False,
+) -> int:
+    """Print (or write) the best candidate of RUN with its EvalResult summary. Exit 4 when none is correct."""
+    return run(run_dir, out=out, as_json=as_json)
 
 
 def run(run_dir: Path, *, out: Path | None, as_json: bool) -> int:

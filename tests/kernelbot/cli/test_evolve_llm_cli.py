@@ -46,7 +46,7 @@ def fake_executor(monkeypatch):
         made.append(FakeExecutor())
         return made[-1]
 
-    monkeypatch.setattr("kernelbot.commands.evolve.make_executor", executor)
+    monkeypatch.setattr("evolution.search.make_executor", executor)
     return made
 
 

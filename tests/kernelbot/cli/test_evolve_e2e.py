@@ -19,11 +19,12 @@ import pytest
 from kernelbot import exit_codes
 from kernelbot.cli import main
 
-SILU = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "silu_and_mul"
+REPO = Path(__file__).resolve().parents[3]
+SILU = REPO / "examples" / "tasks" / "silu_and_mul"
 # CPU: the interpreter, one warm worker, no Inductor seed (torch.compile emits C++ on CPU, not Triton).
 # The extra seed has literal launch parameters, so launch tuning has something to move (the task's own
 # candidate derives them from the shape).
-TUNABLE_SEED = Path(__file__).resolve().parent / "data" / "silu_and_mul_tunable.py"
+TUNABLE_SEED = REPO / "tests" / "evolution" / "data" / "silu_and_mul_tunable.py"
 CPU_FLAGS = [
     "--backend",
     "triton-interpret",

@@ -12,9 +12,9 @@ from evaluators.task import load_task
 from kernelbot.cli import main
 from tests.extractors.conftest import write_repo
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MINIREPO = ROOT / "examples" / "minirepo"
-SPECS = Path(__file__).parent / "specs"
+SPECS = ROOT / "tests" / "extractors" / "specs"
 
 pytestmark = pytest.mark.skipif(not MINIREPO.is_dir(), reason="examples/minirepo is not in this checkout")
 
