@@ -52,7 +52,6 @@ from kernelbot.propose.evidence import (
     TestsEvidence,
 )
 from kernelbot.target.records import IntegrateRecord
-from kernelbot.target.run_dir import search_elapsed_s
 
 if TYPE_CHECKING:
     from kernelbot.confirm.report import ConfirmReport
@@ -78,6 +77,7 @@ def build_evidence(
     reproduce: str | None = None,
     confirm: ConfirmReport | None = None,
     base_ref: str = "",
+    search_s: float | None = None,
 ) -> Evidence:
     """The Evidence of one proposal (see the module docstring for where each part comes from). `confirm` is
     the confirm stage's report (None: no confirmation ran): the only source of speed figures."""
@@ -92,7 +92,6 @@ def build_evidence(
         operators = Counter(p.operator.split(":", 1)[0] for p in store.programs())
         usage = store.token_usage()
         iterations, evaluations = store.mutation_count("evolve"), store.evaluation_count()
-    elapsed = search_elapsed_s(search_dir)
     result = best.result
     qualname = function.split(":", 1)[-1]
     return Evidence(
@@ -120,7 +119,7 @@ def build_evidence(
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cost_usd=float(usage.cost_usd),
-            search_s=elapsed,
+            search_s=search_s,
         ),
         reproduce=reproduce or shlex.join(str(a) for a in integration.test_command),
         human_steps=tuple(str(s) for s in profile.human_steps),

@@ -60,6 +60,7 @@ def propose(ctx: RunContext, integration: IntegrateRecord) -> ProposeRecord:
         reproduce=reproduce_command(ctx),
         confirm=ctx.confirmation(),
         base_ref=release_tag(state.repo.source),
+        search_s=state.record(EvolveRecord).elapsed_s,
     )
     bundle = write_bundle(
         ctx.run_dir, evidence, profile, git.diff_against(worktree, base), secret_envs=(options.token_env,)

@@ -118,6 +118,7 @@ class EvolveRecord(StageOutcome):
     evaluations: int = 0
     iterations: int = 0
     sandbox: str = ""
+    elapsed_s: float | None = None  # the search's wall time (None: a finished search read back)
 
 
 @dataclass(frozen=True)

@@ -122,15 +122,6 @@ def write_search_config(run_dir: Path, text: str) -> Path:
     return path
 
 
-def search_elapsed_s(search: Path) -> float | None:
-    """The search's wall time as its summary.json recorded it (None when the search wrote none)."""
-    try:
-        value = json.loads((search / SEARCH_SUMMARY).read_text()).get("elapsed_s")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return float(value) if isinstance(value, (int, float)) else None
-
-
 # --- confirm.json -----------------------------------------------------------------------------------------
 
 

@@ -90,4 +90,5 @@ def search_outcome(summary: SearchSummary, run_dir: Path) -> dict[str, Any]:
         "evaluations": summary.evaluations,
         "iterations": summary.iterations,
         "sandbox": summary.sandbox,
+        "elapsed_s": summary.elapsed_s,
     }

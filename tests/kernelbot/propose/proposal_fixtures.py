@@ -98,6 +98,7 @@ def evidence_for(
         function=FUNCTION,
         op_slug=OP_SLUG,
         confirm=gpu_confirmation(current) if gpu else cpu_confirmation(),
+        search_s=742.4,
     )
 
 

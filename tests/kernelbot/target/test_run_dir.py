@@ -66,4 +66,3 @@ def test_bundle_files_and_the_search_config(tmp_path: Path) -> None:
     config.write_text("# edited by the user\n")
     assert run_dir.write_search_config(tmp_path, "[stop]\n") == config
     assert config.read_text() == "# edited by the user\n"  # never overwritten
-    assert run_dir.search_elapsed_s(tmp_path) is None  # no search summary yet
