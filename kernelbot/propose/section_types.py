@@ -24,6 +24,9 @@ class ModificationsSection(TypedDict):
     envelope: list[str]
     formatter: str
     bench_file: str
+    slot: str  # where the kernel is wired in (the engine's slot or the guarded call site); "" when unknown
+    selection: str  # whether the engine selects it by itself, and why (or why not)
+    in_compile_region: bool
 
 
 class AccuracyRow(TypedDict):

@@ -135,6 +135,9 @@ def modifications(e: Evidence) -> ModificationsSection:
         "envelope": list(m.envelope),
         "formatter": m.formatter,
         "bench_file": m.bench_file,
+        "slot": m.slot,
+        "selection": m.selection,
+        "in_compile_region": m.in_compile_region,
     }
 
 

@@ -54,3 +54,21 @@ def test_the_benchmark_script_is_listed_and_run_only_with_a_gpu(gpu_evidence: Ev
     assert f"- New benchmark: `{bench}`" in body and f"- Changed: `{bench}`" not in body
     script = render_reproduce(evidence)
     assert f"python {bench}" in script and "torch.cuda.is_available()" in script
+
+
+def test_the_body_says_where_the_kernel_is_wired_and_when_the_engine_uses_it(gpu_evidence: Evidence) -> None:
+    slot = "SiluAndMul.forward_triton (layers/activation.py); SiluAndMul.forward_native is unchanged"
+    selection = "registered opt-in, not declared in capabilities: it did not beat the path the op takes today"
+    modifications = dataclasses.replace(
+        gpu_evidence.modifications,
+        files=(*gpu_evidence.modifications.files, "layers/activation.py"),
+        slot=slot,
+        selection=selection,
+    )
+    body = render_body(dataclasses.replace(gpu_evidence, modifications=modifications), "sglang")
+    assert f"- Where the kernel is wired in: {slot}" in body
+    assert f"- When the engine uses it: {selection}" in body
+    # the op's reference is not edited, so the body does not say it calls the kernel
+    assert "calls the kernel when its inputs fit" not in body
+    assert "- Changed: `layers/activation.py`" in body
+    assert "torch.compile region" not in body
