@@ -460,8 +460,31 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
         f"Bucket crossover: calls whose tensor arguments total {who} {constant} bytes run B's code (its "
         f'names suffixed "_{suffix}" above), the others the parent\'s ({a_name}). {route.why}'
     )
+    names = (total, item, tensors)
+    dispatcher = _size_dispatcher(
+        summary, constant, route, signature, names, f"{small}({call})", f"{large}({call})"
+    )
+    header = "\n\n\n# --- bucket crossover: candidate B's code, its module-level names suffixed ---\n"
+    b_part = "".join(f"{s}\n" for s in [*added, *(["import torch"] if needs_torch else [])])
+    b_text = _without(b_code.renamed(b_map), shared)
+    block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_text.strip()
+    return replace_evolve_block(a_source, block + "\n" + dispatcher + "\n\n")
+
+
+def _size_dispatcher(
+    summary: str,
+    constant: str,
+    route: Route,
+    signature: str,
+    names: tuple[str, str, str],
+    small: str,
+    large: str,
+) -> str:
+    """The child's entry: the total bytes of its tensor arguments pick `small` (at most `constant`) or
+    `large`, under a comment that says why."""
+    total, item, tensors = names
     note = textwrap.fill(summary, 106, initial_indent="# ", subsequent_indent="# ")
-    dispatcher = f"""
+    return f"""
 
 {note}
 {constant} = {route.threshold}
@@ -473,14 +496,9 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
         if isinstance({item}, torch.Tensor):
             {total} += {item}.numel() * {item}.element_size()
     if {total} <= {constant}:
-        return {small}({call})
-    return {large}({call})
+        return {small}
+    return {large}
 """
-    header = "\n\n\n# --- bucket crossover: candidate B's code, its module-level names suffixed ---\n"
-    b_part = "".join(f"{s}\n" for s in [*added, *(["import torch"] if needs_torch else [])])
-    b_text = _without(b_code.renamed(b_map), shared)
-    block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_text.strip()
-    return replace_evolve_block(a_source, block + "\n" + dispatcher + "\n\n")
 
 
 def _launch_table_child(
@@ -510,22 +528,7 @@ def _launch_table_child(
         f"bytes launch with {settings.replace('=', ' = ')}, the others with the module's values; both run "
         f"the same kernels. {route.why}"
     )
-    note = textwrap.fill(summary, 106, initial_indent="# ", subsequent_indent="# ")
-    dispatcher = f"""
-
-{note}
-{constant} = {route.threshold}
-
-
-{signature}
-    {total} = 0
-    for {item} in ({tensors}):
-        if isinstance({item}, torch.Tensor):
-            {total} += {item}.numel() * {item}.element_size()
-    if {total} <= {constant}:
-        return {small}
-    return {large}
-"""
+    dispatcher = _size_dispatcher(summary, constant, route, signature, (total, item, tensors), small, large)
     torch_import = "" if import_bindings(a_code.wrapper.module).get("torch") else "import torch\n"
     if torch_import and import_bindings(cst.parse_module(a_source)).get("torch") == "import torch":
         torch_import = ""
