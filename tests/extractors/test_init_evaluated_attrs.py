@@ -4,6 +4,7 @@ is drafted with the constructor's value instead of a tensor standing in for a tu
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import libcst as cst
@@ -78,7 +79,9 @@ def test_a_conv_like_method_runs_with_the_constructor_values(tmp_path: Path) -> 
     result = built(repo, "pkg.ops:Conv.forward_native")
     fn = load(result.source, result.entry)
     x, weight, bias = torch.randn(1, 4, 9, 9), torch.randn(4, 4, 3, 3), torch.randn(4)
-    names = result.attribute_params
-    assert set(names) == {"weight"}, names  # only the weights are an input
-    out = fn(x, bias, **{names["weight"]: weight})
+    defaults = {k: v.default for k, v in inspect.signature(fn).parameters.items()}
+    # the constructor's values are the defaults; only the weights have none (an input)
+    assert defaults["stride"] == (2, 2) and defaults["padding"] == (1, 1) and defaults["enable"] is False
+    assert defaults["weight"] is inspect.Parameter.empty
+    out = fn(x, bias, weight=weight)
     torch.testing.assert_close(out, torch.nn.functional.conv2d(x, weight, bias, 2, 1))
