@@ -1,7 +1,7 @@
 """Evaluates, at extraction time, what `__init__` computes from the literal defaults of its parameters, so
 that an attribute built through a helper of the class's own module (`self.stride = _tuplify(stride, 2)`) or
-under an `if` that those defaults decide (`if isinstance(padding, str): ... else: self.padding = _tuplify(padding,
-2)`) gets the literal value the constructor would give it.
+under an `if` that those defaults decide (`if isinstance(padding, str): ... else: self.padding =
+_tuplify(padding, 2)`) gets the literal value the constructor would give it.
 
 Only plain data comes out: an expression is evaluated with the parameters' and earlier attributes' literal
 values, a small set of pure builtins and the module's own top-level functions (defined from their source, with
