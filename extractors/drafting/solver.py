@@ -190,7 +190,9 @@ def _named_dims(arg: ArgDraft, fact: ParamFacts) -> None:
     size, where nothing surer (a docstring, `__init__`, the parameter's own name) gave it one."""
     for axis, name in fact.dim_names.items():
         size = int_rule(base_name(name)[0])
-        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= NAMED:
+        # an op's own axis (a conv's channels) says more than a guess from the parameter's name
+        surer = STRONG if size in GEOMETRY_SIZES else NAMED
+        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= surer:
             continue
         if size in arg.dims:
             continue
