@@ -85,3 +85,16 @@ def test_a_conv_like_method_runs_with_the_constructor_values(tmp_path: Path) -> 
     assert defaults["weight"] is inspect.Parameter.empty
     out = fn(x, bias, weight=weight)
     torch.testing.assert_close(out, torch.nn.functional.conv2d(x, weight, bias, 2, 1))
+
+
+def test_a_conv_layer_drafts_without_a_spec(tmp_path: Path) -> None:
+    """The conv's rank, channels and small spatial and kernel axes come from `F.conv2d`, not from the name
+    `x` (a [tokens, hidden] guess), so that the reference runs on the drafted inputs."""
+    from extractors.extract import ExtractOptions, extract
+
+    repo = write_repo(tmp_path / "repo", {"pkg/__init__.py": "", "pkg/ops.py": OPS})
+    summary = extract(ExtractOptions(repo, "pkg.ops:Conv.forward_native", out=tmp_path / "task"))
+    assert summary.probe is not None and summary.probe.ran, summary.probe
+    (output,) = summary.probe.outputs
+    # a 14x10 input under a 3x5 kernel at stride 2 and padding 1 (the constructor's defaults): 7x5
+    assert output.endswith(", 7, 5]"), output
