@@ -5,10 +5,13 @@ parameter they were set from) and a hint for generated inputs (`torch.ones(hidde
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
 import libcst as cst
+
+from extractors.evaluate_init import UNKNOWN, InitEvaluator
 
 _NO_VALUE = object()
 
@@ -54,7 +57,7 @@ class GatherInitAttrs(cst.CSTVisitor):
         self.init_params: dict[str, object] = {}
         self.param_sources: dict[str, InitParam] = {}
         self.self_name = "self"
-        self._top_level: set[int] = set()  # ids of the Assign nodes directly in __init__'s body
+        self._evaluator: InitEvaluator | None = None
 
     @classmethod
     def of(cls, module: cst.Module, class_def: cst.ClassDef) -> dict[str, InitAttr]:
@@ -64,14 +67,70 @@ class GatherInitAttrs(cst.CSTVisitor):
                 gatherer._class_level(stmt)
             elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
                 gatherer._read_params(stmt)
-                gatherer._top_level = {
-                    id(small)
-                    for line in stmt.body.body
-                    if isinstance(line, cst.SimpleStatementLine)
-                    for small in line.body
-                }
-                stmt.body.visit(gatherer)
+                gatherer._evaluator = InitEvaluator(
+                    module,
+                    gatherer.self_name,
+                    {k: UNKNOWN if v is _NO_VALUE else v for k, v in gatherer.init_params.items()},
+                )
+                gatherer._walk(stmt.body.body)
         return gatherer.attrs
+
+    def _walk(self, body: Sequence[cst.BaseStatement]) -> None:
+        """The statements of `__init__` that run for the parameters' literal defaults, in order: an `if`
+        whose test those defaults decide runs the branch they select (the other is not recorded), so that
+        what it assigns counts as unconditional. Anything else is visited as conditional."""
+        assert self._evaluator is not None
+        for line in body:
+            if isinstance(line, cst.SimpleStatementLine):
+                for small in line.body:
+                    self._statement(small)
+                continue
+            if isinstance(line, cst.If):
+                branch = self._branch(line)
+                if branch is not None:
+                    self._walk(branch)
+                    continue
+            line.visit(self)  # conditional: recorded as such, and what it assigns is no longer known
+            for name in _assigned_names(line):
+                self._evaluator.forget(name)
+
+    def _branch(self, node: cst.If) -> Sequence[cst.BaseStatement] | None:
+        assert self._evaluator is not None
+        taken = self._evaluator.condition(node.test)
+        if taken is None:
+            return None
+        if taken:
+            return node.body.body
+        if isinstance(node.orelse, cst.If):
+            return self._branch(node.orelse)
+        return node.orelse.body.body if node.orelse is not None else ()
+
+    def _statement(self, small: cst.BaseSmallStatement) -> None:
+        """A statement of `__init__` that runs: attributes recorded as unconditional, values followed."""
+        assert self._evaluator is not None
+        if isinstance(small, cst.Assign) or (isinstance(small, cst.AnnAssign) and small.value is not None):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            value = small.value
+            assert value is not None
+            single = len(targets) == 1
+            known = self._evaluator.evaluate(value) if single else UNKNOWN
+            for target in targets:
+                attr = self._self_attr(target)
+                if attr is not None:
+                    self._record(attr, value, single, known)
+                    if known is UNKNOWN:
+                        self._evaluator.forget_attr(attr)
+                    else:
+                        self._evaluator.attrs[attr] = known
+                elif single and isinstance(target, cst.Name) and known is not UNKNOWN:
+                    self._evaluator.names[target.value] = known
+                else:
+                    for name in _assigned_names(target):
+                        self._evaluator.forget(name)
+        else:
+            small.visit(self)
+            for name in _assigned_names(small):
+                self._evaluator.forget(name)
 
     def _class_level(self, line: cst.SimpleStatementLine) -> None:
         for small in line.body:
@@ -105,12 +164,16 @@ class GatherInitAttrs(cst.CSTVisitor):
         for target in node.targets:
             attr = self._self_attr(target.target)
             if attr is not None:
-                self._record(attr, node.value, len(node.targets) == 1 and id(node) in self._top_level)
+                self._record(attr, node.value, False)
+                if self._evaluator is not None:
+                    self._evaluator.forget_attr(attr)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         attr = self._self_attr(node.target)
         if attr is not None and node.value is not None:
-            self._record(attr, node.value, id(node) in self._top_level)
+            self._record(attr, node.value, False)
+            if self._evaluator is not None:
+                self._evaluator.forget_attr(attr)
 
     def _self_attr(self, node: cst.BaseExpression) -> str | None:
         if (
@@ -121,7 +184,9 @@ class GatherInitAttrs(cst.CSTVisitor):
             return node.attr.value
         return None
 
-    def _record(self, attr: str, value: cst.BaseExpression, unconditional: bool = True) -> None:
+    def _record(
+        self, attr: str, value: cst.BaseExpression, unconditional: bool = True, known: object = UNKNOWN
+    ) -> None:
         entry = self.attrs.setdefault(attr, InitAttr())
         entry.expressions.append(self.module.code_for_node(value))
         entry.nodes.append(value)
@@ -130,6 +195,8 @@ class GatherInitAttrs(cst.CSTVisitor):
         literal = _literal(self.module, value)
         if literal is _NO_VALUE and isinstance(value, cst.Name) and value.value in self.init_params:
             literal = self.init_params[value.value]
+        if literal is _NO_VALUE and known is not UNKNOWN:
+            literal = known  # computed from the defaults (a helper of the module, an `if` they decide)
         if literal is _NO_VALUE:
             entry.opaque = True
         else:
@@ -143,3 +210,43 @@ def _literal(module: cst.Module, node: cst.BaseExpression | None) -> object:
         return ast.literal_eval(module.code_for_node(node))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NO_VALUE
+
+
+def _assigned_names(node: cst.CSTNode) -> set[str]:
+    """Local names a statement may rebind (assignment, loop, `with ... as`, walrus, augmented assignment)."""
+    names: set[str] = set()
+
+    class _Targets(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            names.add(node.name.value)
+            return False
+
+        def _names(self, target: cst.CSTNode) -> None:
+            if isinstance(target, cst.Name):
+                names.add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._names(element.value)
+            elif isinstance(target, cst.StarredElement):
+                self._names(target.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._names(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._names(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._names(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._names(node.target)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self._names(node.name)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._names(node.target)
+
+    node.visit(_Targets())
+    return names

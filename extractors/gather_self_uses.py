@@ -20,6 +20,8 @@ class SelfUses:
     writes: dict[str, list[cst.Attribute]] = field(default_factory=dict)
     calls: dict[str, list[cst.Call]] = field(default_factory=dict)  # self.<attr>(...) call nodes
     refusals: list[str] = field(default_factory=list)
+    # `hasattr(self, "name")` call nodes by name: decided at extraction time from what the class defines
+    presence: dict[str, list[cst.Call]] = field(default_factory=dict)
     order: dict[int, int] = field(default_factory=dict)  # id(attribute node) -> pre-order position
 
     @property
@@ -70,8 +72,29 @@ class GatherSelfUses(cst.CSTVisitor):
         for access in assignment.references:
             self._classify(access.node, access.scope is not scope)
 
+    def _presence_test(self, node: cst.CSTNode, parent: cst.CSTNode | None) -> tuple[str, cst.Call] | None:
+        """`hasattr(self, "name")`: the name and the call, where `self` is the first of two arguments."""
+        if not isinstance(parent, cst.Arg) or parent.value is not node:
+            return None
+        call = self.parsed.parent(parent)
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Name)
+            and call.func.value == "hasattr"
+            and len(call.args) == 2
+            and call.args[0] is parent
+            and isinstance(call.args[1].value, cst.SimpleString)
+        ):
+            return None
+        name = call.args[1].value.evaluated_value
+        return (name, call) if isinstance(name, str) and name.isidentifier() else None
+
     def _classify(self, node: cst.CSTNode, nested: bool) -> None:
         parent = self.parsed.parent(node)
+        presence = self._presence_test(node, parent)
+        if presence is not None:
+            self.uses.presence.setdefault(presence[0], []).append(presence[1])
+            return
         if not (isinstance(parent, cst.Attribute) and parent.value is node):
             self.uses.refusals.append(
                 f"uses `self` itself (not one of its attributes) at {self.parsed.where(node)}"

@@ -246,6 +246,15 @@ class MethodToFunction:
                     out[id(call.func)] = constant(cst.Name(self.constructed[attr].name))
                 else:
                     out[id(call.func)] = constant(cst.Name(self.param_names[attr]))
+        for attr, tests in info.uses.presence.items():
+            # the extracted instance is the one the class builds: it has an attribute its `__init__` or body
+            # assigns, or a method; one set only from outside (another backend's setup) it lacks
+            present = attr in self.hierarchy.init_attrs or self.hierarchy.method(attr) is not None
+            for test in tests:
+                out[id(test)] = constant(cst.Name(str(present)))
+            note = f"hasattr(self, {attr!r}) is {present}: decided from what the class defines"
+            if note not in self.notes:
+                self.notes.append(note)
         if info.writes:
             for ret in own_returns(info.node):
                 out[id(ret)] = self._return_with_writes(info)

@@ -158,6 +158,8 @@ class GatherFunctionUses(cst.CSTVisitor):
             self._matmul(positional[0], positional[1], node, "F.linear", weight_rows=True)
         elif fn in ("matmul", "mm", "bmm") and len(positional) >= 2:
             self._matmul(positional[0], positional[1], node, f"torch.{fn}")
+        elif fn in ("conv1d", "conv2d", "conv3d") and len(positional) >= 2:
+            self._conv(positional[0], positional[1], arg_value(node, 2, "bias"), int(fn[4]), node)
         elif fn == "embedding" and len(positional) >= 2:
             self._index(
                 positional[0], self._dim_of(positional[1], cst.Integer("0")), "F.embedding() ids", node
@@ -277,6 +279,42 @@ class GatherFunctionUses(cst.CSTVisitor):
         self.uses.dtype_ties.append((pa, pb, why))
         if weight_rows and self.uses.facts.get(pb) is not None and self.uses.facts[pb].exact_rank is None:
             self.uses.facts[pb].exact_rank = 2
+
+    def _conv(
+        self,
+        x: cst.BaseExpression,
+        weight: cst.BaseExpression,
+        bias: cst.BaseExpression | None,
+        spatial: int,
+        node: cst.CSTNode,
+    ) -> None:
+        """`F.convNd(x, weight, bias, ...)`: a batched input [batch, channels, *spatial] and a weight [out,
+        channels, *kernel] of the same rank, the bias one value per output channel. The channel tie holds
+        for groups=1, the default of every conv layer."""
+        why = f"F.conv{spatial}d, line {self._line(node)}"
+        px, pw = self.lv.shape_param(x), self.lv.shape_param(weight)
+        self._note(x, "tensor_uses", why, node)
+        self._note(weight, "tensor_uses", why, node)
+        axes = ["depth", "height", "width"][3 - spatial :]
+        kernel = [f"kernel_{axis[0]}" for axis in axes]
+        for param, names in ((px, ["batch", "channels", *axes]), (pw, ["out_channels", "channels", *kernel])):
+            if param is None:
+                continue
+            fact = self.uses.facts[param]
+            if fact.exact_rank is None:
+                fact.exact_rank = spatial + 2
+            for axis, name in enumerate(names):
+                if name:
+                    fact.dim_names.setdefault(axis, name)  # small sizes: a kernel fits the input
+        if px is not None and pw is not None:
+            self.uses.ties.append(Tie(DimRef(px, 1), DimRef(pw, 1), why))
+            self.uses.dtype_ties.append((px, pw, why))
+        pb = self.lv.shape_param(bias) if bias is not None else None
+        if pb is not None and pw is not None:
+            if self.uses.facts[pb].exact_rank is None:
+                self.uses.facts[pb].exact_rank = 1
+            self.uses.ties.append(Tie(DimRef(pb, 0), DimRef(pw, 0), why))
+            self.uses.dtype_ties.append((pb, pw, why))
 
     # -- subscripts, attributes --------------------------------------------------------------------------
     def visit_Subscript(self, node: cst.Subscript) -> None:

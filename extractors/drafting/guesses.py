@@ -33,6 +33,15 @@ DEFAULT_SIZES: dict[str, list[Any]] = {
     "context": [64],
     "pool": [8],
     "page_size": [16],
+    # a convolution's input and kernel axes: small, each its own name (one name is one size per draft)
+    "channels": [24],
+    "out_channels": [40],
+    "depth": [6],
+    "height": [14],
+    "width": [10],
+    "kernel_d": [2],
+    "kernel_h": [3],
+    "kernel_w": [5],
 }
 
 # (parameter-name pattern, spec) — first match wins. Sizes refer to DEFAULT_SIZES.
@@ -99,7 +108,7 @@ _TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
 _INT_TENSOR_RULES: list[tuple[str, dict[str, Any]]] = [
     (r"^top_?ks?$", {"shape": ["batch"], "dtype": "int64", "init": "randint", "low": 1, "high": "vocab"}),
 ]
-_INT_RULES: list[tuple[str, Any]] = [
+_INT_RULES: list[tuple[str, str | None]] = [
     (r"^(bs|batch|batch_size|num_seqs|num_reqs)$", "batch"),
     (r"^(num_tokens|n_tokens)$", "tokens"),
     (r"^(topk|top_k|num_experts_per_tok)$", "topk"),
@@ -110,6 +119,8 @@ _INT_RULES: list[tuple[str, Any]] = [
     (r"^(num_heads|n_heads|num_attention_heads)$", "heads"),
     (r"^(head_dim|head_size)$", "head_dim"),
     (r"^rotary_dim$", "rotary_dim"),
+    # conv axes (gather_function_uses names them): the name itself, see DEFAULT_SIZES
+    (r"^(channels|out_channels|depth|height|width|kernel_[dhw])$", None),
     (r"^page_size$", "page_size"),
     (r"^(num_experts|n_experts|num_local_experts|n_routed_experts|num_routed_experts)$", "num_experts"),
     (r"^(vocab_size)$", "vocab"),
@@ -143,7 +154,7 @@ def tensor_rule(base: str, integer: bool = False) -> dict[str, Any] | None:
 
 def int_rule(base: str) -> str | None:
     """The size an integer argument's name says it is (`num_expert_group` -> "groups")."""
-    return next((size for pattern, size in _INT_RULES if re.search(pattern, base)), None)
+    return next((size or base for pattern, size in _INT_RULES if re.search(pattern, base)), None)
 
 
 def float_rule(base: str) -> float | None:

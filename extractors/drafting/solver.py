@@ -20,6 +20,12 @@ from extractors.drafting.ties import dim_expression, solve_ties
 from extractors.signature import Param
 
 PROBE_SIZES = {"tokens": 37, "batch": 11}  # distinct from every model size, so an error's numbers say which
+# A convolution's channels, input and kernel axes (named by gather_function_uses): small, so that a kernel
+# fits its input at any stride or padding, and distinct, so that an error's numbers still say which.
+GEOMETRY_SIZES = {
+    **{"channels": 24, "out_channels": 40},
+    **{"depth": 6, "height": 14, "width": 10, "kernel_d": 2, "kernel_h": 3, "kernel_w": 5},
+}
 _FRESH_VALUES = [48, 80, 112, 144, 176, 208, 240, 272, 304, 336, 368, 400]
 _ACTIVATIONS = re.compile(r"^(x|hidden_states?|input|inp|residual|query|key|value|q|k|v|hidden|qkv)$")
 _TENSOR_ANNOTATIONS = {
@@ -184,7 +190,9 @@ def _named_dims(arg: ArgDraft, fact: ParamFacts) -> None:
     size, where nothing surer (a docstring, `__init__`, the parameter's own name) gave it one."""
     for axis, name in fact.dim_names.items():
         size = int_rule(base_name(name)[0])
-        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= NAMED:
+        # an op's own axis (a conv's channels) says more than a guess from the parameter's name
+        surer = STRONG if size in GEOMETRY_SIZES else NAMED
+        if size is None or not -len(arg.dims) <= axis < len(arg.dims) or arg.confidence[axis] >= surer:
             continue
         if size in arg.dims:
             continue
@@ -318,6 +326,8 @@ def size_values(args: dict[str, ArgDraft], profile: ServingProfile, model: Model
     for name in used:
         if name in PROBE_SIZES:
             sizes[name] = PROBE_SIZES[name]
+        elif name in GEOMETRY_SIZES:
+            sizes[name] = GEOMETRY_SIZES[name]
         elif name in profile.sizes:
             sizes[name] = profile.sizes[name]  # the served context bounds positions, not the model's maximum
         elif name in model.sizes:
