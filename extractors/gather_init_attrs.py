@@ -75,12 +75,15 @@ class GatherInitAttrs(cst.CSTVisitor):
                 gatherer._walk(stmt.body.body)
         return gatherer.attrs
 
-    def _walk(self, body: Sequence[cst.BaseStatement]) -> None:
+    def _walk(self, body: Sequence[cst.BaseStatement | cst.BaseSmallStatement]) -> None:
         """The statements of `__init__` that run for the parameters' literal defaults, in order: an `if`
         whose test those defaults decide runs the branch they select (the other is not recorded), so that
         what it assigns counts as unconditional. Anything else is visited as conditional."""
         assert self._evaluator is not None
         for line in body:
+            if isinstance(line, cst.BaseSmallStatement):  # the body of a one-line `if x: ...`
+                self._statement(line)
+                continue
             if isinstance(line, cst.SimpleStatementLine):
                 for small in line.body:
                     self._statement(small)
@@ -94,7 +97,7 @@ class GatherInitAttrs(cst.CSTVisitor):
             for name in _assigned_names(line):
                 self._evaluator.forget(name)
 
-    def _branch(self, node: cst.If) -> Sequence[cst.BaseStatement] | None:
+    def _branch(self, node: cst.If) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement] | None:
         assert self._evaluator is not None
         taken = self._evaluator.condition(node.test)
         if taken is None:
