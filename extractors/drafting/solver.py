@@ -225,7 +225,9 @@ def _bounded_ints(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         if arg.value_kind != "int" or (isinstance(arg.value, (str, int)) and arg.value is not None):
             continue
         semantic = int_rule(base_name(name)[0])
-        if semantic is not None:
+        # a conv's axis names are sizes for the dims gather_function_uses names, not for an int parameter
+        # that happens to be called `width`: that one is bounded by its uses below
+        if semantic is not None and semantic not in GEOMETRY_SIZES:
             arg.value = semantic
             continue
         bounds = [
