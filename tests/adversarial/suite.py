@@ -3,6 +3,7 @@ the legitimate kernels that must pass, and small helpers shared by the suite's t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,14 @@ EXAMPLES = HERE.parent.parent / "examples" / "tasks"
 # Big enough for every case of the suite's own tasks; the example tasks' large cases are skipped.
 SUITE_CONFIG = EvalConfig(backend="triton-interpret", interpret_max_numel=70_000)
 RUNTIME_ONLY = EvalConfig(backend="triton-interpret", interpret_max_numel=70_000, static_checks=False)
+
+
+def checkout_pythonpath() -> str:
+    """PYTHONPATH for a kernelbot subprocess: this checkout first, then whatever the caller's path holds (a
+    machine whose packages live outside the interpreter's site directory, such as a GPU image with carried
+    wheels)."""
+    repo = HERE.parent.parent
+    return os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def task_dir(name: str) -> Path:

@@ -25,6 +25,7 @@ from suite import (
     TIMING_CHEATS,
     Cheat,
     Legit,
+    checkout_pythonpath,
     describe,
     hack_numbers,
     task_dir,
@@ -112,12 +113,10 @@ def test_parent_secrets_reach_nothing_from_a_cuda_worker(tmp_path: Path) -> None
         "GITHUB_TOKEN": f"ghp-sentinel-{secrets.token_hex(12)}",
         "KERNELBOT_LLM_API_KEY": f"sk-sentinel-{secrets.token_hex(12)}",
     }
-    repo = Path(__file__).resolve().parents[2]
-    path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
     args = ["eval", str(task_dir("scale_add")), str(CHEATS / "s01_parent_secrets.py")]
     done = subprocess.run(
         [sys.executable, "-m", "kernelbot.cli", *args, "--backend", "triton-cuda", "--json", "--no-static"],
-        env={**os.environ, **sentinels, "PYTHONPATH": path},
+        env={**os.environ, **sentinels, "PYTHONPATH": checkout_pythonpath()},
         cwd=tmp_path,
         capture_output=True,
         text=True,

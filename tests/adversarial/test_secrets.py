@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from suite import CHEATS, task_dir
+from suite import CHEATS, checkout_pythonpath, task_dir
 
 from evaluators import secrets
 from evaluators.task import load_task
@@ -61,14 +61,8 @@ def sentinels() -> dict[str, str]:
     }
 
 
-def _pythonpath() -> str:
-    """This checkout first, then whatever the caller's path holds (a machine whose packages live outside the
-    interpreter's site directory, such as a GPU image with carried wheels)."""
-    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-
-
 def _kernelbot(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, **env, "PYTHONPATH": _pythonpath()}
+    full = {**os.environ, **env, "PYTHONPATH": checkout_pythonpath()}
     return subprocess.run(
         [sys.executable, "-m", "kernelbot.cli", *args],
         env=full,
@@ -188,7 +182,7 @@ def test_held_secrets_leave_the_environment_the_initial_block_and_child_environm
     sentinels: dict[str, str], tmp_path: Path
 ) -> None:
     values = {**sentinels, "GH_PAT": _sentinel("pat")}
-    env = {**os.environ, **values, "COPY": values["GH_PAT"], "PYTHONPATH": _pythonpath()}
+    env = {**os.environ, **values, "COPY": values["GH_PAT"], "PYTHONPATH": checkout_pythonpath()}
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, "target", "--token-env", "GH_PAT", "--api-key-env=LLM_SERVICE_CRED"],
         env=env,
@@ -231,7 +225,7 @@ def test_a_same_user_process_that_is_not_root_cannot_read_kernelbots_environ(tmp
         if setpriv is None:
             pytest.skip("running as root without setpriv: no unprivileged user to test with")
         command = [setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", *command]
-    env = {**os.environ, "GITHUB_TOKEN": _sentinel("ghp"), "PYTHONPATH": _pythonpath()}
+    env = {**os.environ, "GITHUB_TOKEN": _sentinel("ghp"), "PYTHONPATH": checkout_pythonpath()}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd="/")
     assert done.stdout.split() == ["1", "True", "False"], done.stdout + done.stderr[-2000:]
 
