@@ -318,6 +318,9 @@ class WorkerPool:
                     # job, or went down with its zygote.
                     if outcome is not None and not (outcome.crashed and worker.orphaned):
                         break
+                    if outcome is not None:  # retried, yet a worker did die: the stats say so
+                        with self._stats_lock:
+                            self._stats.crashed += 1
             finally:
                 # The worker is gone: nothing can write to the task's files any more.
                 tampered = self._task_files.end(task_files)
