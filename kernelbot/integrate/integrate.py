@@ -157,7 +157,10 @@ def integrate(
     )
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
     context = render_context(view, subject, profile, repo, derived.other_cases)
-    bench_source = render_bench(context, profile, view.qualname)
+    from kernelbot.engines.current_path import current_path  # it reads integrate's build-spec mapping
+
+    today = current_path(repo, profile, f"{placement.source_module}:{view.qualname}")
+    bench_source = render_bench(context, profile, view.qualname, today)
 
     created = {
         placement.kernel_file: kernel_source,

@@ -8,6 +8,7 @@ generated test; bad input gets one clear error and leaves the tree as it was."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -243,6 +244,60 @@ def test_the_patch_applies_parses_and_satisfies_the_formatter(integrated: Integr
         assert (clean / path).read_text() == (repo / path).read_text()
         ast.parse((repo / path).read_text())
     assert_formatter_is_satisfied(repo, touched, load_profile("example").formatter, integrated.base)
+
+
+# Runs a benchmark script on the CPU: tensors stay put, torch.compile is the identity, the guard (which wants
+# a CUDA device) says yes, and do_bench calls the timed function once and records how many times the kernel's
+# entry ran in it.
+BENCH_DRIVER = """
+import json, runpy, sys, torch, triton.testing
+torch.Tensor.cuda = lambda self, *a, **k: self
+torch.compile = lambda function, **kwargs: function
+script, entry, guard = sys.argv[1:4]
+sys.argv[1:] = []
+module = runpy.run_path(script, run_name="bench")
+kernel = module["kernel"]
+original, refuse, calls, per_timing = getattr(kernel, entry), getattr(kernel, guard), [0], []
+def counted(*args, **kwargs):
+    calls[0] += 1
+    return original(*args, **kwargs)
+for loaded in list(sys.modules.values()):  # the kernel module and the modules that imported its names
+    for name, value in list(vars(loaded).items()) if loaded.__name__ != "__main__" else ():
+        if value is original:
+            setattr(loaded, name, counted)
+        elif value is refuse:
+            setattr(loaded, name, lambda *args, **kwargs: kernel.ENABLED)
+def do_bench(function, return_mode="median"):
+    before = calls[0]
+    function()
+    per_timing.append(calls[0] - before)
+    return 0.01
+triton.testing.do_bench = do_bench
+del module["CASES"][1:], module["DTYPES"][1:]
+module["main"]()
+print(json.dumps(per_timing))
+"""
+
+
+def test_the_benchmark_script_times_the_original_and_the_kernel_slot(integrated: Integrated) -> None:
+    """Each benchmark script runs (on the CPU here, through the interpreter): its table has the eager,
+    torch.compile, current-path and Triton columns, and only the Triton timing reaches the kernel: through
+    forward_triton for the ops (forward_native stays the original) and the guarded call for the method."""
+    for integration in integrated.integrations:
+        assert integration.bench_file is not None
+        script = integrated.repo / integration.bench_file
+        argv = [sys.executable, "-c", BENCH_DRIVER, str(script), integration.kernel_entry, integration.guard]
+        env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(integrated.repo)}
+        done = subprocess.run(argv, cwd=integrated.repo, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines = done.stdout.splitlines()
+        assert lines[0].split(" | ")[1:8] == [
+            "dtype", "eager (us)", "torch.compile (us)", "current path (us)", "Triton (us)", "vs eager",
+            "vs compile",
+        ]  # fmt: skip
+        # eager, compile (the original code; here the current path is the original too), then the kernel
+        assert json.loads(lines[-1]) == [0, 0, 1], done.stdout
+        assert any(line.startswith("current path = eager: ") for line in lines), done.stdout
 
 
 def test_a_wrong_kernel_fails_its_generated_test_run_alone(tmp_path: Path, tool_venvs: dict) -> None:
