@@ -20,6 +20,7 @@ from kernelbot.integrate.rename_function import RenameFunctionTransformer
 from kernelbot.integrate.set_module_docstring import SetModuleDocstringTransformer
 from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransformer
 from kernelbot.integrate.task_view import TaskView
+from kernelbot.integrate.templates_env import fit_comments
 
 _GUARD_HELPERS = ("ENABLED", "_is_checked_tensor", "_needs_autograd")
 _SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
@@ -65,7 +66,9 @@ def build_kernel_module(
     module = module.with_changes(body=[*module.body, *guard])
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, "torch")
-    return AddImportsVisitor(context).transform_module(module).code
+    # The formatters wrap code, never comments: the kernel's own (an Inductor-seeded winner's) are kept
+    # within the engine's limit here.
+    return fit_comments(AddImportsVisitor(context).transform_module(module).code, line_length)
 
 
 def _statements(source: str) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
