@@ -6,8 +6,9 @@
 The functions are those the acceptance of mergeable PRs names: SGLang 0.5.23's GeluAndMul, RMSNorm (a norm
 op) and apply_scaling_penalties (a function that is not an op, under @torch.compile), and two ops of
 LMDeploy 0.18.0's pytorch/backends/default. Each runs as a user would run it, `kernelbot target PROFILE
---repo pypi:RELEASE --function F --out OUT/runs/NAME` (no spec, no seed, no LLM), all at once; the
-evaluator's GPU lock serialises their timing. `--review-only` reviews the runs already in OUT/runs.
+--repo pypi:RELEASE --function F --out OUT/runs/NAME` (no seed, no LLM; drafted inputs, or a serving-shape
+spec where the draft is known not to do), all at once; the evaluator's GPU lock serialises their timing.
+`--review-only` reviews the runs already in OUT/runs.
 
 Per bundle, the checks (kernelbot.integrate.review holds the shared ones):
 - applies: `git apply --check` of pr/patch.diff on a clone of the release's tree at its tag;
@@ -46,6 +47,7 @@ import tomllib
 from bench.meta import run_meta
 
 ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "bench" / "specs"
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,21 @@ class Target:
     profile: str
     release: str
     function: str
+    spec: str = ""  # bench/specs/<spec>.toml; none: the draft kernelbot guesses, as a user without one gets
 
 
 SGLANG, LMDEPLOY = "sglang==0.5.23", "lmdeploy==0.18.0"
 TARGETS = (
     Target("sglang_gelu_and_mul", "sglang", SGLANG, "sglang.srt.layers.activation:GeluAndMul.forward_native"),
-    Target("sglang_rmsnorm", "sglang", SGLANG, "sglang.srt.layers.layernorm:RMSNorm.forward_native"),
+    # RMSNorm's draft varies variance_size_override, whose branch the fusion generator cannot tell apart from
+    # the others (docs/fusion.md); the serving-shape spec the fresh tasks use keeps it at None.
+    Target(
+        "sglang_rmsnorm",
+        "sglang",
+        SGLANG,
+        "sglang.srt.layers.layernorm:RMSNorm.forward_native",
+        spec="sglang_rmsnorm_residual",
+    ),
     Target(
         "sglang_scaling_penalties",
         "sglang",
@@ -97,6 +108,7 @@ def run_targets(targets: list[Target], runs: Path, args: argparse.Namespace) -> 
             sys.executable, "-m", "kernelbot.cli", "target", t.profile, "--repo", f"pypi:{t.release}",
             "--function", t.function, "--out", str(runs / t.name), "--backend", args.backend,
             "--time-limit", args.time_limit, "--iterations", str(args.iterations), "--benchmark-runs", "0",
+            *(["--spec", str(SPECS / f"{t.spec}.toml")] if t.spec else []),
         ]
         for t in targets
     }  # fmt: skip
