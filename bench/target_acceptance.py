@@ -45,6 +45,7 @@ from typing import Any
 import tomllib
 
 from bench.meta import run_meta
+from kernelbot.engines.current_path import FUSED_OP_CONVENTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "bench" / "specs"
@@ -63,13 +64,14 @@ SGLANG, LMDEPLOY = "sglang==0.5.23", "lmdeploy==0.18.0"
 TARGETS = (
     Target("sglang_gelu_and_mul", "sglang", SGLANG, "sglang.srt.layers.activation:GeluAndMul.forward_native"),
     # RMSNorm's draft varies variance_size_override, whose branch the fusion generator cannot tell apart from
-    # the others (docs/fusion.md); the serving-shape spec the fresh tasks use keeps it at None.
+    # the others ("trace to different graphs that no argument kind or size test tells apart");
+    # bench/specs/sglang_rmsnorm.toml keeps it at None.
     Target(
         "sglang_rmsnorm",
         "sglang",
         SGLANG,
         "sglang.srt.layers.layernorm:RMSNorm.forward_native",
-        spec="sglang_rmsnorm_residual",
+        spec="sglang_rmsnorm",
     ),
     Target(
         "sglang_scaling_penalties",
@@ -195,19 +197,13 @@ def _applies(run: Path, patch: str) -> list[str]:
 def _slot_problems(target: Target, qualname: str, integrated: dict[str, Any], patch: str) -> list[str]:
     kernel = integrated["kernel_module"]
     method = qualname.rpartition(".")[2]
-    if target.profile == "sglang" and method == "forward_native":
-        ok = "+    def forward_triton(" in patch and "/sglang/kernels/ops/" in f"/{kernel}"
-        return (
-            [] if ok else [f"no forward_triton backend with its kernel under sglang/kernels/ops ({kernel})"]
-        )
+    if target.profile in FUSED_OP_CONVENTIONS and method == "forward_native":
+        ok = "+    def forward_triton(" in patch and "/kernels/ops/" in f"/{kernel}"
+        return [] if ok else [f"no forward_triton backend, kernel under <package>/kernels/ops ({kernel})"]
     if target.profile == "lmdeploy" and ".backends.default." in target.function:
         impl = re.search(r"^\+class Triton\w*Impl\(Default\w*Impl\):", patch, re.M)
         ok = impl is not None and "pytorch/kernels/cuda/" in kernel
-        return (
-            []
-            if ok
-            else [f"no Triton<Op>Impl(Default<Op>Impl) with its kernel under kernels/cuda ({kernel})"]
-        )
+        return [] if ok else [f"no Triton<Op>Impl(Default<Op>Impl), kernel under kernels/cuda ({kernel})"]
     return [] if re.search(r"^\+\s+if can_use_\w+\(", patch, re.M) else ["no guarded call in the function"]
 
 

@@ -198,7 +198,7 @@ def _forward_triton(target: Target, call: KernelCall, class_qualname: str) -> cs
     """forward_native's signature (annotations and defaults as written), its body the kernel behind the
     guard; a call the guard refuses raises NotImplementedError, as an unimplemented backend does."""
     args = ", ".join(call.arguments)
-    message = f"{class_qualname}.{BACKEND_METHOD}: these operands are outside what the kernel was checked on"
+    message = f"{class_qualname}: operands the Triton kernel was not checked on"
     body = [
         f'"""Triton backend; {REFERENCE} is its reference."""',
         _lazy_import(call, (call.guard, call.kernel)),

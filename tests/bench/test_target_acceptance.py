@@ -1,0 +1,65 @@
+"""bench/target_acceptance.py's review on a real bundle: `kernelbot target example` on RMSNorm (the
+interpreter, a seed file so the search is one evaluation) reviewed as the acceptance reviews SGLang's and
+LMDeploy's bundles: every check passes; the same bundle with a line of forward_native removed from its patch,
+or a guard that pins the case's hidden size, fails the check named for it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.target_acceptance import Target, markdown, review
+from kernelbot.cli import main
+from tests.kernelbot.target.road import QUICK_SEARCH
+
+pytestmark = pytest.mark.slow
+
+RMSNORM = "minisglang.layers.layernorm:RMSNorm.forward_native"
+INTEGRATE = Path(__file__).resolve().parents[1] / "kernelbot" / "integrate"
+SEED = INTEGRATE / "fixtures" / "minisglang_rms_norm_forward_native.py"
+SPEC = INTEGRATE / "specs" / "minisglang_rmsnorm.toml"  # both half dtypes: the shipped spec is float32 only
+EXAMPLE = Target("example_rmsnorm", "example", "", RMSNORM)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("acceptance") / "example_rmsnorm"
+    argv = ["target", "example", "--function", RMSNORM, "--out", str(out), "--spec", str(SPEC)]
+    argv += [*QUICK_SEARCH, "--seed", str(SEED)]
+    code = main(argv)
+    assert code == 0 and (out / "pr" / "patch.diff").is_file()
+    return out
+
+
+def test_the_example_bundle_passes_every_check(run: Path) -> None:
+    entry = review(EXAMPLE, run)
+    assert entry["bundle"] and entry["checks"] and entry["passed"], str(entry["checks"])
+    assert set(entry["checks"]) == {
+        "applies", "reference_kept", "slot", "guard", "test", "benchmark", "body", "lines",
+    }  # fmt: skip
+    table = markdown({"targets": {"example_rmsnorm": entry}})
+    assert "| example_rmsnorm | yes | ok | ok | ok | ok | ok | ok | ok | ok |" in table
+
+
+def test_a_removed_reference_line_and_a_pinned_size_are_found(run: Path, tmp_path: Path) -> None:
+    doctored = tmp_path / "example_rmsnorm"
+    shutil.copytree(run, doctored, symlinks=True)
+    patch = doctored / "pr" / "patch.diff"
+    text = patch.read_text()
+    # Turn the first context line of the activation module's first hunk into a removal.
+    head, sep, rest = text.partition("b/minisglang/layers/layernorm.py\n")
+    hunk = re.search(r"^ .*$", rest, re.M)
+    assert sep and hunk
+    patch.write_text(head + sep + rest[: hunk.start()] + "-" + rest[hunk.start() + 1 :])
+    kernel = next((doctored / "worktree").glob("minisglang/kernels/ops/layernorm/*_triton.py"))
+    source = kernel.read_text()
+    at = source.index("    return (", source.index("def can_use_"))
+    kernel.write_text(source[:at] + "    if x.shape[-1] != 128:\n        return False\n" + source[at:])
+    entry = review(EXAMPLE, doctored)
+    assert entry["checks"]["reference_kept"] == ["minisglang/layers/layernorm.py: 1 line(s) removed"]
+    assert entry["checks"]["guard"] and "128" in entry["checks"]["guard"][0]
+    assert entry["checks"]["applies"]  # the doctored patch no longer applies either
+    assert not entry["passed"]
