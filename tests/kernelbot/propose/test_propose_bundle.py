@@ -52,6 +52,9 @@ def test_the_bundle_files(cpu_evidence: Evidence, repos: Repos, tmp_path: Path) 
     assert (out / "body.md").read_text() == bundle.body and parse_marker(bundle.body) == bundle.marker
     assert bundle.branch == "kernelbot/silu-and-mul-forward-native"
     assert os.stat(out / "reproduce.sh").st_mode & stat.S_IXUSR
+    # Every line of the script's header is a comment of its own.
+    header = (out / "reproduce.sh").read_text().split("\nset -euo pipefail", 1)[0].splitlines()
+    assert all(line.startswith("#") and "# " not in line[1:].replace("#!/", "") for line in header), header
     assert load_bundle(run) == bundle
 
     # The patch applies on the base commit of a fresh clone.
