@@ -1,8 +1,9 @@
 """The hidden cases of the correctness stage (hack class 13, hard-coded shapes): copies of the smallest listed
-case whose `dynamic` sizes are moved to unlisted values nearby, and the evidence text when a candidate that
-passed every listed case fails one of them. A kernel built for the listed shapes only (a lookup table keyed by
-size, a launch grid tuned to one length) misses these, while an honest kernel does not notice. Kept apart from
-evaluators.correctness so the perturbation rule reads on its own; the stage itself runs and judges the calls.
+case of each variant (dtype, switches) whose `dynamic` sizes are moved to unlisted values nearby, and the
+evidence text when a candidate that passed every listed case fails one of them. A kernel built for the listed
+shapes only (a lookup table keyed by size, a launch grid tuned to one length) misses these, while an honest
+kernel does not notice. Kept apart from evaluators.correctness so the perturbation rule reads on its own; the
+stage itself runs and judges the calls.
 """
 
 from __future__ import annotations
@@ -22,11 +23,23 @@ def dynamic_keys(task: Task, runnable: list[Case]) -> list[str]:
 def hidden_cases(
     task: Task, runnable: list[Case], dynamic: list[str], seeds: tuple[int, ...], device: str, count: int
 ) -> Iterator[Case]:
-    """`count` cases named hidden1, hidden2...: the smallest runnable case with each dynamic size perturbed.
+    """Cases named hidden1, hidden2...: the smallest runnable case of each variant (the cases that share their
+    dtype and switches: a kernel may dispatch on those to code specialised to that variant's listed sizes)
+    with each dynamic size perturbed; `count` of them, or one per variant when there are more variants.
     The random choices are seeded from the evaluation's hidden seeds, so a candidate cannot learn them."""
     rng = random.Random(sum(seeds) * 7919 + len(seeds))
-    for number in range(count):
-        base = min(runnable, key=lambda c: estimate_numel(task, c, seeds[0], device))
+    variants: dict[tuple[tuple[str, str], ...], list[Case]] = {}
+    for case in runnable:
+        switches = tuple(
+            sorted((k, repr(v)) for k, v in case.params.items() if not isinstance(v, (int, float)))
+        )
+        variants.setdefault(switches, []).append(case)
+    bases = [
+        min(cases, key=lambda c: estimate_numel(task, c, seeds[0], device)) for cases in variants.values()
+    ]
+    bases.sort(key=lambda c: estimate_numel(task, c, seeds[0], device))
+    for number in range(max(count, len(bases))):
+        base = bases[number % len(bases)]
         params = dict(base.params)
         for key in dynamic:
             listed = {c.params.get(key) for c in task.cases}

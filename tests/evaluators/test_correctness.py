@@ -18,6 +18,7 @@ from evaluators.correctness import check_call, check_correctness
 from evaluators.correctness.reference import clone_inputs, refill, run_reference
 from evaluators.degenerate import check_degenerate
 from evaluators.task import load_task
+from tests.example_tasks import silu_and_mul_with_cases
 
 TASKS = Path(__file__).parents[1] / "adversarial" / "tasks"
 BEHAVIOUR_ONLY = EvalConfig(backend="triton-interpret", runtime_checks=False)
@@ -271,3 +272,24 @@ def test_clone_inputs_keeps_strides_and_views(strided: bool) -> None:
     (clone,), _ = clone_inputs(((view,), {}))
     assert clone.stride() == view.stride() and clone.storage_offset() == view.storage_offset()
     assert torch.equal(clone, view) and clone.data_ptr() != view.data_ptr()
+
+
+def test_each_dtype_gets_a_hidden_case(tmp_path: Path) -> None:
+    """A kernel specialised to the one token count its dtype's only case has (an Inductor capture at one
+    token: one output row whatever the batch) fails a hidden case of that dtype, though the smallest case
+    overall is another dtype's."""
+    task_dir = silu_and_mul_with_cases(tmp_path)
+    source = """
+    import torch
+    import torch.nn.functional as F
+    def silu_and_mul(x):
+        d = x.shape[-1] // 2
+        rows = x[:1] if x.dtype == torch.float16 else x
+        return F.silu(rows[:, :d]) * rows[:, d:]
+    """
+    report = check_correctness(make_ctx(tmp_path, task_dir, source))
+    assert not report.passed
+    finding = next(f for f in report.findings if f.kind == "hardcoded_shapes")
+    assert "unlisted shape tokens=" in finding.evidence
+    hidden = [c for c in report.cases if c.hidden]
+    assert len(hidden) >= 2

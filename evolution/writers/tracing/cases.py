@@ -4,17 +4,30 @@ in_trace_order  the fusion writer traces every case, the generated ones first: a
                 (recorded from a real run) come after the cases whose sizes the task chose
 choose_cases    the Inductor writer traces one case per dtype group, chosen so that torch.compile
                 specialises nothing the other cases need (sizes or ints of 0 or 1, ints equal to a
-                tensor size)
+                tensor size); a group whose every case has such a dynamic size (a float16 case at one
+                token) is traced with its dynamic keys set to a proxy size
+proxied         a case with its dynamic keys set to a proxy size (PROXIES), for both writers
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from typing import Any
 
 _MAX_PROBED_CASES = 4  # cases per dtype group whose inputs are built to find one without 0/1 sizes
 _PROBED_SEEDS = 4  # input seeds tried per probed case (random lengths may or may not coincide with a size)
+PROXIES = (13, 11, 17, 7, 19, 5, 23, 3)  # dynamic-key values to trace with: primes, unlikely to coincide
+
+
+def proxied(task: Any, case: Any, value: int) -> Any:
+    """`case` with every dynamic key it sets moved to `value` (its name kept)."""
+    params = dict(case.params)
+    for key in task.dynamic:
+        if key in params:
+            params[key] = value
+    return dataclasses.replace(case, params=params)
 
 
 def in_trace_order(task: Any) -> list[Any]:
@@ -40,10 +53,23 @@ def choose_cases(
     chosen, notes = [], []
     for cases in groups.values():
         ranked = sorted(cases, key=_case_size)[:_MAX_PROBED_CASES]
+        # Last resort: the same cases at proxy sizes, as the fusion writer traces (a kernel specialised to
+        # one token would pass this group's only case and fail every other token count).
+        proxies = [
+            proxied(task, c, p)
+            for c in ranked
+            if any(k in c.params for k in task.dynamic)
+            for p in PROXIES[:2]
+        ]
         best = None
-        for case in ranked:
+        for case in ranked + proxies:
             for seed in range(_PROBED_SEEDS):
-                args, kwargs = task.make_inputs(case, seed, device)
+                try:
+                    args, kwargs = task.make_inputs(case, seed, device)
+                except Exception:  # a proxy size the inputs do not take (a batch larger than a pool)
+                    if case not in proxies:
+                        raise
+                    break
                 specials = _special_values(args, kwargs) + _coincidences(args, kwargs)
                 if best is None or specials < best[0]:
                     best = (specials, case, args, kwargs)

@@ -5,20 +5,9 @@ host expression follows those keys are found by building the inputs at a second 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from evolution.writers.tracing.cases import leaves
-
-PROXIES = (13, 11, 17, 7, 19, 5, 23, 3)  # dynamic-key values to trace with: primes, unlikely to coincide
-
-
-def proxied(task: Any, case: Any, value: int) -> Any:
-    params = dict(case.params)
-    for key in task.dynamic:
-        if key in params:
-            params[key] = value
-    return dataclasses.replace(case, params=params)
+from evolution.writers.tracing.cases import PROXIES, leaves, proxied
 
 
 def _sizes_and_ints(args: tuple, kwargs: dict) -> list[int]:
