@@ -56,7 +56,7 @@ def choose_cases(
         # Last resort: the same cases at proxy sizes, as the fusion writer traces (a kernel specialised to
         # one token would pass this group's only case and fail every other token count).
         proxies = [
-            proxied(task, c, p)
+            dataclasses.replace(proxied(task, c, p), name=f"{c.name} at {_keys(task, c)} = {p}")
             for c in ranked
             if any(k in c.params for k in task.dynamic)
             for p in PROXIES[:2]
@@ -86,6 +86,10 @@ def choose_cases(
             )
         chosen.append((case, args, kwargs))
     return chosen, notes  # empty when every case is captured: the caller says so
+
+
+def _keys(task: Any, case: Any) -> str:
+    return ", ".join(k for k in task.dynamic if k in case.params)
 
 
 def _case_size(case: Any) -> float:
