@@ -29,7 +29,8 @@ def render_guard(
     if len(ints) > 1:
         conditions.append(f"all(type(v) is int for v in ({', '.join(ints)}))")
     conditions += [c for c in (_value_condition(rule, len(ints) > 1) for rule in envelope.values) if c]
-    conditions += [f"{extent} <= {TRITON_MAX_TENSOR_NUMEL}" for extent in padded_extents(entry)]
+    # next_power_of_2(n) <= 2**20 exactly when n <= 2**20: the size itself is compared.
+    conditions += [f"{size} <= {TRITON_MAX_TENSOR_NUMEL}" for size in padded_extents(entry)]
     return (
         environment(line_length)
         .get_template("guard.py.j2")
@@ -51,9 +52,9 @@ _ALLOWED_NAMES = {"triton", "min", "max", "len", "int"}
 
 
 def padded_extents(entry: cst.FunctionDef) -> list[str]:
-    """`triton.next_power_of_2(<size>)` calls of the entry whose size is an expression over its parameters
-    once the entry's own single assignments are substituted (`s1 = x.shape[1]`), and which no
-    `min(...)` caps: each is a register extent the kernel is compiled for."""
+    """The sizes of the entry's `triton.next_power_of_2(<size>)` calls that are expressions over its
+    parameters once the entry's own single assignments are substituted (`s1 = x.shape[1]`), and which no
+    `min(...)` caps: each pads a register extent the kernel is compiled for."""
     tree = ast.parse(cst.Module([entry]).code)
     function = tree.body[0]
     assert isinstance(function, ast.FunctionDef)
@@ -81,7 +82,7 @@ def padded_extents(entry: cst.FunctionDef) -> list[str]:
             continue
         names = {n.id for n in ast.walk(size) if isinstance(n, ast.Name)}
         if names <= params | _ALLOWED_NAMES:
-            text = f"triton.next_power_of_2({ast.unparse(size)})"
+            text = ast.unparse(size)
             if text not in out:
                 out.append(text)
     return out
