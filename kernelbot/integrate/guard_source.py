@@ -1,4 +1,4 @@
-"""Renders the guard appended to a kernel module: an `ENABLED` switch, two small helpers and the predicate
+"""Renders the guard appended to a kernel module: an `ENABLED` switch, a small helper and the predicate
 `can_use_<op>_triton(<the entry's parameters>)`, which is True only inside the Envelope. The text comes from
 templates/guard.py.j2; this module turns each rule into one boolean expression. No condition names a size:
 tensors are checked for device, dtype, rank, contiguity and the int32 element bound, sizes and float
@@ -24,11 +24,13 @@ def render_guard(
     """Source of the guard for `entry` (the candidate's entry function, whose parameters it copies)."""
     conditions = ["ENABLED"]
     conditions += [_tensor_condition(rule) for rule in envelope.tensors]
-    conditions += [c for c in (_value_condition(rule) for rule in envelope.values) if c]
-    conditions += [f"{extent} <= {TRITON_MAX_TENSOR_NUMEL}" for extent in padded_extents(entry)]
-    if envelope.tensors:
-        names = ", ".join(rule.name for rule in envelope.tensors)
-        conditions.append(f"not _needs_autograd({names})")
+    # Free ints in one check: a line each would restate the test per parameter.
+    ints = [rule.name for rule in envelope.values if rule.free and rule.kind == "int"]
+    if len(ints) > 1:
+        conditions.append(f"all(type(v) is int for v in ({', '.join(ints)}))")
+    conditions += [c for c in (_value_condition(rule, len(ints) > 1) for rule in envelope.values) if c]
+    # next_power_of_2(n) <= 2**20 exactly when n <= 2**20: the size itself is compared.
+    conditions += [f"{size} <= {TRITON_MAX_TENSOR_NUMEL}" for size in padded_extents(entry)]
     return (
         environment(line_length)
         .get_template("guard.py.j2")
@@ -50,9 +52,9 @@ _ALLOWED_NAMES = {"triton", "min", "max", "len", "int"}
 
 
 def padded_extents(entry: cst.FunctionDef) -> list[str]:
-    """`triton.next_power_of_2(<size>)` calls of the entry whose size is an expression over its parameters
-    once the entry's own single assignments are substituted (`s1 = x.shape[1]`), and which no
-    `min(...)` caps: each is a register extent the kernel is compiled for."""
+    """The sizes of the entry's `triton.next_power_of_2(<size>)` calls that are expressions over its
+    parameters once the entry's own single assignments are substituted (`s1 = x.shape[1]`), and which no
+    `min(...)` caps: each pads a register extent the kernel is compiled for."""
     tree = ast.parse(cst.Module([entry]).code)
     function = tree.body[0]
     assert isinstance(function, ast.FunctionDef)
@@ -80,7 +82,7 @@ def padded_extents(entry: cst.FunctionDef) -> list[str]:
             continue
         names = {n.id for n in ast.walk(size) if isinstance(n, ast.Name)}
         if names <= params | _ALLOWED_NAMES:
-            text = f"triton.next_power_of_2({ast.unparse(size)})"
+            text = ast.unparse(size)
             if text not in out:
                 out.append(text)
     return out
@@ -120,10 +122,10 @@ def _tensor_condition(rule: TensorRule) -> str:
     return f"({rule.name} is None or {call})" if rule.optional else call
 
 
-def _value_condition(rule: ValueRule) -> str:
+def _value_condition(rule: ValueRule, ints_grouped: bool = False) -> str:
     if rule.free:
-        if rule.kind == "int":
-            return f"(isinstance({rule.name}, int) and not isinstance({rule.name}, bool))"
+        if rule.kind == "int":  # an int, not a bool (nor an int subclass, which the cases never had)
+            return "" if ints_grouped else f"type({rule.name}) is int"
         if rule.kind == "float":
             return f"isinstance({rule.name}, (int, float))"
         return ""

@@ -22,7 +22,7 @@ from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransform
 from kernelbot.integrate.task_view import TaskView
 from kernelbot.integrate.templates_env import fit_comments
 
-_GUARD_HELPERS = ("ENABLED", "_is_checked_tensor", "_needs_autograd")
+_GUARD_HELPERS = ("ENABLED", "_is_checked_tensor")
 _SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
 
 
@@ -141,7 +141,19 @@ def _docstring(
         )
     )
     bullets = [
-        textwrap.fill(line, width, initial_indent="- ", subsequent_indent="  ")
-        for line in envelope.describe()
+        textwrap.fill(line, width, initial_indent="- ", subsequent_indent="  ") for line in _grouped(envelope)
     ]
     return "\n\n".join(paragraphs) + "\n" + "\n".join(bullets)
+
+
+def _grouped(envelope: Envelope) -> list[str]:
+    """The envelope's lines, the parameters of one rule in one line (`a, b: int32, 1-D, ...`, as the guard
+    checks a property once for all of them), in the order each rule first appears."""
+    groups: dict[str, list[str]] = {}
+    for line in envelope.describe():
+        match = re.match(r"(\w+)(: | = | in )", line)
+        if match is None or envelope.rule(match[1]) is None:
+            groups[line] = []
+            continue
+        groups.setdefault(line[len(match[1]) :], []).append(match[1])
+    return [", ".join(names) + rest if names else rest for rest, names in groups.items()]

@@ -1,8 +1,9 @@
 """Which specialisation serves a call: the host tests what told the traced graphs apart.
 
 A graph is chosen by the kinds of the arguments that differ between graphs (a tensor's dtype, None versus a
-tensor, a bool or string value) and by the guards Dynamo recorded that fail on another graph's traced sizes
-(`self_n_groups > 0` on one graph, `<= 0` on the other). Inequalities are preferred to equalities: a test
+tensor, a bool or string value), by their layout (row-major or not) and by the guards Dynamo recorded that
+fail on another graph's traced sizes (`self_n_groups > 0` on one graph, `<= 0` on the other). Inequalities
+are preferred to equalities: a test
 `n == 8` reads like a special case of one size.
 """
 
@@ -25,7 +26,7 @@ def predicates(graphs: list[Graph]) -> list[tuple[list[str], list[str]]]:
         for j, other in enumerate(graphs):
             if j == k:
                 continue
-            test = _kind_test(graph, other) or _guard_test(graph, other, needed)
+            test = _kind_test(graph, other) or _layout_test(graph, other) or _guard_test(graph, other, needed)
             if test is None:
                 raise LoweringError(
                     f"the cases {', '.join(graph.cases)} and {', '.join(other.cases)} trace to different "
@@ -51,6 +52,19 @@ def _kind_test(graph: Graph, other: Graph) -> str | None:
             return f"{name} is {kind.split(':', 1)[1]}"
         if kind.startswith("str:"):
             return f"{name} == {kind.split(':', 1)[1]!r}"
+    return None
+
+
+def _layout_test(graph: Graph, other: Graph) -> str | None:
+    """An argument row-major on one graph and not on the other (Dynamo guards strides): the kernel of the
+    row-major one takes its strides from its sizes, so only a contiguous call may take it."""
+    theirs = {p.source: p.meta for p in other.placeholders if p.kind == "tensor" and p.meta is not None}
+    for p in graph.placeholders:
+        other_meta = theirs.get(p.source)
+        if p.kind != "tensor" or p.meta is None or other_meta is None or not p.source.isidentifier():
+            continue
+        if p.meta.contiguous != other_meta.contiguous:
+            return f"{'' if p.meta.contiguous else 'not '}{p.source}.is_contiguous()"
     return None
 
 

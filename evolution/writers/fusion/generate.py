@@ -34,7 +34,7 @@ from evolution.writers.fusion.naming import apply, identifier
 from evolution.writers.fusion.symbols import SizeError
 
 _NUM_WARPS = '''def _num_warps(elements):
-    """Warps for a program whose largest register tile holds `elements` (about 512 per warp)."""
+    """Warps for a largest register tile of `elements` (about 512 a warp)."""
     warps = 1
     while warps < 16 and warps * 512 < elements:
         warps *= 2
@@ -144,11 +144,8 @@ def _shared(kernels: list[KernelCode], plain: str) -> list[KernelCode]:
 
 
 def _header(task_name: str, report: TraceReport, graphs: list[Graph], width: int) -> list[str]:
-    kernels = "one kernel" if len(graphs) == 1 else "a kernel per specialisation whose code differs"
-    text = (
-        f"{task_name}: fused Triton code written by kernelbot's fusion generator from the reference's ATen "
-        f"graph (traced with torch {report.torch_version}), {kernels}."
-    )
+    kernels = "One kernel" if len(graphs) == 1 else "A kernel per specialisation whose code differs"
+    text = f"{kernels} fused from {task_name}'s ATen graph (torch {report.torch_version})."
     return [
         *('"""' + textwrap.fill(text, width - 3)).splitlines(),
         '"""',
@@ -193,8 +190,10 @@ def _host_function(
     if not tensors:
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
     body = host_body(graph, kernel, tensors[0])
-    body.append(f"return {returned(graph.result, kernel.holders)}")
-    body = _named_sizes(body, graph.symbols)
+    result = returned(graph.result, kernel.holders)
+    if result != "None":
+        body.append(f"return {result}")
+    body = _inline_read_once(_named_sizes(body, graph.symbols))
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
         head = f"def {entry}({report.signature}){returns}:"
@@ -242,6 +241,23 @@ def _named_sizes(lines: list[str], symbols: dict[str, str]) -> list[str]:
     }
     renamed = [apply(line, names) for line in lines]
     return [line for line in renamed if not re.fullmatch(r"\s*(\w+) = \1", line)]
+
+
+def _inline_read_once(lines: list[str]) -> list[str]:
+    """Host lines with a size binding (`x_size1 = x.shape[1]`) that one later line reads once put in that
+    line (`X_SIZE1=x.shape[1],`): a name bound for one read is a line the reader skips."""
+    lines = list(lines)
+    k = 0
+    while k < len(lines):
+        match = re.fullmatch(r"(\w+) = (\w+\.shape\[\d+\])", lines[k].strip())
+        name = re.compile(rf"\b{match[1]}\b") if match else None
+        reads = [j for j, line in enumerate(lines) if j != k and name and name.search(line)]
+        if match and name and len(reads) == 1 and len(name.findall(lines[reads[0]])) == 1:
+            lines[reads[0]] = name.sub(match[2], lines[reads[0]])
+            del lines[k]
+        else:
+            k += 1
+    return lines
 
 
 def _validate(source: str, entry: str) -> None:

@@ -35,8 +35,8 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
         lines.append(f"{store.target} = torch.empty({shape}, dtype={dtype}, device={device_of}.device)")
     passed = {p.name for p in kernel.params}
     counts = [name if name in passed else host for name, host in kernel.grid]
-    if len(counts) > 1:
-        counts = [c if c.isidentifier() else f"({c})" for c in counts]
+    if len(counts) > 1:  # a product of counts: a sum or quotient in parentheses, a name or call bare
+        counts = [c if c.isidentifier() or _is_call(c) else f"({c})" for c in counts]
     # A size the launch alone reads is passed as its expression; one the grid or num_warps also reads is
     # bound once.
     shared = " ".join([kernel.tile_elements, *counts, *(p.host for p in kernel.params)])
@@ -58,6 +58,18 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
     lines.append(f"        num_warps=_num_warps({kernel.tile_elements}),")
     lines.append("    )")
     return lines
+
+
+def _is_call(code: str) -> bool:
+    """`code` is one call (`triton.cdiv(n, BLOCK)`), whose parentheses already bind it."""
+    if not re.match(r"[\w.]+\(", code) or not code.endswith(")"):
+        return False
+    depth = 0
+    for k, char in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and "(" in code[: k + 1]:
+            return k == len(code) - 1
+    return False
 
 
 def _size(expr: object) -> str:

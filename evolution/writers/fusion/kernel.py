@@ -100,7 +100,7 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) 
         name=name,
         text=text,
         params=list(params.params.values()),
-        grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host in grid_params],
+        grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host, _ in grid_params],
         stores=stores,
         holders=holders,
         tile_elements=naming.apply(tile_elements, renamed),
@@ -141,25 +141,32 @@ def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
     for value_dim, (target_dim, start, step) in enumerate(store.placement):
         index[target_dim] = plan.entries[value_dim].scaled(step).offset(start)
     sizes = [symbols.evaluate(e, ev.graph.hints) for e in store.full_shape]
-    shape = store.full_shape if store.fresh else ()
+    shape = store.full_shape if store.fresh or store.contiguous else ()
     store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage, shape)  # type: ignore[arg-type]
 
 
-def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str]]:
+def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str, str]]:
+    """Per grid axis: the parameter of its program count, the host expression, and the kernel's code for
+    it. A count over constexpr sizes only is computed in the kernel (`tl.cdiv(N, BLOCK_N)`, folded at
+    compile time), so its parameter is not passed."""
     counts = []
     for axis in grid:
         extent = params.host_size(axis.atom.extent)
+        dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
         if axis.block == "ROWS":
             params.add(Param("ROWS", "ROWS", "size", True, "rows per program (a knob)"))
         elif axis.block:
             # A dynamic extent keeps the knob's block (a block sized by it would compile one kernel per size).
-            dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
             host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
             params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
         host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
         name = f"GRID_{axis.atom.name.upper()}"
         params.add(Param(name, host, "size", False, f"programs along {axis.atom.name}"))
-        counts.append((name, host))
+        code = name
+        if not dynamic:
+            size = params.size(axis.atom.extent)
+            code = size if not axis.block else f"tl.cdiv({size}, {axis.block})"
+        counts.append((name, host, code))
     return counts
 
 
@@ -202,7 +209,7 @@ def _item_lists(items: list[str] | list[str | Block]) -> list[list[str] | list[s
 
 
 def _kernel_text(
-    name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str]], persistent: bool
+    name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str, str]], persistent: bool
 ) -> str:
     ordered = _ordered_params(params)
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
@@ -214,13 +221,13 @@ def _kernel_text(
     if grid:
         # A launch's outermost index needs no modulo: pid is below the product of the counts. A persistent
         # loop keeps it (its pid is a plain integer under the interpreter, the modulo makes it a tensor).
-        decomposition.append("rest = pid")
-        for (count, _), axis in reversed(list(zip(grid, plan.grid, strict=True))):
-            decomposition.append(f"pid_{axis.atom.name} = rest % {count}")
-            decomposition.append(f"rest = rest // {count}")
-        decomposition.pop()
-        if not persistent:
-            decomposition[-1] = f"pid_{plan.grid[0].atom.name} = rest"
+        inner: list[str] = []  # the counts of the axes inside this one (innermost first)
+        for k, ((_, _, count), axis) in reversed(list(enumerate(zip(grid, plan.grid, strict=True)))):
+            index = "pid" if not inner else f"pid // {_product(inner)}"
+            if k > 0 or persistent:
+                index = f"{index} % {count}" if not inner else f"({index}) % {count}"
+            decomposition.append(f"pid_{axis.atom.name} = {index}")
+            inner.append(count)
     for region, _ in plan.regions:
         if region.guarded:
             test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
@@ -229,7 +236,7 @@ def _kernel_text(
         else:
             body.extend(region.root.render())
     if persistent:
-        total = " * ".join(c for c, _ in grid) or "1"
+        total = " * ".join(code for _, _, code in grid) or "1"
         lines.append("    first = tl.program_id(0)")
         lines.extend(f"    {line}" for line in prologue)
         lines.append(f"    for pid in range(first, {total}, tl.num_programs(0)):")
@@ -249,6 +256,10 @@ def _kernel_text(
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in used)
     lines[1] = f"def {name}({signature}):"
     return "\n".join(lines)
+
+
+def _product(counts: list[str]) -> str:
+    return counts[0] if len(counts) == 1 else f"({' * '.join(counts)})"
 
 
 def _ordered_params(params: KernelParams) -> list[Param]:

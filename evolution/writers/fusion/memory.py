@@ -2,9 +2,11 @@
 computed one a gather), and the stores of outputs and in-place writes. It takes the emitter, not the
 Evaluator: the Evaluator loads through it and the kernel writer stores through it, and neither is imported.
 
-Offsets are `sum(index_d * stride_d)` with strides passed at run time (Triton specialises a stride of 1, so
-the innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64 before
-it meets a stride: rows times row stride overflow int32 on large tensors.
+Offsets are `sum(index_d * stride_d)`. A tensor laid out row-major on every traced case (fresh outputs, and
+inputs the trace found contiguous) has strides that are products of its sizes, which the kernel already
+takes: they are no arguments. Other inputs' strides are passed at run time (Triton specialises a stride of
+1, so the innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64
+before it meets a stride: rows times row stride overflow int32 on large tensors.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import re
 
 import sympy
 
+from evolution.writers.fusion import symbols
 from evolution.writers.fusion.emit import Emitter
 from evolution.writers.fusion.model import Placeholder
 from evolution.writers.fusion.params import Param
-from evolution.writers.fusion.tiles import STORAGE_DTYPE, Index, Tile, compute_dtype
+from evolution.writers.fusion.tiles import STORAGE_DTYPE, TL_DTYPE, Index, Tile, compute_dtype
 
 
 def tensor_name(source: str) -> str:
@@ -32,28 +35,31 @@ def offsets(
     emitter: Emitter, source: str, index: Index, sizes: list[int], shape: tuple[sympy.Expr, ...] = ()
 ) -> Tile | None:
     """sum(index_d * stride_d) over the dims of size > 1; None for a single element. With `shape` (a
-    tensor the host allocates contiguous) the strides are products of its sizes, not arguments."""
+    tensor laid out row-major) the strides are products of its sizes, not arguments."""
     name = tensor_name(source)
     terms: list[Tile] = []
+    formats: list[str] = []
     for dim, (entry, size) in enumerate(zip(index, sizes, strict=True)):
         if size == 1:
             continue
         tile = emitter.index_tile(entry)
-        if tile.is_scalar and tile.grid:
+        if tile.is_scalar and tile.grid and tile.dtype != "i64":
             tile = emitter.unary("{a}.to(tl.int64)", tile, "i64")
         if shape:
+            # A size as stride scales its index within the offsets' one expression (`row * N + col`).
             stride = emitter.params.size(sympy.Mul(*shape[dim + 1 :]))
-            if stride == "1":
-                terms.append(tile)
-                continue
-        else:
-            stride = emitter.params.add(Param(f"{name}_stride{dim}", f"{source}.stride({dim})", "stride"))
+            terms.append(tile)
+            formats.append("{}" if stride == "1" else f"{{}} * {stride}")
+            continue
+        stride = emitter.params.add(Param(f"{name}_stride{dim}", f"{source}.stride({dim})", "stride"))
         terms.append(emitter.binary("{a} * {b}", tile, Tile(stride, (), "i64"), tile.dtype))
+        formats.append("{}")
     if not terms:
         return None
-    if len(terms) == 1:
+    if formats == ["{}"]:
         return terms[0]
-    return emitter.combine(" + ".join("{}" for _ in terms), terms, "i64")
+    parts = [f if f == "{}" or len(terms) == 1 else f"({f})" for f in formats]
+    return emitter.combine(" + ".join(parts), terms, "i64")
 
 
 def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int], guard: Tile | None) -> Tile:
@@ -61,7 +67,8 @@ def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int]
     the compute dtype."""
     assert p.meta is not None
     base = pointer(emitter, p.source)
-    offset = offsets(emitter, p.source, index, sizes)
+    shape = tuple(symbols.parse(s) for s in p.meta.shape) if p.meta.contiguous else ()
+    offset = offsets(emitter, p.source, index, sizes, shape)
     storage = p.meta.dtype
     dtype = compute_dtype(storage)
     if offset is None:
@@ -101,7 +108,7 @@ def store_tensor(
     shape: tuple[sympy.Expr, ...] = (),
 ) -> None:
     """tl.store of `value` into `source` at `index`, cast to the tensor's dtype, masked to the atoms; `shape`
-    for a fresh output (its strides follow from it)."""
+    for a tensor laid out row-major (its strides follow from it)."""
     base = pointer(emitter, source)
     offset = offsets(emitter, source, index, sizes, shape)
     if storage not in STORAGE_DTYPE:
@@ -116,7 +123,7 @@ def store_tensor(
         # The pointer's own element type: kernels of specialisations that differ only in the output's
         # float dtype are then one kernel (generate.py shares equal kernels).
         code = f"{_paren(code)}.to({base}.dtype.element_ty)"
-    elif not (storage == "bool" and value.dtype == "i1"):
+    elif not (storage == "bool" and value.dtype == "i1") and TL_DTYPE.get(value.dtype) != target:
         code = f"{_paren(code)}.to({target})"
     address = f"{base} + {emitter.align(offset, atoms)}" if offset is not None else base
     arguments = [address, code]

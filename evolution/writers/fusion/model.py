@@ -28,10 +28,13 @@ OutputNode = dict[str, Any]
 class TensorMeta:
     shape: tuple[str, ...]  # sympy text per dimension ("s77", "64", "s27//2")
     dtype: str  # torch dtype name without the prefix: "bfloat16", "int64", "bool"
+    contiguous: bool = False  # an input laid out row-major on every case of its graph (strides from sizes)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TensorMeta:
-        return cls(tuple(str(s) for s in data["shape"]), str(data["dtype"]))
+        return cls(
+            tuple(str(s) for s in data["shape"]), str(data["dtype"]), bool(data.get("contiguous", False))
+        )
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ class Store:
     # Per dim of the value: (dim of the target, start, step); the target's other dims are read at 0.
     placement: tuple[tuple[int, sympy.Expr, sympy.Expr], ...] = field(default_factory=tuple)
     target_rank: int = 0
+    contiguous: bool = False  # an argument written in place that is laid out row-major (strides from sizes)
 
 
 _HOST_NAMES = frozenset({"programs", "torch", "triton", "tl"})
@@ -114,7 +115,7 @@ def _in_place(graph: Graph, nodes: dict, placeholder: str, source: str, meta: An
     shape = tuple(symbols.parse(s) for s in node.meta.shape)
     if len(shape) != rank:
         raise LoweringError(f"the in-place write into {source} changes its rank")
-    return Store(source, current, shape, meta.dtype, False, full, tuple(placement), rank)
+    return Store(source, current, shape, meta.dtype, False, full, tuple(placement), rank, meta.contiguous)
 
 
 def _is_region(nodes: dict, ref: Any, placeholder: str, placement: list, graph: Graph) -> bool:

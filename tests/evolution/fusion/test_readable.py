@@ -113,6 +113,7 @@ def test_a_generated_norm_follows_every_rule_and_stays_correct(rms_task) -> None
     assert problems(source) == []
     for name in ("x_ptr", "residual_ptr", "weight_ptr", "variance", "_add_rmsnorm_bf16_kernel"):
         assert name in source, name
+    assert "_stride" not in source  # row-major inputs: strides follow from the sizes the kernel has
     assert "fusion-knobs: {}" in source  # default knobs: nothing to record
     assert check(root, source) > 0
 
@@ -128,6 +129,44 @@ def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
     # A launch table: the small side launches with B's constant, the other with the module's.
     assert "WARPS_SCALE = 1.0" in child and ", WARPS_SCALE=2.0)" in child
     assert check(root, child) > 0
+
+
+@pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter
+def test_a_strided_input_keeps_its_strides_and_a_contiguous_one_takes_none(tmp_path) -> None:
+    reference = "def scaled_sum(x, y):\n    return x * 2.0 + y\n"
+    inputs = """
+    import torch
+
+
+    def make_inputs(case, seed, device):
+        g = torch.Generator().manual_seed(seed)
+        t, h = case["tokens"], case["hidden"]
+        x = torch.randn(h, t, generator=g).to(device).t()  # a transposed view: column-major
+        return (x, torch.randn(t, h, generator=g).to(device)), {}
+    """
+    root = write_task(
+        tmp_path / "scaled_sum", "scaled_sum", reference, inputs, [{"name": "t3", "tokens": 3, "hidden": 40}]
+    )
+    source = write(root, trace(root)).source
+    assert "x_stride0" in source and "x_stride1" in source and "y_stride" not in source
+    assert check(root, source) > 0
+
+
+def test_specialisations_differing_in_layout_are_told_apart() -> None:
+    from evolution.writers.fusion.dispatch import predicates
+    from evolution.writers.fusion.model import Graph, Placeholder, TensorMeta
+
+    def graph(contiguous: bool) -> Graph:
+        x = Placeholder("arg0_1", "tensor", "x", TensorMeta(("s0", "s1"), "float32", contiguous))
+        kinds = {"x": "tensor:float32"}
+        return Graph(
+            cases=(), placeholders=(x,), nodes=(), outputs=(), mutations=(), result={}, arg_kinds=kinds
+        )
+
+    assert predicates([graph(True), graph(False)]) == [
+        ([], ["x.is_contiguous()"]),
+        ([], ["not x.is_contiguous()"]),
+    ]
 
 
 def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:

@@ -21,7 +21,10 @@ def data_index(ev: Evaluator, tile: Tile, size: sympy.Expr | None = None) -> Com
         tile = ev.emitter.cast(tile, "i32")
     if size is not None:
         bound = Tile(ev.emitter.params.size(size), (), tile.dtype)
-        tile = ev.emitter.binary("tl.where({a} < 0, {a} + {b}, {a})", tile, bound, tile.dtype)
+        # `i + tl.where(i < 0, n, 0)` rather than `tl.where(i < 0, i + n, i)`: as many operations, and a line
+        # that fits where the select of a sum and the index is broken over three
+        tile = ev.emitter.binary("{a} + tl.where({a} < 0, {b}, 0)", tile, bound, tile.dtype)
+        ev.emitter.name_value(tile, "index", 2)
     return Computed(tile)
 
 

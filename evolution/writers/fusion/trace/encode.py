@@ -141,7 +141,8 @@ def _placeholder_dict(node: Any, source: str, number: bool, reference: Any) -> d
         }
     if torch.is_tensor(value):
         kind = "scalar" if number else "tensor"
-        return {"name": node.name, "kind": kind, "source": expr, "meta": _metas(value)[0]}
+        meta = {**_metas(value)[0], "contiguous": _is_contiguous(value)}
+        return {"name": node.name, "kind": kind, "source": expr, "meta": meta}
     raise TraceError(f"graph input {source} is a {type(value).__name__}, which a kernel cannot take")
 
 
@@ -182,6 +183,24 @@ def _metas(value: Any) -> list[dict[str, Any]]:
         shape = [sym_text(d.node.expr) if isinstance(d, torch.SymInt) else str(int(d)) for d in value.shape]
         return [{"shape": shape, "dtype": str(value.dtype).removeprefix("torch.")}]
     return []
+
+
+def _is_contiguous(value: Any) -> bool:
+    """Every dim of more than one element has the stride of a row-major layout of the shape, as sympy
+    expressions (Dynamo guards the strides, so a traced case laid out otherwise makes another graph): the
+    kernel then derives the strides from the sizes instead of taking them as arguments."""
+    import sympy
+    import torch
+
+    def expr(d: Any) -> Any:
+        return sympy.sympify(sym_text(d.node.expr)) if isinstance(d, torch.SymInt) else sympy.Integer(int(d))
+
+    shape = [expr(d) for d in value.shape]
+    strides = [expr(d) for d in value.stride()]
+    for dim, (size, stride) in enumerate(zip(shape, strides, strict=True)):
+        if size != 1 and sympy.simplify(stride - sympy.Mul(*shape[dim + 1 :])) != 0:
+            return False
+    return True
 
 
 def _target_name(target: Any) -> str:
