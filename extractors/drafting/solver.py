@@ -305,7 +305,9 @@ def _linear_weights(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         weight = args.get(tie.b.param)
         if weight is None or weight.kind != "tensor" or weight.dtype in _INT_DTYPES | {"bool"}:
             continue
-        fan_in = weight.dims[tie.b.axis] if isinstance(tie.b, DimRef) else None
+        # a weight drafted without the tied axis (not shaped from its uses yet) has no fan-in to read
+        known = isinstance(tie.b, DimRef) and -len(weight.dims) <= tie.b.axis < len(weight.dims)
+        fan_in = weight.dims[tie.b.axis] if known else None
         if fan_in and "std" not in weight.fill:
             weight.fill["std"] = f"({fan_in}) ** -0.5"
 
