@@ -312,8 +312,10 @@ def _linear_weights(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         if weight is None or weight.kind != "tensor" or weight.dtype in _INT_DTYPES | {"bool"}:
             continue
         # a weight drafted without the tied axis (not shaped from its uses yet) has no fan-in to read
-        known = isinstance(tie.b, DimRef) and -len(weight.dims) <= tie.b.axis < len(weight.dims)
-        fan_in = weight.dims[tie.b.axis] if known else None
+        axis = tie.b.axis if isinstance(tie.b, DimRef) else None
+        fan_in = (
+            weight.dims[axis] if axis is not None and -len(weight.dims) <= axis < len(weight.dims) else None
+        )
         if fan_in and "std" not in weight.fill:
             weight.fill["std"] = f"({fan_in}) ** -0.5"
 
