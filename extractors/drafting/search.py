@@ -157,19 +157,25 @@ class DraftSearch:
             if failed.ok and frozen is not None:
                 return None, outcome, serving  # a switch that runs but is degenerate or random: not a case
             sizes = next(c for c in [*cases, *serving] if c["name"] == failed.case)
-            for candidate, what in repairs(current, failed, self.facts, sizes):
+            found = (
+                [] if failed.timed_out and shrink is not None else repairs(current, failed, self.facts, sizes)
+            )
+            for candidate, what in found:
                 if candidate.key() in tried or not _allowed(start, candidate, frozen):
                     continue
                 tried.add(candidate.key())
                 self.log.append(f"{failed.case}: {failed.reason()} -> {what}")
                 self.progress(f"draft: {what}")
                 current = candidate
+                if shrink is not None:  # the repair is tried at the smaller sizes
+                    current = self._shrunk(current, shrink) or current
                 break
             else:
-                if shrink is None:
+                # no repair: only smaller sizes are left to try (a trial that ran past its time has no error)
+                smaller = self._shrunk(current, shrink) if shrink is not None else None
+                if smaller is None:
                     return None, outcome, serving
-            if shrink is not None:  # repaired or not, what is tried next is smaller (a trial that ran past
-                current = self._shrunk(current, shrink) or current  # its time gets nothing else)
+                current = smaller
         return None, outcome, []
 
     def _shrunk(self, assignment: Assignment, shrink: Shrink) -> Assignment | None:

@@ -42,6 +42,7 @@ class TrialOutcome:
     degenerate: str = ""
     nan: bool = False
     seconds: float = 0.0  # the case's first run on this CPU (making its inputs and the reference)
+    timed_out: bool = False  # the trial ran past its time: no error to repair from
 
     @property
     def accepted(self) -> bool:
@@ -92,7 +93,8 @@ class TrialRunner:
         reply = self._ask(request)
         if reply is None:  # every case is charged the whole time: which one ran long is not known
             why = self._why_no_reply()
-            return [TrialOutcome(c["name"], False, why, seconds=self.timeout) for c in cases]
+            late = not self.died
+            return [TrialOutcome(c["name"], False, why, seconds=self.timeout, timed_out=late) for c in cases]
         if "*" in reply:
             only = reply["*"]
             return [TrialOutcome(c["name"], False, only["error"], where="inputs") for c in cases]

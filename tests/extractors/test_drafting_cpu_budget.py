@@ -5,6 +5,7 @@ run a stand-in for the trial worker whose case times follow a matmul's cost, so 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from extractors.drafting.assignment import Assignment
@@ -35,12 +36,19 @@ class CostedRunner:
     """Answers trials as the worker would for a reference that runs, each case taking `per_mac` seconds per
     multiply-add of a [tokens, hidden] x [hidden, hidden] matmul (work in the product of two widths)."""
 
-    def __init__(self, per_mac: float) -> None:
+    def __init__(self, per_mac: float, timeout: float = 1e9) -> None:
         self.per_mac = per_mac
+        self.timeout = timeout
         self.largest_run: dict[str, Any] = {}
 
     def run(self, args, sizes, cases, full=(), repeat=()):  # type: ignore[no-untyped-def]
         out = []
+        total = sum({**sizes, **c}.get("tokens", 1) * sizes["hidden"] ** 2 * self.per_mac for c in cases)
+        if total > self.timeout:  # killed: no case answers, each is charged the whole time (TrialRunner)
+            late = TrialOutcome(
+                "", False, f"ran past {self.timeout:g}s", seconds=self.timeout, timed_out=True
+            )
+            return [replace(late, case=c["name"]) for c in cases]
         for case in cases:
             values = {**sizes, **case}
             seconds = values.get("tokens", 1) * values["hidden"] ** 2 * self.per_mac
@@ -50,11 +58,11 @@ class CostedRunner:
         return out
 
 
-def _search(per_mac: float):  # type: ignore[no-untyped-def]
+def _search(per_mac: float, timeout: float = 1e9):  # type: ignore[no-untyped-def]
     facts = gather_param_uses(LINEAR, "linear")
     profile = load_profile("lmdeploy")
     start = initial_assignment(entry_signature(LINEAR, "linear"), facts, {}, profile)
-    runner = CostedRunner(per_mac)
+    runner = CostedRunner(per_mac, timeout)
     result = DraftSearch(runner, facts, profile).run(start)  # type: ignore[arg-type]
     return start, result, runner
 
@@ -70,6 +78,14 @@ def test_a_reference_too_slow_for_the_cpu_gets_its_widths_halved_until_the_large
     assert runner.largest_run["seconds"] <= CASE_SECONDS  # the prefill case last run, at the final sizes
     assert runner.largest_run["hidden"] == base.sizes["hidden"]
     assert any("CPU-sized: hidden 4096 ->" in line for line in result.log), result.log
+
+
+def test_a_trial_that_runs_past_its_time_is_tried_again_smaller() -> None:
+    # the probe alone (37 tokens) takes 300 s at full width, past a 120 s limit: no error to repair from
+    _, result, runner = _search(per_mac=300 / (37 * 4096 * 4096), timeout=120)
+    assert not result.error, result.error
+    assert runner.largest_run["seconds"] <= CASE_SECONDS
+    assert result.log[0].startswith("probe took 120 s on this CPU"), result.log
 
 
 def test_a_reference_the_cpu_runs_quickly_keeps_the_model_sizes() -> None:
