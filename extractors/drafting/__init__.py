@@ -89,6 +89,9 @@ def draft_inputs(
         "repairs": result.log,
         "dropped": composed.dropped,
     }
+    if result.variants[0].assignment.scale > 1:
+        # the model's widths divided so that the CPU runs every case (cpu_budget); `repairs` says why
+        record["cpu_scale"] = result.variants[0].assignment.scale
     return Drafted(composed.spec, composed.inferred, record, result.degenerate)
 
 

@@ -79,6 +79,7 @@ class Assignment:
     args: dict[str, ArgDraft]
     sizes: dict[str, int]  # fixed sizes; "tokens" and "batch" are overridden per case
     model: str = ""
+    scale: int = 1  # the model's widths are divided by this, so that the CPU runs the cases (cpu_budget)
     attempts: list[str] = field(default_factory=list)  # what each repair changed
 
     def copy(self) -> Assignment:

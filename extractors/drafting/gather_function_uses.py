@@ -178,6 +178,13 @@ class GatherFunctionUses(cst.CSTVisitor):
             if fact is not None and source is not None:
                 fact.note("int_uses", f"F.layer_norm() normalized_shape, line {self._line(node)}")
                 fact.note("shape_of", source)
+            # the affine weight and bias: tensors of the normalized (trailing) shape, drafted so that a
+            # kernel that leaves them out fails
+            for position, keyword in ((2, "weight"), (3, "bias")):
+                affine = self._fact(arg_value(node, position, keyword))
+                if affine is not None and source is not None:
+                    affine.note("tensor_uses", f"F.layer_norm() {keyword}, line {self._line(node)}")
+                    affine.note("shape_of", source)
         elif fn == "multinomial" and first is not None:
             self._note(first, "probability_uses", "torch.multinomial() probabilities", node)
         elif fn in ("chunk", "split"):

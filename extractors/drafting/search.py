@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extractors.drafting.assignment import ArgDraft, Assignment
+from extractors.drafting.cpu_budget import Shrink, projected_shrink, scaled_widths, shrink_widths
 from extractors.drafting.facts import UseFacts
 from extractors.drafting.repair import repairs
 from extractors.drafting.serving_shapes import MODEL_SIZES, ServingProfile
@@ -121,7 +122,12 @@ class DraftSearch:
             if frozen is not None:
                 serving = serving[-1:]
             outcomes = self.runner.run(current.spec_args(), current.sizes, cases)
-            if outcomes[0].ok:
+            # a case too slow for the CPU (run or failed: the time was spent) halves the model's widths of
+            # whatever is tried next, before the serving cases are run at the old sizes; a switch keeps the
+            # base's sizes
+            used = {s for a in current.args.values() if a.kind != "none" for s in symbols(a)}
+            shrink = projected_shrink(outcomes, cases, self.profile, used) if frozen is None else None
+            if outcomes[0].ok and shrink is None:
                 # every case gets the judge's degenerate check (the extraction's probe refuses a degenerate
                 # serving case, so one found here is repaired instead: `indices` in [0, batch) at batch 1);
                 # the probe case is also run twice for a reference that draws its own random numbers
@@ -132,29 +138,53 @@ class DraftSearch:
                     full=tuple(c["name"] for c in [*cases, *serving]),
                     repeat=("probe",),
                 )
+                if frozen is None:
+                    shrink = projected_shrink(outcomes, [*cases, *serving], self.profile, used)
             # a reference that draws its own random numbers stays so whatever the inputs: another failure
             # (an error, a degenerate case) is the one a repair can act on
             rejected = [o for o in outcomes if not o.accepted]
             fixable = [o for o in rejected if not (o.ok and not o.deterministic and not o.degenerate)]
             failed = (fixable or rejected)[0] if (fixable or rejected) else None
             self._last = current
+            if shrink is not None and (failed is None or outcomes[0].ok):
+                smaller = self._shrunk(current, shrink)
+                if smaller is not None:  # runs (so far): try it again at the smaller sizes
+                    current = smaller
+                    continue
             if failed is None:
                 return current, outcomes[0], serving
             outcome = failed
             if failed.ok and frozen is not None:
                 return None, outcome, serving  # a switch that runs but is degenerate or random: not a case
             sizes = next(c for c in [*cases, *serving] if c["name"] == failed.case)
-            for candidate, what in repairs(current, failed, self.facts, sizes):
+            found = (
+                [] if failed.timed_out and shrink is not None else repairs(current, failed, self.facts, sizes)
+            )
+            for candidate, what in found:
                 if candidate.key() in tried or not _allowed(start, candidate, frozen):
                     continue
                 tried.add(candidate.key())
                 self.log.append(f"{failed.case}: {failed.reason()} -> {what}")
                 self.progress(f"draft: {what}")
                 current = candidate
+                if shrink is not None:  # the repair is tried at the smaller sizes
+                    current = self._shrunk(current, shrink) or current
                 break
             else:
-                return None, outcome, serving
+                # no repair: only smaller sizes are left to try (a trial that ran past its time has no error)
+                smaller = self._shrunk(current, shrink) if shrink is not None else None
+                if smaller is None:
+                    return None, outcome, serving
+                current = smaller
         return None, outcome, []
+
+    def _shrunk(self, assignment: Assignment, shrink: Shrink) -> Assignment | None:
+        smaller = shrink_widths(assignment, shrink)
+        if smaller is None:
+            return None
+        self.log.append(smaller[1])
+        self.progress(f"draft: {smaller[1]}")
+        return smaller[0]
 
     # -- switches ------------------------------------------------------------------------------------------
     def _switches(self, result: SearchResult) -> None:
@@ -244,6 +274,8 @@ def served_model_cases(assignment: Assignment, profile: ServingProfile) -> list[
         seen.add(model.family)
         case: dict[str, Any] = {"name": f"decode{profile.decode_tokens[-1]}_{model.name}"}
         case.update({k: profile.decode_tokens[-1] for k in ("tokens", "batch") if k in used})
-        case.update({k: model.sizes[k] for k in sorted(needed)})
+        # a CPU-sized draft (cpu_budget) gets the other families' widths divided as its own were
+        widths = scaled_widths(model.sizes, assignment.scale)
+        case.update({k: widths[k] for k in sorted(needed)})
         cases.append(case)
     return cases

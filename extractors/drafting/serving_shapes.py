@@ -114,6 +114,11 @@ def load_model(name: str) -> ModelShapes:
     )
 
 
+def profile_named(name: str) -> str | None:
+    """`name` when a serving profile has it (a target profile named after its engine: lmdeploy, sglang)."""
+    return name if (PRESETS / "profiles" / f"{name}.toml").is_file() else None
+
+
 def profile_for_source(source: str) -> str:
     """The profile of a release (`sglang==0.5.9`), a checkout directory (`.../sglang`), else "default"."""
     text = source.lower()

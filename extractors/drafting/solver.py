@@ -100,13 +100,19 @@ def _packed_int4_weights(args: dict[str, ArgDraft]) -> None:
 
 
 def _trailing_shapes(args: dict[str, ArgDraft], facts: UseFacts) -> None:
-    """`F.layer_norm(x, normalized_shape)`: the tuple of x's last dim, not a number."""
+    """`F.layer_norm(x, normalized_shape, weight, bias)`: the tuple of x's last dim, not a number; the weight
+    and bias tensors of that shape, in x's dtype."""
     for arg in args.values():
         fact = facts.params.get(arg.name)
         source = args.get(fact.shape_of[0]) if fact is not None and fact.shape_of else None
-        if source is not None and source.kind == "tensor" and source.dims and arg.kind == "int":
+        if source is None or source.kind != "tensor" or not source.dims:
+            continue
+        if arg.kind == "int":
             arg.value = f"({source.dims[-1]},)"
-            arg.why.append(f"the trailing dims of {source.name} ({fact.shape_of[0]})")  # type: ignore[union-attr]
+            arg.why.append(f"the trailing dims of {source.name} ({source.name})")
+        elif arg.kind == "tensor":
+            arg.dims, arg.confidence, arg.dtype = [source.dims[-1]], [STRONG], source.dtype
+            arg.why.append(f"the trailing dim of {source.name}, in its dtype (F.layer_norm)")
 
 
 # -- shapes ------------------------------------------------------------------------------------------------
@@ -305,7 +311,11 @@ def _linear_weights(args: dict[str, ArgDraft], facts: UseFacts) -> None:
         weight = args.get(tie.b.param)
         if weight is None or weight.kind != "tensor" or weight.dtype in _INT_DTYPES | {"bool"}:
             continue
-        fan_in = weight.dims[tie.b.axis] if isinstance(tie.b, DimRef) else None
+        # a weight drafted without the tied axis (not shaped from its uses yet) has no fan-in to read
+        axis = tie.b.axis if isinstance(tie.b, DimRef) else None
+        fan_in = (
+            weight.dims[axis] if axis is not None and -len(weight.dims) <= axis < len(weight.dims) else None
+        )
         if fan_in and "std" not in weight.fill:
             weight.fill["std"] = f"({fan_in}) ** -0.5"
 

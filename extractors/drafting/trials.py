@@ -41,6 +41,8 @@ class TrialOutcome:
     deterministic: bool = True
     degenerate: str = ""
     nan: bool = False
+    seconds: float = 0.0  # the case's first run on this CPU (making its inputs and the reference)
+    timed_out: bool = False  # the trial ran past its time: no error to repair from
 
     @property
     def accepted(self) -> bool:
@@ -89,8 +91,10 @@ class TrialRunner:
             "repeat": list(repeat),
         }
         reply = self._ask(request)
-        if reply is None:
-            return [TrialOutcome(c["name"], False, self._why_no_reply()) for c in cases]
+        if reply is None:  # every case is charged the whole time: which one ran long is not known
+            why = self._why_no_reply()
+            late = not self.died
+            return [TrialOutcome(c["name"], False, why, seconds=self.timeout, timed_out=late) for c in cases]
         if "*" in reply:
             only = reply["*"]
             return [TrialOutcome(c["name"], False, only["error"], where="inputs") for c in cases]
@@ -187,4 +191,5 @@ def _outcome(case: str, raw: dict[str, Any]) -> TrialOutcome:
         deterministic=bool(raw.get("deterministic", True)),
         degenerate=raw.get("degenerate", ""),
         nan=bool(raw.get("nan", False)),
+        seconds=float(raw.get("seconds", 0.0)),
     )

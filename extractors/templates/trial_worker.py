@@ -2,7 +2,8 @@
 
 Request:  {"root": task dir, "cases": [case names], "full": [case names], "repeat": [case names]}
 Response: one JSON line per request on the original stdout: for each case, whether it ran, the error and the
-reference.py frames it passed through when it did not, the reference lines it executed (which path it took),
+reference.py frames it passed through when it did not, the seconds its first run took (inputs and reference,
+however far it got), the reference lines it executed (which path it took),
 for the cases in "full" also the judge's degenerate verdict, and for those in "repeat" whether the same
 seed gives the same outputs.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 
 RESPONSES = os.fdopen(os.dup(sys.stdout.fileno()), "w")
@@ -88,12 +90,15 @@ def _error(exc, reference_file, inputs_file):
 
 def _one(task, reference, case, full, repeat):
     reference_file = str(task.reference_path)
+    started = time.perf_counter()
     try:
         produced, lines = _run(task, reference, case, reference_file)
     except Exception as exc:  # the user's code: report whatever it raised
-        return _error(exc, reference_file, str(task.inputs_path))
+        seconds = time.perf_counter() - started
+        return {**_error(exc, reference_file, str(task.inputs_path)), "seconds": seconds}
     out = {
         "ok": True,
+        "seconds": time.perf_counter() - started,
         "lines": sorted(lines),
         "outputs": [f"{n}: {str(t.dtype).replace('torch.', '')}{list(t.shape)}" for n, t in produced],
     }
@@ -116,7 +121,7 @@ def _one(task, reference, case, full, repeat):
                 )
             out["degenerate"] = check_degenerate(task, "cpu", cases=[case], reference=reference) or ""
         except Exception as exc:  # another seed breaks it
-            return _error(exc, reference_file, str(task.inputs_path))
+            return {**_error(exc, reference_file, str(task.inputs_path)), "seconds": out["seconds"]}
     return out
 
 

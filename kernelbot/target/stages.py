@@ -50,14 +50,22 @@ def repo_path(ctx: RunContext) -> Path:
 
 
 def extract_stage(ctx: RunContext) -> ExtractRecord:
+    from extractors.drafting.serving_shapes import profile_named
     from extractors.extract import ExtractOptions, extract
 
     options = ctx.options
     spec = options.spec or shipped_spec(ctx.state.profile, options.function)
     task = ctx.run_dir / layout.TASK_DIR
     ctx.view.step(f"extracting {options.function}" + (f" with inputs from {spec.name}" if spec else ""))
+    # the run's checkout is named `upstream`, which says nothing of the engine: an engine's target profile
+    # names its serving shapes
     extract_options = ExtractOptions(
-        repo=repo_path(ctx), function=options.function, out=task, spec=spec, force=True
+        repo=repo_path(ctx),
+        function=options.function,
+        out=task,
+        spec=spec,
+        force=True,
+        profile=profile_named(ctx.state.profile),
     )
     if options.regime:  # else the extractor's default regime
         extract_options = replace(extract_options, regime=options.regime, regime_from=options.regime_from)

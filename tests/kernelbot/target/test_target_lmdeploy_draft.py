@@ -1,0 +1,68 @@
+"""`kernelbot target lmdeploy --repo pypi:lmdeploy==0.18.0` without --spec, for real on a CPU: the release
+from the source cache becomes the upstream tree, DefaultSiluAndMulImpl.forward (its SiLU built by `__init__`)
+is extracted with drafted inputs at LMDeploy's serving shapes, a search judged by Triton's interpreter starts
+from a seed file and stops at its first correct candidate, the kernel goes into the engine's CUDA backend, and
+the run ends with a bundle. The release is downloaded once (skipped when the registry is unreachable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from kernelbot.target.state import TargetState
+from tests.kernelbot.integrate.integrate_testing import release_root
+from tests.kernelbot.target.road import DATA, QUICK_SEARCH, kernelbot
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+RELEASE = "lmdeploy==0.18.0"
+SILU = "lmdeploy.pytorch.backends.default.activation:DefaultSiluAndMulImpl.forward"
+SEED = DATA / "lmdeploy_silu_rowwise.py"
+
+
+def test_an_lmdeploy_op_reaches_a_bundle_without_a_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    release_root(RELEASE)  # skips when the release cannot be obtained
+    run = tmp_path / "run"
+    code, out, err = kernelbot(
+        capsys,
+        "target",
+        "lmdeploy",
+        "--repo",
+        f"pypi:{RELEASE}",
+        "--function",
+        SILU,
+        "--out",
+        run,
+        "--seed",
+        SEED,
+        *QUICK_SEARCH,
+        "--iterations",
+        "1",
+        "--benchmark-runs",
+        "0",
+    )
+    assert code == 0, err
+    state = TargetState.load(run)
+    assert state.first_unfinished() is None
+    extracted = state.outcome("extract")
+    assert extracted["inputs"] == "draft" and extracted.get("spec") is None and extracted["probe"] == "ok"
+    assert "a draft guessed from names and hints" in err
+
+    # The task: `self.silu = nn.SiLU(inplace)` rebuilt at module level (no parameter), LMDeploy's shapes.
+    task = run / extracted["task_dir"]
+    reference = (task / "reference.py").read_text()
+    assert "_silu = nn.SiLU(False)" in reference and "def default_silu_and_mul_impl_forward(x):" in reference
+    draft = tomllib.loads((task / "task.toml").read_text())["extraction"]["draft"]
+    assert draft["profile"] == "lmdeploy" and draft["model"] == "qwen3-8b"
+
+    # The bundle: the kernel in the engine's kernels/cuda, selected from its CUDA backend, with a test.
+    bundle = run / "pr"
+    patch = (bundle / "patch.diff").read_text()
+    assert "+++ b/lmdeploy/pytorch/kernels/cuda/silu_and_mul_triton.py" in patch
+    assert "+++ b/lmdeploy/pytorch/backends/cuda/activation.py" in patch
+    assert "+++ b/tests/pytorch/kernel/test_silu_and_mul_triton.py" in patch
+    assert (bundle / "body.md").read_text().strip() and "bundle:" in out
