@@ -1,7 +1,9 @@
-"""bench/extract_sweep.py on a CPU-sized subset of LMDeploy 0.18.0's default backend: the ops whose working
-objects `__init__` builds (SiLU, GELU) and the embedding extract with no spec into tasks whose reference
-runs; the sweep's target list finds every `Default*Impl.forward` and leaves out the ones with no PyTorch
-path. The release comes from the source cache (downloaded once; skipped when the registry is unreachable)."""
+"""bench/extract_sweep.py on a CPU-sized subset of LMDeploy 0.18.0's default backend: an op whose working
+object `__init__` builds (GELU; SiLU's road without a spec, extraction included, is
+tests/kernelbot/target/test_target_lmdeploy_draft.py) and the embedding extract with no spec into tasks
+whose reference runs; the sweep's target list finds every `Default*Impl.forward` and leaves out the ones
+with no PyTorch path. The release comes from the source cache (downloaded once; skipped when the registry
+is unreachable)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from extractors.release_sources import fetch_release
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
 SUBSET = [
-    "lmdeploy.pytorch.backends.default.activation:DefaultSiluAndMulImpl.forward",
     "lmdeploy.pytorch.backends.default.activation:DefaultGeluAndMulImpl.forward",
     "lmdeploy.pytorch.backends.default.embedding:DefaultEmbeddingImpl.forward",
 ]
