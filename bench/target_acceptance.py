@@ -48,7 +48,7 @@ from bench.meta import run_meta
 from kernelbot.engines.current_path import FUSED_OP_CONVENTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "bench" / "specs"
+SPECS = ROOT / "bench" / "target_specs"  # bench/specs holds the fresh tasks' specs, one per task
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ TARGETS = (
     Target("sglang_gelu_and_mul", "sglang", SGLANG, "sglang.srt.layers.activation:GeluAndMul.forward_native"),
     # RMSNorm's draft varies variance_size_override, whose branch the fusion generator cannot tell apart from
     # the others ("trace to different graphs that no argument kind or size test tells apart");
-    # bench/specs/sglang_rmsnorm.toml keeps it at None.
+    # bench/target_specs/sglang_rmsnorm.toml keeps it at None.
     Target(
         "sglang_rmsnorm",
         "sglang",
