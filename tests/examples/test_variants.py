@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
@@ -13,6 +14,7 @@ import pytest
 
 from evaluators.config import EvalConfig
 from evaluators.pool import WorkerPool
+from evaluators.result import EvalResult
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS_DIR = REPO / "bench" / "variants"
@@ -54,9 +56,25 @@ def variant_id(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def judge_pool() -> Iterator[WorkerPool]:
-    with WorkerPool("triton-interpret", size=1, config=JUDGE_CONFIG) as pool:
-        yield pool
+def judged(request: pytest.FixtureRequest) -> Iterator[dict[Path, Future[EvalResult]]]:
+    """The evaluator's verdict on every variant this session tests, all submitted at once to a pool of two
+    workers (the interpreter runs on one core each), in the tests' order: variant path -> its verdict."""
+    selected = [
+        item.callspec.params["path"]
+        for item in request.session.items
+        if item.module is request.module and "judged" in getattr(item, "fixturenames", ())
+    ]
+    with (
+        WorkerPool("triton-interpret", size=2, config=JUDGE_CONFIG) as pool,
+        ThreadPoolExecutor(max_workers=2) as submit,
+    ):
+        yield {
+            path: submit.submit(
+                pool.evaluate, TASKS / path.parent.name, path.read_text(), config=JUDGE_CONFIG
+            )
+            for path in selected
+        }
+        submit.shutdown(cancel_futures=True)
 
 
 def test_every_task_has_variants():
@@ -66,8 +84,8 @@ def test_every_task_has_variants():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", VARIANTS, ids=variant_id)
-def test_evaluator_judges_the_variant_correct(judge_pool, path):
-    result = judge_pool.evaluate(TASKS / path.parent.name, path.read_text(), config=JUDGE_CONFIG)
+def test_evaluator_judges_the_variant_correct(judged, path):
+    result = judged[path].result()
     assert result.correct and not result.hacks, (result.stage, result.reason, result.hacks)
     assert result.score == 1.0
 

@@ -7,12 +7,14 @@ winning over a draft, the refusal of a draft that cannot run, and an edited draf
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from evaluators.task import load_task
+from extractors import drafting
 from extractors.drafting.gather_param_uses import gather_param_uses
 from extractors.extract import ExtractOptions, extract
 from extractors.gather_unordered_outputs import unordered_outputs
@@ -130,7 +132,16 @@ def test_none_and_tensor_paths_are_cases_when_both_are_reachable(tmp_path: Path)
         assert (given.get("residual") is not None) == bool(case.params["with_residual"])
 
 
-def test_dimensions_tied_by_shape_comparisons_matmul_broadcasts_and_views(tmp_path: Path) -> None:
+def test_dimensions_tied_by_shape_comparisons_matmul_broadcasts_and_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The ties are what is under test, not the sizes: served traffic of the drafting model alone, with a short
+    # prefill (a CPU takes seconds per bfloat16 [1024, 4096] @ [4096, 4096], and the draft and the probe run
+    # each case several times).
+    load = drafting.load_profile
+    default = load("default")
+    small = replace(default, prefill_tokens=(16,), served=default.models[:1])
+    monkeypatch.setattr(drafting, "load_profile", lambda name: small if name == "default" else load(name))
     task, toml = _extract(
         tmp_path,
         """
@@ -144,6 +155,7 @@ def test_dimensions_tied_by_shape_comparisons_matmul_broadcasts_and_views(tmp_pa
     assert "size tied to x.shape" in _inferred(toml, "width") and "int = hidden" in _inferred(toml, "width")
     assert _inferred(toml, "w").startswith("w: tensor [hidden, hidden]")
     assert _inferred(toml, "shift").startswith("shift: tensor [tokens, hidden]")
+    assert {c.params["tokens"] for c in task.cases} == {1, 64, 16}  # the short prefill: the profile above
     for _, args, _, result in _runs_every_case(task):
         assert result.shape[0] == args[0].shape[0] and args[1].shape[0] == args[0].shape[-1]
 
@@ -210,8 +222,14 @@ def route(hidden_states, gating_output, correction_bias, topk: int, num_expert_g
 """
 
 
-def test_serving_presets_give_real_model_dimensions_and_token_counts(tmp_path: Path) -> None:
-    task, toml = _extract(tmp_path, ROUTER, "route")
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """ROUTER extracted once with the default serving profile; read by the tests of what it drafts."""
+    return _extract(tmp_path_factory.mktemp("router"), ROUTER, "route")
+
+
+def test_serving_presets_give_real_model_dimensions_and_token_counts(tmp_path: Path, router: tuple) -> None:
+    task, toml = router
     draft = toml["extraction"]["draft"]
     assert draft["model"] == "deepseek-v3"  # the only preset with expert groups
     case = task.cases[0].params
@@ -237,8 +255,8 @@ def test_serving_presets_give_real_model_dimensions_and_token_counts(tmp_path: P
     assert (task.cases[0].params["num_experts"], task.cases[0].params["topk"]) == (128, 8)
 
 
-def test_unsorted_topk_feeding_an_output_makes_its_rows_unordered(tmp_path: Path) -> None:
-    task, toml = _extract(tmp_path, ROUTER, "route")
+def test_unsorted_topk_feeding_an_output_makes_its_rows_unordered(router: tuple) -> None:
+    task, toml = router
     assert toml["compare"]["unordered"] == [{"key": "return[1]", "values": ["return[0]"]}]
     assert task.compare.unordered[0].key == "return[1]"
     # sorted rows, a stable sort, and indices scattered back in place imply no rule
