@@ -18,9 +18,7 @@ import argparse
 import ast
 import inspect
 import math
-import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -287,9 +285,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()  # an exception leaves the usual way, with its traceback
-    # The report is written and the writer waits for this process to end: skip the interpreter's teardown of
-    # torch, Dynamo and Inductor (seconds, once per trace).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    from evolution.writers.tracing.launch import end_traced_process
+
+    end_traced_process(main())

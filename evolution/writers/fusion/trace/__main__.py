@@ -6,8 +6,6 @@ python -m evolution.writers.fusion.trace TASK --out REPORT.json [--device cpu]
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from evolution.writers.fusion.trace.task import trace_task
@@ -27,9 +25,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()  # an exception leaves the usual way, with its traceback
-    # The report is written and the writer waits for this process to end: skip the interpreter's teardown of
-    # torch, Dynamo and Inductor (seconds, once per trace).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    from evolution.writers.tracing.launch import end_traced_process
+
+    end_traced_process(main())
