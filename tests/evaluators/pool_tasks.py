@@ -97,7 +97,7 @@ _shared: list = []
 
 
 def shared_pool():
-    """One interpreter WorkerPool for the isolation test modules of this session (its warm-up is paid once).
+    """One interpreter WorkerPool for the isolation test modules of one pytest run (its warm-up is paid once).
 
     Tests that change the environment a pool starts with, or kill its parts, make their own pool instead.
     """

@@ -57,8 +57,8 @@ def variant_id(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def judged(request: pytest.FixtureRequest) -> Iterator[dict[Path, Future[EvalResult]]]:
-    """The evaluator's verdict on every variant this session tests, all submitted at once to a pool of two
-    workers (the interpreter runs on one core each), in the tests' order: variant path -> its verdict."""
+    """The evaluator's verdict on every variant the selected tests judge, all submitted at once to a pool of
+    two workers (the interpreter runs on one core each), in the tests' order: variant path -> its verdict."""
     selected = [
         item.callspec.params["path"]
         for item in request.session.items

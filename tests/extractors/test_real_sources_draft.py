@@ -82,7 +82,7 @@ def _extract(root: Path, out: Path, target: str) -> Drafted:
 def drafted(
     request: pytest.FixtureRequest, sources: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, tuple[Future[Drafted], Path]]]:
-    """The extraction of every target this session runs a test for, all started at once on two worker
+    """The extraction of every target the selected tests cover, all started at once on two worker
     processes, in the tests' order: target -> (its future, its task directory)."""
     selected = {
         item.callspec.params["target"]
