@@ -234,14 +234,11 @@ def _logsumexp(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
     return finish(ev, node, ev.emitter.binary("({a} + tl.log({b}))", safe, total, "fp32"))
 
 
-@LOWERINGS.register("aten.var.correction", "aten.std.correction")
-def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
-    source = node.args[0]
-    rank = len(ev.shape(source))
-    dims = _dims(node.args[1] if len(node.args) > 1 else None, rank)
-    correction = node.kwargs.get("correction", 1)
-    keepdim = bool(node.kwargs.get("keepdim", False))
-    full, atoms = reduce_index(ev, source, index, dims, keepdim)
+def _moments(
+    ev: Evaluator, source: object, full: Index, atoms: list[Atom], dims: list[int], guard: Tile | None
+) -> tuple[Tile, Tile, Tile]:
+    """(count, mean, sum of squared deviations) of `source` over `dims`, in float32, two passes over the row
+    (the variance and the layer norm share them)."""
 
     def row() -> Tile:
         return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
@@ -252,7 +249,18 @@ def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Ti
     def squared() -> Tile:
         return ev.emitter.unary("({a} * {a})", ev.emitter.binary("({a} - {b})", row(), mean, "fp32"), "fp32")
 
-    squares = reduce_lazy(ev, squared, atoms, "sum")
+    return n, mean, reduce_lazy(ev, squared, atoms, "sum")
+
+
+@LOWERINGS.register("aten.var.correction", "aten.std.correction")
+def _variance(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
+    source = node.args[0]
+    rank = len(ev.shape(source))
+    dims = _dims(node.args[1] if len(node.args) > 1 else None, rank)
+    correction = node.kwargs.get("correction", 1)
+    keepdim = bool(node.kwargs.get("keepdim", False))
+    full, atoms = reduce_index(ev, source, index, dims, keepdim)
+    n, _, squares = _moments(ev, source, full, atoms, dims, guard)
     divisor = ev.emitter.binary("({a} - {b})", n, ev.emitter.constant(float(correction or 0), "fp32"), "fp32")
     value = ev.emitter.binary("({a} / {b})", squares, divisor, "fp32")
     if node.target == "aten.std.correction":
@@ -310,17 +318,8 @@ def _layer_norm(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> 
     dims = list(range(rank - len(normalized), rank))
     outer = tuple(Affine.constant(0) if d in dims else e for d, e in enumerate(index))
     full, atoms = reduce_index(ev, source, outer, dims, True)
-
-    def row() -> Tile:
-        return ev.emitter.cast(ev.eval(source, full, guard), "fp32")
-
-    n = ev.emitter.cast(count(ev, source, dims), "fp32")
-    mean = ev.emitter.binary("({a} / {b})", reduce_lazy(ev, row, atoms, "sum"), n, "fp32")
-
-    def squared() -> Tile:
-        return ev.emitter.unary("({a} * {a})", ev.emitter.binary("({a} - {b})", row(), mean, "fp32"), "fp32")
-
-    variance = ev.emitter.binary("({a} / {b})", reduce_lazy(ev, squared, atoms, "sum"), n, "fp32")
+    n, mean, squares = _moments(ev, source, full, atoms, dims, guard)
+    variance = ev.emitter.binary("({a} / {b})", squares, n, "fp32")
     rstd = ev.emitter.binary("tl.rsqrt({a} + {b})", variance, ev.emitter.cast(ev.scalar(eps), "fp32"), "fp32")
     here = ev.emitter.cast(ev.eval(source, index, guard), "fp32")
     value = ev.emitter.binary(
