@@ -34,10 +34,10 @@ def hidden_cases(
             sorted((k, repr(v)) for k, v in case.params.items() if not isinstance(v, (int, float)))
         )
         variants.setdefault(switches, []).append(case)
-    bases = [
-        min(cases, key=lambda c: estimate_numel(task, c, seeds[0], device)) for cases in variants.values()
-    ]
-    bases.sort(key=lambda c: estimate_numel(task, c, seeds[0], device))
+    size = {c.name: estimate_numel(task, c, seeds[0], device) for c in runnable}
+    bases = sorted(
+        (min(cases, key=lambda c: size[c.name]) for cases in variants.values()), key=lambda c: size[c.name]
+    )
     for number in range(max(count, len(bases))):
         base = bases[number % len(bases)]
         params = dict(base.params)
