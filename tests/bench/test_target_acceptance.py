@@ -63,3 +63,18 @@ def test_a_removed_reference_line_and_a_pinned_size_are_found(run: Path, tmp_pat
     assert entry["checks"]["guard"] and "128" in entry["checks"]["guard"][0]
     assert entry["checks"]["applies"]  # the doctored patch no longer applies either
     assert not entry["passed"]
+
+
+def test_the_body_needs_each_baseline_or_why_it_is_missing() -> None:
+    from bench.target_acceptance import _body_problems
+
+    rows = (
+        "| a | x | graph | eager | 9 | 3 | 3x | 2.9x | 3 | 1 % | faster |\n"
+        "| a | x | graph | compile | 4 | 3 | 1.3x | 1.2x | 3 | 1 % | faster |\n"
+    )
+    why = "- current (the engine's current path `m:C.forward_cuda`): not measured: a method of the op.\n"
+    assert _body_problems(rows + why) == []
+    assert _body_problems(rows) == ["no current column and no reason why"]
+    assert _body_problems("**No speed was measured**: CPU interpreter.") == []
+    claim = "**No speed was measured**: CPU. In the engine, f runs inside a captured CUDA graph."
+    assert len(_body_problems(claim)) == 1
