@@ -18,7 +18,14 @@ import typer
 from rich.markup import escape
 
 from kernelbot.cli.application import command
-from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, WorkersPerDevice
+from kernelbot.cli.search_options import (
+    Backend,
+    ConfirmProcesses,
+    FusionSeed,
+    InductorSeed,
+    WorkersPerDevice,
+    confirm_rule,
+)
 from kernelbot.console import console, warn
 
 if TYPE_CHECKING:
@@ -107,6 +114,7 @@ def scan_command(
         Optional[int],  # noqa: UP045
         typer.Option(help="End-to-end benchmark runs per side in each target run (0: skip; default 5)."),
     ] = None,
+    confirm_processes: ConfirmProcesses = None,
     token_env: Annotated[
         str, typer.Option(help="Environment variable holding the GitHub token.")
     ] = "GITHUB_TOKEN",
@@ -162,6 +170,7 @@ def scan_command(
             fusion_seed=fusion_seed,
         ),
         benchmark_runs=benchmark_runs,
+        confirm=confirm_rule(confirm_processes),
         profile_timeout=timeout,
         config=config,
     )

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kernelbot.cli.application import command
-from kernelbot.cli.search_options import Backend, FusionSeed, InductorSeed, LlmEndpoints, WorkersPerDevice
+from kernelbot.cli.search_options import (
+    Backend,
+    ConfirmProcesses,
+    FusionSeed,
+    InductorSeed,
+    LlmEndpoints,
+    WorkersPerDevice,
+    confirm_rule,
+)
 from kernelbot.console import console
 
 if TYPE_CHECKING:
@@ -67,6 +75,7 @@ def target_command(
             help="End-to-end benchmark runs per side, alternating base and change (0: skip; default 5)."
         ),
     ] = None,
+    confirm_processes: ConfirmProcesses = None,
     open_pr: Annotated[
         bool, typer.Option("--open-pr", help="Push the branch to --fork and open or update the PR.")
     ] = False,
@@ -117,6 +126,7 @@ def target_command(
         spec=spec,
         search=search,
         benchmark_runs=benchmark_runs,
+        confirm=confirm_rule(confirm_processes),
         open_pr=open_pr,
         fork=fork,
         token_env=token_env,

@@ -35,7 +35,7 @@ VERDICTS = (FASTER, NOT_FASTER, NOT_SHOWN)
 
 @dataclass(frozen=True)
 class StopRule:
-    """When to stop adding processes (kernelbot.toml [confirm] or `kernelbot target --confirm-*`)."""
+    """When to stop adding processes (`kernelbot target --confirm-processes`, `kernelbot scan` too)."""
 
     min_processes: int = 3
     max_processes: int = 10

@@ -273,6 +273,7 @@ class Scan:
             max_open=options.max_open,
             benchmark_runs=options.benchmark_runs,
             config=options.config,
+            confirm=options.confirm,
             regime=self._regime(target),
         )
         return run_region(self.ledger, target_opts, base_sha=self.repo.base_sha, purpose=purpose)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evolution.search import SearchOverrides
+from kernelbot.confirm.stoprule import StopRule
 from kernelbot.forge.decisions import DEFAULT_MAX_OPEN
 from kernelbot.target.options import DEFAULT_TOKEN_ENV
 
@@ -28,6 +29,7 @@ class ScanOptions:
     top: int = 10  # regions listed in the report (all are considered)
     search: SearchOverrides = field(default_factory=SearchOverrides)  # seed files go to the regions they fit
     benchmark_runs: int | None = None
+    confirm: StopRule = field(default_factory=StopRule)  # each target run's confirmation
     profile_timeout: float = 1800.0  # seconds the profiled benchmark may run
     config: Path | None = None  # kernelbot.toml with user profiles
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evolution.search import SearchOverrides
+from kernelbot.confirm.stoprule import StopRule
 from kernelbot.errors import BackendUnavailable, ConfigError, KernelbotError, TransportError
 from kernelbot.forge.errors import ForgeError
 from kernelbot.git import LeaseRejected, RemoteUnreachable
@@ -165,6 +166,7 @@ def target_options(
     max_open: int,
     benchmark_runs: int | None,
     config: Path | None,
+    confirm: StopRule | None = None,
     regime: tuple[str, str] | None = None,  # (regime, where it comes from), from the GPU profile
 ) -> TargetOptions:
     return TargetOptions(
@@ -174,6 +176,7 @@ def target_options(
         out=run_dir,
         search=dataclasses.replace(search, seed_files=tuple(seeds)),
         benchmark_runs=benchmark_runs,
+        confirm=confirm or StopRule(),
         open_pr=open_pr,
         fork=fork if open_pr else None,
         token_env=token_env,

@@ -34,6 +34,10 @@ NORM_PURE_TORCH = (
         (["--profile", "example", "--fork", "f.git"], "--fork names where to push the PR's branch"),
         (["--profile", "example", "--open-pr"], "no GitHub token: set $GITHUB_TOKEN"),
         (["--profile", "vllm"], "unknown target profile 'vllm'"),
+        (
+            ["--profile", "example", "--confirm-processes", "2"],
+            "--confirm-processes 2: max_processes (2) is below min_processes (3)",
+        ),
     ],
 )
 def test_bad_flags_are_one_line(
@@ -100,3 +104,38 @@ def test_a_failed_region_is_recorded_and_skipped_on_that_base(
         and "(the ranking of this commit from an earlier scan)" in out
     )
     assert json.loads((state / "last-scan.json").read_text())["runs"] == []
+
+
+def test_confirm_processes_reaches_every_target_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """--confirm-processes on `target` and on `scan` is the cap of the confirmation each target run makes."""
+    import kernelbot.cli.scan as scan_cli
+    import kernelbot.cli.target as target_cli
+
+    seen: list[int] = []
+
+    def keep(options) -> int:  # type: ignore[no-untyped-def]
+        seen.append(options.confirm.max_processes)
+        return 0
+
+    monkeypatch.setattr(target_cli, "run", keep)
+    monkeypatch.setattr(scan_cli, "run_periodic", keep)
+    code, _, err = kernelbot(capsys, "target", "example", "--function", "m:f", "--confirm-processes", "4")
+    assert code == 0, err
+    code, _, err = kernelbot(capsys, "scan", "--profile", "example", "--confirm-processes", "5")
+    assert code == 0, err
+    code, _, err = kernelbot(capsys, "target", "example", "--function", "m:f")
+    assert code == 0, err
+    assert seen == [4, 5, 10]
+
+    from evolution.search import SearchOverrides
+    from kernelbot.confirm.stoprule import StopRule
+    from kernelbot.scan.runs import target_options
+
+    options = target_options(
+        profile="example", target="m:f", run_dir=tmp_path, repo=tmp_path, search=SearchOverrides(), seeds=[],
+        open_pr=False, fork=None, token_env="T", max_open=1, benchmark_runs=0, config=None,
+        confirm=StopRule(max_processes=6),
+    )  # fmt: skip
+    assert options.confirm.max_processes == 6
