@@ -358,3 +358,53 @@ def test_a_draft_takes_the_sizes_of_other_model_families_that_use_the_function(t
     assert (params["num_experts"], params["topk_group"], params["topk"]) == (384, 1, 8)
     assert params["tokens"] == 64
     assert len(_runs_every_case(task)) == len(task.cases)
+
+
+def test_a_function_drafted_in_float32_alone_is_also_drafted_in_the_served_dtypes() -> None:
+    """Logits and probabilities are drafted in float32; the engine may pass its activation dtypes too, so the
+    draft adds the first case in each served dtype, unless the judge finds that case degenerate there (a
+    half-precision value that rounds the outputs to what any seed gives)."""
+    from extractors.drafting import _served_dtypes
+    from extractors.drafting.serving_shapes import load_profile
+    from extractors.drafting.trials import TrialRunner
+    from extractors.input_spec import InputSpec
+    from extractors.signature import entry_signature
+
+    source = (
+        "import torch\n\n\n"
+        "def scale(logits, penalties):\n"
+        "    return torch.where(logits > 0, logits / penalties, logits * penalties)\n\n\n"
+        "def tiny(logits, penalties):\n"
+        "    return (logits * penalties) * 1e-9 + 1.0\n"
+    )
+    profile = load_profile("sglang")
+    args = {
+        "logits": {"shape": ["batch", "vocab"], "dtype": "float32"},
+        "penalties": {"shape": ["batch", 1], "dtype": "float32", "init": "rand", "low": 1.0, "high": 2.0},
+    }
+    spec = InputSpec(
+        sizes={"batch": [2], "vocab": [64]},
+        cases=[{"name": "decode2", "batch": 2}, {"name": "decode8", "batch": 8}],
+        args=args,
+        source="draft",
+    )
+    runner = TrialRunner(source, "scale", entry_signature(source, "scale"))
+    try:
+        drafted, described = _served_dtypes(runner, spec, profile)
+    finally:
+        runner.close()
+    assert [c["name"] for c in drafted.cases or []] == [
+        "decode2", "decode8", "decode2_bfloat16", "decode2_float16",
+    ]  # fmt: skip
+    assert {a["dtype"] for a in drafted.args.values()} == {"dtype"} and drafted.sizes["dtype"] == ["float32"]
+    assert described == [
+        "decode2_bfloat16: the first case in bfloat16",
+        "decode2_float16: the first case in float16",
+    ]
+
+    runner = TrialRunner(source, "tiny", entry_signature(source, "tiny"))
+    try:
+        kept, described = _served_dtypes(runner, spec, profile)
+    finally:
+        runner.close()
+    assert kept is spec and described == []  # 1 + 1e-9 * x is 1.0 in half precision for every seed
