@@ -1,7 +1,8 @@
 """`kernelbot target` on real releases, each bundle then reviewed as the engine's maintainers review a PR.
 
     PYTHONPATH=. python -m bench.target_acceptance --out OUT [--only NAME[,NAME...]] [--backend auto]
-        [--time-limit 75s] [--iterations 50] [--sources .devsite/sources.tar.xz] [--review-only]
+        [--time-limit 75s] [--iterations 50] [--confirm-processes N] [--workers N]
+        [--sources .devsite/sources.tar.xz] [--review-only]
 
 The functions are those the acceptance of mergeable PRs names: SGLang 0.5.23's GeluAndMul, RMSNorm (a norm
 op) and apply_scaling_penalties (a function that is not an op, under @torch.compile), and two ops of
@@ -110,6 +111,8 @@ def run_targets(targets: list[Target], runs: Path, args: argparse.Namespace) -> 
             sys.executable, "-m", "kernelbot.cli", "target", t.profile, "--repo", f"pypi:{t.release}",
             "--function", t.function, "--out", str(runs / t.name), "--backend", args.backend,
             "--time-limit", args.time_limit, "--iterations", str(args.iterations), "--benchmark-runs", "0",
+            *(["--confirm-processes", str(args.confirm_processes)] if args.confirm_processes else []),
+            *(["--workers-per-device", str(args.workers)] if args.workers else []),
             *(["--spec", str(SPECS / f"{t.spec}.toml")] if t.spec else []),
         ]
         for t in targets
@@ -212,15 +215,17 @@ def _body_problems(body: str) -> list[str]:
     line saying why it was not measured, or the body says that no speed was measured at all; and no sentence
     states what nobody observed."""
     from kernelbot.confirm import COLUMNS
+    from kernelbot.propose.sections import COLUMN_WORDS
 
     problems = [f"unmeasured claim: /{p.pattern}/" for p in UNMEASURED if p.search(body)]
     if "**No speed was measured**" in body:
         return problems
     for column in COLUMNS:
-        row = re.search(rf"^\|[^\n]*\| {column} \|", body, re.M)
-        why = re.search(rf"^- {column} \([^\n]*\): not measured: ", body, re.M)
+        words = re.escape(COLUMN_WORDS[column])  # as the body names it: "torch.compile", "current path"
+        row = re.search(rf"^\|[^\n]*\| {words} \|", body, re.M)
+        why = re.search(rf"^- {words} \([^\n]*\): not measured: ", body, re.M)
         if row is None and why is None:
-            problems.append(f"no {column} column and no reason why")
+            problems.append(f"no {COLUMN_WORDS[column]} column and no reason why")
     return problems
 
 
@@ -246,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--time-limit", default="75s", help="each search's wall time")
     parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument(
+        "--confirm-processes", type=int, default=0, help="each run's processes per column (0: kernelbot's)"
+    )
+    parser.add_argument("--workers", type=int, default=0, help="each run's workers per GPU (0: kernelbot's)")
     parser.add_argument(
         "--deadline", type=float, default=560.0, help="stop runs still going after this many s"
     )

@@ -68,13 +68,14 @@ def test_a_removed_reference_line_and_a_pinned_size_are_found(run: Path, tmp_pat
 def test_the_body_needs_each_baseline_or_why_it_is_missing() -> None:
     from bench.target_acceptance import _body_problems
 
-    rows = (
-        "| a | x | graph | eager | 9 | 3 | 3x | 2.9x | 3 | 1 % | faster |\n"
-        "| a | x | graph | compile | 4 | 3 | 1.3x | 1.2x | 3 | 1 % | faster |\n"
-    )
-    why = "- current (the engine's current path `m:C.forward_cuda`): not measured: a method of the op.\n"
-    assert _body_problems(rows + why) == []
-    assert _body_problems(rows) == ["no current column and no reason why"]
+    # The speed section of a bundle `kernelbot target example` wrote on an H200 (SiluAndMul): eager and
+    # torch.compile rows, and a line saying why the current path was not measured.
+    speed = (Path(__file__).parent / "data" / "speed_section_h200.md").read_text()
+    assert _body_problems(speed) == []
+    no_compile = "\n".join(line for line in speed.splitlines() if "| torch.compile |" not in line)
+    assert _body_problems(no_compile) == ["no torch.compile column and no reason why"]
+    no_current = "\n".join(line for line in speed.splitlines() if not line.startswith("- current path"))
+    assert _body_problems(no_current) == ["no current path column and no reason why"]
     assert _body_problems("**No speed was measured**: CPU interpreter.") == []
     claim = "**No speed was measured**: CPU. In the engine, f runs inside a captured CUDA graph."
     assert len(_body_problems(claim)) == 1
