@@ -13,6 +13,7 @@ import sympy
 
 from evolution.writers.fusion import symbols
 from evolution.writers.fusion.errors import LoweringError
+from evolution.writers.fusion.evaluate import op_name
 from evolution.writers.fusion.model import Graph
 
 
@@ -35,14 +36,21 @@ _HOST_NAMES = frozenset({"programs", "torch", "triton", "tl"})
 
 def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) -> str:
     """The host variable of a fresh output: the reference's name for the value (`topk_weights`, found on
-    the node or on what it casts or scales, up to three ops back), else `out<k>`."""
+    the node or on what it casts or scales, up to three ops back), the name of the op's output for one
+    output of a several-output op (`topk_ids`: the reference unpacked it, so no variable of its own names
+    it, and the op's input is not what it holds), else `out<k>`."""
     node = nodes.get(name)
+    label = ""
     for _ in range(4):
         if node is None or node.label:
+            label = node.label if node is not None else ""
+            break
+        if node.target == "getitem" and isinstance(node.args[0], dict):
+            made_by = nodes.get(node.args[0].get("node"))
+            label = op_name(made_by.target, int(node.args[1])) if made_by is not None else ""
             break
         source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
         node = nodes.get(source["node"]) if source is not None else None
-    label = node.label if node is not None else ""
     reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
     if label and label.isidentifier() and label not in reserved and not label.isupper():
         return label

@@ -267,3 +267,30 @@ def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None
     unread = LAUNCH_PARENT.replace("SCALE = 1.0", "SCALE = 1.0\nUNUSED = 1")
     with pytest.raises(CrossoverError, match="differ only in UNUSED"):
         build_child(unread, unread.replace("UNUSED = 1", "UNUSED = 2"), "entry", Route(64, True, ""))
+
+
+def test_an_unpacked_output_of_topk_is_named_for_what_it_holds(tmp_path) -> None:
+    """`_, ids = torch.topk(masked, ...)` gives the ids no variable of their own: the output is named after
+    the op's output (`topk_ids`), not after the scores the top-k read (`masked`)."""
+    reference = """
+        import torch
+
+
+        def route(logits: torch.Tensor, bias: torch.Tensor):
+            masked = torch.sigmoid(logits) + bias
+            _, ids = torch.topk(masked, k=2, dim=-1, sorted=False)
+            return ids.to(torch.int32)
+    """
+    inputs = """
+        import torch
+
+
+        def make_inputs(case, seed, device):
+            gen = torch.Generator().manual_seed(seed)
+            logits = torch.randn(case["tokens"], 8, generator=gen).to(device)
+            return (logits, torch.randn(8, generator=gen).to(device)), {}
+    """
+    root = write_task(tmp_path / "route", "route", reference, inputs, [{"name": "t4", "tokens": 4}])
+    source = write(root, trace(root)).source
+    assert "topk_ids_ptr" in source and "masked_ptr" not in source, source
+    assert check(root, source) > 0
