@@ -56,6 +56,10 @@ class Emitter:
         self.stack: list[Block] = [region.root]
         self._defined: dict[str, Block] = {}
         self._rounded: set[str] = set()  # tiles already rounded to a 16-bit float
+        # A bool made a number (`tl.where(c, 1.0, 0.0)`, a scattered mask) -> the bool, so casting it back
+        # reads `c`; and a bool tested against zero (`x != 0`) -> the opposite test, for its negation.
+        self._from_bool: dict[str, Tile] = {}
+        self._negated: dict[str, str] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------------------
 
@@ -325,8 +329,13 @@ class Emitter:
                 return self.let(f"({tile.code} * 1.0)", (), dtype, tile.grid)
             return Tile(tile.code, (), dtype, tile.grid)
         if dtype == "i1":
+            source = self._from_bool.get(tile.code)
+            if source is not None and self.visible(source) and set(source.atoms) <= set(tile.atoms):
+                return source
             zero = "0.0" if tile.dtype in ("fp32", "fp64") else "0"
-            return self.unary(f"({{a}} != {zero})", tile, "i1")
+            test = self.unary(f"({{a}} != {zero})", tile, "i1")
+            self._negated.setdefault(test.code, f"({tile.code} == {zero})")
+            return test
         return self.let(f"{wrapped(tile.code)}.to({TL_DTYPE[dtype]})", tile.atoms, dtype, tile.grid)
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
@@ -351,7 +360,18 @@ class Emitter:
         return result
 
     def where(self, cond: Tile, a: Tile, b: Tile, dtype: str) -> Tile:
-        return self.combine("tl.where({}, {}, {})", [cond, a, b], dtype)
+        tile = self.combine("tl.where({}, {}, {})", [cond, a, b], dtype)
+        ones_and_zeros = is_literal(a.code) and is_literal(b.code)
+        if cond.dtype == "i1" and ones_and_zeros and (literal_value(a.code), literal_value(b.code)) == (1, 0):
+            self._from_bool.setdefault(tile.code, cond)
+        return tile
+
+    def negate(self, tile: Tile) -> Tile:
+        """The bool `not tile`: `x == 0` for a bool made as `x != 0`, else `tile == 0`."""
+        opposite = self._negated.get(tile.code)
+        if opposite is not None:
+            return self.let(opposite, tile.atoms, "i1", tile.grid)
+        return self.unary("({a} == 0)", tile, "i1")
 
     def full(self, value_tile: Tile, atoms: tuple[Atom, ...]) -> Tile:
         """`value_tile` broadcast to a full tile over `atoms` (loop-carried accumulators need a shape)."""

@@ -294,3 +294,31 @@ def test_an_unpacked_output_of_topk_is_named_for_what_it_holds(tmp_path) -> None
     source = write(root, trace(root)).source
     assert "topk_ids_ptr" in source and "masked_ptr" not in source, source
     assert check(root, source) > 0
+
+
+def test_a_scattered_mask_read_back_as_bool_is_the_test_itself(tmp_path) -> None:
+    """A float mask scattered from chosen indices and read back with `~mask.bool()` lowers to one comparison
+    (`hits == 0`), not to a 1.0/0.0 select tested against 0.0 and negated."""
+    reference = """
+        import torch
+
+
+        def keep_chosen(scores: torch.Tensor):
+            chosen = torch.topk(scores, k=2, dim=-1, sorted=False)[1]
+            mask = torch.zeros_like(scores)
+            mask.scatter_(1, chosen, 1)
+            return scores.masked_fill(~mask.bool(), float("-inf"))
+    """
+    inputs = """
+        import torch
+
+
+        def make_inputs(case, seed, device):
+            gen = torch.Generator().manual_seed(seed)
+            return (torch.randn(case["tokens"], 8, generator=gen).to(device),), {}
+    """
+    root = write_task(tmp_path / "keep", "keep_chosen", reference, inputs, [{"name": "t4", "tokens": 4}])
+    source = write(root, trace(root)).source
+    kernel = source[source.index("@triton.jit\ndef _keep") :]
+    assert "1.0, 0.0)" not in kernel and "!= 0.0" not in kernel, kernel
+    assert check(root, source) > 0

@@ -126,7 +126,7 @@ def _predicate(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
 def _bitwise_not(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = operand(ev, node.args[0], index, guard, len(index))
     if a.dtype == "i1":
-        return ev.emitter.unary("({a} == 0)", a, "i1")
+        return ev.emitter.negate(a)
     return ev.emitter.unary("(~{a})", a, a.dtype)
 
 
