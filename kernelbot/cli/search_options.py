@@ -1,5 +1,5 @@
-"""The search flags that `evolve`, `target` and `scan` share, as option types, so the three commands take
-them with one spelling and one help text."""
+"""The flags that `evolve`, `target` and `scan` share (the search's, and the confirmation's that `target` and
+`scan` run), as option types, so the commands take them with one spelling and one help text."""
 
 from __future__ import annotations
 
