@@ -52,6 +52,9 @@ FAILURES_PER_COLUMN = 2
 # The scored wall regime's cap in a confirmation process: the search ranks with a shorter look
 # (TimingConfig.wall_time_cap_s), a claim is timed as long as a ~+-0.8 % interval takes on a ~10 us call.
 CONFIRM_WALL_TIME_CAP_S = 0.2
+# ...and the graph regime's (and the other regime's, sampled like the scored one): the search's look
+# (TimingConfig.time_cap_s) is shorter, for its pace.
+CONFIRM_TIME_CAP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,11 @@ def confirmation_config(
 ) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
-    (the search established correctness; this run is about speed), and the wall regime sampled for as
-    long as a claim needs (CONFIRM_WALL_TIME_CAP_S, not the search's cheaper cap). Where nothing is timed (the
-    interpreter) the re-check is the smallest case alone, without repeated calls: the process is there for
-    the plumbing and the columns' availability, and the interpreter's minutes would buy nothing."""
+    (the search established correctness; this run is about speed), and both regimes sampled for as long
+    as a claim needs (CONFIRM_TIME_CAP_S, CONFIRM_WALL_TIME_CAP_S: not the search's cheaper caps). Where
+    nothing is timed (the interpreter) the re-check is the smallest case alone, without repeated calls: the
+    process is there for the plumbing and the columns' availability, and the interpreter's minutes would buy
+    nothing."""
     if not timed:
         base = replace(base, drift_calls=0, interpret_budget_s=0.0)
     t = base.timing
@@ -103,7 +107,8 @@ def confirmation_config(
         baseline=baseline,
         compile_candidate=compile_candidate,
         caller_holds_gpu=caller_holds_gpu,
-        secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s),
+        time_cap_s=max(t.time_cap_s, CONFIRM_TIME_CAP_S),
+        secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s, CONFIRM_TIME_CAP_S),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
         wall_time_cap_s=max(t.wall_time_cap_s, CONFIRM_WALL_TIME_CAP_S),
     )

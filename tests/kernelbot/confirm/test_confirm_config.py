@@ -8,20 +8,29 @@ from pathlib import Path
 
 from evaluators.config import EvalConfig, TimingConfig
 from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
-from kernelbot.confirm.run import CONFIRM_WALL_TIME_CAP_S, confirmation_config, current_path_of
+from kernelbot.confirm.run import (
+    CONFIRM_TIME_CAP_S,
+    CONFIRM_WALL_TIME_CAP_S,
+    confirmation_config,
+    current_path_of,
+)
 from kernelbot.target.run_dir import read_confirm, write_confirm
 
 
 def test_a_confirmation_times_both_regimes_as_a_claim_needs() -> None:
-    search = EvalConfig(timing=TimingConfig(time_cap_s=0.1, secondary_time_cap_s=0.01, wall_time_cap_s=0.06))
+    search = EvalConfig()  # the search's defaults: short looks, for its pace
     config = confirmation_config(search, "call:pkg.ops:f", caller_holds_gpu=True)
     t = config.timing
     assert t.baseline == "call:pkg.ops:f" and t.caller_holds_gpu
     assert t.wall_time_cap_s == CONFIRM_WALL_TIME_CAP_S > search.timing.wall_time_cap_s
-    assert t.secondary_time_cap_s == 0.1 and t.secondary_min_samples == t.min_samples
+    assert t.time_cap_s == CONFIRM_TIME_CAP_S > search.timing.time_cap_s
+    assert t.secondary_time_cap_s == CONFIRM_TIME_CAP_S and t.secondary_min_samples == t.min_samples
     assert (config.seeds_per_case, config.hidden_cases, config.drift_calls) == (1, 0, search.drift_calls)
     # The search's evaluator settings themselves are not changed by it.
     assert search.timing.baseline == "eager" and search.timing.wall_time_cap_s == 0.06
+    # A search that already samples longer keeps its looks.
+    long = EvalConfig(timing=TimingConfig(time_cap_s=0.5, wall_time_cap_s=0.5))
+    assert confirmation_config(long, "eager", caller_holds_gpu=True).timing.time_cap_s == 0.5
 
 
 def test_without_timing_only_the_plumbing_runs() -> None:
