@@ -265,7 +265,9 @@ class _Cascade:
         if hacks or not timing.passed:
             reason = _flag_reason(hacks) if hacks else (timing.reason or "timing failed")
             self.stop(reason, hacks=hacks, quarantined=quarantined, cases=tuple(cases), **done)
-        agg = aggregate(p.task, cases, p.hardware)
+        agg = aggregate(
+            p.task, cases, p.hardware, single_case_check=p.config.timing.baseline in ("", "eager")
+        )
         hacks = tuple(agg.findings)
         if hacks:
             quarantined = any(f.kind == "beyond_roofline" for f in hacks)

@@ -78,12 +78,17 @@ def aggregate(
     cases: Sequence[CaseResult],
     hardware: Hardware,
     prior_findings: Sequence[HackFinding] = (),
+    *,
+    single_case_check: bool = True,
 ) -> Aggregate:
     """Combine per-case results into the candidate's speedup and score.
 
     `prior_findings` are the hacks earlier stages found (they zero the score too); the returned findings are
     only the ones this function adds. `hardware` is recorded by the caller; here it only tells whether the
-    backend could time at all (an empty backend name is treated like a timing one).
+    backend could time at all (an empty backend name is treated like a timing one). `single_case_check`
+    off: class 14 is not looked for. It guards the search's score against the task's reference; timed
+    against another baseline (torch.compile, the engine's own kernel: a confirmation's columns), parity on
+    most cases and one clear win is an ordinary honest outcome, and nothing ranks by that aggregate.
     """
     notes: list[str] = []
     names: list[str] = []
@@ -110,7 +115,7 @@ def aggregate(
         return Aggregate(speedup=None, ci=None, score=score, findings=findings, notes=notes)
 
     speedup, lo, hi = stats.geometric_mean_ci(estimates)
-    finding = single_case_finding(names, estimates)
+    finding = single_case_finding(names, estimates) if single_case_check else None
     if finding is not None:
         findings.append(finding)
     flagged = bool(prior_findings) or bool(findings)

@@ -83,6 +83,15 @@ def test_one_case_driving_the_aggregate_is_class_14():
     assert agg.score == 0.0
 
 
+def test_against_another_baseline_one_clear_win_is_no_class_14():
+    # Timed against torch.compile (a confirmation column): even with the rest of the cases, one case's win
+    # carries the aggregate; that is what a kernel at parity elsewhere shows, not a gamed score.
+    cases = [_case("t256", 1.418), _case("a", 0.977), _case("b", 0.951), _case("c", 1.002), _case("d", 1.002)]
+    assert [f.kind for f in aggregate(_task(), cases, GPU).findings] == ["single_case_aggregate"]
+    agg = aggregate(_task(), cases, GPU, single_case_check=False)
+    assert not agg.findings and agg.score == agg.speedup > 1.0
+
+
 def test_broad_speedups_and_noise_are_not_class_14():
     broad = aggregate(_task(), [_case("a", 3.0), _case("b", 1.2), _case("c", 1.1)], GPU)
     assert not broad.findings and broad.score > 1.0
