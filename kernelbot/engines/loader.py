@@ -300,12 +300,16 @@ def _benchmark(fields: _Fields) -> BenchmarkSpec:
     runs = fields.get("runs", int, 5)
     if runs < 1:
         fields.fail("runs", f"must be at least 1 (got {runs})")
+    budget = fields.get("time_budget_s", (int, float), 1800.0)
+    if isinstance(budget, bool) or not budget > 0:
+        fields.fail("time_budget_s", f"must be a positive number of seconds (got {budget!r})")
     spec = BenchmarkSpec(
         argv=fields.strings("argv"),
         metric=metric,
         cwd=fields.get("cwd", str, "."),
         env=env,
         runs=runs,
+        time_budget_s=float(budget),
         needs=fields.strings("needs", []),
         placeholders=placeholders,
         note=fields.get("note", str, ""),

@@ -110,13 +110,16 @@ class BenchmarkSpec:
     """The end-to-end benchmark: `argv` run in `cwd` (repo-root relative) with `env` added, `runs` times per
     side. `{name}` placeholders in argv are filled from the environment variables `placeholders` maps them
     to (e.g. {model} <- KERNELBOT_BENCH_MODEL); `needs` lists what it cannot run without ("gpu", "model",
-    "dataset") and `note` says so in words, for the evidence when it cannot run."""
+    "dataset") and `note` says so in words, for the evidence when it cannot run. After the first `runs` a
+    side, pairs are added until the change's interval is narrow (kernelbot.verify.benchmark) while the
+    comparison has taken less than `time_budget_s`."""
 
     argv: tuple[str, ...]
     metric: MetricSpec
     cwd: str = "."
     env: Mapping[str, str] = field(default_factory=dict)
     runs: int = 5
+    time_budget_s: float = 1800.0
     needs: tuple[str, ...] = ()
     placeholders: Mapping[str, str] = field(default_factory=dict)
     note: str = ""

@@ -331,7 +331,16 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
         runs=int(e2e.get("runs") or len(e2e.get("before", ()))),
         target_half_width_pct=_float(e2e.get("target_half_width_pct")),
         inconclusive=e2e.get("conclusive") is False,
+        stopped_by=_stopped_by(e2e),
     )
+
+
+def _stopped_by(e2e: Mapping[str, Any]) -> str:
+    """Which cap ended an inconclusive comparison, in words (verify.json's `limit`)."""
+    budget = e2e.get("time_budget_s")
+    if e2e.get("limit") == "time" and budget:
+        return f"the time budget of {float(budget):g} s"
+    return "the cap" if e2e.get("conclusive") is False else ""
 
 
 def _float(value: Any) -> float | None:

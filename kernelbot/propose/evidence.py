@@ -215,9 +215,11 @@ class E2EEvidence:
     regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
     runs: int = 0  # per side
-    # The adaptive rule's target (None: a fixed number of runs) and whether the cap came first.
+    # The adaptive rule's target (None: a fixed number of runs) and whether a cap came first, in words
+    # ("the cap" on runs, or "the time budget of 300 s").
     target_half_width_pct: float | None = None
     inconclusive: bool = False
+    stopped_by: str = ""
 
 
 @dataclass(frozen=True)

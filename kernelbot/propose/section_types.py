@@ -116,6 +116,7 @@ class E2ESection(TypedDict, total=False):
     confidence: int
     runs: int
     inconclusive: bool
+    stopped_by: str
     target: str | None
 
 

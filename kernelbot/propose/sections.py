@@ -273,6 +273,7 @@ def e2e(e: Evidence) -> E2ESection:
         "confidence": b.confidence_pct,
         "runs": b.runs,
         "inconclusive": b.inconclusive,
+        "stopped_by": b.stopped_by or "the cap",
         "target": None if b.target_half_width_pct is None else f"{fmt_pct(b.target_half_width_pct)} %",
     }
 

@@ -182,6 +182,7 @@ def _benchmark(
         source_root=source_root,
         progress=progress,
         max_runs=max(runs, DEFAULT_MAX_RUNS),
+        time_budget_s=spec.time_budget_s,
         hold=gpu_hold,
     )
 

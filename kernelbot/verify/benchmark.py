@@ -1,8 +1,9 @@
 """The end-to-end benchmark before and after the change: the same command in the base work tree and in the
 changed one, alternating (base, change, base, change, ...) so that drift of the machine falls on both sides,
 each run a fresh process whose metric is read from its output. Pairs of runs are added until the 95 % CI
-half-width of the change is within a target (2 %) or a cap is reached: then the outcome is "inconclusive",
-with the runs it took (a +6.67 % change with a CI of -26 % .. +40 % from five runs a side says nothing).
+half-width of the change is within a target (2 %) or a cap is reached (runs a side, or the profile's time
+budget for the whole comparison): then the outcome is "inconclusive", with the runs it took (a +6.67 %
+change with a CI of -26 % .. +40 % from five runs a side says nothing).
 
 A number is only ever read from a run that happened here and exited 0. When the benchmark cannot mean
 anything on this machine (no GPU for a kernel that only runs on one), is not configured, or fails, the outcome
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,9 @@ from kernelbot.verify.stats import RelativeDelta, relative_delta, summarize
 DEFAULT_TIMEOUT_S = 1800.0
 TARGET_HALF_WIDTH_PCT = 2.0  # stop once the change's 95 % CI is within +-this many percentage points
 DEFAULT_MAX_RUNS = 20  # per side: the cap of the adaptive rule
+# Seconds the whole comparison may take before no further pair is started (the first `runs` a side always
+# run). A profile sets its own (kernelbot.engines.BenchmarkSpec.time_budget_s).
+DEFAULT_TIME_BUDGET_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -91,9 +96,12 @@ class E2EOutcome:
     order: tuple[str, ...] = ()  # "base" / "change", in the order the runs happened
     logs: tuple[str, ...] = ()
     # The adaptive rule (None: a fixed number of runs): the half-width aimed at, and whether it was reached
-    # (False: the cap came first, the outcome is inconclusive).
+    # (False: a cap came first, the outcome is inconclusive); `limit` says which cap ended it: "runs" or
+    # "time" (the time budget, `time_budget_s`).
     target_half_width_pct: float | None = None
     conclusive: bool | None = None
+    limit: str = ""
+    time_budget_s: float | None = None
 
     def delta(self) -> RelativeDelta | None:
         """The change's relative delta of the means and its interval (None unless measured)."""
@@ -115,6 +123,8 @@ class E2EOutcome:
             "logs": list(self.logs),
             "target_half_width_pct": self.target_half_width_pct,
             "conclusive": self.conclusive,
+            "limit": self.limit,
+            "time_budget_s": self.time_budget_s,
             "half_width_pct": None,
             "means": None,
             "stdev": None,
@@ -156,6 +166,8 @@ class E2EOutcome:
             logs=tuple(data.get("logs", ())),
             target_half_width_pct=data.get("target_half_width_pct"),
             conclusive=data.get("conclusive"),
+            limit=str(data.get("limit") or ""),
+            time_budget_s=data.get("time_budget_s"),
         )
 
 
@@ -190,33 +202,47 @@ def run_alternating(
     progress: Callable[[str], None] = lambda message: None,
     max_runs: int | None = None,
     target_half_width_pct: float = TARGET_HALF_WIDTH_PCT,
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S,
     hold: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> E2EOutcome:
     """Run the benchmark on each side, alternating, and collect the metric of every run: `runs` times a side
     when `max_runs` is None; else at least `runs` and then pairs until the change's CI half-width is within
-    `target_half_width_pct` or `max_runs` a side were run (inconclusive). `hold` (the GPU lock) is held
-    around the whole benchmark, so no other kernelbot run times on the GPU meanwhile."""
+    `target_half_width_pct`, or `max_runs` a side were run, or `time_budget_s` has passed since the first run
+    (then inconclusive). `hold` (the GPU lock) is held around the whole benchmark, so no other kernelbot run
+    times on the GPU meanwhile."""
     if runs < 2:
         return not_measured(f"{runs} run(s) per side asked for; a spread needs two", command, runs)
     with hold() if hold is not None else contextlib.nullcontext():
-        return _alternate(
-            command, base, change, runs, max_runs, target_half_width_pct, log_dir, source_root, progress
-        )
+        rule = _Rule(runs, max_runs, target_half_width_pct, time_budget_s, clock)
+        return _alternate(command, base, change, rule, log_dir, source_root, progress)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """When the alternation stops (see run_alternating)."""
+
+    runs: int
+    max_runs: int | None
+    target: float
+    time_budget_s: float
+    clock: Callable[[], float]
 
 
 def _alternate(
     command: BenchmarkCommand,
     base: Path,
     change: Path,
-    runs: int,
-    max_runs: int | None,
-    target: float,
+    rule: _Rule,
     log_dir: Path,
     source_root: str,
     progress: Callable[[str], None],
 ) -> E2EOutcome:
-    adaptive = max_runs is not None
-    cap = max(runs, max_runs) if max_runs is not None else runs
+    runs, target = rule.runs, rule.target
+    adaptive = rule.max_runs is not None
+    cap = max(runs, rule.max_runs) if rule.max_runs is not None else runs
+    started = rule.clock()
+    limit = "runs" if adaptive else ""
     log_dir.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {"base": [], "change": []}
     order: list[str] = []
@@ -226,6 +252,9 @@ def _alternate(
     for i in range(cap):
         if adaptive and i >= runs and _within(samples, target):
             conclusive = True
+            break
+        if adaptive and i >= runs and rule.clock() - started >= rule.time_budget_s:
+            limit = "time"
             break
         for side, tree in (("base", base), ("change", change)):
             progress(f"benchmark run {i + 1}/{cap if adaptive else runs} on the {side}")
@@ -256,6 +285,8 @@ def _alternate(
     done = len(samples["base"])
     if adaptive and conclusive is None:
         conclusive = _within(samples, target)
+    if conclusive:
+        limit = ""
     if not adaptive:
         reason = f"{done} runs per side, alternating base and change"
     elif conclusive:
@@ -263,9 +294,10 @@ def _alternate(
             f"{done} runs per side, alternating base and change, until the 95 % CI was within +-{target:g} %"
         )
     else:
+        why = "the cap" if limit == "runs" else f"the time budget of {rule.time_budget_s:g} s"
         reason = (
             f"inconclusive: the 95 % CI of the change was still wider than +-{target:g} % after {done} runs "
-            "per side (the cap), alternating base and change"
+            f"per side ({why}), alternating base and change"
         )
     return E2EOutcome(
         True,
@@ -282,6 +314,8 @@ def _alternate(
         logs=tuple(logs),
         target_half_width_pct=target if adaptive else None,
         conclusive=conclusive,
+        limit=limit,
+        time_budget_s=rule.time_budget_s if adaptive else None,
     )
 
 

@@ -52,8 +52,11 @@ def test_shipped_profiles() -> None:
         "8",
         "--steps",
         "32",
+        "--repeats",
+        "5",
     )
     assert bench.metric.json_key == "tokens_per_s" and bench.metric.higher_is_better and not bench.needs
+    assert bench.time_budget_s == 300.0 and sglang.benchmark and sglang.benchmark.time_budget_s == 1800.0
     assert example.tests.style == "pytest" and example.template == "example"
 
 
@@ -126,6 +129,10 @@ def test_user_profile_extends_a_shipped_one(tmp_path: Path) -> None:
         ('[profiles.p]\ndescription = "standalone"\n', r"repo_url is missing"),
         ('[profiles.p]\nextends = "q"\n[profiles.q]\nextends = "p"\n', r"in a circle: p -> q -> p"),
         ("[profiles.p]\nextends = 3\n", r"extends must be a profile name"),
+        (
+            '[profiles.p]\nextends = "example"\n[profiles.p.benchmark]\ntime_budget_s = 0\n',
+            r"benchmark\.time_budget_s must be a positive number of seconds \(got 0\)",
+        ),
         (
             '[profiles.p]\nextends = "example"\nconvention = "vllm"\n',
             r"convention must be one of call-site, sglang, lmdeploy, example",

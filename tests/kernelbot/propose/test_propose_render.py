@@ -156,5 +156,9 @@ def test_an_inconclusive_e2e_says_so_with_the_runs_it_took(tmp_path: Path) -> No
     said = "**Inconclusive**: after 20 runs per side (the cap) the interval is still wider than ±2.0 %"
     assert said in body
     assert unexplained_numbers(body, evidence.to_json()) == []
+    e2e.update(runs=7, limit="time", time_budget_s=300.0)
+    timed_out = dataclasses.replace(evidence, e2e=e2e_evidence(e2e))
+    said = "after 7 runs per side (the time budget of 300 s) the interval is still wider than ±2.0 %"
+    assert said in render_body(timed_out, "example")
     settled = e2e_evidence(verify_content(e2e_measured=True)["e2e"])
-    assert not settled.inconclusive and settled.runs == 5
+    assert not settled.inconclusive and settled.runs == 5 and not settled.stopped_by

@@ -155,3 +155,29 @@ def test_a_noisy_benchmark_ends_inconclusive_at_the_cap(
     assert outcome.reason.startswith("inconclusive: the 95 % CI of the change was still wider than +-2 %")
     assert "after 4 runs per side (the cap)" in outcome.reason
     assert outcome.to_dict()["half_width_pct"] > 2.0
+    assert outcome.limit == "runs"
+
+
+def test_a_noisy_benchmark_ends_inconclusive_at_the_time_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same +-10 % jitter, a cap of 10 runs a side, and a clock at which each look costs 100 s: with a
+    # 150 s budget, the two least runs and one more pair run; the next pair is not started.
+    monkeypatch.setenv("KERNELBOT_SANDBOX", "off")
+    monkeypatch.setenv("KERNELBOT_ALLOW_UNSANDBOXED", "1")
+    base, change = tree(tmp_path / "base", "base", 10.0), tree(tmp_path / "change", "change", 10.0)
+    ticks = iter(range(0, 10_000, 100))
+    outcome = run_alternating(
+        command(tmp_path),
+        base,
+        change,
+        2,
+        log_dir=tmp_path / "logs",
+        max_runs=10,
+        time_budget_s=150.0,
+        clock=lambda: float(next(ticks)),
+    )
+    assert outcome.measured and outcome.conclusive is False and outcome.runs == 3
+    assert outcome.limit == "time" and outcome.time_budget_s == 150.0
+    assert "after 3 runs per side (the time budget of 150 s)" in outcome.reason
+    assert E2EOutcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
