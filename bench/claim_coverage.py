@@ -3,6 +3,7 @@
     PYTHONPATH=. python bench/claim_coverage.py --out OUT [--fresh NAME[,NAME...]] [--tasks DIR[,DIR...]]
         [--pairs TASK_DIR=KERNEL ...] [--search-seconds 75] [--remeasure 10] [--sources ARCHIVE]
         [--deadline 540]
+    PYTHONPATH=. python bench/claim_coverage.py --out ALL --merge RUN_OUT [RUN_OUT ...]
 
 Winners:
 - `--fresh`: functions of bench/fresh_tasks.py extracted fresh from their releases (serving shapes in
@@ -19,7 +20,10 @@ least the bound. The table: per winner, column and regime, claims held / checked
 >= 95 % in each regime.
 
 Writes OUT/claim_coverage.json (meta, the confirmations, every re-measured speedup) and OUT/claim_coverage.md
-after every winner, so a run cut short by --deadline keeps what it measured. On a machine without a GPU the
+after every winner, so a run cut short by --deadline keeps what it measured. One winner's confirmation and
+re-measurement take minutes on a GPU, so the acceptance's winners are usually covered by several runs;
+`--merge` writes one table over the winners of several runs' OUT folders (a winner a run did not start is
+left out where another run measured it). On a machine without a GPU the
 confirmation runs its plumbing only (Triton's interpreter never times) and there is nothing to cover.
 """
 
@@ -107,6 +111,19 @@ def summary(winners: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def merge(outs: list[Path]) -> dict[str, Any]:
+    """The winners and metas of several runs' OUT folders as one result (see the module docstring)."""
+    runs = [json.loads((out / "claim_coverage.json").read_text()) for out in outs]
+    measured = {w["name"] for run in runs for w in run["winners"] if w.get("coverage")}
+    winners = [w for run in runs for w in run["winners"] if w.get("coverage") or w["name"] not in measured]
+    metas = [run["meta"] for run in runs]
+    first = metas[0] if metas else {}
+    meta = {key: first.get(key, "?") for key in ("device", "torch", "triton", "python")}
+    meta["date"] = ", ".join(m.get("date", "") for m in metas)
+    meta["command"] = "; ".join(m.get("command", "") for m in metas)
+    return {"meta": meta, "runs": metas, "winners": winners, "summary": summary(winners)}
+
+
 def markdown(data: dict[str, Any]) -> str:
     meta = data["meta"]
     lines = [
@@ -181,7 +198,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sources", type=Path, default=ROOT / ".devsite" / "sources.tar.xz")
     parser.add_argument("--specs", type=Path, default=ROOT / "bench" / "specs")
     parser.add_argument("--deadline", type=float, default=540.0, help="start no winner after this many s")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, default=[], metavar="RUN_OUT", help="one table over these runs' OUT"
+    )
     return parser
+
+
+def write(out: Path, data: dict[str, Any]) -> str:
+    """OUT/claim_coverage.json and .md; returns the table."""
+    table = markdown(data)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "claim_coverage.json").write_text(json.dumps(data, indent=2, default=str))
+    (out / "claim_coverage.md").write_text(table)
+    return table
+
+
+def verdict(data: dict[str, Any]) -> int:
+    """0 when every regime's coverage meets the target (and there is one), else 1."""
+    return 0 if data["summary"] and all(entry["met"] for entry in data["summary"].values()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     from kernelbot.confirm import ConfirmOptions, StopRule, confirm
 
     started = time.monotonic()
+    if args.merge:
+        missing_runs = [str(out) for out in args.merge if not (out / "claim_coverage.json").is_file()]
+        if missing_runs:
+            print(f"error: --merge: no claim_coverage.json in {missing_runs}", file=sys.stderr)
+            return 2
+        merged = merge(args.merge)
+        print(write(args.out, merged), flush=True)
+        return verdict(merged)
     names = [n.strip() for n in args.fresh.split(",") if n.strip()]
     unknown = sorted(set(names) - {t.name for t in FRESH_TASKS})
     if unknown:
@@ -236,15 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             winner["why"] = report.reason
         data["winners"].append(winner)
         data["summary"] = summary(data["winners"])
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "claim_coverage.json").write_text(json.dumps(data, indent=2, default=str))
-        (args.out / "claim_coverage.md").write_text(markdown(data))
-    table = markdown(data)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "claim_coverage.md").write_text(table)
-    (args.out / "claim_coverage.json").write_text(json.dumps(data, indent=2, default=str))
-    print(table, flush=True)
-    return 0 if all(entry["met"] for entry in data["summary"].values()) and data["summary"] else 1
+        write(args.out, data)
+    print(write(args.out, data), flush=True)
+    return verdict(data)
 
 
 if __name__ == "__main__":

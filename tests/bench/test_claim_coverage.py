@@ -3,9 +3,11 @@ that process's speedup reaches the printed bound; coverage is counted per regime
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
-from bench.claim_coverage import coverage, markdown, summary
+from bench.claim_coverage import coverage, main, markdown, summary
 from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
 from kernelbot.confirm.stoprule import StopRule, estimate
 
@@ -53,3 +55,28 @@ def test_claims_are_checked_against_every_further_process() -> None:
     )
     assert "| w | eager | graph | 1 | 2 / 3 | 66.7 % |" in table
     assert "| graph | 3 / 5 | 60.0 % | >= 95 % (not met) |" in table
+
+
+def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
+    confirmed = report()
+    bound = confirmed.columns[0].cells[0].lower
+    again = {"speedups": {"eager": {"a|graph": [bound + 0.01] * 10}}, "failures": []}
+    rows = [r for r in coverage(confirmed, again) if (r["column"], r["regime"]) == ("eager", "graph")]
+    measured = {"name": "w1", "coverage": rows}
+    late = {"name": "w2", "why": "not started: the deadline had passed"}
+    runs = {
+        "one": [measured, late],
+        "two": [{"name": "w2", "coverage": [dict(r, held=9) for r in rows]}],
+    }
+    for name, winners in runs.items():
+        (tmp_path / name).mkdir()
+        data = {"meta": {"device": "H200", "date": name}, "winners": winners, "summary": summary(winners)}
+        (tmp_path / name / "claim_coverage.json").write_text(json.dumps(data))
+    out = tmp_path / "all"
+    assert main(["--out", str(out), "--merge", str(tmp_path / "one"), str(tmp_path / "two")]) == 0
+    merged = json.loads((out / "claim_coverage.json").read_text())
+    # w2's "not started" from the first run gives way to its measurement in the second.
+    assert [w["name"] for w in merged["winners"]] == ["w1", "w2"]
+    assert merged["summary"]["graph"] == {"held": 19, "checked": 20, "fraction": 0.95, "met": True}
+    assert "H200" in (out / "claim_coverage.md").read_text() and merged["meta"]["date"] == "one, two"
+    assert main(["--out", str(out), "--merge", str(tmp_path / "missing")]) == 2
