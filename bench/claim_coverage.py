@@ -45,7 +45,9 @@ COVERAGE_TARGET = 0.95
 
 def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend: str) -> dict[str, Any]:
     """`processes` more fresh processes per measured column of `report`, with the GPU held; per column,
-    case and regime the speedups they measured."""
+    case and regime the speedups they measured, and per process its seconds (in all, and per stage as the
+    worker counted them): where a re-measurement's time goes."""
+    from bench.throughput import stage_seconds
     from evaluators.config import EvalConfig
     from evaluators.pool import WorkerPool
     from evaluators.task import load_task
@@ -54,6 +56,7 @@ def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend:
     task = load_task(task_dir)
     measured: dict[str, dict[str, list[float]]] = {}
     failures: list[str] = []
+    seconds: list[dict[str, Any]] = []
     pool = WorkerPool(backend, size=1, config=EvalConfig())
     with pool, held_gpu(pool.backend, ConfirmOptions()) as held:
         for column in report.columns:
@@ -61,7 +64,10 @@ def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend:
                 continue
             config = confirmation_config(EvalConfig(), column.baseline, caller_holds_gpu=held)
             for index in range(processes):
+                began = time.monotonic()
                 result = pool.evaluate(task, source, config=config)
+                stages = stage_seconds(result.logs)
+                seconds.append({"column": column.name, "wall_s": time.monotonic() - began, "stages": stages})
                 if not result.passed:
                     failures.append(f"{column.name} #{index + 1}: {result.stage.value}: {result.reason}")
                     continue
@@ -69,7 +75,17 @@ def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend:
                     for regime, t in case.timings.items():
                         key = f"{case.name}|{regime}"
                         measured.setdefault(column.name, {}).setdefault(key, []).append(t.speedup)
-    return {"speedups": measured, "failures": failures}
+    return {"speedups": measured, "failures": failures, "seconds": seconds}
+
+
+def process_seconds(seconds: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean seconds per re-measurement process: `wall_s` as the caller saw it, and each worker stage."""
+    if not seconds:
+        return {}
+    names = dict.fromkeys(k for entry in seconds for k in entry["stages"])
+    out = {"processes": float(len(seconds)), "wall_s": sum(e["wall_s"] for e in seconds) / len(seconds)}
+    out.update({k: sum(e["stages"].get(k, 0.0) for e in seconds) / len(seconds) for k in names})
+    return out
 
 
 def coverage(report: Any, again: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,6 +163,14 @@ def markdown(data: dict[str, Any]) -> str:
             lines.append(
                 f"| {winner['name']} | {column} | {regime} | {len(rows)} | {held} / {seen} | {share} | "
                 f"{100 * worst:.2f} % |"
+            )
+    for winner in data["winners"]:
+        spent = winner.get("remeasure_seconds") or {}
+        if spent:
+            stages = ", ".join(f"{k} {v:.2f}" for k, v in spent.items() if k not in ("processes", "wall_s"))
+            lines.append(
+                f"\n{winner['name']}: {spent['wall_s']:.1f} s a re-measurement process on average over "
+                f"{spent['processes']:.0f} (worker stages, s: {stages or 'not reported'})"
             )
     lines += ["", "| regime | held / re-measured | coverage | target |", "| --- | --- | --- | --- |"]
     for regime, entry in sorted(data["summary"].items()):
@@ -273,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if report.measured:
             again = remeasure(task_dir, source, report, args.remeasure, report.backend)
             winner["remeasure_failures"] = again["failures"]
+            winner["remeasure_seconds"] = process_seconds(again["seconds"])
             winner["coverage"] = coverage(report, again)
         else:
             winner["why"] = report.reason

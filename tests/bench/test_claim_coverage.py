@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from bench.claim_coverage import coverage, main, markdown, summary
+from bench.claim_coverage import coverage, main, markdown, process_seconds, summary
 from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
 from kernelbot.confirm.stoprule import StopRule, estimate
 
@@ -50,9 +50,17 @@ def test_claims_are_checked_against_every_further_process() -> None:
     total = summary([{"name": "w", "coverage": rows}])
     assert total["graph"] == {"held": 3, "checked": 5, "fraction": 0.6, "met": False}
     assert total["wall"]["met"] and math.isclose(total["wall"]["fraction"], 1.0)
-    table = markdown(
-        {"meta": {"device": "H200"}, "winners": [{"name": "w", "coverage": rows}], "summary": total}
+    spent = process_seconds(
+        [
+            {"column": "eager", "wall_s": 10.0, "stages": {"correctness": 2.0, "timing": 5.0}},
+            {"column": "compile", "wall_s": 14.0, "stages": {"correctness": 2.0, "timing": 9.0}},
+        ]
     )
+    assert spent == {"processes": 2.0, "wall_s": 12.0, "correctness": 2.0, "timing": 7.0}
+    assert process_seconds([]) == {}
+    winner = {"name": "w", "coverage": rows, "remeasure_seconds": spent}
+    table = markdown({"meta": {"device": "H200"}, "winners": [winner], "summary": total})
+    assert "w: 12.0 s a re-measurement process on average over 2 (worker stages, s: correctness 2.00" in table
     assert "| w | eager | graph | 1 | 2 / 3 | 66.7 % |" in table
     assert "| graph | 3 / 5 | 60.0 % | >= 95 % (not met) |" in table
 
