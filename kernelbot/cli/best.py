@@ -66,10 +66,15 @@ def _describe(s: dict) -> str:
             t = case.get(regime)
             if t:
                 text = f"{regime} {t['speedup']:.3f}x [{t['ci'][0]:.3f}, {t['ci'][1]:.3f}]"
-                if t.get("claim_low") is not None:  # what a PR may claim for this case
-                    text += f" claim>={t['claim_low']:.3f}"
+                if t.get("claim_low") is not None:  # this process's bound, not a PR's claim
+                    text += f" bound>={t['claim_low']:.3f}"
                 parts.append(text)
         if case.get("max_abs_error") is not None:
             parts.append(f"max abs err {case['max_abs_error']:.2e}")
         lines.append("  ".join(parts))
+    lines.append(
+        "  (as the search measured them, one process beside its own workers; the largest of many noisy "
+        "estimates reads high: a pull request states only what `kernelbot target`'s confirmation measures "
+        "in fresh processes)"
+    )
     return "\n".join(lines)

@@ -172,7 +172,7 @@ def _timing_table(result: EvalResult) -> Table | None:
     if not rows:
         return None
     table = Table(show_edge=False, pad_edge=False, title="timing (µs, median and CV)", title_justify="left")
-    for header in ("case", "regime", "reference", "candidate", "speedup [CI]", "claim >="):
+    for header in ("case", "regime", "reference", "candidate", "speedup [CI]", "bound >="):
         table.add_column(header, no_wrap=True, justify="left" if header in ("case", "regime") else "right")
     for case, regime, timing in rows:
         marker = f"{regime}*" if regime == result.regime else regime
@@ -184,8 +184,9 @@ def _timing_table(result: EvalResult) -> Table | None:
 
 
 def _claim(timing: RegimeTiming) -> str:
-    """The lowest speedup a PR may state for the case (the CI's lower end less the cross-process margin);
-    "-" when too few pairs were timed for it."""
+    """This process's bound on the case's speedup (the CI's lower end less a cross-process margin); "-"
+    when too few pairs were timed for it. One process's figure: a pull request's claims come from the
+    confirmation's fresh processes (kernelbot.confirm)."""
     if timing.claim_low is None:
         return "-"
     text = f"{timing.claim_low:.3f}x"

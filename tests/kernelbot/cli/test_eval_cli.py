@@ -96,11 +96,11 @@ def test_summary_shows_timings_ci_and_the_real_marker(capsys: pytest.CaptureFixt
     assert "PASSED" in out and "2.000x (CI 1.900 .. 2.100) real" in out
     assert "10.00 (0.20%)" in out and "5.00 (0.10%)" in out  # reference and candidate, median and CV
     assert "2.000x [1.900, 2.100] real" in out and "1.053x [0.980, 1.100]" in out
-    # The lower bound a PR may claim: shown where the evaluator gave one, "-" where too few pairs did not.
+    # This process's bound: shown where the evaluator gave one, "-" where too few pairs did not.
     timing_rows = [line for line in out.splitlines() if line.startswith("t1_d2048_bf16") and "µs" not in line]
     graph = next(line for line in timing_rows if "graph*" in line)
     wall = next(line for line in timing_rows if " wall " in line)
-    assert "claim >=" in out and graph.rstrip().endswith("1.895x") and wall.rstrip().endswith("-")
+    assert "bound >=" in out and graph.rstrip().endswith("1.895x") and wall.rstrip().endswith("-")
     assert "NVIDIA H200" in out and "driver 570.1" in out
     assert eval_cmd.exit_code(result) == exit_codes.OK
 

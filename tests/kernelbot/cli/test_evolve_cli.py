@@ -163,7 +163,8 @@ def test_best_prints_writes_and_exports(tmp_path, task, fakes, capsys) -> None:
     assert main(["best", str(run)]) == exit_codes.OK
     out, err = capsys.readouterr()
     assert out.startswith("import torch") and "SCORE = " in out
-    assert "best of run:" in err and "wall" in err and "claim>=" in err  # the bound a PR may claim
+    assert "best of run:" in err and "wall" in err and "bound>=" in err and "claim>=" not in err
+    assert "a pull request states only what `kernelbot target`'s confirmation measures" in err
     assert main(["best", str(run), "--out", str(tmp_path / "w.py")]) == exit_codes.OK
     assert (tmp_path / "w.py").read_text() == (run / "best.py").read_text()
     capsys.readouterr()
