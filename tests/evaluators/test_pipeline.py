@@ -154,7 +154,13 @@ def _cascade(tmp_path: Path, progress: list[str]) -> _Cascade:
     return _Cascade(prepared)
 
 
-def _timing_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: TimingReport, agg: Aggregate):
+def _timing_stage(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    timing: TimingReport,
+    agg: Aggregate,
+    scored: list[dict] | None = None,
+):
     monkeypatch.setenv("KERNELBOT_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setattr("evaluators.gpu_lock.device_key", lambda index: f"fake{index}")
     held: list[bool] = []
@@ -171,7 +177,13 @@ def _timing_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: Timin
         return timing
 
     monkeypatch.setattr("evaluators.timing.stage.time_cases", time_cases)
-    monkeypatch.setattr("evaluators.scoring.aggregate", lambda task, cases, hardware: agg)
+    asked = scored if scored is not None else []
+
+    def aggregate(task: object, cases: list, hardware: object, **options: object) -> Aggregate:
+        asked.append(options)
+        return agg
+
+    monkeypatch.setattr("evaluators.scoring.aggregate", aggregate)
     progress: list[str] = []
     cascade = _cascade(tmp_path, progress)
     cases = [CaseResult(name="n257", params={"n": 257}, passed=True), CaseResult("n1000", {"n": 1000}, True)]
@@ -191,7 +203,9 @@ def test_timing_results_are_merged_into_the_cases_and_scored(tmp_path: Path, mon
     timing = TimingReport(timings={"n257": {"graph": _regime(1.5), "wall": _regime(1.2)}})
     timing.skipped = {"n1000": {"graph": "reference cannot be captured"}}
     agg = Aggregate(speedup=1.5, ci=(1.4, 1.6), score=1.5, notes=["n1000 scored in the wall regime"])
-    r = _timing_stage(tmp_path, monkeypatch, timing, agg)
+    scored: list[dict] = []
+    r = _timing_stage(tmp_path, monkeypatch, timing, agg, scored)
+    assert scored == [{"single_case_check": True}]  # timed against the task's reference: class 14 applies
     assert (
         r.passed and r.correct and r.stage is Stage.TIMING and r.score == 1.5 and r.speedup_ci == (1.4, 1.6)
     )
