@@ -130,14 +130,18 @@ def test_runs_are_added_until_the_interval_is_narrow(tmp_path: Path) -> None:
     assert E2EOutcome.from_dict(json.loads(json.dumps(data))) == outcome
 
 
-def test_a_noisy_benchmark_ends_inconclusive_at_the_cap(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # +-10 % jitter per run: four runs a side cannot bring the interval within +-2 %. The jitter counts the
-    # runs in a file outside the trees, which only an unboxed run may write.
+@pytest.fixture
+def noisy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Base and change trees whose metric jitters +-10 % per run around the same value. The jitter counts
+    the runs in a file outside the trees, which only an unboxed run may write."""
     monkeypatch.setenv("KERNELBOT_SANDBOX", "off")
     monkeypatch.setenv("KERNELBOT_ALLOW_UNSANDBOXED", "1")
-    base, change = tree(tmp_path / "base", "base", 10.0), tree(tmp_path / "change", "change", 10.0)
+    return tree(tmp_path / "base", "base", 10.0), tree(tmp_path / "change", "change", 10.0)
+
+
+def test_a_noisy_benchmark_ends_inconclusive_at_the_cap(tmp_path: Path, noisy: tuple[Path, Path]) -> None:
+    # Four runs a side cannot bring the interval within +-2 %.
+    base, change = noisy
     held: list[str] = []
 
     class Hold:
@@ -159,13 +163,11 @@ def test_a_noisy_benchmark_ends_inconclusive_at_the_cap(
 
 
 def test_a_noisy_benchmark_ends_inconclusive_at_the_time_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, noisy: tuple[Path, Path]
 ) -> None:
-    # The same +-10 % jitter, a cap of 10 runs a side, and a clock at which each look costs 100 s: with a
-    # 150 s budget, the two least runs and one more pair run; the next pair is not started.
-    monkeypatch.setenv("KERNELBOT_SANDBOX", "off")
-    monkeypatch.setenv("KERNELBOT_ALLOW_UNSANDBOXED", "1")
-    base, change = tree(tmp_path / "base", "base", 10.0), tree(tmp_path / "change", "change", 10.0)
+    # A cap of 10 runs a side, and a clock at which each look costs 100 s: with a 150 s budget, the two
+    # least runs and one more pair run; the next pair is not started.
+    base, change = noisy
     ticks = iter(range(0, 10_000, 100))
     outcome = run_alternating(
         command(tmp_path),
