@@ -52,8 +52,6 @@ def test_shipped_profiles() -> None:
         "8",
         "--steps",
         "32",
-        "--repeats",
-        "5",
     )
     assert bench.metric.json_key == "tokens_per_s" and bench.metric.higher_is_better and not bench.needs
     assert bench.time_budget_s == 300.0 and sglang.benchmark and sglang.benchmark.time_budget_s == 1800.0

@@ -1,16 +1,12 @@
 """Decode throughput of the tiny model: a batch of requests decoding greedily, tokens per second as JSON.
 
-python benchmarks/throughput.py --batch 8 --steps 32 [--repeats 5] [--device cuda] [--page-size 16]
-
-A single short generation is mostly host noise (Python, launches, allocator): the figure is the median of
---repeats timed generations, after --warmup untimed ones of the same length.
+python benchmarks/throughput.py --batch 8 --steps 32 [--device cuda] [--page-size 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,8 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-len", type=int, default=16)
     parser.add_argument("--page-size", type=int, default=16)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed generations before the timed ones")
-    parser.add_argument("--repeats", type=int, default=1, help="timed generations (the median is reported)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed generations before the timed one")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     args = parser.parse_args(argv)
 
@@ -45,20 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     context = args.prompt_len + args.steps
     runner = DecodeRunner(model, max_bs=args.batch, max_context_len=context, page_size=args.page_size)
 
-    def timed_generation() -> tuple[int, float]:
-        if args.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        outputs = runner.generate(prompts.tolist(), args.steps)
-        if args.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        return sum(len(o) for o in outputs), time.perf_counter() - start
+    for _ in range(args.warmup):
+        runner.generate(prompts.tolist(), 2)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    outputs = runner.generate(prompts.tolist(), args.steps)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
 
-    for _ in range(args.warmup):  # the same length as a timed one: every context size is seen once
-        timed_generation()
-    runs = [timed_generation() for _ in range(max(1, args.repeats))]
-    generated = runs[0][0]
-    elapsed = statistics.median(seconds for _, seconds in runs)
+    generated = sum(len(o) for o in outputs)
     decode_steps = args.prompt_len + args.steps - 1  # prompts are fed one token per step
     report = {
         "tokens_per_s": generated / elapsed,
@@ -66,8 +58,6 @@ def main(argv: list[str] | None = None) -> int:
         "generated_tokens": generated,
         "batch": args.batch,
         "steps": args.steps,
-        "repeats": len(runs),
-        "tokens_per_s_runs": [round(tokens / seconds, 1) for tokens, seconds in runs],
         "prompt_len": args.prompt_len,
         "page_size": args.page_size,
         "device": args.device,
