@@ -102,13 +102,14 @@ def confirmation_config(
     if not timed:
         base = replace(base, drift_calls=0, interpret_budget_s=0.0)
     t = base.timing
+    graph_cap = max(t.time_cap_s, CONFIRM_TIME_CAP_S)
     timing = replace(
         t,
         baseline=baseline,
         compile_candidate=compile_candidate,
         caller_holds_gpu=caller_holds_gpu,
-        time_cap_s=max(t.time_cap_s, CONFIRM_TIME_CAP_S),
-        secondary_time_cap_s=max(t.secondary_time_cap_s, t.time_cap_s, CONFIRM_TIME_CAP_S),
+        time_cap_s=graph_cap,
+        secondary_time_cap_s=max(t.secondary_time_cap_s, graph_cap),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
         wall_time_cap_s=max(t.wall_time_cap_s, CONFIRM_WALL_TIME_CAP_S),
     )

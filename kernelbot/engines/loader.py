@@ -300,7 +300,7 @@ def _benchmark(fields: _Fields) -> BenchmarkSpec:
     runs = fields.get("runs", int, 5)
     if runs < 1:
         fields.fail("runs", f"must be at least 1 (got {runs})")
-    budget = fields.get("time_budget_s", (int, float), 1800.0)
+    budget = fields.get("time_budget_s", (int, float), BenchmarkSpec.time_budget_s)
     if isinstance(budget, bool) or not budget > 0:
         fields.fail("time_budget_s", f"must be a positive number of seconds (got {budget!r})")
     spec = BenchmarkSpec(

@@ -336,11 +336,10 @@ def e2e_evidence(e2e: Mapping[str, Any] | None) -> E2EEvidence:
 
 
 def _stopped_by(e2e: Mapping[str, Any]) -> str:
-    """Which cap ended an inconclusive comparison, in words (verify.json's `limit`)."""
+    """The time budget, in words, where it ended an inconclusive comparison (verify.json's `limit`); ""
+    otherwise (the body says "the cap" for the cap on runs)."""
     budget = e2e.get("time_budget_s")
-    if e2e.get("limit") == "time" and budget:
-        return f"the time budget of {float(budget):g} s"
-    return "the cap" if e2e.get("conclusive") is False else ""
+    return f"the time budget of {float(budget):g} s" if e2e.get("limit") == "time" and budget else ""
 
 
 def _float(value: Any) -> float | None:

@@ -215,8 +215,8 @@ class E2EEvidence:
     regressed: bool = False  # the whole interval lies on the worse side: the change made the engine slower
     confidence_pct: int = CONFIDENCE_PCT
     runs: int = 0  # per side
-    # The adaptive rule's target (None: a fixed number of runs) and whether a cap came first, in words
-    # ("the cap" on runs, or "the time budget of 300 s").
+    # The adaptive rule's target (None: a fixed number of runs), whether a cap came first, and, when the
+    # time budget was that cap, it in words ("the time budget of 300 s"; "": the cap on runs).
     target_half_width_pct: float | None = None
     inconclusive: bool = False
     stopped_by: str = ""

@@ -242,7 +242,7 @@ def _alternate(
     adaptive = rule.max_runs is not None
     cap = max(runs, rule.max_runs) if rule.max_runs is not None else runs
     started = rule.clock()
-    limit = "runs" if adaptive else ""
+    out_of_time = False
     log_dir.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {"base": [], "change": []}
     order: list[str] = []
@@ -254,7 +254,7 @@ def _alternate(
             conclusive = True
             break
         if adaptive and i >= runs and rule.clock() - started >= rule.time_budget_s:
-            limit = "time"
+            out_of_time = True
             break
         for side, tree in (("base", base), ("change", change)):
             progress(f"benchmark run {i + 1}/{cap if adaptive else runs} on the {side}")
@@ -285,8 +285,7 @@ def _alternate(
     done = len(samples["base"])
     if adaptive and conclusive is None:
         conclusive = _within(samples, target)
-    if conclusive:
-        limit = ""
+    limit = "" if not adaptive or conclusive else ("time" if out_of_time else "runs")
     if not adaptive:
         reason = f"{done} runs per side, alternating base and change"
     elif conclusive:
