@@ -80,11 +80,12 @@ def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend:
 
 def process_seconds(seconds: list[dict[str, Any]]) -> dict[str, float]:
     """Mean seconds per re-measurement process: `wall_s` as the caller saw it, and each worker stage."""
+    from bench.throughput import mean_stage_seconds
+
     if not seconds:
         return {}
-    names = dict.fromkeys(k for entry in seconds for k in entry["stages"])
     out = {"processes": float(len(seconds)), "wall_s": sum(e["wall_s"] for e in seconds) / len(seconds)}
-    out.update({k: sum(e["stages"].get(k, 0.0) for e in seconds) / len(seconds) for k in names})
+    out.update(mean_stage_seconds([{"stage_seconds": e["stages"]} for e in seconds]))
     return out
 
 
