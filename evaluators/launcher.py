@@ -1,8 +1,8 @@
 """How a pool starts its workers (forked from a zygote, or as fresh interpreters) and where their files go.
 
-Each pool owns one directory under the temp dir, `kernelbot-pool-<pid>-<random>/` (the private Triton cache,
-the zygote's log, one folder per worker with its log and candidate file); `close()` removes it, and a new
-pool removes those whose process died without closing (SIGKILL, OOM).
+Each pool owns one directory under the temp dir, `kernelbot-pool-<pid>-<random>/` (the private Triton and
+torch.compile caches, the zygote's log, one folder per worker with its log and candidate file); `close()`
+removes it, and a new pool removes those whose process died without closing (SIGKILL, OOM).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from pathlib import Path
 from evaluators.backends import Backend
 from evaluators.errors import BackendUnavailable
 from evaluators.process import (
-    CACHE_DIR,
     TASKS_DIR,
     WARMUP_TIMEOUT_S,
     WorkerProcess,
+    pool_worker_env,
     worker_box,
-    worker_env,
 )
 from evaluators.sandbox import Availability
 from evaluators.zygote import ZygoteClient
@@ -122,7 +121,7 @@ class Launcher:
     def _restart_zygote(self) -> None:
         if self._zygote is not None:
             self._zygote.close()
-        env = worker_env(self.backend, self.pool_dir / CACHE_DIR)
+        env = pool_worker_env(self.backend, self.pool_dir)
         self._zygote = ZygoteClient(env, self.pool_dir, WARMUP_TIMEOUT_S)
 
     def _idle_box(self) -> ZygoteClient:

@@ -37,6 +37,11 @@ WARMUP_TIMEOUT_S = 300.0  # importing torch/triton and creating a CUDA context o
 LOG_FILE = "worker.log"
 TASKS_DIR = "tasks"  # in a pool directory: the tasks as boxed workers see them (read-only copies)
 CACHE_DIR = "triton-cache"  # in a pool directory: the compiler cache its workers share
+# ...and torch.compile's (Inductor's FX graph cache): each worker of a confirmation is a fresh process, and
+# without it every one compiled the compile column's reference again, once per case's shapes. Shared like the
+# Triton cache, which already holds the compiled kernels of those graphs; unlike it, a candidate writing there
+# is flagged by the audit (evaluators.guards.audit allows the Triton cache only).
+COMPILE_CACHE_DIR = "inductor-cache"
 _counter = itertools.count()
 
 
@@ -48,9 +53,12 @@ def _package_root() -> Path:
     return Path(evaluators.__file__).resolve().parent.parent
 
 
-def worker_env(backend: Backend, cache_dir: Path, *, boxed: bool = False) -> dict[str, str]:
+def worker_env(
+    backend: Backend, cache_dir: Path, *, boxed: bool = False, compile_cache: Path | None = None
+) -> dict[str, str]:
     """A worker's environment: no variable named like a secret and none holding a secret's value (whatever
-    its name: --token-env GH_PAT); in a box, only the allow-list (sandbox.box_env)."""
+    its name: --token-env GH_PAT); in a box, only the allow-list (sandbox.box_env). `cache_dir` is Triton's
+    cache, `compile_cache` (when given) torch.compile's."""
     inherited = held_secrets.scrub_env(os.environ)
     inherited.pop("TRITON_INTERPRET", None)  # only the interpreter backend may set it
     if boxed:
@@ -59,27 +67,34 @@ def worker_env(backend: Backend, cache_dir: Path, *, boxed: bool = False) -> dic
         env = {k: v for k, v in inherited.items() if not SECRET_NAME.search(k)}
     env.update(backend.worker_env())
     env["TRITON_CACHE_DIR"] = str(cache_dir)
+    if compile_cache is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(compile_cache)
     env["PYTHONUNBUFFERED"] = "1"  # what a candidate printed before it crashed reaches the log
     package_root = str(_package_root())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     return env
 
 
+def pool_worker_env(backend: Backend, pool_dir: Path) -> dict[str, str]:
+    """The environment of a pool's worker outside a box: the pool's compiler caches."""
+    return worker_env(backend, pool_dir / CACHE_DIR, compile_cache=pool_dir / COMPILE_CACHE_DIR)
+
+
 def worker_box(backend: Backend, pool_dir: Path, workdir: Path | None) -> Box:
     """The box of one worker: its own folder and the pool's compiler cache writable, the pool's task copies
     and kernelbot's source read-only, the GPU devices on a GPU backend."""
-    cache = pool_dir / CACHE_DIR
+    cache, compile_cache = pool_dir / CACHE_DIR, pool_dir / COMPILE_CACHE_DIR
     tasks = pool_dir / TASKS_DIR
-    for path in (cache, tasks):
+    for path in (cache, compile_cache, tasks):
         path.mkdir(exist_ok=True)
     # The GPU lock's files are shared by every worker on the machine (evaluators.gpu_lock): the folder is
     # shown writable, or each box would lock a private copy and timings would overlap.
     locks = (lock_dir(),)
     return Box(
         scratch=None,
-        writable=(cache, *locks) + ((workdir,) if workdir is not None else ()),
+        writable=(cache, compile_cache, *locks) + ((workdir,) if workdir is not None else ()),
         read_only=(tasks, _package_root()),
-        env=worker_env(backend, cache, boxed=True),
+        env=worker_env(backend, cache, boxed=True, compile_cache=compile_cache),
         cwd=workdir or pool_dir,
         gpu=backend.name != "triton-interpret",
     )
@@ -206,7 +221,7 @@ class WorkerProcess:
                     box = worker_box(backend, pool_dir, workdir)
                     env = None  # the box's own
                 else:
-                    box, env = None, worker_env(backend, pool_dir / CACHE_DIR)
+                    box, env = None, pool_worker_env(backend, pool_dir)
                 started = Started(
                     command,
                     box=box,

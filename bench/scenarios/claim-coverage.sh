@@ -10,6 +10,8 @@
 ## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
 ## FRESH=sglang_silu_and_mul  fresh functions (comma-separated, may be empty)
 ## TASKS=  task directories searched too (comma-separated, may be empty)
+## PAIRS=  winners judged as they are, TASK_DIR=KERNEL_FILE (space-separated): a search's best.py kept from
+##   an earlier call, so a call spends its minutes on confirmation and re-measurement
 ## SEARCH_S=75  seconds per search
 ## WORKERS=2  warm evaluation workers per search
 ## REMEASURE=10  further fresh processes per column and winner
@@ -20,4 +22,4 @@
 step claim_coverage "$LIMIT" env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/claim_coverage.py \
   --out "$BENCH_OUT/claim_coverage" --fresh "$FRESH" --tasks "$TASKS" --search-seconds "$SEARCH_S" \
   --workers "$WORKERS" --remeasure "$REMEASURE" --max-processes "$MAX_PROCESSES" --sources "$SOURCES" \
-  --deadline $((LIMIT - 200))
+  --deadline $((LIMIT - 200)) --pairs $PAIRS

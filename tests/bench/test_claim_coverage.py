@@ -54,13 +54,19 @@ def test_claims_are_checked_against_every_further_process() -> None:
         [
             {"column": "eager", "wall_s": 10.0, "stages": {"correctness": 2.0, "timing": 5.0}},
             {"column": "compile", "wall_s": 14.0, "stages": {"correctness": 2.0, "timing": 9.0}},
+            {"column": "eager", "wall_s": 12.0, "stages": {"correctness": 4.0, "timing": 7.0}},
         ]
     )
-    assert spent == {"processes": 2.0, "wall_s": 12.0, "correctness": 2.0, "timing": 7.0}
+    assert spent == {
+        "eager": {"processes": 2.0, "wall_s": 11.0, "correctness": 3.0, "timing": 6.0},
+        "compile": {"processes": 1.0, "wall_s": 14.0, "correctness": 2.0, "timing": 9.0},
+    }
     assert process_seconds([]) == {}
     winner = {"name": "w", "coverage": rows, "remeasure_seconds": spent}
     table = markdown({"meta": {"device": "H200"}, "winners": [winner], "summary": total})
-    assert "w: 12.0 s a re-measurement process on average over 2 (worker stages, s: correctness 2.00" in table
+    eager = "w, eager: 11.0 s a re-measurement process on average over 2 (worker stages, s: correctness 3.00"
+    assert eager in table
+    assert "w, compile: 14.0 s a re-measurement process on average over 1" in table
     assert "| w | eager | graph | 1 | 2 / 3 | 66.7 % |" in table
     assert "| graph | 3 / 5 | 60.0 % | >= 95 % (not met) |" in table
 

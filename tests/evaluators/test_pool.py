@@ -19,7 +19,7 @@ from evaluators.config import EvalConfig
 from evaluators.errors import BackendUnavailable, TaskError
 from evaluators.launcher import POOL_DIR_PREFIX, sweep_stale_pool_dirs
 from evaluators.pool import WorkerPool
-from evaluators.process import worker_env
+from evaluators.process import CACHE_DIR, COMPILE_CACHE_DIR, pool_worker_env, worker_box, worker_env
 from evaluators.result import Stage
 from evaluators.task import load_task
 
@@ -116,6 +116,18 @@ def test_worker_environment_holds_no_secrets(monkeypatch: pytest.MonkeyPatch, tm
     assert "do-not-leak" not in repr(env)
     assert env["TRITON_INTERPRET"] == "1" and env["TRITON_CACHE_DIR"] == str(tmp_path)
     assert "PATH" in env
+
+
+def test_workers_of_a_pool_share_its_compiler_caches(tmp_path: Path) -> None:
+    # A confirmation's fresh processes compile the compile column's reference once per pool, not once each.
+    backend = get_backend("triton-interpret")
+    env = pool_worker_env(backend, tmp_path)
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / CACHE_DIR)
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / COMPILE_CACHE_DIR)
+    box = worker_box(backend, tmp_path, tmp_path / "w0")
+    assert box.env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / COMPILE_CACHE_DIR)
+    assert tmp_path / COMPILE_CACHE_DIR in box.writable and (tmp_path / COMPILE_CACHE_DIR).is_dir()
+    assert "TORCHINDUCTOR_CACHE_DIR" not in worker_env(backend, tmp_path)
 
 
 def test_evaluate_async_overlaps_and_leaves_the_loop_free(pool: WorkerPool, task: Path) -> None:
