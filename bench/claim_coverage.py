@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import sys
 import time
 from dataclasses import asdict
@@ -144,6 +146,35 @@ def merge(outs: list[Path]) -> dict[str, Any]:
     return {"meta": meta, "runs": metas, "winners": winners, "summary": summary(winners)}
 
 
+def stability_table(winners: list[dict[str, Any]]) -> list[str]:
+    """The re-measurements read as a stability table of real kernels: per winner, column and regime, the
+    cross-process coefficient of variation of the speedup over its fresh processes, median and worst case."""
+    from bench.stability_report import cross_cv
+
+    lines = [
+        "",
+        "| winner | column | regime | cases | fresh processes a case | median CV | worst CV |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows = 0
+    for winner in winners:
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in winner.get("coverage", []):
+            groups.setdefault((row["column"], row["regime"]), []).append(row)
+        for (column, regime), group in sorted(groups.items()):
+            cvs = sorted(c for c in (cross_cv(r["remeasured"]) for r in group) if math.isfinite(c))
+            if not cvs:
+                continue
+            counts = sorted({len(r["remeasured"]) for r in group})
+            processes = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+            lines.append(
+                f"| {winner['name']} | {column} | {regime} | {len(group)} | {processes} | "
+                f"{100 * statistics.median(cvs):.2f} % | {100 * cvs[-1]:.2f} % |"
+            )
+            rows += 1
+    return lines if rows else []
+
+
 def markdown(data: dict[str, Any]) -> str:
     meta = data["meta"]
     lines = [
@@ -177,6 +208,7 @@ def markdown(data: dict[str, Any]) -> str:
                 f"\n{winner['name']}, {column}: {spent['wall_s']:.1f} s a re-measurement process on average "
                 f"over {spent['processes']:.0f} (worker stages, s: {stages or 'not reported'})"
             )
+    lines += stability_table(data["winners"])
     lines += ["", "| regime | held / re-measured | coverage | target |", "| --- | --- | --- | --- |"]
     for regime, entry in sorted(data["summary"].items()):
         share = "–" if entry["fraction"] is None else f"{100 * entry['fraction']:.1f} %"
