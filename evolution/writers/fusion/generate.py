@@ -19,17 +19,18 @@ import dataclasses
 import re
 import textwrap
 from dataclasses import dataclass
+from typing import Any
 
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
-from evolution.writers.fusion import blocks
+from evolution.writers.fusion import blocks, symbols
 from evolution.writers.fusion.code_text import fit_docstrings, wrap_long_lines
 from evolution.writers.fusion.dispatch import predicates
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.host import host_body, returned
 from evolution.writers.fusion.kernel import KernelCode, build_kernel
 from evolution.writers.fusion.knobs import Knobs
-from evolution.writers.fusion.model import Graph, TraceReport
+from evolution.writers.fusion.model import Graph, TensorMeta, TraceReport
 from evolution.writers.fusion.naming import apply, identifier
 from evolution.writers.fusion.symbols import SizeError
 
@@ -63,7 +64,7 @@ def generate(
         raise GenerationError(report.error)
     if not report.graphs:
         raise GenerationError("the trace holds no graph")
-    graphs = list(report.graphs)
+    graphs = [_settled(graph) for graph in report.graphs]
     kernels: list[KernelCode] = []
     try:
         suffixes = specialisation_names(graphs)
@@ -104,6 +105,38 @@ def generate(
     _validate(source, entry)
     uses_topk = any("_kb_topk" in k.text for k in kernels)
     return Generated(source, knobs, uses_topk, len(kernels))
+
+
+def _settled(graph: Graph) -> Graph:
+    """`graph` with each size that a guard equates to a symbol or number written as it (`s1*floor(s91/s1)`,
+    the elements of a view over s91, is s91): one parameter instead of two for one size, and a simpler
+    expression where the host computes it."""
+    equalities = symbols.guard_equalities(graph.guards)
+    if not equalities:
+        return graph
+
+    def value(item: Any) -> Any:
+        if isinstance(item, dict):
+            if set(item) == {"sym"}:
+                return {"sym": symbols.settle(str(item["sym"]), equalities)}
+            return {k: value(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return type(item)(value(v) for v in item)
+        return item
+
+    def meta(m: TensorMeta) -> TensorMeta:
+        return dataclasses.replace(m, shape=tuple(symbols.settle(s, equalities) for s in m.shape))
+
+    nodes = tuple(
+        dataclasses.replace(
+            n, args=value(n.args), kwargs=value(n.kwargs), outputs=tuple(meta(m) for m in n.outputs)
+        )
+        for n in graph.nodes
+    )
+    placeholders = tuple(
+        dataclasses.replace(p, meta=meta(p.meta)) if p.meta else p for p in graph.placeholders
+    )
+    return dataclasses.replace(graph, nodes=nodes, placeholders=placeholders, outputs=value(graph.outputs))
 
 
 _SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}

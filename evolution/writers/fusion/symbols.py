@@ -124,3 +124,36 @@ def python(expr: sympy.Expr, names: dict[str, str]) -> str:
 
 def symbols_of(expr: sympy.Expr) -> set[str]:
     return {s.name for s in expr.free_symbols}
+
+
+def guard_equalities(guards: tuple[str, ...] | list[str]) -> list[tuple[sympy.Expr, sympy.Expr]]:
+    """(compound expression, symbol or number) for each guard `Eq(a, b)` that says one is the other: what
+    Dynamo checked on every traced call (a view's element count, `Eq(s91, s1*floor(s91/s1))`), so a kernel
+    written for this graph may read the expression as the simpler size."""
+    found: list[tuple[sympy.Expr, sympy.Expr]] = []
+    for text in guards:
+        if not text.startswith("Eq("):
+            continue
+        try:
+            guard = parse(text)
+        except SizeError:
+            continue
+        if not isinstance(guard, sympy.Equality):
+            continue
+        for simple, compound in ((guard.lhs, guard.rhs), (guard.rhs, guard.lhs)):
+            atomic = compound.is_Symbol or compound.is_Integer
+            if (simple.is_Symbol or simple.is_Integer) and not atomic and (compound, simple) not in found:
+                found.append((compound, simple))
+                break
+    return found
+
+
+def settle(text: str, equalities: list[tuple[sympy.Expr, sympy.Expr]]) -> str:
+    """The size expression `text` with every compound `equalities` names replaced by its simple side."""
+    if not equalities:
+        return text
+    expr = parse(text)
+    settled = expr
+    for compound, simple in equalities:
+        settled = settled.subs(compound, simple)
+    return text if settled == expr else str(settled)
