@@ -250,6 +250,11 @@ def _kernel_text(
     text = "\n".join(lines[2:])
     # Only the parameters the code reads (a grid count the decomposition no longer needs stays host-side).
     used = [p for p in ordered if re.search(rf"\b{p.name}\b", text)]
+    derived = params.derived({p.name for p in used})
+    if derived:
+        defined = [f"    {name}: tl.constexpr = {code}" for name, code in derived.items()]
+        lines[2:2] = defined
+        used = [p for p in used if p.name not in derived]
     for param in ordered:
         if param not in used:
             del params.params[param.name]

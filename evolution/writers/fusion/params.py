@@ -74,6 +74,23 @@ class KernelParams:
         self._sizes[key] = name
         return name
 
+    def derived(self, passed: set[str]) -> dict[str, str]:
+        """Constexpr size parameter -> the kernel's expression for it over other constexpr parameters in
+        `passed` (`GATING_OUTPUT_SIZE1 // NUM_EXPERT_GROUP`): a size the kernel can compute from sizes it is
+        compiled for needs no parameter of its own (the compiler folds it)."""
+        found: dict[str, str] = {}
+        for key, name in self._sizes.items():
+            param = self.params.get(name)
+            if key.startswith("pad:") or param is None or not param.constexpr or name not in passed:
+                continue
+            expr = symbols.parse(key)
+            if isinstance(expr, sympy.Symbol):
+                continue
+            names = {s: self._sizes.get(s, "") for s in symbols.symbols_of(expr)}
+            if all(n in passed and n not in found and self.params[n].constexpr for n in names.values()):
+                found[name] = symbols.python(expr, names)
+        return found
+
     def _size_name(self, expr: sympy.Expr, static: bool) -> str:
         if isinstance(expr, sympy.Symbol) and expr.name in self.symbol_sources:
             text = re.sub(r"\W+", "_", self.symbol_sources[expr.name]).strip("_")
