@@ -29,6 +29,9 @@ class Options:
     emulate_rounding: bool = True  # round 16-bit intermediate results as eager PyTorch does
     eviction: bool = False  # streaming loads evict first, row-invariant loads evict last
     topk: str = "mask"  # which top-k block: mask | threshold | twopass | bitonic
+    # Float stores cast to the pointer's own element type, so that specialisations differing only in an
+    # output's float dtype write one kernel; a kernel of the only specialisation casts only what needs it.
+    stores_by_pointer: bool = True
 
 
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")

@@ -69,7 +69,8 @@ def generate(
     try:
         suffixes = specialisation_names(graphs)
         for graph, suffix in zip(graphs, suffixes, strict=True):
-            kernels.append(build_kernel(graph, knobs, f"_{entry}{suffix}_kernel", line_length))
+            name = f"_{entry}{suffix}_kernel"
+            kernels.append(build_kernel(graph, knobs, name, line_length, shared_stores=len(graphs) > 1))
         kernels = _shared(kernels, f"_{entry}_kernel")
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
         hosts = [

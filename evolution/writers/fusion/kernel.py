@@ -53,7 +53,11 @@ class KernelCode:
     notes: list[str] = field(default_factory=list)
 
 
-def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) -> KernelCode:
+def build_kernel(
+    graph: Graph, knobs: Knobs, name: str, line_length: int = 110, *, shared_stores: bool = True
+) -> KernelCode:
+    """The kernel of `graph`; `shared_stores`: its float stores cast to their pointer's element type, as
+    every specialisation's do where there are several (see Options)."""
     stores, holders = build_stores(graph)
     if not stores:
         raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
@@ -66,7 +70,12 @@ def build_kernel(graph: Graph, knobs: Knobs, name: str, line_length: int = 110) 
     check_cross_reads(graph, regions)
     plan = Plan(plans, grid, regions)
     params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
-    options = Options(emulate_rounding=knobs.rounding, eviction=knobs.eviction, topk=knobs.topk)
+    options = Options(
+        emulate_rounding=knobs.rounding,
+        eviction=knobs.eviction,
+        topk=knobs.topk,
+        stores_by_pointer=shared_stores,
+    )
     names = itertools.count()
     hints = naming.Hints()
     grid_params = _grid_params(params, grid)

@@ -119,7 +119,7 @@ def store_tensor(
     atoms = emitter.union(value, *([offset] if offset is not None else []))
     mask = emitter.mask(set(atoms))
     code = emitter.align(value, atoms) if atoms else value.code
-    if storage in ("float32", "bfloat16", "float16"):
+    if storage in ("float32", "bfloat16", "float16") and emitter.options.stores_by_pointer:
         # The pointer's own element type: kernels of specialisations that differ only in the output's
         # float dtype are then one kernel (generate.py shares equal kernels).
         code = f"{_paren(code)}.to({base}.dtype.element_ty)"
