@@ -148,12 +148,21 @@ def _docstring(
 
 def _grouped(envelope: Envelope) -> list[str]:
     """The envelope's lines, the parameters of one rule in one line (`a, b: int32, 1-D, ...`, as the guard
-    checks a property once for all of them), in the order each rule first appears."""
+    checks a property once for all of them), and the switches fixed at one value in one line, those of one
+    value together (`a, b = None; renormalize = True`), in the order each rule first appears."""
     groups: dict[str, list[str]] = {}
+    fixed: dict[str, list[str]] = {}  # " = value" -> the switches fixed at it
     for line in envelope.describe():
         match = re.match(r"(\w+)(: | = | in )", line)
         if match is None or envelope.rule(match[1]) is None:
             groups[line] = []
-            continue
-        groups.setdefault(line[len(match[1]) :], []).append(match[1])
-    return [", ".join(names) + rest if names else rest for rest, names in groups.items()]
+        elif match[2] == " = ":
+            groups.setdefault(" = ", [])  # the fixed switches' line, where the first of them appears
+            fixed.setdefault(line[len(match[1]) :], []).append(match[1])
+        else:
+            groups.setdefault(line[len(match[1]) :], []).append(match[1])
+    switches = "; ".join(", ".join(names) + value for value, names in fixed.items())
+    return [
+        switches if rest == " = " else ", ".join(names) + rest if names else rest
+        for rest, names in groups.items()
+    ]
