@@ -227,7 +227,7 @@ def _host_function(
     result = returned(graph.result, kernel.holders)
     if result != "None":
         body.append(f"return {result}")
-    body = _inline_read_once(_named_sizes(body, graph.symbols))
+    body = _unpacked_shapes(_inline_read_once(_named_sizes(body, graph.symbols)), graph)
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
         head = f"def {entry}({report.signature}){returns}:"
@@ -292,6 +292,24 @@ def _inline_read_once(lines: list[str]) -> list[str]:
         else:
             k += 1
     return lines
+
+
+def _unpacked_shapes(lines: list[str], graph: Graph) -> list[str]:
+    """Host lines with the bindings of every dim of one tensor (`x_size0 = x.shape[0]`, `x_size1 =
+    x.shape[1]`) made one unpacking of its shape (`x_size0, x_size1 = x.shape`), where the first was."""
+    ranks = {p.source: len(p.meta.shape) for p in graph.placeholders if p.kind == "tensor" and p.meta}
+    bound: dict[str, dict[int, int]] = {}  # tensor -> dim -> line
+    for k, line in enumerate(lines):
+        match = re.fullmatch(r"(\w+) = (\w+)\.shape\[(\d+)\]", line)
+        if match and match[2] in ranks:
+            bound.setdefault(match[2], {}).setdefault(int(match[3]), k)
+    replaced: dict[int, str] = {}
+    for tensor, dims in bound.items():
+        if ranks[tensor] > 1 and sorted(dims) == list(range(ranks[tensor])):
+            names = [lines[dims[d]].split(" = ")[0] for d in range(ranks[tensor])]
+            replaced |= {k: "" for k in dims.values()}
+            replaced[min(dims.values())] = f"{', '.join(names)} = {tensor}.shape"
+    return [replaced.get(k, line) for k, line in enumerate(lines) if replaced.get(k, line)]
 
 
 def _validate(source: str, entry: str) -> None:

@@ -50,9 +50,11 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
         else:
             arguments.append(f"{param.name}={param.host}")
     total = " * ".join(counts) or "1"
-    lines.append(f"programs = {total}")
-    launch = "min(programs, PROGRAMS)" if kernel.persistent else "programs"
-    lines.append("if programs > 0:")
+    if not total.isidentifier() or kernel.persistent:  # a count that is one size is launched by its name
+        lines.append(f"programs = {total}")
+        total = "programs"
+    launch = f"min({total}, PROGRAMS)" if kernel.persistent else total
+    lines.append(f"if {total} > 0:")
     lines.append(f"    {kernel.name}[({launch},)](")
     lines.extend(f"        {a}," for a in arguments)
     lines.append(f"        num_warps=_num_warps({kernel.tile_elements}),")
