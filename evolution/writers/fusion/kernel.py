@@ -183,6 +183,7 @@ def prune(blocks: Sequence[list[str] | list[str | Block]]) -> None:
     """Drop assignments nothing reads (a view's unused remainder, a mask no load needs), in place. A
     region's prologue holds text only; its body's items nest blocks."""
     assignment = re.compile(r"^\s*(\w+) = ")
+    pair = re.compile(r"^\s*(\w+), (\w+) = ")
 
     def texts(items: Sequence[str | Block]) -> list[str]:
         found: list[str] = []
@@ -202,12 +203,18 @@ def prune(blocks: Sequence[list[str] | list[str | Block]]) -> None:
                 counts[word] = counts.get(word, 0) + 1
         removed = False
         for items in every:
-            for item in list(items):
-                if isinstance(item, str):
-                    match = assignment.match(item)
-                    if match and counts.get(match.group(1), 0) == 1:
-                        items.remove(item)
-                        removed = True
+            for k in reversed(range(len(items))):
+                item = items[k]
+                if not isinstance(item, str):
+                    continue
+                match = assignment.match(item)
+                if match and counts.get(match.group(1), 0) == 1:
+                    del items[k]
+                    removed = True
+                elif match := pair.match(item):  # an output of a pair that nothing reads is `_`
+                    for name in (n for n in match.groups() if n != "_" and counts.get(n, 0) == 1):
+                        item = re.sub(rf"\b{name}\b", "_", item, count=1)
+                    items[k] = item
         if not removed:
             return
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 # A name the kernel's frame always has (kept), and names a generated value never takes.
-_FIXED = frozenset({"pid", "rest", "first"})
+_FIXED = frozenset({"pid", "rest", "first", "_"})  # "_": an output nothing reads
 _RESERVED = frozenset({"tl", "triton", "torch", "libdevice", *keyword.kwlist, *dir(builtins)})
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 _FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute
