@@ -258,7 +258,18 @@ def _kernel_text(
         lines.append(f"    for pid in range(first, {total}, tl.num_programs(0)):")
         lines.extend(f"        {line}" for line in decomposition + body)
     elif len(grid) == 1 and not re.search(r"\bpid\b", "\n".join(prologue + body)):
-        lines.append(f"    pid_{plan.grid[0].atom.name} = tl.program_id(0)")
+        index = f"pid_{plan.grid[0].atom.name}"
+        reads = [line for line in prologue + body if re.search(rf"\b{index}\b", line)]
+        widened = re.fullmatch(rf"(\w+) = {index}\.to\(tl\.int64\)", reads[0]) if len(reads) == 1 else None
+        if widened:
+            # The index read only as int64 (for offsets): the program id is widened where it is bound.
+            lines.append(f"    {index} = tl.program_id(0).to(tl.int64)")
+            prologue, body = (
+                [re.sub(rf"\b{widened[1]}\b", index, line) for line in part if line != widened[0]]
+                for part in (prologue, body)
+            )
+        else:
+            lines.append(f"    {index} = tl.program_id(0)")
         lines.extend(f"    {line}" for line in prologue + body)
     else:
         lines.append("    pid = tl.program_id(0)")
