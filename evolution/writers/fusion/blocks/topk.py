@@ -23,7 +23,8 @@ from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_
 def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
     """K rounds of one int64 max over value-and-index keys (one reduction finds both), the winner masked
     out of the candidates."""
-    keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
+    lanes = tl.arange(0, x.shape[1])[None, :]
+    keys = tl.where(valid, _kb_pack(x, lanes), -9223372036854775807)
     slot = tl.arange(0, KP)[None, :]
     picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
     for j in tl.static_range(K):
@@ -37,7 +38,8 @@ def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
 def _kb_topk_rows_threshold(x, valid, K: tl.constexpr, KP: tl.constexpr):
     """K rounds of one int64 max, each over the keys below the last winner: the candidates stay read-only
     (no tile rewritten per round)."""
-    keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
+    lanes = tl.arange(0, x.shape[1])[None, :]
+    keys = tl.where(valid, _kb_pack(x, lanes), -9223372036854775807)
     slot = tl.arange(0, KP)[None, :]
     picked = tl.full([x.shape[0], KP], -9223372036854775807, tl.int64)
     below = tl.full([x.shape[0], 1], 9223372036854775807, tl.int64)
