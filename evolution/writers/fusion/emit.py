@@ -34,6 +34,7 @@ class Options:
     stores_by_pointer: bool = True
 
 
+_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -62,6 +63,7 @@ class Emitter:
         # A bool made a number (`tl.where(c, 1.0, 0.0)`, a scattered mask) -> the bool, so casting it back
         # reads `c`; and a bool tested against zero (`x != 0`) -> the opposite test, for its negation.
         self._from_bool: dict[str, Tile] = {}
+        self._widened: dict[str, Tile] = {}  # an int tile cast to a wider int -> the tile it was cast from
         self._negated: dict[str, str] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------------------
@@ -339,7 +341,20 @@ class Emitter:
             test = self.unary(f"({{a}} != {zero})", tile, "i1")
             self._negated.setdefault(test.code, f"({tile.code} == {zero})")
             return test
-        return self.let(f"{wrapped(tile.code)}.to({TL_DTYPE[dtype]})", tile.atoms, dtype, tile.grid)
+        # Back to the int type a widened tile came from: the tile itself (the widening lost nothing).
+        narrow = self._widened.get(tile.code)
+        if narrow is not None and narrow.dtype == dtype and self.visible(narrow):
+            return narrow
+        result = self.let(f"{wrapped(tile.code)}.to({TL_DTYPE[dtype]})", tile.atoms, dtype, tile.grid)
+        if _INT_BITS.get(tile.dtype, 64) < _INT_BITS.get(dtype, 0):
+            self._widened.setdefault(result.code, tile)
+        return result
+
+    def unwidened(self, tile: Tile) -> Tile:
+        """The int tile `tile` was widened from (`ids` for `ids.to(tl.int64)`), where one is visible: the
+        same values in fewer bits."""
+        narrow = self._widened.get(tile.code)
+        return narrow if narrow is not None and self.visible(narrow) else tile
 
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""

@@ -200,10 +200,11 @@ def _scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     )
     target = ev.eval(positions, read, guard)
     position = ev.index_tile(index[dim])
-    common = "i64" if "i64" in (target.dtype, position.dtype) else "i32"
-    hit = ev.emitter.binary(
-        "({a} == {b})", ev.emitter.cast(target, common), ev.emitter.cast(position, common), "i1"
+    # Ints of two widths compare by value (Triton widens the narrower): no cast of either side.
+    target, position = (
+        t if t.dtype in ("i32", "i64") else ev.emitter.cast(t, "i32") for t in (target, position)
     )
+    hit = ev.emitter.binary("({a} == {b})", target, position, "i1")
     hits = ev.emitter.cast(hit, "i32")
     if node.target == "aten.scatter.value":
         any_hit = ev.emitter.cast(reduce_to(ev, hits, atoms, "max") if atoms else hits, "i1")
