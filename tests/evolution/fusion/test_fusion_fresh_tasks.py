@@ -102,7 +102,7 @@ def test_fusion_seed_is_correct_on_a_fresh_task(judge, seeds, target: Target) ->
 
 
 # The acceptance's rules for the module integrate writes (readable.py), one test each. Over budget today
-# (docs/fusion.md, "Readable output"): the router, whose kernel reads the gate three times and takes eleven
+# (docs/fusion.md, "Readable output"): the router, whose kernel reads the gate three times and takes nine
 # sizes, a line each in its signature and launch at SGLang's 88 columns.
 OVER_BUDGET = {"sglang_biased_grouped_topk"}
 
