@@ -94,6 +94,10 @@ class EvalConfig:
     seeds_per_case: int = 3  # hidden seeds drawn per evaluation, never stored in the task
     hidden_cases: int = 1  # extra cases with perturbed `dynamic` sizes (hard-coded shape check)
     drift_calls: int = 6  # repeated calls with fresh values in the same buffers (caching / drift)
+    # Class 12, the task's own fault (outputs that barely depend on the inputs). Off only where the task was
+    # already judged by a search (a confirmation process): on a serving-size task its extra reference runs
+    # were 5 of a fresh process's ~17 working seconds on the H200.
+    degenerate_check: bool = True
     static_checks: bool = True
     runtime_checks: bool = True
     poison_allocator: bool = True

@@ -121,7 +121,7 @@ class _Stage:
             ok = self._run_case(case)
             plan.record(case, time.monotonic() - case_started)
             mark = time.monotonic()
-            degenerate = self._degenerate(case) if ok else None
+            degenerate = self._degenerate(case) if ok and self.config.degenerate_check else None
             phases["degenerate"] += time.monotonic() - mark
             if degenerate:
                 self._flag("degenerate_task", degenerate)

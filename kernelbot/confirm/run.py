@@ -94,11 +94,11 @@ def confirmation_config(
 ) -> EvalConfig:
     """The evaluator settings of one confirmation process: the search's, timing `baseline`, with the other
     regime sampled like the scored one, and correctness re-checked on one fresh seed without hidden sizes
-    (the search established correctness; this run is about speed), and both regimes sampled for as long
-    as a claim needs (CONFIRM_TIME_CAP_S, CONFIRM_WALL_TIME_CAP_S: not the search's cheaper caps). Where
-    nothing is timed (the interpreter) the re-check is the smallest case alone, without repeated calls: the
-    process is there for the plumbing and the columns' availability, and the interpreter's minutes would buy
-    nothing."""
+    or the task's degenerate check (the search established both; this run is about speed), and both
+    regimes sampled for as long as a claim needs (CONFIRM_TIME_CAP_S, CONFIRM_WALL_TIME_CAP_S: not the
+    search's cheaper caps). Where nothing is timed (the interpreter) the re-check is the smallest case
+    alone, without repeated calls: the process is there for the plumbing and the columns' availability, and
+    the interpreter's minutes would buy nothing."""
     if not timed:
         base = replace(base, drift_calls=0, interpret_budget_s=0.0)
     t = base.timing
@@ -113,7 +113,7 @@ def confirmation_config(
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
         wall_time_cap_s=max(t.wall_time_cap_s, CONFIRM_WALL_TIME_CAP_S),
     )
-    return replace(base, timing=timing, seeds_per_case=1, hidden_cases=0)
+    return replace(base, timing=timing, seeds_per_case=1, hidden_cases=0, degenerate_check=False)
 
 
 @dataclass

@@ -185,6 +185,10 @@ def test_a_degenerate_task_is_refused_with_a_single_seed_per_case_too(tmp_path: 
     assert kinds(report) == {"degenerate_task"}
     healthy = make_ctx(tmp_path, "scale_add", "def scale_add(x, y, alpha):\n    return x * alpha + y\n")
     assert check_correctness(dataclasses.replace(healthy, seeds=(101,))).passed
+    # Switched off (a confirmation process, after a search judged the task), the task is not re-judged.
+    off = dataclasses.replace(ctx.config, degenerate_check=False)
+    unchecked = dataclasses.replace(ctx, seeds=(101,), config=off)
+    assert check_correctness(unchecked).passed
 
 
 def test_cases_too_big_for_the_interpreter_are_skipped_with_a_reason(tmp_path: Path) -> None:

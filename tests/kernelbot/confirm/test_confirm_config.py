@@ -26,6 +26,7 @@ def test_a_confirmation_times_both_regimes_as_a_claim_needs() -> None:
     assert t.time_cap_s == CONFIRM_TIME_CAP_S > search.timing.time_cap_s
     assert t.secondary_time_cap_s == CONFIRM_TIME_CAP_S and t.secondary_min_samples == t.min_samples
     assert (config.seeds_per_case, config.hidden_cases, config.drift_calls) == (1, 0, search.drift_calls)
+    assert search.degenerate_check and not config.degenerate_check  # the search judged the task already
     # The search's evaluator settings themselves are not changed by it.
     assert search.timing.baseline == "eager" and search.timing.wall_time_cap_s == 0.06
     # A search that already samples longer keeps its looks.
