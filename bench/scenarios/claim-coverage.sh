@@ -4,9 +4,10 @@
 ##   --no-inductor-seed, all at once) and of TASKS (task directories; the bundled example's start from their
 ##   candidates/), each confirmed as the confirm stage of `kernelbot target` does (fresh processes, GPU held,
 ##   stop rule), then REMEASURE more fresh processes per column; per winner, column and regime, how many
-##   re-measured processes reached the printed bound (target >= 95 % per regime). A winner takes ~5 minutes
-##   on the H200 after the searches, so one call covers one (a winner is started only while LIMIT - 200 s
-##   have not passed); `bench/claim_coverage.py --merge` makes one table of several calls' results.
+##   re-measured processes reached the printed bound (target >= 95 % per regime). A winner takes 5 (the
+##   example's task) to 15 (a serving-size fresh task) minutes on the H200 after the searches, so one call
+##   covers one at most (a winner is started only while LIMIT - 200 s have not passed);
+##   `bench/claim_coverage.py --merge` makes one table of several calls' results.
 ## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
 ## FRESH=sglang_silu_and_mul  fresh functions (comma-separated, may be empty)
 ## TASKS=  task directories searched too (comma-separated, may be empty)
