@@ -120,7 +120,8 @@ def test_worker_environment_holds_no_secrets(monkeypatch: pytest.MonkeyPatch, tm
 
 def test_workers_of_a_pool_share_its_compiler_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # A confirmation's fresh processes compile the compile column's reference once per pool, not once each.
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)  # the test session may set its own
+    # torch.compile writes its default into os.environ once it has compiled in this process.
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     backend = get_backend("triton-interpret")
     env = pool_worker_env(backend, tmp_path)
     assert env["TRITON_CACHE_DIR"] == str(tmp_path / CACHE_DIR)
