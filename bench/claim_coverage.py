@@ -146,6 +146,14 @@ def merge(outs: list[Path]) -> dict[str, Any]:
     return {"meta": meta, "runs": metas, "winners": winners, "summary": summary(winners)}
 
 
+def by_column_and_regime(winner: dict[str, Any]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
+    """A winner's coverage rows grouped per (column, regime), in that order."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in winner.get("coverage", []):
+        groups.setdefault((row["column"], row["regime"]), []).append(row)
+    return sorted(groups.items())
+
+
 def stability_table(winners: list[dict[str, Any]]) -> list[str]:
     """The re-measurements read as a stability table of real kernels: per winner, column and regime, the
     cross-process coefficient of variation of the speedup over its fresh processes, median and worst case."""
@@ -158,10 +166,7 @@ def stability_table(winners: list[dict[str, Any]]) -> list[str]:
     ]
     rows = 0
     for winner in winners:
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in winner.get("coverage", []):
-            groups.setdefault((row["column"], row["regime"]), []).append(row)
-        for (column, regime), group in sorted(groups.items()):
+        for (column, regime), group in by_column_and_regime(winner):
             cvs = sorted(c for c in (cross_cv(r["remeasured"]) for r in group) if math.isfinite(c))
             if not cvs:
                 continue
@@ -185,12 +190,10 @@ def markdown(data: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for winner in data["winners"]:
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in winner.get("coverage", []):
-            groups.setdefault((row["column"], row["regime"]), []).append(row)
+        groups = by_column_and_regime(winner)
         if not groups:
             lines.append(f"| {winner['name']} | – | – | 0 | – | – | {winner.get('why', '')} |")
-        for (column, regime), rows in sorted(groups.items()):
+        for (column, regime), rows in groups:
             held = sum(r["held"] for r in rows)
             seen = sum(len(r["remeasured"]) for r in rows)
             worst = max((r["cv"] or 0.0 for r in rows), default=0.0)
@@ -200,9 +203,10 @@ def markdown(data: dict[str, Any]) -> str:
                 f"{100 * worst:.2f} % |"
             )
     for winner in data["winners"]:
-        for column, spent in (winner.get("remeasure_seconds") or {}).items():
-            if "wall_s" not in spent:  # a run before the seconds were kept per column
-                continue
+        per_column = winner.get("remeasure_seconds") or {}
+        if "wall_s" in per_column:  # a run before the seconds were kept per column: one mean over all
+            per_column = {"all columns": per_column}
+        for column, spent in per_column.items():
             stages = ", ".join(f"{k} {v:.2f}" for k, v in spent.items() if k not in ("processes", "wall_s"))
             lines.append(
                 f"\n{winner['name']}, {column}: {spent['wall_s']:.1f} s a re-measurement process on average "

@@ -74,6 +74,11 @@ def test_claims_are_checked_against_every_further_process() -> None:
     cv = 100 * statistics.stdev([1.50, bound - 1e-6, 1.52]) / statistics.fmean([1.50, bound - 1e-6, 1.52])
     assert f"| w | eager | graph | 1 | 3 | {cv:.2f} % | {cv:.2f} % |" in table
     assert "| w | eager | wall | 1 | 4 | 0.00 % | 0.00 % |" in table
+    # A run's JSON from before the seconds were kept per column (one mean over every column) still merges.
+    old = dict(winner, remeasure_seconds={"processes": 2.0, "wall_s": 12.0, "timing": 7.0})
+    table = markdown({"meta": {"device": "H200"}, "winners": [old], "summary": total})
+    line = "w, all columns: 12.0 s a re-measurement process on average over 2 (worker stages, s: timing 7.00)"
+    assert line in table
 
 
 def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
