@@ -43,6 +43,13 @@ def wrapped(code: str) -> str:
     return f"({code})"
 
 
+def unwrapped(code: str) -> str:
+    """`code` without parentheses around the whole of it (an argument needs none); `(a) * (b)` stays."""
+    if code.startswith("(") and code.endswith(")") and _balanced(code[1:-1]):
+        return code[1:-1]
+    return code
+
+
 def _balanced(text: str) -> bool:
     depth = 0
     for char in text:

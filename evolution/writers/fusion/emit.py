@@ -350,12 +350,6 @@ class Emitter:
             self._widened.setdefault(result.code, tile)
         return result
 
-    def unwidened(self, tile: Tile) -> Tile:
-        """The int tile `tile` was widened from (`ids` for `ids.to(tl.int64)`), where one is visible: the
-        same values in fewer bits."""
-        narrow = self._widened.get(tile.code)
-        return narrow if narrow is not None and self.visible(narrow) else tile
-
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
         if (

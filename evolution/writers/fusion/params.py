@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sympy
 
 from evolution.writers.fusion import symbols
+from evolution.writers.fusion.code_text import unwrapped
 
 
 @dataclass
@@ -70,7 +71,7 @@ class KernelParams:
             return self._sizes[key]
         base = self.size(expr)
         name = f"{base.upper()}_P2" if base.isidentifier() else f"PAD_{next(self._counter)}"
-        self.add(Param(name, f"triton.next_power_of_2({_bare(self.host_size(expr))})", "size", True))
+        self.add(Param(name, f"triton.next_power_of_2({unwrapped(self.host_size(expr))})", "size", True))
         self._sizes[key] = name
         return name
 
@@ -108,18 +109,6 @@ class KernelParams:
             return symbols.python(expr, names)
         except symbols.SizeError:
             return str(expr)
-
-
-def _bare(code: str) -> str:
-    """`code` without parentheses around the whole of it (an argument needs none)."""
-    if not (code.startswith("(") and code.endswith(")")):
-        return code
-    depth = 0
-    for k, char in enumerate(code):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and k < len(code) - 1:
-            return code  # `(a) * (b)`: the first parenthesis closes before the end
-    return code[1:-1]
 
 
 def next_pow2(n: int) -> int:
