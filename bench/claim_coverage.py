@@ -53,23 +53,35 @@ def remeasure(task_dir: Path, source: str, report: Any, processes: int, backend:
     from evaluators.config import EvalConfig
     from evaluators.pool import WorkerPool
     from evaluators.task import load_task
-    from kernelbot.confirm.run import ConfirmOptions, confirmation_config, held_gpu
+    from kernelbot.confirm.run import (
+        PROCESSES_AT_ONCE,
+        ConfirmOptions,
+        confirmation_config,
+        held_gpu,
+        run_processes,
+        workers_lock,
+    )
 
     task = load_task(task_dir)
     measured: dict[str, dict[str, list[float]]] = {}
     failures: list[str] = []
     seconds: list[dict[str, Any]] = []
-    pool = WorkerPool(backend, size=1, config=EvalConfig())
-    with pool, held_gpu(pool.backend, ConfirmOptions()) as held:
+    pool = WorkerPool(backend, size=PROCESSES_AT_ONCE, config=EvalConfig())
+    with pool, held_gpu(pool.backend, ConfirmOptions()) as held, workers_lock(held) as run_lock:
         for column in report.columns:
             if not column.cells:
                 continue
-            config = confirmation_config(EvalConfig(), column.baseline, caller_holds_gpu=held)
-            for index in range(processes):
-                began = time.monotonic()
-                result = pool.evaluate(task, source, config=config)
+            config = confirmation_config(
+                EvalConfig(), column.baseline, caller_holds_gpu=held, run_lock=run_lock
+            )
+            # The processes run as the confirmation's do (several at once, each sampling alone): a process
+            # takes longer from start to end than one alone, so its wall_s is the mean over the batch.
+            began = time.monotonic()
+            results = run_processes(pool, task, source, [config] * processes)
+            per_process = (time.monotonic() - began) / max(1, processes)
+            for index, result in enumerate(results):
                 stages = stage_seconds(result.logs)
-                seconds.append({"column": column.name, "wall_s": time.monotonic() - began, "stages": stages})
+                seconds.append({"column": column.name, "wall_s": per_process, "stages": stages})
                 if not result.passed:
                     failures.append(f"{column.name} #{index + 1}: {result.stage.value}: {result.reason}")
                     continue

@@ -85,6 +85,10 @@ class TimingConfig:
     # True when the caller already holds the device's GPU lock for the whole evaluation (a confirmation
     # run holding the GPU exclusively across its processes): the worker then takes no lock of its own.
     caller_holds_gpu: bool = False
+    # ...and, with it, the name of that caller's lock for its own workers (a plain file name in the lock
+    # directory; evaluators.gpu_lock): the worker holds it shared from the task's first GPU call on and
+    # exclusively while it samples, so several processes of one run can prepare at once and time alone.
+    run_lock: str = ""
 
 
 @dataclass(frozen=True)

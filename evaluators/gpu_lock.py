@@ -6,6 +6,11 @@ machine. The kernel drops a flock when the file descriptor closes, which include
 so a hung or crashed worker never leaves the GPU locked. Compile and correctness do not take it: they may
 run beside the one worker that is timing. The holder writes the time it lets go into the file, so the next
 one can tell whether the GPU was busy moments ago (its clocks up) or idle.
+
+A run that holds the device lock for all of its processes (a confirmation timing several fresh processes at
+once) gives its workers a lock of their own, named in TimingConfig.run_lock: each worker holds it shared for
+everything it does on the GPU and switches it to exclusive while it samples, so a sample is never taken
+while another of the run's processes uses the GPU, and their host work (inputs, compiles) still overlaps.
 """
 
 from __future__ import annotations
@@ -93,11 +98,26 @@ class GpuLock:
             return
         fd, self._fd = self._fd, None
         try:
-            with contextlib.suppress(OSError):  # read-only lock file (another user's): no stamp, still a lock
-                os.pwrite(fd, _STAMP.pack(time.time()), 0)
+            _stamp(fd)
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def switch(self, *, shared: bool) -> None:
+        """Turn the held lock shared or exclusive, blocking until that is granted. Linux converts a flock
+        by letting go first, so the switch is not atomic: whoever waits may come in between (a switch can
+        never deadlock two shared holders that both want it exclusive). Leaving exclusive writes the stamp,
+        as a release does; reaching it reads the stamp (waited_s, idle_s)."""
+        if self._fd is None:
+            raise RuntimeError(f"{self.path} is not held by this GpuLock")
+        if shared:
+            _stamp(self._fd)
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            return
+        start = time.monotonic()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self.waited_s = time.monotonic() - start
+        self.idle_s = _idle_since_stamp(self._fd)
 
     @contextlib.contextmanager
     def hold(self, *, shared: bool = False) -> Iterator[GpuLock]:
@@ -113,6 +133,11 @@ class GpuLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _stamp(fd: int) -> None:
+    with contextlib.suppress(OSError):  # read-only lock file (another user's): no stamp, still a lock
+        os.pwrite(fd, _STAMP.pack(time.time()), 0)
 
 
 def _idle_since_stamp(fd: int) -> float:

@@ -27,6 +27,7 @@ from evaluators.candidate import parse_candidate
 from evaluators.config import EvalConfig
 from evaluators.context import JudgeContext
 from evaluators.errors import CandidateError, TaskError
+from evaluators.gpu_lock import GpuLock
 from evaluators.job import Job, candidate_sha
 from evaluators.result import CaseResult, EvalResult, HackFinding, Hardware, RegimeTiming, Stage
 from evaluators.task import Case, Task, load_task
@@ -60,6 +61,8 @@ class Prepared:
     reference: Callable[..., Any]
     progress: Callable[[str], None]
     first_inputs: tuple[tuple, dict] | None = None  # the smallest case's, built by the task check
+    # The caller's lock for its own workers (TimingConfig.run_lock), held shared from the task check on.
+    run_lock: GpuLock | None = None
 
 
 def hardware_dict(hardware: Hardware) -> dict[str, Any]:
@@ -72,6 +75,12 @@ def prepare(
     """Load the task and its reference and check them on the smallest case, before any candidate code runs
     (raising TaskProblem for a broken task: the task's fault is never the candidate's), and read the job's
     config."""
+    config = EvalConfig.from_dict(job.config)
+    run_lock = None
+    if config.timing.caller_holds_gpu and config.timing.run_lock:
+        # Before the task check: it is the worker's first call on the GPU. Held until the worker exits.
+        run_lock = GpuLock(config.timing.run_lock)
+        run_lock.acquire(shared=True)
     try:
         task = load_task(job.task_dir)
         reference = task.pin()  # read once, before the candidate exists (evaluators.task_files)
@@ -83,7 +92,7 @@ def prepare(
     return Prepared(
         task=task,
         backend=backend,
-        config=EvalConfig.from_dict(job.config),
+        config=config,
         seeds=job.seeds,
         source=job.source,
         workdir=workdir,
@@ -91,6 +100,7 @@ def prepare(
         reference=reference,
         progress=progress,
         first_inputs=first,
+        run_lock=run_lock,
     )
 
 
@@ -136,6 +146,23 @@ class _Cascade:
             except _Stop as stop:
                 return stop.result
             return self.result(passed=False, reason=f"{self.stage.value} stage failed: {_brief(exc)}")
+
+    def _exclusively(self, run_lock: GpuLock) -> Iterator[bool]:
+        """The run lock switched to exclusive for one sampling, then back to shared. The device is drained
+        on either side: work this worker queued must not run into another's samples, nor another's into
+        these."""
+        backend = self.p.backend
+        backend.synchronize()
+        run_lock.switch(shared=False)
+        held_from = time.monotonic()
+        try:
+            self.p.progress("timing")
+            yield run_lock.idle_s < WARM_GPU_S
+        finally:
+            backend.synchronize()
+            run_lock.switch(shared=True)
+            self.add_seconds("wait_lock", run_lock.waited_s)
+            self.add_seconds("locked", time.monotonic() - held_from)
 
     # --- stages ---------------------------------------------------------------------------------------
 
@@ -228,7 +255,7 @@ class _Cascade:
         if not p.backend.can_time:
             reason = f"correct on {sum(c.passed for c in cases)} case(s); {p.backend.name} does not time"
             return self.result(passed=True, reason=reason, score=1.0, cases=tuple(cases), **done)
-        from evaluators.gpu_lock import GpuLock, device_key
+        from evaluators.gpu_lock import device_key
         from evaluators.scoring import aggregate
         from evaluators.timing.stage import time_cases  # the snapshotted namespace (timing/__init__)
 
@@ -240,6 +267,9 @@ class _Cascade:
             # Held per case and regime, for sampling only; the worker reports each wait so the pool applies
             # the lock-wait budget to it (and the timing budget to the rest).
             p.progress("wait-lock")
+            if p.run_lock is not None:  # the caller's workers: alone on the GPU while sampling
+                yield from self._exclusively(p.run_lock)
+                return
             if p.config.timing.caller_holds_gpu:  # held exclusively by whoever asked for this evaluation
                 p.progress("timing")
                 yield False

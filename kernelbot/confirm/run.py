@@ -14,7 +14,10 @@ biased upward), measured while the search's other workers and often other search
   the worker; the evaluator swaps the timed reference (TimingConfig.baseline) and still judges every call
   against the eager reference;
 - the device's GPU lock (evaluators.gpu_lock) is held by this process for the whole confirmation, so no
-  other kernelbot run times on the GPU meanwhile, and the workers take no lock of their own;
+  other kernelbot run times on the GPU meanwhile; up to ConfirmOptions.at_once processes run at once, their
+  host work overlapping (inputs drawn on the CPU, graphs captured, torch.compile), and each one samples alone:
+  its workers share a lock of the confirmation's own (TimingConfig.run_lock) that a worker holds shared
+  while it uses the GPU and exclusively while it samples;
 - processes are added per column until kernelbot.confirm.stoprule decides every case and regime.
 
 On a backend that never times (Triton's interpreter) one process per column still runs (correctness, the
@@ -25,9 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +61,9 @@ CONFIRM_WALL_TIME_CAP_S = 0.2
 # ...and the graph regime's (and the other regime's, sampled like the scored one): the search's look
 # (TimingConfig.time_cap_s) is shorter, for its pace.
 CONFIRM_TIME_CAP_S = 0.1
+# Fresh processes at once where the confirmation times. One serving-size process on the H200 spent ~1.7 s of
+# its ~30 s sampling; the rest was host work, which overlaps while the samples take turns.
+PROCESSES_AT_ONCE = 3
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,8 @@ class ConfirmOptions:
     # torch.compile too (TimingConfig.compile_candidate), so a call there is measured where it runs.
     kernel_compiled: bool = False
     hold_gpu: bool = True  # hold the device's GPU lock for the whole confirmation
+    # Fresh processes at once where the confirmation times (and holds the GPU); elsewhere one at a time.
+    at_once: int = PROCESSES_AT_ONCE
     config: EvalConfig | None = None  # the evaluator settings to start from (the search's); None: defaults
 
 
@@ -89,6 +100,7 @@ def confirmation_config(
     baseline: str,
     *,
     caller_holds_gpu: bool,
+    run_lock: str = "",
     timed: bool = True,
     compile_candidate: bool = False,
 ) -> EvalConfig:
@@ -108,6 +120,7 @@ def confirmation_config(
         baseline=baseline,
         compile_candidate=compile_candidate,
         caller_holds_gpu=caller_holds_gpu,
+        run_lock=run_lock if caller_holds_gpu else "",
         time_cap_s=graph_cap,
         secondary_time_cap_s=max(t.secondary_time_cap_s, graph_cap),
         secondary_min_samples=max(t.secondary_min_samples, t.min_samples),
@@ -233,19 +246,25 @@ def confirm(
     started = time.monotonic()
     failures: list[str] = []
     timed = bool(getattr(require_backend(options.backend, options.device_index), "can_time", False))
-    # Where it times, the next process warms up while one is measured (it keeps off the timing core);
+    # Where it times, the next processes warm up while others are measured (off the timing core);
     # elsewhere no worker is started ahead of need.
+    at_once = max(1, options.at_once) if timed and options.hold_gpu else 1
     pool = WorkerPool(
-        options.backend, size=1, device_index=options.device_index, config=base, replace_workers=timed
+        options.backend,
+        size=at_once,
+        device_index=options.device_index,
+        config=base,
+        replace_workers=timed,
     )
     with pool:
         backend = pool.backend
-        with held_gpu(backend, options) as held:
+        with held_gpu(backend, options) as held, workers_lock(held) as run_lock:
             configs = {
                 c.name: confirmation_config(
                     base,
                     c.baseline,
                     caller_holds_gpu=held,
+                    run_lock=run_lock,
                     timed=timed,
                     compile_candidate=options.kernel_compiled and c.baseline == COMPILE,
                 )
@@ -257,9 +276,17 @@ def confirm(
                 if not todo:
                     break
                 round_ += 1
+                batch = [
+                    c
+                    for c in todo
+                    for _ in range(_next_processes(c, rule, at_once, len(todo)) if timed else 1)
+                ]
                 for column in todo:
-                    progress(f"confirming against {column.name}: fresh process {column.processes + 1}")
-                    result = pool.evaluate(task, kernel_source, config=configs[column.name])
+                    first, count = column.processes + 1, batch.count(column)
+                    numbers = f"{first}-{first + count - 1}" if count > 1 else str(first)
+                    progress(f"confirming against {column.name}: fresh process {numbers}")
+                results = run_processes(pool, task, kernel_source, [configs[c.name] for c in batch])
+                for column, result in zip(batch, results, strict=True):
                     _take(column, result, round_, failures)
         hardware = pool.hardware
     regimes = tuple(
@@ -305,6 +332,41 @@ def _take(column: _Column, result: EvalResult, round_: int, failures: list[str])
     if column.failures_in_a_row >= FAILURES_PER_COLUMN:
         column.available = False
         column.reason = f"{FAILURES_PER_COLUMN} confirmation processes in a row failed: {result.reason}"
+
+
+def _next_processes(column: _Column, rule: StopRule, at_once: int, open_columns: int) -> int:
+    """How many processes a still-open column gets in the next round: what the rule asks at least, and
+    enough to keep `at_once` processes busy (the last round may measure a few more than the rule needed:
+    more processes only tighten a bound), never past the rule's cap."""
+    wanted = max(rule.min_processes - column.processes, -(-at_once // open_columns), 1)
+    return max(1, min(wanted, rule.max_processes - column.processes))
+
+
+def run_processes(
+    pool: Any, task: Any, kernel_source: str, configs: Sequence[EvalConfig]
+) -> list[EvalResult]:
+    """One fresh process per config, as many at once as the pool has workers; the results in order."""
+    if pool.size <= 1 or len(configs) <= 1:
+        return [pool.evaluate(task, kernel_source, config=c) for c in configs]
+    with ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="kb-confirm") as threads:
+        return list(threads.map(lambda c: pool.evaluate(task, kernel_source, config=c), configs))
+
+
+@contextlib.contextmanager
+def workers_lock(held: bool) -> Iterator[str]:
+    """While the device's lock is held: the name of a lock of this confirmation's own for its workers
+    (TimingConfig.run_lock), its file removed afterwards; "" where nothing is held."""
+    if not held:
+        yield ""
+        return
+    from evaluators.gpu_lock import lock_dir
+
+    name = f"confirm-{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(OSError):
+            (lock_dir() / f"{name}.lock").unlink()
 
 
 @contextlib.contextmanager

@@ -258,3 +258,86 @@ def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_ea
     assert check is not None
     cascade.p.config = EvalConfig()
     assert cascade.baseline(ctx, [], {}) == (ctx, None)  # as it is: nothing swapped
+
+
+def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TimingConfig.run_lock (a confirmation's processes at once, the device lock held by the caller): the
+    worker shares the run's lock while it uses the GPU and holds it alone while it samples, draining the
+    device on either side; the device's own lock is left to the caller."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv("KERNELBOT_LOCK_DIR", str(locks))
+    monkeypatch.setattr("evaluators.gpu_lock.device_key", lambda index: f"fake{index}")
+    events: list[str] = []
+
+    class Backend(_TimingBackend):
+        def synchronize(self) -> None:
+            events.append("sync")
+
+    def time_cases(ctx: object, cases: list, *, gpu_lock) -> TimingReport:
+        other = GpuLock("confirm-test", locks)  # another process of the same run
+        assert other.acquire(shared=True, timeout=0)  # preparing beside this one is allowed...
+        other.release()
+        assert not other.acquire(timeout=0)  # ...sampling beside it is not
+        with gpu_lock():
+            events.append("sampling")
+            assert not other.acquire(shared=True, timeout=0)  # nobody else touches the GPU now
+            assert GpuLock("fake0", locks).acquire(timeout=0)  # the device lock: the caller's business
+        assert other.acquire(shared=True, timeout=0)  # shared again afterwards
+        other.release()
+        return TimingReport(timings={"n257": {"graph": _regime(1.5)}})
+
+    monkeypatch.setattr("evaluators.timing.stage.time_cases", time_cases)
+    monkeypatch.setattr(
+        "evaluators.scoring.aggregate", lambda *a, **k: Aggregate(speedup=1.5, ci=(1.4, 1.6), score=1.5)
+    )
+    run_lock = GpuLock("confirm-test", locks)
+    run_lock.acquire(shared=True)  # as prepare() takes it before the task's first GPU call
+    progress: list[str] = []
+    prepared = Prepared(
+        task=load_task(write_task(tmp_path)),
+        backend=Backend(),  # type: ignore[arg-type]
+        config=EvalConfig(timing=TimingConfig(caller_holds_gpu=True, run_lock="confirm-test")),
+        seeds=(1,),
+        source=GOOD,
+        workdir=tmp_path,
+        hardware=Hardware(backend="triton-cuda", device="fake"),
+        reference=lambda x: x,
+        progress=progress.append,
+        run_lock=run_lock,
+    )
+    cases = [CaseResult(name="n257", params={"n": 257}, passed=True)]
+    report = SimpleNamespace(reference_precision="float64", timeable=[])
+    result = _Cascade(prepared).timing(SimpleNamespace(sandbox=None), cases, report)  # type: ignore[arg-type]
+    assert result.passed and events == ["sync", "sampling", "sync"]
+    assert progress == ["timing", "wait-lock", "timing"]
+    assert run_lock.held  # still shared: the worker keeps it until it exits
+    run_lock.release()
+
+
+def test_prepare_takes_the_run_lock_shared_before_the_task_check(tmp_path: Path, monkeypatch) -> None:
+    from evaluators.job import Job
+    from evaluators.pipeline import prepare
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv("KERNELBOT_LOCK_DIR", str(locks))
+    timing = TimingConfig(caller_holds_gpu=True, run_lock="confirm-prep")
+    job = Job(str(write_task(tmp_path)), GOOD, EvalConfig(timing=timing).to_dict(), (1,), "n")
+    prepared = prepare(
+        job, _TimingBackend(), Hardware(backend="triton-cuda"), workdir=tmp_path, progress=print
+    )  # type: ignore[arg-type]
+    assert prepared.run_lock is not None and prepared.run_lock.held
+    assert GpuLock("confirm-prep", locks).acquire(shared=True, timeout=0)  # shared: others may prepare too
+    assert not GpuLock("confirm-prep", locks).acquire(timeout=0)  # but none may sample meanwhile
+    prepared.run_lock.release()
+    # Without a caller holding the device nothing is taken here (the timing stage locks per sampling).
+    job = Job(str(write_task(tmp_path / "b")), GOOD, EvalConfig().to_dict(), (1,), "n")
+    assert (
+        prepare(
+            job, _TimingBackend(), Hardware(backend="triton-cuda"), workdir=tmp_path, progress=print
+        ).run_lock
+        is None
+    )  # type: ignore[arg-type]

@@ -97,3 +97,34 @@ def test_the_next_holder_learns_how_long_the_gpu_has_been_idle(tmp_path: Path) -
     time.sleep(0.3)
     with lock.hold():
         assert lock.idle_s >= 0.3
+
+
+def test_a_held_lock_switches_between_shared_and_exclusive(tmp_path: Path) -> None:
+    """A run's own lock (TimingConfig.run_lock): shared holders coexist, and one switching to exclusive
+    waits until the others have let go; switching back lets them in again and stamps the file."""
+    import threading
+
+    mine, other = GpuLock("run", tmp_path), GpuLock("run", tmp_path)
+    mine.acquire(shared=True)
+    assert other.acquire(shared=True, timeout=0)
+    switched = threading.Event()
+
+    def to_exclusive() -> None:
+        mine.switch(shared=False)
+        switched.set()
+
+    thread = threading.Thread(target=to_exclusive)
+    thread.start()
+    assert not switched.wait(0.3)  # the other shared holder keeps it waiting
+    other.release()
+    assert switched.wait(5.0)
+    thread.join()
+    assert mine.waited_s > 0.2
+    assert not other.acquire(shared=True, timeout=0)  # exclusive now
+    mine.switch(shared=True)
+    assert other.acquire(shared=True, timeout=0)
+    assert other.idle_s < 5.0  # the switch back wrote the stamp
+    other.release()
+    mine.release()
+    with pytest.raises(RuntimeError):
+        mine.switch(shared=False)
