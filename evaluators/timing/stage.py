@@ -97,7 +97,13 @@ class CaseTimer:
     """Times one case in each regime; holds the two implementations' own inputs and the case's roofline."""
 
     def __init__(
-        self, ctx: JudgeContext, case: Case, index: int, check: CheckCall, plan: CorePlan | None = None
+        self,
+        ctx: JudgeContext,
+        case: Case,
+        index: int,
+        check: CheckCall,
+        plan: CorePlan | None = None,
+        first_call: GpuHold = no_lock,
     ) -> None:
         self.ctx, self.case, self.check = ctx, case, check
         self.plan = plan or CorePlan(None, note="not pinned: no plan given")
@@ -110,7 +116,8 @@ class CaseTimer:
         self.ref_inputs = task.make_inputs(case, derive_seed(self.seeds, index, "reference"), self.device)
         self.cand_inputs = task.make_inputs(case, derive_seed(self.seeds, index, "candidate"), self.device)
         probe = clone_inputs(self.ref_inputs)
-        outputs, changed = run_and_diff(ctx.reference, probe, self.sync)
+        with first_call():  # the baseline's first call on these shapes (see time_cases)
+            outputs, changed = run_and_diff(ctx.reference, probe, self.sync)
         self.mutated = [path for path, n in changed.items() if n > 0]
         changed_bytes = sum(n * get_at(probe, path).element_size() for path, n in changed.items())
         flops = declared_flops(task, case)
@@ -332,12 +339,15 @@ def time_cases(
     check_call: CheckCall | None = None,
     gpu_lock: GpuHold = no_lock,
     cpu_plan: CorePlan | None = None,
+    first_call_lock: GpuHold = no_lock,
 ) -> TimingReport:
     """Time every case in every configured regime; stop at the first failure (the cascade's rule).
 
     `gpu_lock` is entered around each case and regime's sampling (see the module docstring); inside it the
     wall regime runs on `cpu_plan`'s timing core (default: this process's plan,
-    evaluators.timing.placement)."""
+    evaluators.timing.placement). `first_call_lock` is entered around the timed reference's first call on
+    each case: torch.compile benchmarks its kernels' configurations then, and a choice made while other
+    processes use the GPU is a coin toss that the whole pool's shared Inductor cache keeps."""
     report = TimingReport()
     if not getattr(ctx.backend, "can_time", False):
         report.reason = f"not timed: the {ctx.backend.name} backend checks correctness only"
@@ -351,7 +361,7 @@ def time_cases(
     for index, case in enumerate(cases):
         _release_cached_memory(ctx)
         try:
-            timer = CaseTimer(ctx, case, index, check, plan)
+            timer = CaseTimer(ctx, case, index, check, plan, first_call_lock)
         except TaskError:
             raise  # a malformed task (e.g. [roofline] read names no argument): the user's to fix
         except Exception as exc:  # the reference (or make_inputs) raised on its own inputs

@@ -62,8 +62,9 @@ CONFIRM_WALL_TIME_CAP_S = 0.2
 # (TimingConfig.time_cap_s) is shorter, for its pace.
 CONFIRM_TIME_CAP_S = 0.1
 # Fresh processes at once where the confirmation times. One serving-size process on the H200 spent ~1.7 s of
-# its ~30 s sampling; the rest was host work, which overlaps while the samples take turns.
-PROCESSES_AT_ONCE = 3
+# its ~30 s sampling; the rest was host work, which overlaps while the samples take turns (3 at once: ~12 s
+# a process). Six fills the first round of the default rule's two timed columns (3 processes each).
+PROCESSES_AT_ONCE = 6
 
 
 @dataclass(frozen=True)

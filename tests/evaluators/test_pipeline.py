@@ -260,12 +260,14 @@ def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_ea
     assert cascade.baseline(ctx, [], {}) == (ctx, None)  # as it is: nothing swapped
 
 
+@pytest.mark.parametrize("baseline", ["eager", "compile"])
 def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline: str
 ) -> None:
     """TimingConfig.run_lock (a confirmation's processes at once, the device lock held by the caller): the
     worker shares the run's lock while it uses the GPU and holds it alone while it samples, draining the
-    device on either side; the device's own lock is left to the caller."""
+    device on either side; the device's own lock is left to the caller. Against torch.compile the
+    baseline's first call (where Inductor tunes its kernels) is made alone too."""
     locks = tmp_path / "locks"
     locks.mkdir()
     monkeypatch.setenv("KERNELBOT_LOCK_DIR", str(locks))
@@ -276,7 +278,10 @@ def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
         def synchronize(self) -> None:
             events.append("sync")
 
-    def time_cases(ctx: object, cases: list, *, gpu_lock) -> TimingReport:
+    def time_cases(ctx: object, cases: list, *, gpu_lock, **more) -> TimingReport:
+        assert ("first_call_lock" in more) == (baseline == "compile")
+        if "first_call_lock" in more:
+            assert more["first_call_lock"] is gpu_lock
         other = GpuLock("confirm-test", locks)  # another process of the same run
         assert other.acquire(shared=True, timeout=0)  # preparing beside this one is allowed...
         other.release()
@@ -293,13 +298,16 @@ def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
     monkeypatch.setattr(
         "evaluators.scoring.aggregate", lambda *a, **k: Aggregate(speedup=1.5, ci=(1.4, 1.6), score=1.5)
     )
+    monkeypatch.setattr(_Cascade, "baseline", lambda self, ctx, cases, done: (ctx, None))
     run_lock = GpuLock("confirm-test", locks)
     run_lock.acquire(shared=True)  # as prepare() takes it before the task's first GPU call
     progress: list[str] = []
     prepared = Prepared(
         task=load_task(write_task(tmp_path)),
         backend=Backend(),  # type: ignore[arg-type]
-        config=EvalConfig(timing=TimingConfig(caller_holds_gpu=True, run_lock="confirm-test")),
+        config=EvalConfig(
+            timing=TimingConfig(caller_holds_gpu=True, run_lock="confirm-test", baseline=baseline)
+        ),
         seeds=(1,),
         source=GOOD,
         workdir=tmp_path,
