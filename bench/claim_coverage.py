@@ -3,7 +3,7 @@
     PYTHONPATH=. python bench/claim_coverage.py --out OUT [--fresh NAME[,NAME...]] [--tasks DIR[,DIR...]]
         [--pairs TASK_DIR=KERNEL ...] [--search-seconds 75] [--remeasure 10] [--sources ARCHIVE]
         [--deadline 540]
-    PYTHONPATH=. python bench/claim_coverage.py --out ALL --merge RUN_OUT [RUN_OUT ...]
+    PYTHONPATH=. python bench/claim_coverage.py --out ALL --merge RUN_OUT [RUN_OUT ...] [--rebound]
 
 Winners:
 - `--fresh`: functions of bench/fresh_tasks.py extracted fresh from their releases (serving shapes in
@@ -23,8 +23,10 @@ Writes OUT/claim_coverage.json (meta, the confirmations, every re-measured speed
 after every winner, so a run cut short by --deadline keeps what it measured. One winner's confirmation and
 re-measurement take minutes on a GPU, so the acceptance's winners are usually covered by several runs;
 `--merge` writes one table over the winners of several runs' OUT folders (a winner a run did not start is
-left out where another run measured it). On a machine without a GPU the
-confirmation runs its plumbing only (Triton's interpreter never times) and there is nothing to cover.
+left out where another run measured it); `--rebound` recomputes every bound there from the confirmations'
+own per-process speedups under this checkout's stop rule (its spread floors), the table saying so. On a
+machine without a GPU the confirmation runs its plumbing only (Triton's interpreter never times) and there is
+nothing to cover.
 """
 
 from __future__ import annotations
@@ -145,8 +147,9 @@ def summary(winners: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def merge(outs: list[Path]) -> dict[str, Any]:
-    """The winners and metas of several runs' OUT folders as one result (see the module docstring)."""
+def merge(outs: list[Path], rule: Any = None) -> dict[str, Any]:
+    """The winners and metas of several runs' OUT folders as one result (see the module docstring); with a
+    stop rule, every bound recomputed under it (rebound)."""
     runs = [json.loads((out / "claim_coverage.json").read_text()) for out in outs]
     measured = {w["name"] for run in runs for w in run["winners"] if w.get("coverage")}
     winners = [w for run in runs for w in run["winners"] if w.get("coverage") or w["name"] not in measured]
@@ -155,7 +158,37 @@ def merge(outs: list[Path]) -> dict[str, Any]:
     meta = {key: first.get(key, "?") for key in ("device", "torch", "triton", "python")}
     meta["date"] = ", ".join(m.get("date", "") for m in metas)
     meta["command"] = "; ".join(m.get("command", "") for m in metas)
+    if rule is not None:
+        winners = [rebound(w, rule) for w in winners]
+        meta["rebound"] = (
+            "bounds recomputed from each confirmation's per-process speedups under the stop rule of "
+            f"this checkout (spread floor: graph {100 * rule.graph_spread_floor:g} %, wall "
+            f"{100 * rule.wall_spread_floor:g} %); the processes are those the runs measured"
+        )
     return {"meta": meta, "runs": metas, "winners": winners, "summary": summary(winners)}
+
+
+def rebound(winner: dict[str, Any], rule: Any) -> dict[str, Any]:
+    """`winner` with every printed bound recomputed under `rule` from its confirmation's own per-process
+    speedups (the processes are those measured; only the bound's arithmetic is today's), and each
+    re-measured process checked against the new bound."""
+    from kernelbot.confirm.stoprule import estimate, final
+
+    confirmed = {
+        (column["name"], cell["case"], cell["regime"]): cell["speedups"]
+        for column in (winner.get("confirm") or {}).get("columns", [])
+        for cell in column.get("cells", [])
+    }
+    rows = []
+    for row in winner.get("coverage", []):
+        speedups = confirmed.get((row["column"], row["case"], row["regime"]))
+        if not speedups or len(speedups) < 2:
+            rows.append(row)
+            continue
+        cell = final(estimate(speedups, rule, regime=row["regime"]))
+        held = sum(1 for s in row["remeasured"] if s >= cell.lower)
+        rows.append({**row, "bound": cell.lower, "verdict": cell.verdict, "held": held})
+    return {**winner, "coverage": rows}
 
 
 def by_column_and_regime(winner: dict[str, Any]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
@@ -201,6 +234,8 @@ def markdown(data: dict[str, Any]) -> str:
         "| winner | column | regime | claims (case-regime) | held / re-measured | coverage | worst CV |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    if meta.get("rebound"):
+        lines[1:1] = ["", f"Rebound: {meta['rebound']}."]
     for winner in data["winners"]:
         groups = by_column_and_regime(winner)
         if not groups:
@@ -278,6 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--merge", nargs="+", type=Path, default=[], metavar="RUN_OUT", help="one table over these runs' OUT"
     )
+    parser.add_argument(
+        "--rebound",
+        action="store_true",
+        help="with --merge: recompute every bound from the confirmations' speedups under today's stop rule",
+    )
     return parser
 
 
@@ -307,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing_runs:
             print(f"error: --merge: no claim_coverage.json in {missing_runs}", file=sys.stderr)
             return 2
-        merged = merge(args.merge)
+        merged = merge(args.merge, StopRule(args.min_processes, args.max_processes) if args.rebound else None)
         print(write(args.out, merged), flush=True)
         return verdict(merged)
     names = [n.strip() for n in args.fresh.split(",") if n.strip()]

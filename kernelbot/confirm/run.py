@@ -148,7 +148,9 @@ class _Column:
             return False
         if self.processes < rule.min_processes or not self.samples:
             return True
-        return not all_decided(estimate([s for s, _, _ in v], rule) for v in self.samples.values())
+        return not all_decided(
+            estimate([s for s, _, _ in v], rule, regime=regime) for (_, regime), v in self.samples.items()
+        )
 
     def record(self, result: EvalResult) -> None:
         self.processes += 1
@@ -165,7 +167,7 @@ class _Column:
     def report(self, rule: StopRule) -> ColumnReport:
         cells = []
         for (case, regime), values in self.samples.items():
-            cell = final(estimate([s for s, _, _ in values], rule))
+            cell = final(estimate([s for s, _, _ in values], rule, regime=regime))
             cells.append(
                 CellReport(
                     case=case,
@@ -312,6 +314,7 @@ def confirm(
             "max_processes": rule.max_processes,
             "confidence": rule.confidence,
             "bound": "one-sided t prediction bound on per-process log-speedups",
+            "spread_floor": {"graph": rule.graph_spread_floor, "wall": rule.wall_spread_floor},
         },
         columns=tuple(c.report(rule) for c in columns),
         wall_s=round(time.monotonic() - started, 3),

@@ -8,13 +8,15 @@ bounded over processes, never inside one: on the log-speedups x_1..x_n of n proc
     pooled = exp(mean x)                                           (the geometric mean over processes)
     bound  = exp(mean x - t(c, n-1) * sd(x) * sqrt(1 + 1/n))       (one-sided prediction bound)
 
-i.e. the speedup a further fresh process is expected to reach with probability c: the claim a PR prints
-must be true in the reader's process too, so the spread between processes is part of it, not only the
-uncertainty of the mean. The upper bound mirrors it. A cell is decided once n >= min_processes and
-the lower bound lies above 1 ("faster") or the upper bound below 1 ("not faster"); processes are added
-until every cell of a column is decided or `max_processes` were measured, and a cell still open then is
-"not shown". (In the spirit of GPU MODE's standard-error rule and nvbench's noise-based stopping: sample
-until the figure is precise enough for what is promised, not for a fixed count.)
+i.e. the speedup a further fresh process is expected to reach with probability c: the claim a PR prints must
+be true in the reader's process too, so the spread between processes is part of it, not only the uncertainty
+of the mean. sd(x) is never taken below the regime's floor (StopRule.graph_spread_floor, wall_spread_floor): a
+confirmation's processes run together under one set of conditions and agree with each other more closely than
+with a process started elsewhere. The upper bound mirrors it. A cell is decided once n >= min_processes and
+the lower bound lies above 1 ("faster") or the upper bound below 1 ("not faster"); processes are added until
+every cell of a column is decided or `max_processes` were measured, and a cell still open then is "not shown".
+(In the spirit of GPU MODE's standard-error rule and nvbench's noise-based stopping: sample until the figure
+is precise enough for what is promised, not for a fixed count.)
 """
 
 from __future__ import annotations
@@ -40,6 +42,17 @@ class StopRule:
     min_processes: int = 3
     max_processes: int = 10
     confidence: float = 0.975  # one-sided: a further process reaches the bound with this probability
+    # The least cross-process spread (sd of the log-speedups, about the CV) a bound assumes, per regime. On
+    # the H200 a batch of 10 further processes sat 1-4 % off a confirmation whose own 6 processes agreed
+    # within 0.2 %; the floors are the cross-process CVs real kernels' speedups showed over 10 processes
+    # (median of each winner and column: graph 0.2-2.1 %, wall 1.7-4.6 %; docs/benchmarks.md).
+    graph_spread_floor: float = 0.01
+    wall_spread_floor: float = 0.03
+
+    def spread_floor(self, regime: str) -> float:
+        """The floor of `regime` (the larger one for a regime the rule does not know)."""
+        floors = {"graph": self.graph_spread_floor, "wall": self.wall_spread_floor}
+        return floors.get(regime, max(floors.values()))
 
     def __post_init__(self) -> None:
         if self.min_processes < 2:
@@ -52,6 +65,8 @@ class StopRule:
             )
         if not 0.5 < self.confidence < 1.0:
             raise ValueError(f"confidence must lie in (0.5, 1), not {self.confidence}")
+        if not (0.0 <= self.graph_spread_floor < 1.0 and 0.0 <= self.wall_spread_floor < 1.0):
+            raise ValueError("spread floors must lie in [0, 1)")
 
 
 @dataclass(frozen=True)
@@ -70,8 +85,9 @@ class CellEstimate:
         return len(self.speedups)
 
 
-def estimate(speedups: Sequence[float], rule: StopRule) -> CellEstimate:
-    """The pooled figure, both bounds, the CV and the verdict of one cell after len(speedups) processes."""
+def estimate(speedups: Sequence[float], rule: StopRule, *, regime: str) -> CellEstimate:
+    """The pooled figure, both bounds, the CV and the verdict of one cell of `regime` after len(speedups)
+    processes."""
     values = tuple(float(s) for s in speedups)
     if not values:
         raise ValueError("no per-process speedup to estimate from")
@@ -84,7 +100,8 @@ def estimate(speedups: Sequence[float], rule: StopRule) -> CellEstimate:
         lower = upper = math.nan
         cv = math.nan
     else:
-        spread = t_quantile(rule.confidence, n - 1) * stdev(logs) * math.sqrt(1.0 + 1.0 / n)
+        sd = max(stdev(logs), rule.spread_floor(regime))
+        spread = t_quantile(rule.confidence, n - 1) * sd * math.sqrt(1.0 + 1.0 / n)
         lower, upper = math.exp(centre - spread), math.exp(centre + spread)
         avg = mean(values)
         cv = stdev(values) / avg if avg else math.nan

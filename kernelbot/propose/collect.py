@@ -215,6 +215,10 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
         confidence_pct=round(100.0 * float(rule.get("confidence", 0.975)), 2),
         min_processes=int(rule.get("min_processes", 0)),
         max_processes=int(rule.get("max_processes", 0)),
+        spread_floor_pct=tuple(
+            (str(regime), round(100.0 * float(floor), 2))
+            for regime, floor in dict(rule.get("spread_floor") or {}).items()
+        ),
         confirm_s=float(confirm.wall_s),
     )
     if not confirm.measured:

@@ -162,6 +162,8 @@ class MicrobenchEvidence:
     confidence_pct: float = 97.5  # of the one-sided bounds
     min_processes: int = 0
     max_processes: int = 0
+    # The least cross-process spread each regime's bounds assume (kernelbot.confirm.stoprule), percent.
+    spread_floor_pct: tuple[tuple[str, float], ...] = ()
     # Every case's current-path bound above 1 (None: no current-path figure); and the cases where the
     # kernel was shown not to beat the current path (no pull request is opened then).
     beats_current_path: bool | None = None

@@ -78,6 +78,7 @@ class MicrobenchSection(TypedDict, total=False):
     confidence: str
     min_processes: int
     max_processes: int
+    spread_floor: str  # "1 % (graph regime), 3 % (wall regime)"; empty: no floor recorded
     any_claimed: bool
     beats_current_path: bool | None
     not_faster_than_current: list[str]

@@ -216,6 +216,9 @@ def microbenchmarks(e: Evidence) -> MicrobenchSection:
         "confidence": fmt_pct(mb.confidence_pct),
         "min_processes": mb.min_processes,
         "max_processes": mb.max_processes,
+        "spread_floor": ", ".join(
+            f"{fmt_pct(pct)} % ({regime} regime)" for regime, pct in mb.spread_floor_pct
+        ),
         "any_claimed": any(f.claimed for case in mb.cases for f in case.figures),
         "beats_current_path": mb.beats_current_path,
         "not_faster_than_current": list(mb.not_faster_than_current),

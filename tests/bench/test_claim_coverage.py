@@ -16,7 +16,7 @@ RULE = StopRule()
 
 
 def cell(case: str, regime: str, speedups: list[float]) -> CellReport:
-    est = estimate(speedups, RULE)
+    est = estimate(speedups, RULE, regime=regime)
     return CellReport(case, {}, regime, est.speedups, est.pooled, est.lower, est.upper, est.cv, est.verdict)
 
 
@@ -41,7 +41,7 @@ def test_claims_are_checked_against_every_further_process() -> None:
     again = {
         "speedups": {
             "eager": {"a|graph": [1.50, bound - 1e-6, 1.52], "a|wall": [1.25] * 4},
-            "compile": {"a|graph": [1.0, 0.99]},
+            "compile": {"a|graph": [1.0, 0.93]},  # the bound: 1.0 less the graph floor's share
         },
         "failures": [],
     }
@@ -50,6 +50,7 @@ def test_claims_are_checked_against_every_further_process() -> None:
     assert held == {("eager", "graph"): (2, 3), ("eager", "wall"): (4, 4), ("compile", "graph"): (1, 2)}
     total = summary([{"name": "w", "coverage": rows}])
     assert total["graph"] == {"held": 3, "checked": 5, "fraction": 0.6, "met": False}
+    assert 0.93 < confirmed.columns[1].cells[0].lower < 0.99  # no spread measured, the floor's is assumed
     assert total["wall"]["met"] and math.isclose(total["wall"]["fraction"], 1.0)
     spent = process_seconds(
         [
@@ -104,3 +105,33 @@ def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
     assert merged["summary"]["graph"] == {"held": 19, "checked": 20, "fraction": 0.95, "met": True}
     assert "H200" in (out / "claim_coverage.md").read_text() and merged["meta"]["date"] == "one, two"
     assert main(["--out", str(out), "--merge", str(tmp_path / "missing")]) == 2
+
+
+def test_a_merge_can_recompute_every_bound_under_today_s_rule(tmp_path: Path) -> None:
+    """--rebound: the bounds come from the confirmations' own per-process speedups under this checkout's
+    stop rule (its spread floors), and each re-measured process is checked against the new bound."""
+    from dataclasses import asdict
+
+    bare = StopRule(graph_spread_floor=0.0, wall_spread_floor=0.0)
+    speedups = [1.50, 1.501, 1.499]  # one batch agreeing within 0.1 %
+    est = estimate(speedups, bare, regime="graph")
+    printed = CellReport(
+        "a", {}, "graph", est.speedups, est.pooled, est.lower, est.upper, est.cv, est.verdict
+    )
+    column = ColumnReport("eager", "eager", "eager", True, processes=3, cells=(printed,))
+    confirmed = ConfirmReport(True, "", "triton-cuda", "H200", "x", ("graph",), {}, (column,))
+    further = [1.47, 1.46, 1.49, 1.50]  # another batch, ~2 % lower
+    rows = coverage(confirmed, {"speedups": {"eager": {"a|graph": further}}, "failures": []})
+    assert rows[0]["held"] == 1  # the batch's own spread promised too much
+    winner = {"name": "w", "confirm": asdict(confirmed), "coverage": rows}
+    run = tmp_path / "run"
+    run.mkdir()
+    data = {"meta": {"device": "H200"}, "winners": [winner], "summary": summary([winner])}
+    (run / "claim_coverage.json").write_text(json.dumps(data))
+    out = tmp_path / "all"
+    assert main(["--out", str(out), "--merge", str(run), "--rebound"]) == 0
+    merged = json.loads((out / "claim_coverage.json").read_text())
+    row = merged["winners"][0]["coverage"][0]
+    assert row["held"] == 4 and row["bound"] < min(further) and row["cv"] == rows[0]["cv"]
+    assert "spread floor: graph 1 %, wall 3 %" in (out / "claim_coverage.md").read_text()
+    assert main(["--out", str(tmp_path / "plain"), "--merge", str(run)]) == 1  # as printed: not met

@@ -108,7 +108,7 @@ NO_CURRENT = "cannot import sgl_kernel: ModuleNotFoundError: No module named 'sg
 
 def _cell(case: str, params: dict[str, Any], regime: str, speedups: list[float], ref_us: float) -> CellReport:
     """A cell as kernelbot.confirm records it, its figures computed by the real stop rule."""
-    est = estimate(speedups, RULE)
+    est = estimate(speedups, RULE, regime=regime)
     verdict = est.verdict if est.verdict != "undecided" else "not shown"
     return CellReport(
         case, params, regime, est.speedups, est.pooled, est.lower, est.upper, est.cv, verdict,
@@ -155,7 +155,8 @@ def gpu_confirmation(current: str = "missing") -> ConfirmReport:
     return ConfirmReport(
         measured=True, reason="", backend="triton-cuda", device="NVIDIA H200", kernel_sha="abc",
         regimes=("graph", "wall"),
-        rule={"min_processes": 3, "max_processes": 10, "confidence": 0.975},
+        rule={"min_processes": 3, "max_processes": 10, "confidence": 0.975,
+              "spread_floor": {"graph": RULE.graph_spread_floor, "wall": RULE.wall_spread_floor}},
         columns=(eager, compiled, cur), wall_s=41.7,
     )  # fmt: skip
 

@@ -54,6 +54,7 @@ def test_gpu_evidence_takes_every_number_from_its_source(gpu_evidence: Evidence)
     mb = e.microbenchmarks
     assert mb.measured and mb.regime == "graph" and mb.confidence_pct == 97.5
     assert (mb.min_processes, mb.max_processes, mb.confirm_s) == (3, 10, 41.7)
+    assert mb.spread_floor_pct == (("graph", 1.0), ("wall", 3.0))  # the rule's floors, in percent
     assert [(c.name, c.available) for c in mb.columns] == [
         ("eager", True),
         ("compile", True),

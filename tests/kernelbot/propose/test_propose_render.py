@@ -88,6 +88,8 @@ def test_claims_follow_the_bound_over_fresh_processes(gpu_evidence: Evidence) ->
     assert "| 0.95× |" in not_faster and not_faster.rstrip(" |").endswith("not faster")
     claimed = [f for c in mb.cases for f in c.figures if f.claimed]
     assert body.count("| faster |") == len(claimed) == 2
+    # The bound's least spread is said, per regime (kernelbot.confirm.stoprule's floors).
+    assert "taken as at least\n1.0 % (graph regime), 3.0 % (wall regime)" in body
     # The search's own figures are nowhere: its aggregate 1.27x [1.18, 1.34] would have been printed before.
     assert "1.27×" not in body and "[1.18, 1.34]" not in body and "Over all cases" not in body
     assert "- current path (the engine's current path): not measured: cannot import sgl_kernel" in body
