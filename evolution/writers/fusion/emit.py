@@ -350,6 +350,16 @@ class Emitter:
             self._widened.setdefault(result.code, tile)
         return result
 
+    def unwidened(self, tile: Tile) -> Tile:
+        """The int tile `tile` was widened from (`ids` for `ids.to(tl.int64)`), where one is visible: the
+        same values in fewer bits, for a use where the width changes nothing (a comparison, a term added to
+        an int64)."""
+        narrow = self._widened.get(tile.code)
+        if narrow is None or not self.visible(narrow):
+            return tile
+        self.hints.widened.setdefault(narrow.code, tile.code)
+        return narrow
+
     def round_to(self, tile: Tile, storage: str) -> Tile:
         """Round a float32 tile to a 16-bit storage dtype and back (eager PyTorch rounds every result)."""
         if (

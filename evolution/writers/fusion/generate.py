@@ -228,6 +228,7 @@ def _host_function(
     if result != "None":
         body.append(f"return {result}")
     body = _unpacked_shapes(_inline_read_once(_named_sizes(body, graph.symbols)), graph)
+    body = _shared_shape(body, width - 4, set(graph.arg_kinds))
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
         head = f"def {entry}({report.signature}){returns}:"
@@ -310,6 +311,26 @@ def _unpacked_shapes(lines: list[str], graph: Graph) -> list[str]:
             replaced |= {k: "" for k in dims.values()}
             replaced[min(dims.values())] = f"{', '.join(names)} = {tensor}.shape"
     return [replaced.get(k, line) for k, line in enumerate(lines) if replaced.get(k, line)]
+
+
+_ALLOCATION = re.compile(r"\w+ = torch\.empty\((\(.*?\)), dtype=")
+
+
+def _shared_shape(lines: list[str], width: int, taken: set[str]) -> list[str]:
+    """Host lines with the outputs of one shape allocated from one `shape = (n, topk)` binding where a
+    line of theirs is longer than `width` (which the formatter would break over three lines)."""
+    shapes = [m[1] if (m := _ALLOCATION.match(line)) else None for line in lines]
+    for shape in dict.fromkeys(s for s in shapes if s is not None):
+        at = [k for k, s in enumerate(shapes) if s == shape]
+        if len(at) < 2 or "shape" in taken or all(len(lines[k]) <= width for k in at):
+            continue
+        lines = [
+            line.replace(f"torch.empty({shape},", "torch.empty(shape,", 1) if k in at else line
+            for k, line in enumerate(lines)
+        ]
+        lines.insert(at[0], f"shape = {shape}")
+        break  # one binding named `shape`
+    return lines
 
 
 def _validate(source: str, entry: str) -> None:

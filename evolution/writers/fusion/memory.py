@@ -48,6 +48,8 @@ def offsets(
         if shape:
             # A size as stride scales its index within the offsets' one expression (`row * N + col`).
             stride = emitter.params.size(sympy.Mul(*shape[dim + 1 :]))
+            if stride == "1" and terms and terms[0].dtype == "i64":
+                tile = emitter.unwidened(tile)  # added to an int64 sum: widened there, not before
             terms.append(tile)
             formats.append("{}" if stride == "1" else f"{{}} * {stride}")
             continue

@@ -34,6 +34,8 @@ class Hints:
     reference, 2 from the op, 1 from the emitter's kind of value."""
 
     by_name: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # A narrow int read in place of its widened copy -> that copy, whose name from the reference it takes.
+    widened: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, base: str, priority: int) -> None:
         current = self.by_name.get(name)
@@ -41,7 +43,11 @@ class Hints:
             self.by_name[name] = (priority, base)
 
     def get(self, name: str) -> tuple[int, str] | None:
-        return self.by_name.get(name)
+        own = self.by_name.get(name)
+        wide = self.by_name.get(self.widened.get(name, ""))
+        if wide is not None and wide[0] >= 3 and (own is None or own[0] < 3):
+            return wide
+        return own
 
 
 def identifier(text: str) -> str:

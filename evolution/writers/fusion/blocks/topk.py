@@ -15,14 +15,13 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from evolution.writers.fusion.blocks.keys import _kb_pack, _kb_unpack
+from evolution.writers.fusion.blocks.keys import _kb_pack
 from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks
 
 
 @triton.jit
 def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
-    """K rounds of one int64 max over value-and-index keys (one reduction finds both), the winner masked
-    out of the candidates."""
+    """K rounds of an int64 max over value-and-index keys, each winner masked out."""
     lanes = tl.arange(0, x.shape[1])[None, :]
     keys = tl.where(valid, _kb_pack(x, lanes), -9223372036854775807)
     slot = tl.arange(0, KP)[None, :]
@@ -31,7 +30,9 @@ def _kb_topk_rows(x, valid, K: tl.constexpr, KP: tl.constexpr):
         best = tl.max(keys, axis=1)[:, None]
         keys = tl.where(keys == best, -9223372036854775807, keys)
         picked = tl.where(slot == j, best, picked)
-    return _kb_unpack(picked)
+    high = (picked >> 32).to(tl.int32)
+    value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    return value, 2147483647 - (picked & 2147483647).to(tl.int32)
 
 
 @triton.jit
@@ -46,7 +47,9 @@ def _kb_topk_rows_threshold(x, valid, K: tl.constexpr, KP: tl.constexpr):
     for j in tl.static_range(K):
         below = tl.max(tl.where(keys < below, keys, -9223372036854775807), axis=1)[:, None]
         picked = tl.where(slot == j, below, picked)
-    return _kb_unpack(picked)
+    high = (picked >> 32).to(tl.int32)
+    value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    return value, 2147483647 - (picked & 2147483647).to(tl.int32)
 
 
 @triton.jit
@@ -84,4 +87,6 @@ def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
             second = tl.sum(tl.where(side == 1, pairs, 0), axis=2)
             keys = tl.reshape(tl.maximum(first, second), [x.shape[0], (N >> r) // 2])
             keys = _kb_bitonic_merge(keys, KP)
-    return _kb_unpack(keys)
+    high = (keys >> 32).to(tl.int32)
+    value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+    return value, 2147483647 - (keys & 2147483647).to(tl.int32)

@@ -200,9 +200,11 @@ def _scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Til
     )
     target = ev.eval(positions, read, guard)
     position = ev.index_tile(index[dim])
-    # Ints of two widths compare by value (Triton widens the narrower): no cast of either side.
+    # Ints of two widths compare by value (Triton widens the narrower): no cast of either side, and an
+    # index widened to int64 (torch's dtype for indices) is compared as it was before.
     target, position = (
-        t if t.dtype in ("i32", "i64") else ev.emitter.cast(t, "i32") for t in (target, position)
+        ev.emitter.unwidened(t) if t.dtype in ("i32", "i64") else ev.emitter.cast(t, "i32")
+        for t in (target, position)
     )
     hit = ev.emitter.binary("({a} == {b})", target, position, "i1")
     hits = ev.emitter.cast(hit, "i32")
