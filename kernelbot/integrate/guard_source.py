@@ -5,7 +5,9 @@ tensors are checked for device, dtype, rank, contiguity and the int32 element bo
 parameters for their type only, switches for the values the kernel was checked on. The one size limit is a
 real one: a register extent the entry pads with `triton.next_power_of_2(<size>)` (a constexpr the kernel is
 compiled for) must fit Triton's largest tensor, 2**20 elements; a padded extent capped by `min(BLOCK, ...)`
-is tiled and has none."""
+is tiled and has none. A padded extent that is a size split into a parameter's count of groups (`e //
+num_expert_group`, a view into groups) also needs that count to divide the size, as the reference's view
+does (it raises otherwise: the guard sends such a call to it)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,17 @@ def render_guard(
     if len(ints) > 1:
         conditions.append(f"all(type(v) is int for v in ({', '.join(ints)}))")
     conditions += [c for c in (_value_condition(rule, len(ints) > 1) for rule in envelope.values) if c]
-    # next_power_of_2(n) <= 2**20 exactly when n <= 2**20: the size itself is compared.
-    conditions += [f"{size} <= {TRITON_MAX_TENSOR_NUMEL}" for size in padded_extents(entry)]
+    extents = padded_extents(entry)
+    # A row split into `groups` equal parts (the reference's `view(n, groups, -1)`): whole groups only.
+    quotients = [q for q in (_quotient(e) for e in extents) if q is not None]
+    for dividend, divisor in quotients:
+        conditions += [f"{divisor} > 0", f"{dividend} % {divisor} == 0"]
+    # ... and no larger than its dividend: a quotient of a size bounded already needs no bound of its own.
+    extents = [
+        e for e, q in zip(extents, map(_quotient, extents), strict=True) if q is None or q[0] not in extents
+    ]
+    # next_power_of_2(n) <= 2**20 exactly when n <= 2**20: the size itself is compared, several in one max().
+    conditions += _bounds(extents, line_length)
     return (
         environment(line_length)
         .get_template("guard.py.j2")
@@ -48,6 +59,30 @@ def render_guard(
 # Triton's largest tensor (triton.language.core.TRITON_MAX_TENSOR_NUMEL): a block of more elements does not
 # compile.
 TRITON_MAX_TENSOR_NUMEL = 1 << 20
+
+
+def _bounds(sizes: list[str], line_length: int) -> list[str]:
+    """`max(a, b) <= 2**20` for the padded sizes, one condition where it fits the guard's line (a line
+    each would restate the limit per size), else one per size."""
+    if len(sizes) < 2:
+        return [f"{size} <= {TRITON_MAX_TENSOR_NUMEL}" for size in sizes]
+    one = f"max({', '.join(sizes)}) <= {TRITON_MAX_TENSOR_NUMEL}"
+    if len(one) + len("        and ") <= line_length:
+        return [one]
+    return [f"{size} <= {TRITON_MAX_TENSOR_NUMEL}" for size in sizes]
+
+
+def _quotient(size: str) -> tuple[str, str] | None:
+    """(dividend, divisor) of a padded size `a // b` whose divisor is a parameter (a group count the call
+    passes): the kernel splits a row of `a` lanes into `b` groups of `a // b`, which cover it only when `b`
+    divides `a`, as the reference's view into groups requires. None for any other size (a literal divisor
+    halves a row, as slicing does, and needs no more)."""
+    expr = ast.parse(size, mode="eval").body
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.FloorDiv) and isinstance(expr.right, ast.Name):
+        return ast.unparse(expr.left), expr.right.id
+    return None
+
+
 _ALLOWED_NAMES = {"triton", "min", "max", "len", "int"}
 
 
@@ -62,10 +97,20 @@ def padded_extents(entry: cst.FunctionDef) -> list[str]:
     assigned: dict[str, ast.expr] = {}
     counts: dict[str, int] = {}
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Name):
+            pairs = [(target.id, node.value)]
+        elif _unpacks_shape(target, node.value):  # `n, d = x.shape`: n is x.shape[0], d x.shape[1]
+            shape = ast.unparse(node.value)
+            elts = target.elts  # type: ignore[attr-defined]
+            pairs = [(e.id, ast.parse(f"{shape}[{k}]", mode="eval").body) for k, e in enumerate(elts)]
+        else:
+            continue
+        for name, value in pairs:
             counts[name] = counts.get(name, 0) + 1
-            assigned[name] = node.value
+            assigned[name] = value
     single = {n: v for n, v in assigned.items() if counts[n] == 1 and n not in params}
     capped = {
         id(arg)
@@ -86,6 +131,15 @@ def padded_extents(entry: cst.FunctionDef) -> list[str]:
             if text not in out:
                 out.append(text)
     return out
+
+
+def _unpacks_shape(target: ast.expr, value: ast.expr) -> bool:
+    return (
+        isinstance(target, ast.Tuple)
+        and all(isinstance(e, ast.Name) for e in target.elts)
+        and isinstance(value, ast.Attribute)
+        and value.attr == "shape"
+    )
 
 
 def _is_next_power_of_2(node: ast.AST) -> bool:

@@ -185,6 +185,29 @@ def test_a_padded_register_extent_is_limited_to_tritons_largest_tensor() -> None
         assert not scope["can_use"](torch.empty(1, 2**20 + 1, dtype=torch.bfloat16, device="meta"))
 
 
+def test_a_row_split_into_groups_needs_whole_groups() -> None:
+    """The MoE router's kernel holds a row of experts as `num_expert_group` groups of `e // num_expert_group`
+    lanes (the reference's `view(n, num_expert_group, -1)`): the guard lets a call through only where the
+    groups divide the experts, as the view requires, and refuses no groups without dividing by zero. The
+    sizes read from an unpacked shape are bounded too, in one max()."""
+    rule = TensorRule("x", ("float32",), (2,), (), ((0, ("tokens",)),), True, False)
+    groups = ValueRule("groups", (), free=True, kind="int")
+    body = "n, e = x.shape; w = triton.next_power_of_2(e); g = triton.next_power_of_2(e // groups)"
+    envelope = Envelope("meta", (rule,), (groups,), ("tokens",))
+    entry = cst.parse_statement(f"def entry(x, groups):\n    {body}\n")
+    assert isinstance(entry, cst.FunctionDef)
+    source = render_guard(envelope, entry, "can_use", "kernel")
+    assert "x.shape[1] % groups == 0" in source
+    assert "x.shape[1] // groups" not in source  # no bound of its own: never above x.shape[1]
+    can_use = _guard(envelope, "x, groups", body)["can_use"]
+    with torch.no_grad():
+        assert can_use(torch.empty(3, 256, device="meta"), 8)
+        assert not can_use(torch.empty(3, 250, device="meta"), 8)
+        assert not can_use(torch.empty(3, 256, device="meta"), 0)
+        assert not can_use(torch.empty(3, 256, device="meta"), -8)
+        assert not can_use(torch.empty(1, 2**20 + 8, device="meta"), 8)  # the padded row: too wide
+
+
 def test_guard_compares_infinite_and_nan_floats() -> None:
     # a min-p filter's `filter_value=-float("inf")`: repr(-inf) is no Python, the guard must still compare it
     envelope = Envelope(
