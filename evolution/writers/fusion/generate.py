@@ -137,7 +137,12 @@ def _settled(graph: Graph) -> Graph:
     placeholders = tuple(
         dataclasses.replace(p, meta=meta(p.meta)) if p.meta else p for p in graph.placeholders
     )
-    return dataclasses.replace(graph, nodes=nodes, placeholders=placeholders, outputs=value(graph.outputs))
+    names: dict[str, str] = {}
+    for size, name in graph.size_names.items():
+        names.setdefault(symbols.settle(size, equalities), name)
+    return dataclasses.replace(
+        graph, nodes=nodes, placeholders=placeholders, outputs=value(graph.outputs), size_names=names
+    )
 
 
 _SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
@@ -227,7 +232,7 @@ def _host_function(
     result = returned(graph.result, kernel.holders)
     if result != "None":
         body.append(f"return {result}")
-    body = _unpacked_shapes(_inline_read_once(_named_sizes(body, graph.symbols)), graph)
+    body = _unpacked_shapes(_inline_read_once(_named_sizes(body, graph.symbols, graph.size_names)), graph)
     body = _shared_shape(body, width - 4, set(graph.arg_kinds))
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
@@ -264,16 +269,26 @@ def _dispatcher(
         lines.append(f"        return _{entry}{suffixes[k]}({call})")
     lines.append('    raise TypeError("no kernel was written for these argument dtypes")')
     symbols = {k: v for graph in graphs for k, v in graph.symbols.items()}
-    return _named_sizes(lines, symbols)
+    size_names = {k: v for graph in graphs for k, v in graph.size_names.items()}
+    return _named_sizes(lines, symbols, size_names)
 
 
-def _named_sizes(lines: list[str], symbols: dict[str, str]) -> list[str]:
-    """Host lines with each size symbol named after where it comes from (`s45` -> `gating_output_size0`,
-    `s53` -> `topk`, the argument itself); the bindings that become `topk = topk` are dropped."""
-    names = {
-        symbol: source if source.isidentifier() else identifier(source).replace("_shape_", "_size")
-        for symbol, source in symbols.items()
-    }
+def _named_sizes(lines: list[str], symbols: dict[str, str], size_names: dict[str, str]) -> list[str]:
+    """Host lines with each size symbol named after the reference's variable for it (`s91` ->
+    `num_experts`), else after where it comes from (`s45` -> `gating_output_size0`, `s53` -> `topk`, the
+    argument itself); the bindings that become `topk = topk` are dropped."""
+    text = "\n".join(lines)
+    names: dict[str, str] = {}
+    for symbol, source in symbols.items():
+        own = size_names.get(symbol, "")
+        # a name the lines use otherwise than as the launch's keyword for this size is taken
+        taken = own and re.search(rf"(?<![.\w]){own}\b(?!={symbol}\b)", text)
+        if source.isidentifier():
+            names[symbol] = source
+        elif own and not taken and own not in names.values() and own not in symbols.values():
+            names[symbol] = own
+        else:
+            names[symbol] = identifier(source).replace("_shape_", "_size")
     renamed = [apply(line, names) for line in lines]
     return [line for line in renamed if not re.fullmatch(r"\s*(\w+) = \1", line)]
 

@@ -62,14 +62,15 @@ def build_kernel(
     if not stores:
         raise LoweringError("the reference computes nothing a kernel would write (it returns its inputs)")
     table = AtomTable()
-    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols), graph.size_names)
     plans = dry_run(graph, stores, table, params)
     grid = plan_grid(plans, graph, knobs)
     loop = plan_loop(plans, grid, graph, knobs)
     regions = plan_regions(plans, grid, loop)
     check_cross_reads(graph, regions)
     plan = Plan(plans, grid, regions)
-    params = KernelParams(graph.symbols, set(graph.dynamic_symbols))  # the dry run's parameters are dropped
+    # the dry run's parameters are dropped
+    params = KernelParams(graph.symbols, set(graph.dynamic_symbols), graph.size_names)
     options = Options(
         emulate_rounding=knobs.rounding,
         eviction=knobs.eviction,
@@ -119,7 +120,8 @@ def build_kernel(
 
 def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str, str]:
     """Atom -> a name for its role: `row` for the one row axis of the grid, `col` for the one axis a
-    program holds (or blocks) along a row, else the size parameter of its extent (`topk`)."""
+    program holds (or blocks) along a row, else the size parameter of its extent (`topk`; `experts` for
+    `num_experts`)."""
     grid = {axis.atom.name: axis for axis in plan.grid}
     rows = [a for a in table.atoms if a.name in grid and not grid[a.name].block]
     cols = [a for a in table.atoms if a.name not in grid or grid[a.name].block]
@@ -135,6 +137,8 @@ def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str,
                 base = naming.identifier(params.size(atom.extent))
                 if re.fullmatch(r"size_\d+", base):
                     base = f"{single}_dim"
+                # an axis over a count is named for what it counts: `offs_experts`, `experts_mask`
+                base = re.sub(r"^(num|n)_(?=[a-z])", "", base)
             name = base
             k = 2
             while name in taken:

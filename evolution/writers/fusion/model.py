@@ -101,6 +101,7 @@ class Graph:
     guards: tuple[str, ...] = ()
     arg_kinds: dict[str, str] = field(default_factory=dict)  # parameter -> "tensor:bfloat16" | "none" | ...
     dynamic_symbols: tuple[str, ...] = ()  # symbols that vary with the task's dynamic case keys
+    size_names: dict[str, str] = field(default_factory=dict)  # size text -> the reference's name for it
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -128,6 +129,7 @@ class Graph:
             guards=tuple(data.get("guards", [])),
             arg_kinds={str(k): str(v) for k, v in data.get("arg_kinds", {}).items()},
             dynamic_symbols=tuple(data.get("dynamic_symbols", [])),
+            size_names={str(k): str(v) for k, v in data.get("size_names", {}).items()},
         )
 
 

@@ -1,8 +1,9 @@
 """A kernel's parameters, each with the host expression that passes it.
 
 Sizes never appear in a kernel as a case's literal: every symbolic size becomes a parameter (a constexpr
-when no dynamic size enters it, a run-time argument otherwise), named after the host expression it comes
-from, and a padded register extent is the constexpr next power of two of one.
+when no dynamic size enters it, a run-time argument otherwise), named after the reference's variable for
+it (`num_experts = scores.shape[1]`) or else the host expression it comes from, and a padded register
+extent is the constexpr next power of two of one.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ class Param:
 class KernelParams:
     """Parameters of the kernel, in order of first use, each with the host expression that passes it."""
 
-    def __init__(self, symbol_sources: dict[str, str], dynamic: set[str]) -> None:
+    def __init__(
+        self, symbol_sources: dict[str, str], dynamic: set[str], size_names: dict[str, str] | None = None
+    ) -> None:
         self.params: dict[str, Param] = {}
         self.symbol_sources = symbol_sources
         self.dynamic = dynamic
+        self.size_names = size_names or {}
         self._sizes: dict[str, str] = {}
         self._counter = itertools.count()
 
@@ -93,8 +97,12 @@ class KernelParams:
         return found
 
     def _size_name(self, expr: sympy.Expr, static: bool) -> str:
-        if isinstance(expr, sympy.Symbol) and expr.name in self.symbol_sources:
-            text = re.sub(r"\W+", "_", self.symbol_sources[expr.name]).strip("_")
+        source = self.symbol_sources.get(expr.name, "") if isinstance(expr, sympy.Symbol) else ""
+        if not source.isidentifier() and str(expr) in self.size_names:  # the reference's name for it
+            name = self.size_names[str(expr)]
+            name = name.upper() if static else name
+        elif source:
+            text = re.sub(r"\W+", "_", source).strip("_")
             text = text.replace("_shape_", "_size")
             name = text.upper() if static else text
         else:

@@ -322,3 +322,65 @@ def test_a_scattered_mask_read_back_as_bool_is_the_test_itself(tmp_path) -> None
     kernel = source[source.index("@triton.jit\ndef _keep") :]
     assert "1.0, 0.0)" not in kernel and "!= 0.0" not in kernel, kernel
     assert check(root, source) > 0
+
+
+def test_sizes_are_named_after_the_reference_variables_bound_to_them(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    import sympy
+
+    from evolution.writers.fusion.trace.sizes import size_names
+
+    path = tmp_path / "reference.py"
+    lines = [
+        "def f(x, bias, groups, topk):",  # 1
+        "    scores = x.sigmoid()",  # 2
+        "    num_tokens = scores.shape[0]",  # 3
+        "    n, e = x.shape",  # 4
+        "    group_size = scores.size(-1) // groups",  # 5
+        "    k = topk",  # 6: a parameter keeps its own name
+        "    shape = e * 2",  # 7: a name the generated host code binds itself
+        "    return scores.view(num_tokens, groups, group_size) + bias",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+
+    def size(text: str) -> SimpleNamespace:
+        return SimpleNamespace(node=SimpleNamespace(expr=sympy.sympify(text)))
+
+    def node(name: str, line: int, shape: tuple) -> SimpleNamespace:
+        trace = f'  File "{path}", line {line}, in f\n    ...\n'
+        return SimpleNamespace(name=name, meta={"stack_trace": trace, "val": SimpleNamespace(shape=shape)})
+
+    x = SimpleNamespace(shape=(size("s0"), size("s1")))
+    inputs = {"x": ("tensor", x), "groups": ("symint", size("s2")), "topk": ("symint", size("s3"))}
+    nodes = [node("sigmoid", 2, x.shape)]
+    assert size_names(nodes, inputs, namespace["f"]) == {
+        "s0": "num_tokens",
+        "s1": "e",
+        "floor(s1/s2)": "group_size",
+    }
+
+
+def test_a_size_the_reference_names_names_its_parameter_and_axis() -> None:
+    from evolution.writers.fusion.generate import _named_sizes
+    from evolution.writers.fusion.params import KernelParams
+    from evolution.writers.fusion.symbols import parse
+
+    sources = {"s0": "x.shape[0]", "s1": "x.shape[1]", "s2": "groups"}
+    names = {"s1": "num_experts", "s2": "n_groups", "floor(s1/s2)": "group_size"}
+    params = KernelParams(sources, set(), names)
+    assert params.size(parse("s1")) == "NUM_EXPERTS"
+    assert params.size(parse("s2")) == "GROUPS"  # an argument keeps its own name
+    assert params.size(parse("floor(s1/s2)")) == "GROUP_SIZE"
+    lines = ["s0 = x.shape[0]", "s1 = x.shape[1]", "y = torch.empty((s0, s1))", "k[(s0,)](NUM_EXPERTS=s1)"]
+    assert _named_sizes(lines, sources, names) == [
+        "x_size0 = x.shape[0]",
+        "num_experts = x.shape[1]",
+        "y = torch.empty((x_size0, num_experts))",
+        "k[(x_size0,)](NUM_EXPERTS=num_experts)",
+    ]
+    # a name the host code already uses for something else is not taken
+    taken = ["s1 = x.shape[1]", "num_experts = torch.empty((s1,))"]
+    assert _named_sizes(taken, sources, names)[0] == "x_size1 = x.shape[1]"

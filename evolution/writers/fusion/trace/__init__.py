@@ -13,6 +13,8 @@ symbolic.
     inputs    the inputs to trace with: dynamic keys set to proxy sizes; which symbols follow those keys
     capture   the Dynamo / AOTAutograd run over every case, one graph per specialisation
     encode    an FX graph and its shape environment as plain data (model.Graph's dict)
+    labels    the reference's variable for each graph node that one assignment names
+    sizes     the reference's variable for each size it binds one to (`num_experts = x.shape[1]`)
     __main__  the subprocess's command line
 
 What both writers share (the subprocess's launch, the case order, the return value's structure, the

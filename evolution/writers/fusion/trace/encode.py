@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from evolution.writers.fusion.trace.labels import source_labels
+from evolution.writers.fusion.trace.sizes import size_names
 from evolution.writers.tracing.errors import TraceError
 
 _SOURCE_PATTERNS = (
@@ -70,7 +71,8 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     mutations: list[list[Any]] = []
     outputs: list[Any] = []
     written: dict[str, str] = {}  # a copy_ into an input -> the input (a returned copy_ returns the input)
-    labels = source_labels([n for n in fw.graph.nodes if n.op == "call_function"])
+    calls = [n for n in fw.graph.nodes if n.op == "call_function"]
+    labels = source_labels(calls)
     for node in fw.graph.nodes:
         if node.op == "output":
             result = node.args[0]
@@ -103,7 +105,27 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
                 **({"label": labels[node.name]} if node.name in labels else {}),
             }
         )
-    return {"placeholders": inputs, "nodes": nodes, "outputs": outputs, "mutations": mutations}
+    held = {
+        p["source"]: (p["kind"], n.meta.get("val"))
+        for p, n in zip(inputs[: len(placeholders)], placeholders, strict=True)
+        if p["source"]
+    }
+    return {
+        "placeholders": inputs,
+        "nodes": nodes,
+        "outputs": outputs,
+        "mutations": mutations,
+        "size_names": _size_names(calls, held, reference),
+    }
+
+
+def _size_names(calls: list[Any], held: dict[str, tuple[str, Any]], reference: Any) -> dict[str, str]:
+    """The reference's names for sizes; none where its source reads in a way not foreseen (the names are
+    for the reader only: a trace never fails for want of them)."""
+    try:
+        return size_names(calls, held, reference)
+    except Exception:
+        return {}
 
 
 def _is_ref(value: Any) -> bool:

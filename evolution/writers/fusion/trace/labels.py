@@ -19,7 +19,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
 
 
 @functools.lru_cache(maxsize=32)
-def _statements(path: str) -> tuple[tuple[int, int, str], ...]:
+def statements(path: str) -> tuple[tuple[int, int, str], ...]:
     """(first line, last line, assigned name or "") of every statement of the file at `path`."""
     try:
         tree = ast.parse(Path(path).read_text())
@@ -39,14 +39,14 @@ def _statements(path: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(found)
 
 
-def _statement_of(stack_trace: str) -> tuple[str, int, str] | None:
+def statement_of(stack_trace: str) -> tuple[str, int, str] | None:
     """(file, first line, assigned name) of the innermost statement of the trace's last frame."""
     frames = _FRAME.findall(stack_trace or "")
     if not frames:
         return None
     path, line_text = frames[-1]
     line = int(line_text)
-    around = [s for s in _statements(path) if s[0] <= line <= s[1]]
+    around = [s for s in statements(path) if s[0] <= line <= s[1]]
     if not around:
         return None
     first, _, name = min(around, key=lambda s: s[1] - s[0])
@@ -58,7 +58,7 @@ def source_labels(nodes: list[Any]) -> dict[str, str]:
     that assigns one name."""
     last: dict[tuple[str, int], tuple[str, str]] = {}
     for node in nodes:
-        statement = _statement_of(node.meta.get("stack_trace") or "")
+        statement = statement_of(node.meta.get("stack_trace") or "")
         if statement is None:
             continue
         path, first, name = statement
