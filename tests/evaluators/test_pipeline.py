@@ -138,18 +138,26 @@ def _regime(speedup: float) -> RegimeTiming:
     )
 
 
-def _cascade(tmp_path: Path, progress: list[str]) -> _Cascade:
+def _cascade(
+    tmp_path: Path,
+    progress: list[str],
+    *,
+    backend: object | None = None,
+    config: EvalConfig | None = None,
+    run_lock: GpuLock | None = None,
+) -> _Cascade:
     task = load_task(write_task(tmp_path))
     prepared = Prepared(
         task=task,
-        backend=_TimingBackend(),  # type: ignore[arg-type]
-        config=EvalConfig(),
+        backend=backend or _TimingBackend(),  # type: ignore[arg-type]
+        config=config or EvalConfig(),
         seeds=(1,),
         source=GOOD,
         workdir=tmp_path,
         hardware=Hardware(backend="triton-cuda", device="fake"),
         reference=lambda x: x,
         progress=progress.append,
+        run_lock=run_lock,
     )
     return _Cascade(prepared)
 
@@ -302,23 +310,13 @@ def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
     run_lock = GpuLock("confirm-test", locks)
     run_lock.acquire(shared=True)  # as prepare() takes it before the task's first GPU call
     progress: list[str] = []
-    prepared = Prepared(
-        task=load_task(write_task(tmp_path)),
-        backend=Backend(),  # type: ignore[arg-type]
-        config=EvalConfig(
-            timing=TimingConfig(caller_holds_gpu=True, run_lock="confirm-test", baseline=baseline)
-        ),
-        seeds=(1,),
-        source=GOOD,
-        workdir=tmp_path,
-        hardware=Hardware(backend="triton-cuda", device="fake"),
-        reference=lambda x: x,
-        progress=progress.append,
-        run_lock=run_lock,
+    timing = TimingConfig(caller_holds_gpu=True, run_lock="confirm-test", baseline=baseline)
+    cascade = _cascade(
+        tmp_path, progress, backend=Backend(), config=EvalConfig(timing=timing), run_lock=run_lock
     )
     cases = [CaseResult(name="n257", params={"n": 257}, passed=True)]
     report = SimpleNamespace(reference_precision="float64", timeable=[])
-    result = _Cascade(prepared).timing(SimpleNamespace(sandbox=None), cases, report)  # type: ignore[arg-type]
+    result = cascade.timing(SimpleNamespace(sandbox=None), cases, report)  # type: ignore[arg-type]
     assert result.passed and events == ["sync", "sampling", "sync"]
     assert progress == ["timing", "wait-lock", "timing"]
     assert run_lock.held  # still shared: the worker keeps it until it exits
