@@ -317,7 +317,9 @@ class _Stage:
         args, kwargs = inputs
         sandbox = self.ctx.sandbox
         armed = sandbox.armed() if sandbox is not None else nullcontext()
-        watching = self.monitor.watch(label) if (watch and self.monitor is not None) else nullcontext()
+        watching = (
+            self.monitor.watch(label, args, kwargs) if (watch and self.monitor is not None) else nullcontext()
+        )
         self.calls += 1
         try:
             with armed, torch.no_grad():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any
 
 from evaluators.context import JudgeContext
 from evaluators.guards.audit import Attributor
@@ -18,7 +19,7 @@ from evaluators.guards.kernels import KernelRecorder, jit_kernel_names
 from evaluators.guards.op_recorder import OpRecorder
 from evaluators.guards.tracer import CodeTracer
 from evaluators.result import HackFinding, KernelTime
-from evaluators.static.facts import task_float_dtypes
+from evaluators.static.facts import host_arguments, task_float_dtypes
 
 
 class CallMonitor:
@@ -35,10 +36,13 @@ class CallMonitor:
         self._pending: list[HackFinding] = []
         self.last_kernels: tuple[KernelTime, ...] = ()  # what the latest watched call launched (GPU only)
         self._preparation_logged = False
+        self.task = ctx.task
+        self._signature: Any = None
 
     @contextmanager
-    def watch(self, label: str) -> Iterator[None]:
+    def watch(self, label: str, args: tuple = (), kwargs: dict | None = None) -> Iterator[None]:
         ops = OpRecorder(self.attributor, float32_task=self.float32_task)
+        ops.host_storages = self._host_storages(args, kwargs or {})
         tracer = CodeTracer(self.attributor, self.reference_file)
         kernels = KernelRecorder(self.kernel_names, self.device) if self.on_gpu else None
         self.last_kernels = ()
@@ -51,6 +55,28 @@ class CallMonitor:
                 yield
         finally:
             self._collect(label, ops, tracer, kernels)
+
+    def _host_storages(self, args: tuple, kwargs: dict) -> set[int]:
+        """The storages of the call's tensors that live on the host: on a GPU those on the CPU; on a CPU
+        device (every tensor there) those of the arguments the task keeps on the CPU (`seq_lens.cpu()`)."""
+        import inspect
+
+        import torch
+
+        if self.on_gpu:
+            tensors = [v for v in [*args, *kwargs.values()] if torch.is_tensor(v) and v.device.type == "cpu"]
+        else:
+            names = host_arguments(self.task)
+            if not names:
+                return set()
+            if self._signature is None:
+                self._signature = inspect.signature(self.task.load_reference())
+            try:
+                bound = self._signature.bind(*args, **kwargs).arguments
+            except TypeError:
+                return set()
+            tensors = [v for k, v in bound.items() if k in names and torch.is_tensor(v)]
+        return {int(t.untyped_storage().data_ptr()) for t in tensors}
 
     def _collect(
         self, label: str, ops: OpRecorder, tracer: CodeTracer, kernels: KernelRecorder | None

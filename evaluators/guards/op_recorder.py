@@ -47,6 +47,9 @@ class OpRecorder(TorchDispatchMode):
         self.preparation: dict[DispatchedOp, int] = {}
         self.op_counts: dict[str, int] = {}
         self._fresh: set[int] = set()
+        # storages of tensors the task keeps on the host, and of what host code computed from them: ops on
+        # those alone are host code computing as the reference does, not a fallback from a kernel
+        self.host_storages: set[int] = set()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -56,11 +59,25 @@ class OpRecorder(TorchDispatchMode):
         if origin in ("direct", "indirect"):
             self.op_counts[str(func)] = self.op_counts.get(str(func), 0) + 1
             verdict = classify(func, args, kwargs)
+            if self._on_host(verdict, args, kwargs):
+                result = func(*args, **kwargs)
+                if _storage_ptr(result):
+                    self.host_storages.add(_storage_ptr(result) or 0)
+                return result
             self._judge(str(func), verdict, args, frame)
         result = func(*args, **kwargs)
         if verdict is not None and verdict.kind == HostOp.ALLOCATION:
             self._remember_fresh(result)
         return result
+
+    def _on_host(self, verdict: OpVerdict, args: tuple, kwargs: dict) -> bool:
+        """A compute op whose tensors are all CPU tensors the task keeps on the host (or host results)."""
+        if verdict.allowed or verdict.kind != HostOp.COMPUTE or not self.host_storages:
+            return False
+        tensors = _tensors([*args, *kwargs.values()])
+        return bool(tensors) and all(
+            t.device.type == "cpu" and _storage_ptr(t) in self.host_storages for t in tensors
+        )
 
     def _judge(self, op: str, verdict: OpVerdict, args: tuple, frame: Any) -> None:
         if verdict.kind == HostOp.FILL:
@@ -103,6 +120,18 @@ class OpRecorder(TorchDispatchMode):
         return ", ".join(
             f"{op.describe()}" + (f" (x{n})" if n > 1 else "") for op, n in list(self.preparation.items())[:8]
         )
+
+
+def _tensors(values: list[Any]) -> list[Any]:
+    import torch
+
+    found = []
+    for value in values:
+        if torch.is_tensor(value):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += _tensors(list(value))
+    return found
 
 
 def _storage_ptr(tensor: Any) -> int | None:

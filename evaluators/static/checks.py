@@ -25,7 +25,7 @@ from evaluators.static.calls import (
     preparation_text,
     string_arg,
 )
-from evaluators.static.facts import dynamic_sizes, reference_modules, task_float_dtypes
+from evaluators.static.facts import dynamic_sizes, host_arguments, reference_modules, task_float_dtypes
 from evaluators.static.rules import (
     BUILTIN_RULES,
     CACHE_DECORATORS,
@@ -95,6 +95,7 @@ class _Scanner(cst.CSTVisitor):
         self.any_fp32 = "float32" in dtypes
         self.dynamic_sizes = dynamic_sizes(task)
         self.reference_modules = reference_modules(task)
+        self.host_arguments = host_arguments(task)
 
     # --- reporting ----------------------------------------------------------------------------------
 
@@ -223,6 +224,8 @@ class _Scanner(cst.CSTVisitor):
         verdict = tensor_method(method, literal or ())
         if verdict is None:
             return
+        if verdict.kind == HostOp.COMPUTE and _receiver_root(node.func) in self.host_arguments:
+            return  # a tensor the task keeps on the CPU: the host computes with it as the reference does
         if verdict.kind == HostOp.COMPUTE:
             self.flag(
                 node, "pytorch_fallback", f"tensor method .{method}() computes in host code{_why(verdict)}"
@@ -379,6 +382,20 @@ class _Scanner(cst.CSTVisitor):
                 key = self.dynamic_sizes.get(value)
                 if key is not None:
                     self.flag(node, "hardcoded_shapes", f"{verb} {value}, the {key!r} of a listed case")
+
+
+def _receiver_root(func: cst.BaseExpression) -> str:
+    """The name a method's receiver starts from (`seq_lens_cpu[:bs].max` -> `seq_lens_cpu`), else ""."""
+    value = func.value if isinstance(func, cst.Attribute) else func
+    while True:
+        if isinstance(value, cst.Name):
+            return value.value
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            value = value.func.value
+        else:
+            return ""
 
 
 def _why(verdict: CallVerdict | None) -> str:

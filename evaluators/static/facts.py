@@ -3,6 +3,8 @@ sizes its `dynamic` keys take in the listed cases, and the module names that wou
 
 from __future__ import annotations
 
+from typing import Any
+
 from evaluators.task import Task
 
 
@@ -82,4 +84,71 @@ def _dtypes_from_inputs(task: Task) -> frozenset[str]:
         str(t.dtype).removeprefix("torch.")
         for t in leaves
         if isinstance(t, torch.Tensor) and t.is_floating_point()
+    )
+
+
+_host_cache: dict[str, frozenset[str]] = {}
+
+
+def host_arguments(task: Task) -> frozenset[str]:
+    """The reference's tensor arguments that the task keeps on the CPU whatever the device (an input spec's
+    `seq_lens.cpu()`): host code may compute with them as the reference does (a bound read with `.max()`),
+    since no kernel runs on the host. Found by building the smallest case's inputs with each move to the
+    CPU recorded."""
+    key = str(task.root)
+    if key not in _host_cache:
+        cases = [c for c in task.cases if not c.is_captured] or list(task.cases)
+        smallest = min(cases, key=lambda c: sum(v for v in c.params.values() if isinstance(v, int)))
+        try:
+            _host_cache[key] = frozenset(host_inputs(task, smallest, 0, "cpu")[2])
+        except Exception:  # the correctness stage will report a broken task; here: none known
+            _host_cache[key] = frozenset()
+    return _host_cache[key]
+
+
+def host_inputs(task: Task, case: Any, seed: int, device: str) -> tuple[tuple, dict, list[str]]:
+    """`task.make_inputs(case, seed, device)` with every tensor its spec moves to the CPU (`.cpu()`,
+    `.to("cpu")`) a tensor of its own (on a CPU device the move returns the tensor itself), and the names of
+    the reference's arguments that hold one."""
+    import inspect
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    moved: set[int] = set()
+
+    class _Moves(TorchFunctionMode):
+        def __torch_function__(
+            self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            name = getattr(func, "__name__", "")
+            to_cpu = name == "cpu" or (name == "to" and _names_cpu([*args[1:], *kwargs.values()]))
+            if to_cpu and torch.is_tensor(result) and result.device.type == "cpu":
+                if args and result is args[0]:
+                    result = result.clone()
+                moved.add(id(result))
+            return result
+
+    with _Moves():  # (the task's own moves to `device` are not moves to the host)
+        args, kwargs = task.make_inputs(case, seed, _TaskDevice(device))
+    bound = inspect.signature(task.load_reference()).bind(*args, **kwargs).arguments
+    names = [
+        name
+        for name, value in bound.items()
+        if torch.is_tensor(value) and (id(value) in moved or id(getattr(value, "_base", None)) in moved)
+    ]
+    return args, kwargs, names
+
+
+class _TaskDevice(str):
+    """The device the inputs are built for, told apart from a spec's own `"cpu"`."""
+
+
+def _names_cpu(values: list[Any]) -> bool:
+    import torch
+
+    return any(
+        (type(v) is str and v == "cpu") or (isinstance(v, torch.device) and v.type == "cpu") for v in values
     )

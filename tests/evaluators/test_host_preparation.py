@@ -289,6 +289,32 @@ def test_the_recorder_catches_compute_whatever_reached_it(tmp_path: Path, functi
     assert op in recorder.describe(), recorder.describe()
 
 
+def test_the_recorder_lets_host_code_compute_with_tensors_the_task_keeps_on_the_cpu(tmp_path: Path) -> None:
+    module, attributor = _load(tmp_path, RUNTIME)
+    x, w = torch.randn(8, 8), torch.randn(8, 8)
+    with OpRecorder(attributor) as host:
+        host.host_storages = {x.untyped_storage().data_ptr()}
+        module.hidden_in_a_cast(x, w)  # x.sum(): x is host data, as in the reference
+    assert host.violations == [], host.describe()
+    with OpRecorder(attributor) as mixed:
+        mixed.host_storages = {x.untyped_storage().data_ptr()}
+        module.aliased(x, w)  # x + w: w is no host tensor
+    assert "aten.add" in mixed.describe()
+
+
+def test_the_static_checks_let_host_code_compute_with_a_tensor_kept_on_the_cpu(monkeypatch) -> None:
+    import evaluators.static.checks as checks
+
+    monkeypatch.setattr(checks, "host_arguments", lambda task: frozenset({"lens_cpu"}))
+    body = """
+    def f(x, y, out, lens_cpu, lens, n):
+        bound = int(lens_cpu[:n].max())
+        return _launch(x, y, out, bound)
+    """
+    assert _classes(_scan(body)) == set()
+    assert 11 in _classes(_scan(body.replace("lens_cpu[:n]", "lens[:n]")))
+
+
 def test_the_recorder_marks_downcasts_in_a_float32_task(tmp_path: Path) -> None:
     module, attributor = _load(tmp_path, RUNTIME)
     x = torch.randn(8, 8)
