@@ -64,7 +64,7 @@ def generate(
         raise GenerationError(report.error)
     if not report.graphs:
         raise GenerationError("the trace holds no graph")
-    graphs = [_settled(graph) for graph in report.graphs]
+    graphs = [_read_back(_settled(graph)) for graph in report.graphs]
     kernels: list[KernelCode] = []
     try:
         suffixes = specialisation_names(graphs)
@@ -142,6 +142,51 @@ def _settled(graph: Graph) -> Graph:
         names.setdefault(symbols.settle(size, equalities), name)
     return dataclasses.replace(
         graph, nodes=nodes, placeholders=placeholders, outputs=value(graph.outputs), size_names=names
+    )
+
+
+def _slice_bounds(args: tuple[Any, ...] | list[Any], at: int) -> tuple[Any, ...]:
+    """(dim, start, end, step) of a slice's or slice_scatter's arguments from `at`, defaults filled."""
+    defaults = (0, 0, None, 1)
+    given = list(args[at : at + 4])
+    return tuple(given[k] if k < len(given) else defaults[k] for k in range(4))
+
+
+def _read_back(graph: Graph) -> Graph:
+    """`graph` with each slice that reads back exactly the region a slice_scatter wrote
+    (`cache_seqlens = buf[:bs]; cache_seqlens.copy_(x); torch.cumsum(cache_seqlens)`) read as the value
+    written: the kernel then computes it once instead of reading the input it writes in place."""
+    nodes = {n.name: n for n in graph.nodes}
+    forward: dict[str, Any] = {}
+    for node in graph.nodes:
+        source = node.args[0] if node.target == "aten.slice.Tensor" and node.args else None
+        scatter = nodes.get(source.get("node")) if isinstance(source, dict) else None
+        if scatter is None or scatter.target != "aten.slice_scatter.default" or len(scatter.args) < 2:
+            continue
+        written = scatter.args[1]
+        written_node = nodes.get(written.get("node")) if isinstance(written, dict) else None
+        same = _slice_bounds(node.args, 1) == _slice_bounds(scatter.args, 2)
+        if same and written_node is not None and written_node.meta.shape == node.meta.shape:
+            forward[node.name] = written
+    if not forward:
+        return graph
+
+    def value(item: Any) -> Any:
+        if isinstance(item, dict):
+            if set(item) == {"node"} and item["node"] in forward:
+                return forward[item["node"]]
+            return {k: value(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return type(item)(value(v) for v in item)
+        return item
+
+    kept = tuple(
+        dataclasses.replace(n, args=value(n.args), kwargs=value(n.kwargs))
+        for n in graph.nodes
+        if n.name not in forward
+    )
+    return dataclasses.replace(
+        graph, nodes=kept, outputs=value(graph.outputs), mutations=value(graph.mutations)
     )
 
 
