@@ -1,7 +1,9 @@
 """Host code of one specialisation: bind the sizes the kernel needs from the arguments' shapes, allocate the
 outputs, compute the launch's sizes, grid and num_warps, launch, return what the reference returns.
 
-Host code only reads shapes and strides, allocates with torch.empty and launches: no PyTorch compute.
+Host code only reads shapes and strides, allocates with torch.empty and launches: no PyTorch compute, but
+for a host value the reference reads from a CPU tensor (`max_seq_len_k = int(seq_lens_cpu[:bs].max()) +
+seq_len_delta`, trace.host_values), which it computes as the reference does and passes as a run-time size.
 """
 
 from __future__ import annotations
@@ -20,8 +22,16 @@ _SYMBOL = re.compile(r"\b[su]\d+\b")
 def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
     """The statements of the host function (indented one level)."""
     lines: list[str] = []
-    needed = _symbols_needed(kernel)
-    for symbol in sorted(needed, key=lambda s: int(s[1:])):
+    needed = _symbols_needed(kernel) | _returned_sizes(graph)
+    pending = list(needed)
+    while pending:  # a size the host computes from others (`u1 = len(range(s9)[:u0])`) needs them
+        found = set(_SYMBOL.findall(graph.symbols.get(pending.pop(), ""))) - needed
+        needed |= found
+        pending += found
+    # the host's reads of tensor values (u0) after the sizes of the arguments they read, in the order the
+    # trace gives them (each after those it reads)
+    order = {symbol: k for k, symbol in enumerate(graph.symbols)}
+    for symbol in sorted(needed, key=lambda s: (s[0] == "u", order.get(s, 0) if s[0] == "u" else int(s[1:]))):
         source = graph.symbols.get(symbol)
         if source is None:
             raise LoweringError(f"the size {symbol} has no expression over the reference's arguments")
@@ -78,6 +88,15 @@ def _size(expr: object) -> str:
     import sympy
 
     return symbols.python(sympy.sympify(expr), {s: s for s in symbols.symbols_of(sympy.sympify(expr))})
+
+
+def _returned_sizes(graph: Graph) -> set[str]:
+    """The symbols of the sizes the graph returns (a host value: `max_seq_len_k`)."""
+    found: set[str] = set()
+    for output in graph.outputs:
+        if isinstance(output, dict) and set(output) == {"sym"}:
+            found |= symbols.symbols_of(symbols.parse(str(output["sym"])))
+    return found
 
 
 def _symbols_needed(kernel: KernelCode) -> set[str]:

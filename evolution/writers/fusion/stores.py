@@ -65,6 +65,10 @@ def build_stores(graph: Graph) -> tuple[list[Store], dict[int, str]]:
     placeholders = {p.name: p for p in graph.placeholders}
     nodes = {n.name: n for n in graph.nodes}
     for position, output in enumerate(graph.outputs):
+        if isinstance(output, dict) and set(output) == {"sym"}:  # a size the host computes
+            expr = symbols.parse(str(output["sym"]))
+            holders[position] = symbols.python(expr, {s: s for s in symbols.symbols_of(expr)})
+            continue
         if not isinstance(output, dict) or "node" not in output:
             raise LoweringError(f"graph output {position} is not a tensor ({output!r})")
         name = output["node"]

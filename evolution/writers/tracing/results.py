@@ -39,6 +39,10 @@ def result_structure(
                 if argument is value:
                     return {"arg": name}
             raise error("the reference returns a tensor that is neither a graph output nor an argument")
+        if type(value) is int:  # a host size the graph returns (`int(lens.max()) + delta`)
+            for index, output in enumerate(outputs):
+                if type(output) is int and output == value:
+                    return {"out": index}
         if value is None or isinstance(value, constants):
             return {"const": repr(value)}
         if type(value) is tuple:

@@ -73,8 +73,25 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
                 entry["result"] = result_structure(result, recorder.last_outputs, arguments)
                 entry["arg_kinds"] = arg_kinds(arguments)
                 entry["dynamic_symbols"] = dynamic_symbols(task, case, proxy, entry["symbols"], device)
+                found = [*entry["dynamic_symbols"], *entry.get("host_symbols", {})]
+                entry["dynamic_symbols"] = list(dict.fromkeys(found))
+                entry["hints"].update(host_hints(entry, arguments))
     torch._dynamo.reset()
     return [Graph.from_dict(g) for g in recorder.graphs]
+
+
+def host_hints(entry: dict[str, Any], arguments: dict[str, Any]) -> dict[str, int]:
+    """The values of the host symbols (`u0`) on the case traced: their host code run on its arguments."""
+    import torch
+
+    values: dict[str, Any] = {**arguments, **entry["hints"]}
+    hints: dict[str, int] = {}
+    for symbol, code in entry.get("host_symbols", {}).items():
+        try:
+            values[symbol] = hints[symbol] = int(eval(code, {"torch": torch}, values))
+        except Exception as exc:
+            raise TraceError(f"the host cannot compute {symbol} as {code}: {one_line(exc)}") from exc
+    return hints
 
 
 class _Recorder:
@@ -107,6 +124,7 @@ class _Recorder:
         shape_env = context.fake_mode.shape_env if context is not None and context.fake_mode else None
         entry = graph_dict(captured["graph"], sources, self.reference)
         entry.update(shape_env_facts(shape_env))
+        entry["symbols"].update(entry.get("host_symbols", {}))
         entry["cases"] = []
         self.graphs.append(entry)
 

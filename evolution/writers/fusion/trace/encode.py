@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evolution.writers.fusion.trace.host_values import HostValues, is_host_node, unbacked_symbol
 from evolution.writers.fusion.trace.labels import source_labels
 from evolution.writers.fusion.trace.sizes import size_names
 from evolution.writers.tracing.errors import TraceError
@@ -73,6 +74,8 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     written: dict[str, str] = {}  # a copy_ into an input -> the input (a returned copy_ returns the input)
     calls = [n for n in fw.graph.nodes if n.op == "call_function"]
     labels = source_labels(calls)
+    host = HostValues({p["name"]: p["source"] for p in inputs if p["source"]})
+    host.placeholder_shapes = {p["name"]: p["meta"]["shape"] for p in inputs if p.get("meta")}
     for node in fw.graph.nodes:
         if node.op == "output":
             result = node.args[0]
@@ -88,9 +91,16 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
         if node.op != "call_function":
             continue
         value = node.meta.get("val")
+        target = _target_name(node.target)
+        symbol = unbacked_symbol(value)
+        if is_host_node(target) and symbol is not None:
+            kind = "float" if isinstance(value, torch.SymFloat) else "int"
+            host.item(symbol, node.args[0].name, kind)
+            continue
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
             continue  # size arithmetic: its uses carry the expression itself
-        target = _target_name(node.target)
+        if is_host_node(target):
+            continue  # a run-time assertion on a host value
         if target == "aten.copy_.default" and getattr(node.args[0], "name", None) in names:
             mutations.append([node.args[0].name, _encode(node.args[1])])
             written[node.name] = node.args[0].name
@@ -105,18 +115,63 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
                 **({"label": labels[node.name]} if node.name in labels else {}),
             }
         )
+        host.node(nodes[-1])
     held = {
         p["source"]: (p["kind"], n.meta.get("val"))
         for p, n in zip(inputs[: len(placeholders)], placeholders, strict=True)
         if p["source"]
     }
+    names = _size_names(calls, held, reference)
+    if not host.reads and not host.extents:
+        return {
+            "placeholders": inputs,
+            "nodes": nodes,
+            "outputs": outputs,
+            "mutations": mutations,
+            "size_names": names,
+        }
+    only_host = host.host_only(nodes, outputs, mutations)
+    nodes = [n for n in nodes if n["name"] not in only_host]
+    for rename in (host.name_values, host.name_bounds):
+        named = rename(names)
+        if named:
+            nodes, outputs, mutations = _substituted((nodes, outputs, mutations), named)
+            host.extents = {
+                s: (_substituted_text(size, named), _substituted(bounds, named))
+                for s, (size, bounds) in host.extents.items()
+            }
+            names = {_substituted_text(t, named): n for t, n in names.items()}
+    extents = host.extent_names(names)
+    names.update({s: n for s, n in extents.items() if n not in names.values()})
     return {
         "placeholders": inputs,
         "nodes": nodes,
         "outputs": outputs,
         "mutations": mutations,
-        "size_names": _size_names(calls, held, reference),
+        "size_names": names,
+        "host_symbols": host.host_codes(),
     }
+
+
+def _substituted_text(text: str, mapping: dict[str, str]) -> str:
+    from evolution.writers.fusion import symbols
+
+    if not re.search(r"\bu\d+\b", text):  # over no host value
+        return text
+    return str(symbols.parse(text).subs({symbols.parse(k): symbols.parse(v) for k, v in mapping.items()}))
+
+
+def _substituted(value: Any, mapping: dict[str, str]) -> Any:
+    """An encoded value with each size expression (a sym, a shape entry) rewritten by `mapping`."""
+    if isinstance(value, dict):
+        if set(value) == {"sym"}:
+            return {"sym": _substituted_text(str(value["sym"]), mapping)}
+        if "shape" in value:
+            return {**value, "shape": [_substituted_text(str(d), mapping) for d in value["shape"]]}
+        return {k: _substituted(v, mapping) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_substituted(v, mapping) for v in value)
+    return value
 
 
 def _size_names(calls: list[Any], held: dict[str, tuple[str, Any]], reference: Any) -> dict[str, str]:

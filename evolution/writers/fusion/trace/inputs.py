@@ -22,22 +22,31 @@ def _sizes_and_ints(args: tuple, kwargs: dict) -> list[int]:
     return found
 
 
+def _inputs(task: Any, case: Any, device: str) -> tuple[tuple, dict]:
+    """The case's inputs, with a tensor the task keeps on the host (`seq_lens.cpu()`) one of its own even
+    on a CPU device: the graph then reads it apart from the device tensor it copies."""
+    from evaluators.static.facts import host_inputs
+
+    args, kwargs, _ = host_inputs(task, case, 0, device)
+    return args, kwargs
+
+
 def proxy_inputs(task: Any, case: Any, device: str) -> tuple[tuple, dict, int]:
     """Inputs of `case` with its dynamic keys set to a proxy that no other size or int of the case equals
     (a proxy the case's inputs cannot take, a batch larger than its request pool say, is skipped)."""
     if case.is_captured or not any(k in case.params for k in task.dynamic):
-        args, kwargs = task.make_inputs(case, 0, device)
+        args, kwargs = _inputs(task, case, device)
         return args, kwargs, 0
     built: dict[int, tuple[tuple, dict]] = {}
     for proxy in PROXIES:
         try:
-            built[proxy] = task.make_inputs(proxied(task, case, proxy), 0, device)
+            built[proxy] = _inputs(task, proxied(task, case, proxy), device)
         except Exception:  # the inputs do not take this size
             continue
         if len(built) == 2:
             break
     if not built:
-        args, kwargs = task.make_inputs(case, 0, device)
+        args, kwargs = _inputs(task, case, device)
         return args, kwargs, 0
     proxies = list(built)
     if len(proxies) == 1:

@@ -35,6 +35,7 @@ def size_names(nodes: list[Any], inputs: dict[str, tuple[str, Any]], reference: 
     path, tree = function
     params = {a.arg for a in [*tree.args.posonlyargs, *tree.args.args, *tree.args.kwonlyargs]}
     scope = _Scope(path, tree, nodes, inputs)
+    scope.helpers = getattr(inspect.unwrap(reference), "__globals__", {})
     bound: list[tuple[str, str]] = []  # (size text, name) in the order of the statements
     names: dict[str, str | None] = {}  # name -> its size text (None: bound to two, or to what is no size)
     for statement in _straight_statements(tree.body):
@@ -47,7 +48,9 @@ def size_names(nodes: list[Any], inputs: dict[str, tuple[str, Any]], reference: 
     reserved = params | _GENERATED | set(keyword.kwlist) | set(dir(builtins)) | {"tl", "torch", "triton"}
     found: dict[str, str] = {}
     for text, name in bound:
-        usable = names.get(name) == text and name.lower() not in reserved and not name.startswith("_")
+        # a host value the reference binds to a parameter's name (`max_seq_len_k = int(lens.max())`) keeps it
+        free = reserved - params if _reads_host(text) else reserved
+        usable = names.get(name) == text and name.lower() not in free and not name.startswith("_")
         if usable and text not in arguments:  # an int argument keeps its own name
             found.setdefault(text, name)
     return found
@@ -92,12 +95,17 @@ class _Scope:
     ) -> None:
         self.inputs = inputs
         self.sizes: dict[str, Any] = {}  # size locals bound so far
+        self.helpers: dict[str, Any] = {}  # the module's names (the functions a size calls)
+        self.reads: dict[int, list[Any]] = {}  # statement line -> host values read there (`int(t.max())`)
         last = (function.end_lineno or function.lineno) + 1
         ends: dict[int, tuple[str, Any]] = {}  # statement line -> (the name it assigns, its last node)
         for node in nodes:
             statement = statement_of(node.meta.get("stack_trace") or "")
             if statement is not None and statement[0] == path and function.lineno <= statement[1] < last:
                 ends[statement[1]] = (statement[2], node)
+                read = _read_symbol(node)
+                if read is not None:
+                    self.reads.setdefault(statement[1], []).append(read)
         # (statement line, name, node) in graph order
         self.labelled = [(line, name, node) for line, (name, node) in ends.items() if name]
         order = {id(node): k for k, node in enumerate(nodes)}
@@ -156,6 +164,11 @@ class _Scope:
             if isinstance(value.op, ast.Mod) and right != 0:
                 return sympy.Mod(left, right)
             return None
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            operand = self._int(value.operand, line)
+            return -operand if operand is not None else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.keywords:
+            return self._call(value.func.id, value.args, line)
         if isinstance(value, ast.Subscript) and isinstance(value.slice, (ast.Constant, ast.UnaryOp)):
             shape = self._shape_of_call(value.value, line)
             return _pick(shape, value.slice)
@@ -168,6 +181,26 @@ class _Scope:
         ):
             return _pick(self._shape(value.func.value, line), value.args[0])
         return None
+
+    def _call(self, name: str, args: list[ast.expr], line: int) -> Any:
+        """`int(...)` of the one value the graph reads to the host at the line, or a call of a module
+        function that returns one expression of its arguments (`ceil_div(a, b)`)."""
+        if name == "int" and len(args) == 1:
+            reads = self.reads.get(line, [])
+            return reads[0] if len(reads) == 1 else None
+        body = _returned_expression(self.helpers.get(name))
+        if body is None:
+            return None
+        params, expr = body
+        values = [self._int(a, line) for a in args]
+        if len(params) != len(values) or any(v is None for v in values):
+            return None
+        saved = self.sizes
+        self.sizes = dict(zip(params, values, strict=True))
+        try:
+            return self._int(expr, line)
+        finally:
+            self.sizes = saved
 
     def _shape_of_call(self, value: ast.expr, line: int) -> tuple[Any, ...] | None:
         """`x.shape` or `x.size()`: the shape of `x`."""
@@ -200,6 +233,46 @@ class _Scope:
         if shape is None:
             return None
         return tuple(_sympy(d) for d in shape)
+
+
+def _reads_host(text: str) -> bool:
+    """A size over a value the host reads (an unbacked symbol)."""
+    import re
+
+    return re.search(r"\bu\d+\b", text) is not None
+
+
+def _read_symbol(node: Any) -> Any:
+    """The unbacked symbol a node reads to the host (`aten._local_scalar_dense`), as sympy, else None."""
+    from evolution.writers.fusion.trace.host_values import unbacked_symbol
+
+    if unbacked_symbol(node.meta.get("val")) is None or "_local_scalar_dense" not in str(node.target):
+        return None
+    return _sympy(node.meta.get("val"))
+
+
+def _returned_expression(function: Any) -> tuple[list[str], ast.expr] | None:
+    """(parameters, the returned expression) of a function whose body is one `return` of an expression."""
+    import textwrap
+
+    if not inspect.isfunction(function):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, ast.FunctionDef):
+        return None
+    body = definition.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    arguments = definition.args
+    if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
+        return None
+    return [a.arg for a in [*arguments.posonlyargs, *arguments.args]], body[0].value
 
 
 def _pick(shape: tuple[Any, ...] | None, index: ast.expr) -> Any:
