@@ -1,0 +1,97 @@
+"""The example engine's target specs (kernelbot/engines/example/specs/*.toml): each function of
+examples/minirepo they name is extracted with its spec and cut to its smallest case, seed:fusion writes a
+candidate for it, and the evaluator (the interpreter) finds that candidate correct. Among them the decode
+metadata refresh, whose graph returns a host int read from a CPU tensor (`int(seq_lens_cpu[:bs].max()) +
+seq_len_delta`) and slices by a bound over it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from evaluators.candidate import Candidate
+from evaluators.config import EvalConfig
+from evaluators.pool import WorkerPool
+from evaluators.task import Task, load_task
+from evolution.mutators.fusion_seed import FusionSeedMutator
+from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.fusion.writer import FusionWriter
+from extractors.extract import ExtractOptions, extract
+
+ROOT = Path(__file__).resolve().parents[3]
+SPECS = ROOT / "kernelbot" / "engines" / "example" / "specs"
+REPO = ROOT / "examples" / "minirepo"
+FUNCTIONS = {
+    "minisglang.attention.flash_backend.FlashDecodeBackend.init_forward_metadata_replay": (
+        "minisglang.attention.flash_backend:FlashDecodeBackend.init_forward_metadata_replay"
+    ),
+    "minisglang.layers.activation.SiluAndMul.forward_native": (
+        "minisglang.layers.activation:SiluAndMul.forward_native"
+    ),
+    "minisglang.layers.layernorm.RMSNorm.forward_native": (
+        "minisglang.layers.layernorm:RMSNorm.forward_native"
+    ),
+    "minisglang.layers.moe.topk.biased_grouped_topk": "minisglang.layers.moe.topk:biased_grouped_topk",
+}
+
+
+def test_every_target_spec_is_covered() -> None:
+    assert sorted(p.stem for p in SPECS.glob("*.toml")) == sorted(FUNCTIONS)
+
+
+@pytest.fixture(scope="module")
+def judge():
+    config = EvalConfig(backend="triton-interpret")
+    pool = WorkerPool(config.backend, size=1, device_index=0, config=config, replace_workers=False)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(pool)
+        yield lambda task, source: pool.evaluate(
+            task, Candidate(source=source, entry=task.entry), config=config
+        )
+
+
+def _smallest_case_only(task_dir: Path) -> None:
+    """Keep the task's case of the fewest elements (the smallest sum of its int keys)."""
+    toml = task_dir / "task.toml"
+    text = toml.read_text()
+    cases = tomllib.loads(text)["cases"]
+    smallest = min(cases, key=lambda c: sum(v for v in c.values() if type(v) is int))
+    head, *blocks = re.split(r"(?m)^\[\[cases\]\]\n", text)
+    kept = [b for b, c in zip(blocks, cases, strict=True) if c is smallest]
+    assert all(not re.search(r"(?m)^\[", b) for b in blocks), "the cases are the file's last tables"
+    toml.write_text(head + "".join(f"[[cases]]\n{b}" for b in kept))
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Task, str | None, str]]:
+    """Per spec: its task (extracted, cut to its smallest case), and the seed seed:fusion writes for it or
+    why none (the four traces run at once)."""
+    tasks = {}
+    for spec, function in FUNCTIONS.items():
+        task_dir = tmp_path_factory.mktemp("example") / "task"
+        extract(ExtractOptions(REPO, function, out=task_dir, spec=SPECS / f"{spec}.toml", probe=False))
+        _smallest_case_only(task_dir)
+        tasks[spec] = load_task(task_dir)
+    mutator = FusionSeedMutator(FusionWriter())
+
+    async def all_seeds() -> list[MutationOutcome]:
+        return await asyncio.gather(*(mutator.mutate(MutationRequest(t, None)) for t in tasks.values()))
+
+    outcomes = asyncio.run(all_seeds())
+    return {
+        spec: (task, outcome.child_source, outcome.error or "")
+        for (spec, task), outcome in zip(tasks.items(), outcomes, strict=True)
+    }
+
+
+@pytest.mark.parametrize("spec", sorted(FUNCTIONS))
+def test_example_target_reaches_a_correct_fusion_seed(spec: str, seeds, judge) -> None:
+    task, source, error = seeds[spec]
+    assert source, error
+    result = judge(task, source)
+    assert result.passed, f"{result.stage.value}: {result.reason}"
