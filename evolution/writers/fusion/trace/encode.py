@@ -11,6 +11,7 @@ from typing import Any
 from evolution.writers.fusion.trace.host_values import HostValues, is_host_node, unbacked_symbol
 from evolution.writers.fusion.trace.labels import source_labels
 from evolution.writers.fusion.trace.sizes import size_names
+from evolution.writers.fusion.trace.sym_text import sym_text
 from evolution.writers.tracing.errors import TraceError
 
 _SOURCE_PATTERNS = (
@@ -308,31 +309,3 @@ def _encode(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return {"opaque": str(value)}
-
-
-def sym_text(expr: Any) -> str:
-    """Sympy text of a size expression with torch's own functions spelled in plain sympy."""
-    import sympy
-
-    def plain(e: Any) -> Any:
-        if not getattr(e, "args", ()):
-            return e
-        args = [plain(a) for a in e.args]
-        name = type(e).__name__
-        if name == "FloorDiv":
-            return sympy.floor(args[0] / args[1])
-        if name in ("CleanDiv", "IntTrueDiv", "FloatTrueDiv", "TruncToFloat"):
-            return args[0] / args[1] if len(args) == 2 else args[0]
-        if name == "CeilDiv":
-            return sympy.ceiling(args[0] / args[1])
-        if name in ("PythonMod", "Mod"):
-            return sympy.Mod(args[0], args[1])
-        if name == "ModularIndexing":
-            return sympy.Mod(sympy.floor(args[0] / args[1]), args[2])
-        if name in ("Identity", "ToFloat", "TruncToInt", "FloorToInt", "RoundToInt"):
-            return args[0]
-        if isinstance(e, (sympy.Basic,)) and type(e).__module__.startswith("sympy"):
-            return e.func(*args)
-        raise TraceError(f"a size expression uses {name}, which the generator does not read")
-
-    return str(plain(expr))

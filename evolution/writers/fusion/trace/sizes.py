@@ -294,7 +294,7 @@ def _sympy(value: Any) -> Any:
     import sympy
 
     from evolution.writers.fusion import symbols
-    from evolution.writers.fusion.trace.encode import sym_text
+    from evolution.writers.fusion.trace.sym_text import sym_text
 
     if isinstance(value, int):
         return sympy.Integer(value)
