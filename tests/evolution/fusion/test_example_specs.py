@@ -7,16 +7,12 @@ seq_len_delta`) and slices by a bound over it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from pathlib import Path
 
 import pytest
 import tomllib
 
-from evaluators.candidate import Candidate
-from evaluators.config import EvalConfig
-from evaluators.pool import WorkerPool
 from evaluators.task import Task, load_task
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationOutcome, MutationRequest
@@ -42,17 +38,6 @@ FUNCTIONS = {
 
 def test_every_target_spec_is_covered() -> None:
     assert sorted(p.stem for p in SPECS.glob("*.toml")) == sorted(FUNCTIONS)
-
-
-@pytest.fixture(scope="module")
-def judge():
-    config = EvalConfig(backend="triton-interpret")
-    pool = WorkerPool(config.backend, size=1, device_index=0, config=config, replace_workers=False)
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(pool)
-        yield lambda task, source: pool.evaluate(
-            task, Candidate(source=source, entry=task.entry), config=config
-        )
 
 
 def _smallest_case_only(task_dir: Path) -> None:

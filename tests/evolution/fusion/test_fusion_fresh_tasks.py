@@ -6,7 +6,6 @@ hidden dynamic sizes included. On the router, fusion:variant then yields distinc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,9 +20,6 @@ from readable import (
 )
 
 from bench.fusion_targets import TARGETS, Target, extract_target
-from evaluators.candidate import Candidate
-from evaluators.config import EvalConfig
-from evaluators.pool import WorkerPool
 from evaluators.task import load_task
 from evolution.dedup import candidate_sha
 from evolution.mutators.fusion_seed import FusionSeedMutator
@@ -45,17 +41,6 @@ def releases() -> None:
             fetch_release(release)
         except ExtractionError as exc:
             pytest.skip(f"cannot obtain {release} (is the package registry reachable?): {exc}")
-
-
-@pytest.fixture(scope="module")
-def judge():
-    config = EvalConfig(backend="triton-interpret")
-    pool = WorkerPool(config.backend, size=1, device_index=0, config=config, replace_workers=False)
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(pool)
-        yield lambda task, source: pool.evaluate(
-            task, Candidate(source=source, entry=task.entry), config=config
-        )
 
 
 @pytest.fixture(scope="module")

@@ -124,13 +124,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     }
     names = _size_names(calls, held, reference)
     if not host.reads and not host.extents:
-        return {
-            "placeholders": inputs,
-            "nodes": nodes,
-            "outputs": outputs,
-            "mutations": mutations,
-            "size_names": names,
-        }
+        return _encoded(inputs, nodes, outputs, mutations, names)
     only_host = host.host_only(nodes, outputs, mutations)
     nodes = [n for n in nodes if n["name"] not in only_host]
     for rename in (host.name_values, host.name_bounds):
@@ -144,13 +138,16 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
             names = {_substituted_text(t, named): n for t, n in names.items()}
     extents = host.extent_names(names)
     names.update({s: n for s, n in extents.items() if n not in names.values()})
+    return {**_encoded(inputs, nodes, outputs, mutations, names), "host_symbols": host.host_codes()}
+
+
+def _encoded(inputs: Any, nodes: Any, outputs: Any, mutations: Any, names: dict[str, str]) -> dict[str, Any]:
     return {
         "placeholders": inputs,
         "nodes": nodes,
         "outputs": outputs,
         "mutations": mutations,
         "size_names": names,
-        "host_symbols": host.host_codes(),
     }
 
 
