@@ -64,11 +64,16 @@ def task_float_dtypes(task: Task) -> frozenset[str]:
     return _dtype_cache[key]
 
 
+def _smallest_case(task: Task) -> Any:
+    """The generated case of the smallest sizes (a captured one only where there is no other)."""
+    cases = [c for c in task.cases if not c.is_captured] or list(task.cases)
+    return min(cases, key=lambda c: sum(v for v in c.params.values() if isinstance(v, int)))
+
+
 def _dtypes_from_inputs(task: Task) -> frozenset[str]:
     import torch
 
-    cases = [c for c in task.cases if not c.is_captured] or list(task.cases)
-    smallest = min(cases, key=lambda c: sum(v for v in c.params.values() if isinstance(v, int)))
+    smallest = _smallest_case(task)
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -97,10 +102,8 @@ def host_arguments(task: Task) -> frozenset[str]:
     CPU recorded."""
     key = str(task.root)
     if key not in _host_cache:
-        cases = [c for c in task.cases if not c.is_captured] or list(task.cases)
-        smallest = min(cases, key=lambda c: sum(v for v in c.params.values() if isinstance(v, int)))
         try:
-            _host_cache[key] = frozenset(host_inputs(task, smallest, 0, "cpu")[2])
+            _host_cache[key] = frozenset(host_inputs(task, _smallest_case(task), 0, "cpu")[2])
         except Exception:  # the correctness stage will report a broken task; here: none known
             _host_cache[key] = frozenset()
     return _host_cache[key]
