@@ -69,7 +69,8 @@ class ConfirmReport:
     device: str
     kernel_sha: str
     regimes: tuple[str, ...]
-    rule: dict[str, float | str]  # the stop rule: min_processes, max_processes, confidence, bound (words)
+    # the stop rule: min_processes, max_processes, confidence, bound (words), spread_floor {regime: floor}
+    rule: dict[str, float | str | dict[str, float]]
     columns: tuple[ColumnReport, ...] = ()
     wall_s: float = 0.0
     failures: tuple[str, ...] = ()  # processes that gave no figures, and why
@@ -78,6 +79,17 @@ class ConfirmReport:
 
     def column(self, name: str) -> ColumnReport | None:
         return next((c for c in self.columns if c.name == name), None)
+
+    def rule_number(self, key: str, default: float) -> float:
+        """A numeric entry of the stop rule (`confidence`, `min_processes`); `default` where the record
+        predates it or holds something else."""
+        value = self.rule.get(key, default)
+        return float(value) if isinstance(value, (int, float)) else default
+
+    def spread_floors(self) -> dict[str, float]:
+        """The stop rule's least cross-process spread per regime; empty for records that predate it."""
+        floors = self.rule.get("spread_floor")
+        return {str(k): float(v) for k, v in floors.items()} if isinstance(floors, dict) else {}
 
     @property
     def beats_current_path(self) -> bool | None:

@@ -202,7 +202,6 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
     noisy estimates, measured beside its own workers."""
     if confirm is None:
         return MicrobenchEvidence(measured=False, reason=NOT_CONFIRMED, regime=regime)
-    rule = confirm.rule
     columns = tuple(
         BaselineColumn(c.name, c.label, c.available and bool(c.cells), c.reason, c.processes)
         for c in confirm.columns
@@ -212,13 +211,10 @@ def microbenchmarks(confirm: ConfirmReport | None, regime: str) -> MicrobenchEvi
         reason=confirm.reason,
         regime=regime,
         columns=columns,
-        confidence_pct=round(100.0 * float(rule.get("confidence", 0.975)), 2),
-        min_processes=int(rule.get("min_processes", 0)),
-        max_processes=int(rule.get("max_processes", 0)),
-        spread_floor_pct=tuple(
-            (str(regime), round(100.0 * float(floor), 2))
-            for regime, floor in dict(rule.get("spread_floor") or {}).items()
-        ),
+        confidence_pct=round(100.0 * confirm.rule_number("confidence", 0.975), 2),
+        min_processes=int(confirm.rule_number("min_processes", 0)),
+        max_processes=int(confirm.rule_number("max_processes", 0)),
+        spread_floor_pct=tuple((r, round(100.0 * floor, 2)) for r, floor in confirm.spread_floors().items()),
         confirm_s=float(confirm.wall_s),
     )
     if not confirm.measured:

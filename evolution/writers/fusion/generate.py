@@ -160,11 +160,11 @@ def _read_back(graph: Graph) -> Graph:
     forward: dict[str, Any] = {}
     for node in graph.nodes:
         source = node.args[0] if node.target == "aten.slice.Tensor" and node.args else None
-        scatter = nodes.get(source.get("node")) if isinstance(source, dict) else None
+        scatter = nodes.get(str(source.get("node"))) if isinstance(source, dict) else None
         if scatter is None or scatter.target != "aten.slice_scatter.default" or len(scatter.args) < 2:
             continue
         written = scatter.args[1]
-        written_node = nodes.get(written.get("node")) if isinstance(written, dict) else None
+        written_node = nodes.get(str(written.get("node"))) if isinstance(written, dict) else None
         same = _slice_bounds(node.args, 1) == _slice_bounds(scatter.args, 2)
         if same and written_node is not None and written_node.meta.shape == node.meta.shape:
             forward[node.name] = written

@@ -65,9 +65,9 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     if len(placeholders) != len(sources):
         raise TraceError("AOTAutograd's graph has other inputs than Dynamo's (parameters or buffers)")
     inputs: list[dict[str, Any]] = []
-    names: set[str] = set()
+    graph_inputs: set[str] = set()  # placeholders and constants: what a copy_ may write into
     for node, (source, number) in zip(placeholders, sources, strict=True):
-        names.add(node.name)
+        graph_inputs.add(node.name)
         inputs.append(_placeholder_dict(node, source, number, reference))
     nodes: list[dict[str, Any]] = []
     mutations: list[list[Any]] = []
@@ -87,7 +87,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
             continue
         if node.op == "get_attr":
             inputs.append(_constant_dict(node.name, getattr(fw, str(node.target))))
-            names.add(node.name)
+            graph_inputs.add(node.name)
             continue
         if node.op != "call_function":
             continue
@@ -102,7 +102,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
             continue  # size arithmetic: its uses carry the expression itself
         if is_host_node(target):
             continue  # a run-time assertion on a host value
-        if target == "aten.copy_.default" and getattr(node.args[0], "name", None) in names:
+        if target == "aten.copy_.default" and getattr(node.args[0], "name", None) in graph_inputs:
             mutations.append([node.args[0].name, _encode(node.args[1])])
             written[node.name] = node.args[0].name
             continue
