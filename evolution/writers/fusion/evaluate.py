@@ -165,6 +165,15 @@ class Evaluator:
         self._cache[key] = tile
         return tile
 
+    def held(self, ref: Any, index: Index, guard: Tile | None = None) -> Tile | None:
+        """The tile of `ref` at `index` where this region has already computed it (and it is visible here),
+        else None: nothing is emitted."""
+        if not self.is_tensor(ref):
+            return None
+        name, output = _ref(ref)
+        cached = self._cache.get((name, output, index_key(index), guard.code if guard is not None else None))
+        return cached if cached is not None and self.emitter.visible(cached) else None
+
     def _lower(self, node: Node, output: int, index: Index, guard: Tile | None) -> Tile:
         fn = self.lowerings.get(node.target)
         if fn is None:

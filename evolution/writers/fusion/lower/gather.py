@@ -10,7 +10,7 @@ from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
 from evolution.writers.fusion.lower.args import normal_dim
 from evolution.writers.fusion.model import Node
-from evolution.writers.fusion.tiles import Computed, Index, IndexExpr, Tile
+from evolution.writers.fusion.tiles import Affine, Computed, Index, IndexExpr, Tile
 
 LOWERINGS = LoweringTable()
 
@@ -32,8 +32,43 @@ def data_index(ev: Evaluator, tile: Tile, size: sympy.Expr | None = None) -> Com
 def _gather(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
     dim = normal_dim(dim, len(index))
-    picked = data_index(ev, ev.eval(positions, index, guard))
+    at = ev.eval(positions, index, guard)
+    held = _held_along(ev, source, index, dim, at, guard)
+    if held is not None:
+        return held
+    picked = data_index(ev, at)
     return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
+
+
+def _held_along(
+    ev: Evaluator, source: object, index: Index, dim: int, at: Tile, guard: Tile | None
+) -> Tile | None:
+    """The gather read from registers (`tl.gather`) where the region already holds the source along the
+    whole of `dim` (`scores.gather(1, topk_ids)` after a top-k of the scores): no second load of the
+    source, nor its ops computed again at the picked positions. None where it does not, or where the tiles
+    are not laid out alike but for the gathered axis (last in both)."""
+    entry = index[dim]
+    if at.dtype not in ("i32", "i64") or not at.atoms or not isinstance(entry, Affine):
+        return None
+    if entry != Affine.of(at.atoms[-1]):
+        return None
+    rest = at.atoms[:-1]
+    extent = ev.shape(source)[dim]
+    for atom in ev.atoms.atoms:
+        if atom.extent != extent or atom in at.atoms or ev.emitter.binding(atom).kind != "register":
+            continue
+        row = ev.held(source, (*index[:dim], Affine.of(atom), *index[dim + 1 :]), guard)
+        if row is None or row.atoms != (*rest, atom):
+            continue
+        at = ev.emitter.unwidened(at)  # tl.gather takes any int index: no 64-bit copy of the positions
+        # Padded lanes of the positions hold no index: they read lane 0 (tl.gather has no mask).
+        valid = ev.emitter.mask(set(at.atoms))
+        if valid is not None:
+            at = ev.emitter.where(valid, at, ev.emitter.constant(0, at.dtype), at.dtype)
+            ev.emitter.name_value(at, "index", 2)
+        code = f"tl.gather({row.code}, {at.code}, {len(rest)})"
+        return ev.emitter.let(code, at.atoms, row.dtype, row.grid | at.grid)
+    return None
 
 
 @LOWERINGS.register("aten.index_select.default")
