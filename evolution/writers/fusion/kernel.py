@@ -75,6 +75,7 @@ def build_kernel(
         emulate_rounding=knobs.rounding,
         eviction=knobs.eviction,
         topk=knobs.topk,
+        reload=knobs.reload,
         stores_by_pointer=shared_stores,
     )
     names = itertools.count()

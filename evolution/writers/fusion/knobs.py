@@ -22,6 +22,8 @@ topk        where top-k keeps its candidates: "mask" (register keys rewritten ea
 passes      "one": a row's reductions see the whole row in registers; "two": the row's innermost axis is
             walked in chunks of `block`, a pre-loop accumulating each sum or maximum, then the loop that
             writes (rows wider than registers hold; only where no top-k, sort or scan spans the axis)
+reload      a gather, or a view regrouping a row, of a value the program already holds whole: off, read from
+            those registers (`tl.gather`); on, loaded and computed again at the picked positions
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Knobs:
     rounding: bool = True
     topk: str = "mask"
     passes: str = "one"
+    reload: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -120,6 +123,7 @@ def neighbours(knobs: Knobs, *, uses_topk: bool) -> list[Knobs]:
     if uses_topk:
         for method in TOPK_METHODS:
             add(topk=method)
+        add(reload=not knobs.reload)  # a top-k's picks are what gets gathered
     for rows in (knobs.rows * 2, knobs.rows // 2):
         if 1 <= rows <= 64:
             add(rows=rows)
@@ -141,4 +145,5 @@ def neighbours(knobs: Knobs, *, uses_topk: bool) -> list[Knobs]:
     add(eviction=not knobs.eviction)
     add(grid="all" if knobs.grid == "outer" else "outer")
     add(rounding=not knobs.rounding)
+    add(reload=not knobs.reload)
     return moves

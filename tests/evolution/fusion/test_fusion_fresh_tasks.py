@@ -6,12 +6,14 @@ hidden dynamic sizes included. On the router, fusion:variant then yields distinc
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from readable import (
     OWN_KERNELS,
+    compiled_for_gpu,
     duplicate_kernels,
     line_budget,
     numbered_names,
@@ -86,9 +88,29 @@ def test_fusion_seed_is_correct_on_a_fresh_task(judge, seeds, target: Target) ->
     assert any(c.hidden for c in result.cases), "the evaluator drew no hidden dynamic size"
 
 
+@pytest.fixture(scope="module")
+def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Each target's shipped module compiled for sm_90 (compile_for_gpu.py), all in one process."""
+    out = tmp_path_factory.mktemp("compiled")
+    modules = {}
+    for target in TARGETS:
+        task_dir, source = seeds(target)
+        path = out / f"{target.name}.py"
+        path.write_text(shipped_module(task_dir, source, engine_line_length(target)))
+        modules[target.name] = (task_dir, path)
+    return compiled_for_gpu(modules)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_the_shipped_module_compiles_for_the_gpu(compiled, target: Target) -> None:
+    """What the interpreter cannot tell: Triton's compiler takes every kernel the module launches (sm_90)."""
+    report = compiled[target.name]
+    assert report["error"] == "" and report["compiled"], report
+
+
 # The acceptance's rules for the module integrate writes (readable.py), one test each. Over budget today
-# (docs/fusion.md, "Readable output"): the router, whose kernel reads the gate three times and takes nine
-# sizes, a line each in its signature and launch at SGLang's 88 columns.
+# (docs/fusion.md, "Readable output"): the router, whose kernel takes nine sizes and whose reference takes
+# ten parameters, a line each in the kernel's signature and launch, the entry's and the guard's at 88 columns.
 OVER_BUDGET = {"sglang_biased_grouped_topk"}
 
 
@@ -146,7 +168,8 @@ def test_variants_of_the_router_are_distinct_and_correct(
     )
     variant = FusionVariantMutator(writer)
     children = []
-    for iteration in range(4):  # the top-k methods come first: every way of keeping the candidates
+    # The top-k methods come first (every way of keeping the candidates), then reading gathers from memory.
+    for iteration in range(4):
         outcome = asyncio.run(variant.mutate(MutationRequest(task, parent, iteration=iteration)))
         assert outcome.child_source, outcome.error
         children.append(outcome.child_source)
@@ -154,6 +177,16 @@ def test_variants_of_the_router_are_distinct_and_correct(
     for child in children[1:3]:  # the read-only-keys and the two-reduction top-k in the real kernel
         result = judge(task, child)
         assert result.correct, result.reason
+    # The gate is read once, the group view and the final weights gathered from its registers; the reload
+    # variant reads it again at the grouped and at the picked positions.
+    gate_loads = re.compile(r"tl\.load\(\s*gating_output_ptr")
+    assert len(gate_loads.findall(seed.child_source)) == 1
+    assert seed.child_source.count("tl.gather(") == 2
+    reload = children[3]
+    assert '"reload": true' in reload
+    assert len(gate_loads.findall(reload)) == 3 and "tl.gather(" not in reload
+    result = judge(task, reload)
+    assert result.correct, result.reason
 
 
 # Older releases' sampling and rotary code (the specs of tests/extractors/specs/real): a top-p filter written

@@ -48,6 +48,8 @@ def _held_along(
     source, nor its ops computed again at the picked positions. None where it does not, or where the tiles
     are not laid out alike but for the gathered axis (last in both)."""
     entry = index[dim]
+    if ev.emitter.options.reload:
+        return None
     if at.dtype not in ("i32", "i64") or not at.atoms or not isinstance(entry, Affine):
         return None
     if entry != Affine.of(at.atoms[-1]):

@@ -40,6 +40,8 @@ def _held_view(ev: Evaluator, source: object, index: Index, guard: Tile | None) 
     the one dim the view regroups (`scores.view(n, groups, -1)` of scores computed whole): the base is
     loaded and computed once, not again in the view's layout. None otherwise."""
     emitter = ev.emitter
+    if emitter.options.reload:
+        return None
     for dim, entry in enumerate(index):
         if not isinstance(entry, Affine) or len(entry.terms) < 2:
             continue
