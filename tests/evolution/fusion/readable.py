@@ -94,6 +94,31 @@ def line_budget(own_kernel_lines: int | None) -> int:
     return BUDGET_WITHOUT_OWN_KERNEL if own_kernel_lines is None else own_kernel_lines * 3 // 2
 
 
+def shipped_entry(task_dir: Path) -> str:
+    """The name of the entry in the module integrate writes for the task (`rms_norm_triton`)."""
+    from kernelbot.integrate.naming import kernel_entry_name, op_name
+    from kernelbot.integrate.task_view import load_view
+
+    return kernel_entry_name(op_name(load_view(task_dir).qualname))
+
+
+def compiled_for_gpu(modules: dict[str, tuple[Path, Path]]) -> dict[str, dict]:
+    """Per name: what compile_for_gpu.py reports for (task dir, module file), every module compiled for
+    sm_90 in one process without the interpreter: `{"compiled": [...], "error": ""}`."""
+    import json
+    import os
+
+    script = Path(__file__).with_name("compile_for_gpu.py")
+    triples = [str(x) for task, module in modules.values() for x in (task, module, shipped_entry(task))]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"  # Triton 3.9 warns while the default is unset
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[3]), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(script), *triples], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    return {name: report[str(module)] for name, (_, module) in modules.items()}
+
+
 def shipped_module(task_dir: Path, source: str, line_length: int) -> str:
     """The kernel module `kernelbot integrate` writes for `source` (docstring, guard), laid out by ruff at
     `line_length` as the engines' formatters lay it out."""

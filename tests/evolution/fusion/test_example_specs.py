@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from readable import compiled_for_gpu, shipped_module
 
 from evaluators.task import Task, load_task
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationOutcome, MutationRequest
 from evolution.writers.fusion.writer import FusionWriter
 from extractors.extract import ExtractOptions, extract
+from kernelbot.engines import load_profile
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = ROOT / "kernelbot" / "engines" / "example" / "specs"
@@ -80,3 +82,16 @@ def test_example_target_reaches_a_correct_fusion_seed(spec: str, seeds, judge) -
     assert source, error
     result = judge(task, source)
     assert result.passed, f"{result.stage.value}: {result.reason}"
+
+
+def test_example_targets_compile_for_the_gpu(seeds, tmp_path: Path) -> None:
+    """Every seed's shipped module compiles for sm_90 (compile_for_gpu.py): the interpreter cannot tell."""
+    width = load_profile("example").formatter.line_length
+    modules = {}
+    for spec, (task, source, error) in seeds.items():
+        assert source, error
+        path = tmp_path / f"{spec.replace('.', '_')}.py"
+        path.write_text(shipped_module(task.root, source, width))
+        modules[spec] = (task.root, path)
+    for spec, report in compiled_for_gpu(modules).items():
+        assert report["error"] == "" and report["compiled"], (spec, report)
