@@ -6,8 +6,9 @@ script runs a candidate's host launcher on CPU tensors built by the task's make_
 `JITFunction.run` replaced by a stand-in that compiles the launch (to a cubin, ptxas included) instead of
 executing it.
 
-Run without TRITON_INTERPRET. Reads a JSON list of {"task": dir, "candidate": file, "params": {...}} on stdin;
-prints one JSON line per kernel launch (its job, and whether an identical launch of the same file was
+Run without TRITON_INTERPRET. Reads a JSON list of {"task": dir, "candidate": file, "params": {...}} on stdin
+(with "entry" where the file names the task's entry otherwise: a module integrate writes); prints one JSON
+line per kernel launch (its job, and whether an identical launch of the same file was
 already compiled); exits 1 at the first failure.
 """
 
@@ -96,7 +97,9 @@ def main() -> int:
         _job = i
         task_dir = Path(job["task"])
         task_toml = (task_dir / "task.toml").read_text()
-        entry = next(line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry"))
+        entry = job.get("entry") or next(
+            line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry")
+        )
         make_inputs = _import(task_dir / "inputs.py", f"inputs_{i}").make_inputs
         candidate = getattr(_import(Path(job["candidate"]), f"candidate_{i}"), entry)
         args, kwargs = make_inputs(dict(job["params"]), 0, "cpu")

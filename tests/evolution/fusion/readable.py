@@ -102,21 +102,30 @@ def shipped_entry(task_dir: Path) -> str:
     return kernel_entry_name(op_name(load_view(task_dir).qualname))
 
 
-def compiled_for_gpu(modules: dict[str, tuple[Path, Path]]) -> dict[str, dict]:
-    """Per name: what compile_for_gpu.py reports for (task dir, module file), every module compiled for
-    sm_90 in one process without the interpreter: `{"compiled": [...], "error": ""}`."""
+def compiled_for_gpu(modules: dict[str, tuple[Path, Path]]) -> dict[str, set[str]]:
+    """Per name: the kernels its module (task dir, module file) launches on the task's first case, each
+    compiled for sm_90 by tests/examples/cuda_compile_check.py (one process, no interpreter). Fails naming
+    the module and the compiler's error at the first kernel that does not compile."""
     import json
     import os
 
-    script = Path(__file__).with_name("compile_for_gpu.py")
-    triples = [str(x) for task, module in modules.values() for x in (task, module, shipped_entry(task))]
+    from evaluators.task import load_task
+
+    checker = Path(__file__).parents[2] / "examples" / "cuda_compile_check.py"
+    jobs = []
+    for task_dir, module in modules.values():
+        params = dict(load_task(task_dir).cases[0].params)
+        jobs.append({"task": str(task_dir), "candidate": str(module), "params": params})
+        jobs[-1]["entry"] = shipped_entry(task_dir)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_DEFAULT_FP_FUSION"] = "1"  # Triton 3.9 warns while the default is unset
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[3]), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, str(script), *triples], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, str(checker)], input=json.dumps(jobs), capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout)
-    return {name: report[str(module)] for name, (_, module) in modules.items()}
+    launches = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return {name: {c["kernel"] for c in launches if c["job"] == k} for k, name in enumerate(modules)}
 
 
 def shipped_module(task_dir: Path, source: str, line_length: int) -> str:

@@ -85,7 +85,8 @@ def test_example_target_reaches_a_correct_fusion_seed(spec: str, seeds, judge) -
 
 
 def test_example_targets_compile_for_the_gpu(seeds, tmp_path: Path) -> None:
-    """Every seed's shipped module compiles for sm_90 (compile_for_gpu.py): the interpreter cannot tell."""
+    """Every seed's shipped module compiles for sm_90 (tests/examples/cuda_compile_check.py): what the
+    interpreter cannot tell."""
     width = load_profile("example").formatter.line_length
     modules = {}
     for spec, (task, source, error) in seeds.items():
@@ -93,5 +94,5 @@ def test_example_targets_compile_for_the_gpu(seeds, tmp_path: Path) -> None:
         path = tmp_path / f"{spec.replace('.', '_')}.py"
         path.write_text(shipped_module(task.root, source, width))
         modules[spec] = (task.root, path)
-    for spec, report in compiled_for_gpu(modules).items():
-        assert report["error"] == "" and report["compiled"], (spec, report)
+    for spec, kernels in compiled_for_gpu(modules).items():
+        assert kernels, f"{spec}: the module launched no kernel"

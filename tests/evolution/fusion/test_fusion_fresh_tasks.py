@@ -90,8 +90,8 @@ def test_fusion_seed_is_correct_on_a_fresh_task(judge, seeds, target: Target) ->
 
 
 @pytest.fixture(scope="module")
-def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """Each target's shipped module compiled for sm_90 (compile_for_gpu.py), all in one process."""
+def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    """Each target's shipped module compiled for sm_90 (tests/examples/cuda_compile_check.py)."""
     out = tmp_path_factory.mktemp("compiled")
     modules = {}
     for target in TARGETS:
@@ -105,8 +105,7 @@ def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_shipped_module_compiles_for_the_gpu(compiled, target: Target) -> None:
     """What the interpreter cannot tell: Triton's compiler takes every kernel the module launches (sm_90)."""
-    report = compiled[target.name]
-    assert report["error"] == "" and report["compiled"], report
+    assert compiled[target.name], "the module launched no kernel"
 
 
 # The acceptance's rules for the module integrate writes (readable.py), one test each. Over budget today
