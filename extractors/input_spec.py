@@ -83,6 +83,9 @@ class InputSpec:
     cases: list[dict[str, Any]] | None = None
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "spec"  # "spec" | "draft" — where it came from, for the summary
+    # Sizes the spec declares to vary at serving time though its cases hold them fixed (a decode step's
+    # longest sequence): the kernel must take them at run time, not compile one variant per value.
+    dynamic: list[str] = field(default_factory=list)
 
     def expand_cases(self) -> list[tuple[str, dict[str, Any]]]:
         defaults = {k: v[0] for k, v in self.sizes.items()}
@@ -102,11 +105,15 @@ class InputSpec:
         return out
 
     def dynamic_sizes(self) -> list[str]:
+        """The batch-like sizes the cases vary, and the sizes the spec declares dynamic."""
         cases = self.expand_cases()
-        return [k for k in self.sizes if k in _DYNAMIC_SIZES and len({str(c[1].get(k)) for c in cases}) > 1]
+        varied = [k for k in self.sizes if k in _DYNAMIC_SIZES and len({str(c[1].get(k)) for c in cases}) > 1]
+        return [k for k in self.sizes if k in varied or k in self.dynamic]
 
     def to_toml_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"sizes": {k: (v if len(v) > 1 else v[0]) for k, v in self.sizes.items()}}
+        # A plain top-level key goes before every table (after one it would belong to that table).
+        data: dict[str, Any] = {"dynamic": self.dynamic} if self.dynamic else {}
+        data["sizes"] = {k: (v if len(v) > 1 else v[0]) for k, v in self.sizes.items()}
         if self.cases:
             data["cases"] = self.cases
         data["args"] = self.args
@@ -124,9 +131,11 @@ def load_spec(path: Path) -> InputSpec:
 
 
 def parse_spec(raw: dict[str, Any], where: str) -> InputSpec:
-    unknown = set(raw) - {"sizes", "cases", "args"}
+    unknown = set(raw) - {"sizes", "cases", "args", "dynamic"}
     if unknown:
-        raise SpecError(f"{where}: unknown top-level keys {sorted(unknown)} (expected sizes, cases, args)")
+        raise SpecError(
+            f"{where}: unknown top-level keys {sorted(unknown)} (expected sizes, cases, args, dynamic)"
+        )
     sizes_raw = raw.get("sizes", {})
     if not isinstance(sizes_raw, dict):
         raise SpecError(f"{where}: [sizes] must be a table of name = value or [values]")
@@ -148,9 +157,22 @@ def parse_spec(raw: dict[str, Any], where: str) -> InputSpec:
         raise SpecError(f"{where}: needs an [args.<parameter>] table for each argument to pass")
     for name, arg in args.items():
         _check_arg(name, arg, where)
-    spec = InputSpec(sizes=sizes, cases=cases, args=args)
+    dynamic = _dynamic(raw.get("dynamic", []), sizes, where)
+    spec = InputSpec(sizes=sizes, cases=cases, args=args, dynamic=dynamic)
     _check_dtype_sizes(spec, where)
     return spec
+
+
+def _dynamic(raw: Any, sizes: dict[str, list[Any]], where: str) -> list[str]:
+    """The declared dynamic sizes: integer sizes of [sizes], each named once."""
+    if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw) or len(set(raw)) != len(raw):
+        raise SpecError(f"{where}: dynamic must be a list of size names, each once")
+    for key in raw:
+        if key not in sizes:
+            raise SpecError(f"{where}: dynamic names {key!r}, which is not in [sizes]")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes[key]):
+            raise SpecError(f"{where}: dynamic names {key!r}, whose values are not integers")
+    return list(raw)
 
 
 def _check_arg(name: str, arg: Any, where: str) -> None:

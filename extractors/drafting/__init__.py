@@ -141,4 +141,4 @@ def _served_dtypes(
         return spec, []
     cases = [{**c, "dtype": own} for c in spec.cases] + kept
     described = [f"{c['name']}: the first case in {c['dtype']}" for c in kept]
-    return InputSpec(sizes=sizes, cases=cases, args=args, source=spec.source), described
+    return InputSpec(sizes=sizes, cases=cases, args=args, source=spec.source, dynamic=spec.dynamic), described

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,27 @@ def test_spec_expands_cases_and_renders_runnable_inputs(tmp_path: Path) -> None:
     assert args[2] == 4 and set(kwargs) == {"weight"}
     again, _ = namespace["make_inputs"]({"tokens": 4, "hidden": 8}, 3, "cpu")
     assert torch.equal(again[0], args[0])  # a seed gives the same values
+
+
+def test_a_spec_declares_sizes_that_vary_at_serving_time() -> None:
+    raw = {
+        "dynamic": ["seq"],
+        "sizes": {"bs": [1, 4], "seq": 40, "page_size": 4},
+        "args": {"x": {"shape": ["bs", "seq"]}},
+    }
+    spec = parse_spec(raw, "spec.toml")
+    # The batch varies among the cases; the sequence length is declared though every case holds it at 40.
+    assert spec.dynamic_sizes() == ["bs", "seq"]
+    assert spec.to_toml_dict()["dynamic"] == ["seq"] and next(iter(spec.to_toml_dict())) == "dynamic"
+    for dynamic, problem in (
+        (["nope"], "dynamic names 'nope', which is not in [sizes]"),
+        (["seq", "seq"], "dynamic must be a list of size names, each once"),
+        ("seq", "dynamic must be a list of size names, each once"),
+    ):
+        with pytest.raises(SpecError, match=re.escape(problem)):
+            parse_spec({**raw, "dynamic": dynamic}, "spec.toml")
+    with pytest.raises(SpecError, match="whose values are not integers"):
+        parse_spec({**raw, "sizes": {**raw["sizes"], "seq": 0.5}}, "spec.toml")
 
 
 def test_a_dtype_size_builds_each_case_in_its_dtype() -> None:

@@ -68,8 +68,12 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     taken -= set(generated)
     taken |= _FIXED
     for name in generated:
-        base = _base_name(name, hints, atoms, uses, mapping, bound.get(name))
-        new = _unique(identifier(base) or "value", taken)
+        base = identifier(_base_name(name, hints, atoms, uses, mapping, bound.get(name))) or "value"
+        if name.startswith("pid_") and base in taken:
+            # A program's index along an axis named for a size the kernel also takes (a run-time
+            # `max_seq_pages`): Triton's own `pid_<axis>`, not a numbered copy of the size's name.
+            base = f"pid_{base}"
+        new = _unique(base, taken)
         taken.add(new)
         mapping[name] = new
     return mapping

@@ -5,6 +5,7 @@ hidden dynamic sizes included. On the router, fusion:variant then yields distinc
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 from collections.abc import Callable
@@ -87,6 +88,18 @@ def test_fusion_seed_is_correct_on_a_fresh_task(judge, seeds, target: Target) ->
     result = judge(load_task(task_dir), source)
     assert result.correct, result.reason
     assert any(c.hidden for c in result.cases), "the evaluator drew no hidden dynamic size"
+
+
+def test_a_size_that_grows_at_every_decode_step_is_a_run_time_argument(seeds) -> None:
+    """The spec declares the sequence length dynamic: max_seq_pages follows it, so the kernel takes it as an
+    argument (one compilation for every decode step) rather than a constexpr (one per value)."""
+    source = seeds(next(t for t in TARGETS if t.name == "sglang_decode_metadata"))[1]
+    kernel = next(
+        f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef) and f.name.endswith("_kernel")
+    )
+    constexprs = {a.arg for a in kernel.args.args if a.annotation is not None}
+    plain = {a.arg for a in kernel.args.args if a.annotation is None}
+    assert "max_seq_pages" in plain and "MAX_SEQ_PAGES" not in constexprs, ast.unparse(kernel.args)
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,8 @@ from typing import Any
 
 from evolution.writers.tracing.cases import PROXIES, leaves, proxied
 
+OTHER_PROXIES = 2
+
 
 def _sizes_and_ints(args: tuple, kwargs: dict) -> list[int]:
     import torch
@@ -60,29 +62,33 @@ def proxy_inputs(task: Any, case: Any, device: str) -> tuple[tuple, dict, int]:
 
 
 def dynamic_symbols(task: Any, case: Any, proxy: int, symbols: dict[str, str], device: str) -> list[str]:
-    """Symbols whose host expression changes when the case's dynamic keys change."""
+    """Symbols whose host expression changes when the case's dynamic keys change: compared at the proxy
+    and at up to `OTHER_PROXIES` other values (one alone can leave a size unchanged: pages of 4 tokens
+    cover 5 and 7 tokens alike)."""
     if not proxy:
         return []
     import inspect
 
     signature = inspect.signature(task.load_reference())
-    values: list[dict[str, Any] | None] = [None, None]  # the arguments at the proxy size, at another
+    values: list[dict[str, Any]] = []  # the arguments at the proxy size, then at others
     for value in (proxy, *(p for p in PROXIES if p != proxy)):
         try:
             args, kwargs = task.make_inputs(proxied(task, case, value), 0, device)
         except Exception:
+            if value == proxy:
+                return []
             continue
-        values[0 if value == proxy else 1] = dict(signature.bind(*args, **kwargs).arguments)
-        if values[1] is not None:
+        values.append(dict(signature.bind(*args, **kwargs).arguments))
+        if len(values) > OTHER_PROXIES:
             break
-    if values[0] is None or values[1] is None:
+    if len(values) < 2:
         return []
     dynamic = []
     for symbol, expr in symbols.items():
         try:
-            first, second = (eval(expr, {"__builtins__": {}}, v) for v in values)
+            seen = {repr(eval(expr, {"__builtins__": {}}, v)) for v in values}
         except Exception:
             continue
-        if first != second:
+        if len(seen) > 1:
             dynamic.append(symbol)
     return dynamic
