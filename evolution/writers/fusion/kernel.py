@@ -37,7 +37,7 @@ from evolution.writers.fusion.rows import (
     plan_regions,
 )
 from evolution.writers.fusion.stores import Store, build_stores
-from evolution.writers.fusion.tiles import Affine, AtomTable
+from evolution.writers.fusion.tiles import Affine, Atom, AtomTable
 
 
 @dataclass
@@ -80,7 +80,8 @@ def build_kernel(
     )
     names = itertools.count()
     hints = naming.Hints()
-    grid_params = _grid_params(params, grid)
+    guarded = {atom for region, _ in plan.regions for atom in region.guarded}
+    grid_params = _grid_params(params, grid, guarded)
     if loop is not None:
         extent = params.host_size(loop.extent)
         host = f"min(BLOCK, triton.next_power_of_2({extent}))"
@@ -159,10 +160,14 @@ def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
     store_tensor(ev.emitter, store.target, tuple(index), sizes, value, store.storage, shape)  # type: ignore[arg-type]
 
 
-def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, str, str]]:
+def _grid_params(
+    params: KernelParams, grid: list[GridAxis], guarded: set[Atom] | None = None
+) -> list[tuple[str, str, str]]:
     """Per grid axis: the parameter of its program count, the host expression, and the kernel's code for
     it. A count over constexpr sizes only is computed in the kernel (`tl.cdiv(N, BLOCK_N)`, folded at
-    compile time), so its parameter is not passed."""
+    compile time), so its parameter is not passed. A blocked axis that a region runs only at block 0 of
+    (`guarded`: stores that lack it, a cumsum beside per-page writes) has at least one block, so that region
+    runs when the axis is empty too (its lanes are all masked then)."""
     counts = []
     for axis in grid:
         extent = params.host_size(axis.atom.extent)
@@ -174,10 +179,13 @@ def _grid_params(params: KernelParams, grid: list[GridAxis]) -> list[tuple[str, 
             host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
             params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
         host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
+        at_least_one = bool(axis.block) and axis.block != "ROWS" and axis.atom in (guarded or set())
+        if at_least_one:
+            host = f"max({host}, 1)"
         name = f"GRID_{axis.atom.name.upper()}"
         params.add(Param(name, host, "size", False, f"programs along {axis.atom.name}"))
         code = name
-        if not dynamic:
+        if not dynamic and not at_least_one:
             size = params.size(axis.atom.extent)
             code = size if not axis.block else f"tl.cdiv({size}, {axis.block})"
         counts.append((name, host, code))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,6 +101,24 @@ def test_a_size_that_grows_at_every_decode_step_is_a_run_time_argument(seeds) ->
     constexprs = {a.arg for a in kernel.args.args if a.annotation is not None}
     plain = {a.arg for a in kernel.args.args if a.annotation is None}
     assert "max_seq_pages" in plain and "MAX_SEQ_PAGES" not in constexprs, ast.unparse(kernel.args)
+
+
+def test_no_page_to_write_still_writes_the_sequence_lengths(judge, seeds, tmp_path: Path) -> None:
+    """max_seq_pages == 0 leaves the page axis empty; the kernel still writes cache_seqlens and cu_seqlens,
+    which the reference writes whatever the pages (the one program of block 0 runs, every page lane
+    masked). Sequences of 1 or 2 tokens with a delta of -4 have no page."""
+    task_dir, source = seeds(next(t for t in TARGETS if t.name == "sglang_decode_metadata"))
+    shutil.copytree(task_dir, tmp_path / "task")
+    toml = tmp_path / "task" / "task.toml"
+    empty = (
+        '[[cases]]\nname = "no_pages"\nbs = 5\npool = 8\ncontext = 64\nseq = 3\npage_size = 4\ndelta = -4\n'
+    )
+    toml.write_text(toml.read_text() + "\n" + empty)
+    task = load_task(tmp_path / "task")
+    args, _ = task.make_inputs(task.case("no_pages"), 0, "cpu")
+    assert args[6] == 0  # max_seq_pages
+    result = judge(task, source)
+    assert result.correct, result.reason
 
 
 @pytest.fixture(scope="module")
