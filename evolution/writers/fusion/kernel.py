@@ -161,7 +161,7 @@ def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
 
 
 def _grid_params(
-    params: KernelParams, grid: list[GridAxis], guarded: set[Atom] | None = None
+    params: KernelParams, grid: list[GridAxis], guarded: set[Atom]
 ) -> list[tuple[str, str, str]]:
     """Per grid axis: the parameter of its program count, the host expression, and the kernel's code for
     it. A count over constexpr sizes only is computed in the kernel (`tl.cdiv(N, BLOCK_N)`, folded at
@@ -179,7 +179,7 @@ def _grid_params(
             host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
             params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
         host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
-        at_least_one = bool(axis.block) and axis.block != "ROWS" and axis.atom in (guarded or set())
+        at_least_one = bool(axis.block) and axis.block != "ROWS" and axis.atom in guarded
         if at_least_one:
             host = f"max({host}, 1)"
         name = f"GRID_{axis.atom.name.upper()}"

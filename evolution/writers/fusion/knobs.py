@@ -145,5 +145,6 @@ def neighbours(knobs: Knobs, *, uses_topk: bool) -> list[Knobs]:
     add(eviction=not knobs.eviction)
     add(grid="all" if knobs.grid == "outer" else "outer")
     add(rounding=not knobs.rounding)
-    add(reload=not knobs.reload)
+    if not uses_topk:
+        add(reload=not knobs.reload)
     return moves

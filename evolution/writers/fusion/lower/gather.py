@@ -9,6 +9,7 @@ import sympy
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
 from evolution.writers.fusion.lower.args import normal_dim
+from evolution.writers.fusion.lower.held import held_row, padded_to_lane_0
 from evolution.writers.fusion.model import Node
 from evolution.writers.fusion.tiles import Affine, Computed, Index, IndexExpr, Tile
 
@@ -48,29 +49,20 @@ def _held_along(
     source, nor its ops computed again at the picked positions. None where it does not, or where the tiles
     are not laid out alike but for the gathered axis (last in both)."""
     entry = index[dim]
-    if ev.emitter.options.reload:
-        return None
     if at.dtype not in ("i32", "i64") or not at.atoms or not isinstance(entry, Affine):
         return None
     if entry != Affine.of(at.atoms[-1]):
         return None
     rest = at.atoms[:-1]
-    extent = ev.shape(source)[dim]
-    for atom in ev.atoms.atoms:
-        if atom.extent != extent or atom in at.atoms or ev.emitter.binding(atom).kind != "register":
-            continue
-        row = ev.held(source, (*index[:dim], Affine.of(atom), *index[dim + 1 :]), guard)
-        if row is None or row.atoms != (*rest, atom):
-            continue
-        at = ev.emitter.unwidened(at)  # tl.gather takes any int index: no 64-bit copy of the positions
-        # Padded lanes of the positions hold no index: they read lane 0 (tl.gather has no mask).
-        valid = ev.emitter.mask(set(at.atoms))
-        if valid is not None:
-            at = ev.emitter.where(valid, at, ev.emitter.constant(0, at.dtype), at.dtype)
-            ev.emitter.name_value(at, "index", 2)
-        code = f"tl.gather({row.code}, {at.code}, {len(rest)})"
-        return ev.emitter.let(code, at.atoms, row.dtype, row.grid | at.grid)
-    return None
+    row = held_row(ev, source, index, dim, guard, rest=rest, avoid=frozenset(at.atoms))
+    if row is None:
+        return None
+    at = ev.emitter.unwidened(at)  # tl.gather takes any int index: no 64-bit copy of the positions
+    picked = padded_to_lane_0(ev.emitter, at)
+    if picked is not at:
+        ev.emitter.name_value(picked, "index", 2)
+    code = f"tl.gather({row.code}, {picked.code}, {len(rest)})"
+    return ev.emitter.let(code, picked.atoms, row.dtype, row.grid | picked.grid)
 
 
 @LOWERINGS.register("aten.index_select.default")

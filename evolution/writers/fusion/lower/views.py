@@ -13,6 +13,7 @@ from evolution.writers.fusion import indexing, symbols
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
 from evolution.writers.fusion.lower.args import node_arg, normal_dim, slice_bounds
+from evolution.writers.fusion.lower.held import held_row, padded_to_lane_0
 from evolution.writers.fusion.model import Node
 from evolution.writers.fusion.tiles import Affine, Index, IndexExpr, Tile
 
@@ -40,37 +41,27 @@ def _held_view(ev: Evaluator, source: object, index: Index, guard: Tile | None) 
     the one dim the view regroups (`scores.view(n, groups, -1)` of scores computed whole): the base is
     loaded and computed once, not again in the view's layout. None otherwise."""
     emitter = ev.emitter
-    if emitter.options.reload:
-        return None
     for dim, entry in enumerate(index):
         if not isinstance(entry, Affine) or len(entry.terms) < 2:
             continue
         others = [e for k, e in enumerate(index) if k != dim]
         if any(not isinstance(e, Affine) or e.atoms - emitter.grid_atoms() for e in others):
             continue  # the base's row is its only register axis
-        for atom in ev.atoms.atoms:
-            if atom.extent != ev.shape(source)[dim] or emitter.binding(atom).kind != "register":
-                continue
-            row = ev.held(source, (*index[:dim], Affine.of(atom), *index[dim + 1 :]), guard)
-            if row is None or row.atoms != (atom,) or atom in entry.atoms:
-                continue
-            at = emitter.index_tile(entry)
-            valid = emitter.mask(set(at.atoms))
-            if valid is not None:  # padded lanes hold no position: they read lane 0 (tl.gather has no mask)
-                at = emitter.where(valid, at, emitter.constant(0, at.dtype), at.dtype)
-            emitter.name_value(at, "index", 2)
-            if len(at.atoms) == 1:
-                return emitter.let(f"tl.gather({row.code}, {at.code}, 0)", at.atoms, row.dtype, row.grid)
-            # tl.gather takes an index of the source's rank: the positions flattened, the result laid back.
-            shape = [emitter.extent_code(a) for a in at.atoms]
-            flat = emitter.let(f"tl.reshape({at.code}, [{' * '.join(shape)}])", at.atoms, at.dtype, at.grid)
-            emitter.name_value(flat, "index_flat", 2)
-            grid = row.grid | at.grid
-            gathered = emitter.let(f"tl.gather({row.code}, {flat.code}, 0)", at.atoms, row.dtype, grid)
-            emitter.name_value(gathered, "gathered", 2)
-            return emitter.let(
-                f"tl.reshape({gathered.code}, [{', '.join(shape)}])", at.atoms, row.dtype, grid
-            )
+        row = held_row(ev, source, index, dim, guard, avoid=frozenset(entry.atoms))
+        if row is None:
+            continue
+        at = padded_to_lane_0(emitter, emitter.index_tile(entry))
+        emitter.name_value(at, "index", 2)
+        if len(at.atoms) == 1:
+            return emitter.let(f"tl.gather({row.code}, {at.code}, 0)", at.atoms, row.dtype, row.grid)
+        # tl.gather takes an index of the source's rank: the positions flattened, the result laid back.
+        shape = [emitter.extent_code(a) for a in at.atoms]
+        flat = emitter.let(f"tl.reshape({at.code}, [{' * '.join(shape)}])", at.atoms, at.dtype, at.grid)
+        emitter.name_value(flat, "index_flat", 2)
+        grid = row.grid | at.grid
+        gathered = emitter.let(f"tl.gather({row.code}, {flat.code}, 0)", at.atoms, row.dtype, grid)
+        emitter.name_value(gathered, "gathered", 2)
+        return emitter.let(f"tl.reshape({gathered.code}, [{', '.join(shape)}])", at.atoms, row.dtype, grid)
     return None
 
 
