@@ -186,6 +186,7 @@ class Emitter:
         depth = current.depth
         parent = self.stack[depth - 1]
         block = self._loop_block(atom, depth)
+        block.preloop = True
         if why:
             parent.add(f"# {why}")
         parent.add(block)
@@ -207,17 +208,19 @@ class Emitter:
         self._defined[var] = block
         return block
 
-    def accumulate(self, atom: Atom, partial: Callable[[], Tile], kind: str) -> Tile:
-        """`kind` (sum | max | min) of chunk results over a pre-loop on `atom`: `partial()` gives one chunk's
-        reduction (evaluated inside the loop)."""
+    def accumulate(self, atom: Atom, lanes: Callable[[], Tile], atoms: list[Atom], kind: str) -> Tile:
+        """`kind` (sum | max | min) over `atoms` of a value walked in a pre-loop on `atom`: `lanes()` gives
+        one chunk of it (evaluated inside the loop, padded lanes already the identity). The chunks are
+        combined lane by lane and reduced once after the loop, as Inductor's looped reductions do: one
+        reduction across the program's warps instead of one per chunk."""
         # The row is walked in chunks (too wide for one register tile), and what the next loop reads needs
         # the whole row's reduction first.
         why = f"Two passes: this loop's {kind} over every chunk first, as the next loop needs it whole"
         with self.preloop(atom, why) as block:
-            chunk = partial()
+            chunk = lanes()
             parent = self.stack[block.depth - 1]
             name = self.fresh("acc")
-            self.hints.add(name, f"{kind}_acc", 2)
+            self.hints.add(name, f"{kind}_lanes", 2)
             identity = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
             if chunk.dtype not in ("fp32", "fp64") and kind != "sum":
                 identity = -(2**31) + 1 if kind == "max" else 2**31 - 1
@@ -230,7 +233,9 @@ class Emitter:
             self._defined[name] = parent
             update = {"sum": "{a} + {b}", "max": "tl.maximum({a}, {b})", "min": "tl.minimum({a}, {b})"}[kind]
             block.add(f"{name} = {update.format(a=name, b=chunk.code)}")
-        return Tile(name, chunk.atoms, chunk.dtype, chunk.grid)
+        total = self.reduce(Tile(name, chunk.atoms, chunk.dtype, chunk.grid), atoms, kind, chunk.dtype)
+        self.hints.add(total.code, f"{kind}_acc" if kind == "sum" else f"row_{kind}", 2)
+        return total
 
     # --- atoms -------------------------------------------------------------------------------------------
 

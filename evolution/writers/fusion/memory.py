@@ -84,7 +84,10 @@ def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int]
     if mask is not None:
         arguments += [f"mask={emitter.align(mask, atoms)}", "other=0"]
     if emitter.options.eviction:
-        arguments.append('eviction_policy="evict_first"' if offset.grid else 'eviction_policy="evict_last"')
+        # Row-invariant values, and what a first pass reads that the pass after it reads again, stay in L2.
+        again = any(b.preloop for b in emitter.stack)
+        streamed = offset.grid and not again
+        arguments.append('eviction_policy="evict_first"' if streamed else 'eviction_policy="evict_last"')
     grid = offset.grid | (mask.grid if mask is not None else frozenset())
     raw = emitter.let(
         f"tl.load({', '.join(arguments)})", atoms, dtype, grid, prefix=f"{tensor_name(p.source)}_"

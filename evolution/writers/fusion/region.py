@@ -26,6 +26,8 @@ class Block:
     depth: int = 0
     loop_atom: Atom | None = None
     var: str = ""  # the loop's chunk start
+    # A pass before the loop that writes (two passes): what it loads, that loop loads again.
+    preloop: bool = False
     items: list[str | Block] = field(default_factory=list)
     open_child: Block | None = None  # statements added while a child is open go before it
     cse: dict[str, Tile] = field(default_factory=dict)

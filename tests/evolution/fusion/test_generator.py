@@ -255,6 +255,16 @@ def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:
     rms_cases = [{"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5}]
     rms = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, rms_cases)
     check(rms, write(rms, trace(rms), Knobs(passes="two", block=32, persistent=132)).source)
+    # Inductor's looped reduction: chunks added lane by lane, one reduction across the warps after the
+    # loop; what the first pass loads stays in L2 for the second, which streams it.
+    source = write(rms, trace(rms), Knobs(passes="two", block=32, eviction=True)).source
+    first, second = source.split("for ")[1:3]
+    first = first.split("sum_acc = ")[0]  # the first loop's body: what precedes the statement after it
+    assert "tl.sum(" not in first and "sum_lanes = sum_lanes + " in first
+    assert "\n    sum_acc = tl.sum(sum_lanes, axis=0)\n" in source
+    assert "evict_last" in first and "evict_first" not in first
+    assert "evict_first" in second
+    check(rms, source)
 
 
 def test_layer_norm(tmp_path: Path) -> None:

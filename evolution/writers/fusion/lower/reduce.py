@@ -71,7 +71,13 @@ def masked(ev: Evaluator, tile: Tile, atoms: list[Atom], identity: float | int) 
 
 def reduce_to(ev: Evaluator, tile: Tile, atoms: list[Atom], kind: str) -> Tile:
     """`kind` in sum | max | min over `atoms`, padded lanes excluded."""
-    identity = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
+    lanes = identity_padded(ev, tile, atoms, kind)
+    return ev.emitter.reduce(lanes, atoms, kind, lanes.dtype)
+
+
+def identity_padded(ev: Evaluator, tile: Tile, atoms: list[Atom], kind: str) -> Tile:
+    """`tile` with its lanes outside `atoms`' extents set to the identity of `kind` (a bool made an int)."""
+    identity: float | int = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
     if not is_float(tile.dtype) and kind != "sum":
         identity = -(2**31) if kind == "max" else 2**31 - 1
         if tile.dtype == "i64":
@@ -79,18 +85,18 @@ def reduce_to(ev: Evaluator, tile: Tile, atoms: list[Atom], kind: str) -> Tile:
         if tile.dtype == "i1":
             tile = ev.emitter.cast(tile, "i32")
             identity = 0 if kind == "max" else 1
-    return ev.emitter.reduce(masked(ev, tile, atoms, identity), atoms, kind, tile.dtype)
+    return masked(ev, tile, atoms, identity)
 
 
 def reduce_lazy(ev: Evaluator, compute: Callable[[], Tile], atoms: list[Atom], kind: str) -> Tile:
     """reduce_to of `compute()`; over an atom walked in chunks, `compute` runs inside a pre-loop and the
-    chunks' results are accumulated (two passes)."""
+    chunks are combined lane by lane, then reduced (two passes)."""
     looped = [a for a in atoms if ev.emitter.binding(a).kind == "loop"]
     if not looped:
         return reduce_to(ev, compute(), atoms, kind)
     if len(looped) > 1:
         raise LoweringError("a reduction over two axes split into chunks")
-    return ev.emitter.accumulate(looped[0], lambda: reduce_to(ev, compute(), atoms, kind), kind)
+    return ev.emitter.accumulate(looped[0], lambda: identity_padded(ev, compute(), atoms, kind), atoms, kind)
 
 
 def count(ev: Evaluator, source: object, dims: list[int]) -> Tile:
