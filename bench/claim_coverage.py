@@ -387,12 +387,12 @@ def main(argv: list[str] | None = None) -> int:
         report = confirm(task_dir, source, options, progress=lambda m, n=name: print(f"{n}: {m}", flush=True))
         winner: dict[str, Any] = {"name": name, "task_dir": str(task_dir), "kernel": str(kernel)}
         winner["confirm"] = report.to_dict()
-        if report.measured:
+        if report.measured and args.remeasure > 0:
             again = remeasure(task_dir, source, report, args.remeasure, report.backend)
             winner["remeasure_failures"] = again["failures"]
             winner["remeasure_seconds"] = process_seconds(again["seconds"])
             winner["coverage"] = coverage(report, again)
-        else:
+        elif not report.measured:
             winner["why"] = report.reason
         data["winners"].append(winner)
         data["summary"] = summary(data["winners"])

@@ -1,0 +1,116 @@
+"""The module `kernelbot integrate` would write for each search winner, checked against the readable-output
+rules CI applies to the fusion generator (tests/evolution/fusion/readable.py), and the triples
+bench/readable_parity.py times on a GPU.
+
+    PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length 88]
+
+WORK holds tasks/<name>/ and runs/<name>/best.py (bench/claim_coverage.py and bench/llm_free_acceptance.py
+leave them under their work folder). Per winner: OUT/<name>.py (the module, laid out by ruff at the line
+length), its line count against the budget (1.5x the engine's own kernel for the op where one exists, else
+200), and every rule it breaks; `--regenerate` first writes each fusion winner again from its knobs at that
+line length. OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
+OUT/readable_modules.md is the table (also printed). Runs on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*) = ([^\n#]*?)\s*(?:#.*)?$", re.M)  # a module-level constant
+
+
+def _rules() -> ModuleType:
+    """CI's readable-output rules, loaded from the test helper that defines them."""
+    path = ROOT / "tests" / "evolution" / "fusion" / "readable.py"
+    spec = importlib.util.spec_from_file_location("kb_readable_rules", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _own_kernel_lines(rules: ModuleType, name: str) -> int | None:
+    own = rules.OWN_KERNELS.get(name)
+    if own is None:
+        return None
+    from extractors.release_sources import fetch_release
+
+    return len((fetch_release(own[0]) / own[1]).read_text().splitlines())
+
+
+def _regenerated(task_dir: Path, source: str, line_length: int) -> str:
+    """The fusion winner `source` written again from its knobs at `line_length`: what `kernelbot target`,
+    which searches at the engine's line length, would have put in the module (same kernel, laid out for
+    the engine). A winner the fusion writer did not write stays as it is."""
+    import asyncio
+
+    from evaluators.task import load_task
+    from evolution.writers.fusion.knobs import parse
+    from evolution.writers.fusion.writer import FusionWriter
+
+    knobs = parse(source)
+    if knobs is None:
+        return source
+    task = load_task(task_dir)
+    writer = FusionWriter(line_length=line_length)
+    report = asyncio.run(writer.report(task))
+    written = asyncio.run(writer.write(task, report, knobs)).source
+    # Launch tuning changes the module's constants (BLOCK, WARPS_SCALE) without touching the knobs line:
+    # the winner's values, not the knobs' defaults.
+    for match in CONSTANT.finditer(source):
+        name, value = match.group(1), match.group(2)
+        written = re.sub(rf"^{name} = [^\n#]*", f"{name} = {value}", written, count=1, flags=re.M)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("work", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--line-length", type=int, default=88, help="the engine's (SGLang, LMDeploy: 88)")
+    parser.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="write each fusion winner again from its knobs at --line-length (a search run by `kernelbot "
+        "evolve` writes at 110 columns; `kernelbot target` at the engine's)",
+    )
+    options = parser.parse_args(argv)
+    rules = _rules()
+    options.out.mkdir(parents=True, exist_ok=True)
+    rows = ["| winner | knobs | lines | budget | rules broken |", "| --- | --- | --- | --- | --- |"]
+    triples = []
+    broken = 0
+    for best in sorted(options.work.glob("runs/*/best.py")):
+        name = best.parent.name
+        task_dir = options.work / "tasks" / name
+        source = best.read_text()
+        if options.regenerate:
+            source = _regenerated(task_dir, source, options.line_length)
+        module = rules.shipped_module(task_dir, source, options.line_length)
+        path = options.out / f"{name}.py"
+        path.write_text(module)
+        problems = rules.problems(module, limit=options.line_length)
+        budget = rules.line_budget(_own_kernel_lines(rules, name))
+        lines = len(module.splitlines())
+        if lines > budget:
+            problems.append(f"{lines} lines over the budget of {budget}")
+        broken += bool(problems)
+        header = [line for line in source.splitlines() if "fusion-knobs" in line]
+        knobs = header[0].split(":", 1)[1].strip() if header else ""
+        rows.append(f"| {name} | `{knobs}` | {lines} | {budget} | {'; '.join(problems) or 'none'} |")
+        triples.append(f"{task_dir}={best}={path}:{rules.shipped_entry(task_dir)}")
+    (options.out / "triples.txt").write_text("\n".join(triples) + "\n")
+    table = "\n".join(rows) + "\n"
+    (options.out / "readable_modules.md").write_text(table)
+    print(table)
+    return 1 if broken or not triples else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
