@@ -6,8 +6,9 @@ variable the reference assigned it to: `variance`, `scores`), from the op that m
 `sigmoid`, `topk_ids`), from how it is used (the offsets a load of `x` reads: `x_offs`) or from its
 expression (`sum_power`, `x_f32`, `candidates_masked`). Axes (atoms) are named by their role: the
 program's rows (`row`), the one register axis of a row (`col`), or the size parameter of their extent
-(`topk`, `num_expert_group`). Equal names get a suffix (`x_2`); nothing is renamed to a name the kernel
-already uses.
+(`topk`, `num_expert_group`). A value takes the name of one it replaces, as the reference's `x = x + residual`
+does, where both are bound in one statement list and the older is not read after; other equal names get a
+suffix (`x_2`); nothing is renamed to a name the kernel already uses.
 """
 
 from __future__ import annotations
@@ -67,16 +68,100 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     generated = [n for n in bound if n not in _FIXED]
     taken -= set(generated)
     taken |= _FIXED
+    lives = _lifetimes(fn)
+    holders: dict[str, str] = {}  # a new name -> the generated value that holds it last
     for name in generated:
         base = identifier(_base_name(name, hints, atoms, uses, mapping, bound.get(name))) or "value"
         if name.startswith("pid_") and base in taken:
             # A program's index along an axis named for a size the kernel also takes (a run-time
             # `max_seq_pages`): Triton's own `pid_<axis>`, not a numbered copy of the size's name.
             base = f"pid_{base}"
-        new = _unique(base, taken)
+        holder = holders.get(base)
+        if holder is not None and _rebinds(name, holder, bound.get(name), hints, lives):
+            new = base  # as the reference rebinds it (`x = x + residual`); the old value is not read again
+        else:
+            new = _unique(base, taken)
         taken.add(new)
         mapping[name] = new
+        holders[new] = name
     return mapping
+
+
+@dataclass(frozen=True)
+class _Lifetime:
+    body: int  # id of the statement list that binds the value
+    bound: int  # index there of its one binding statement
+    last_read: int  # index there of the last statement that reads it (nested reads count at their ancestor)
+
+
+def _lifetimes(fn: ast.FunctionDef) -> dict[str, _Lifetime]:
+    """Per value bound exactly once by a plain `name = ...` and read only in or under its own statement
+    list: where it is bound and last read. Other names (loop-carried, loop variables, tuple targets, read
+    outside their list) are left out, so no name is ever shared with them."""
+    binds: dict[str, list[tuple[int, int]]] = {}
+    reads: dict[str, list[tuple[tuple[int, int], ...]]] = {}
+    excluded: set[str] = set()
+
+    def visit(statements: list[ast.stmt], ancestors: tuple[tuple[int, int], ...]) -> None:
+        for index, statement in enumerate(statements):
+            here = (*ancestors, (id(statements), index))
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        binds.setdefault(target.id, []).append((id(statements), index))
+                    else:
+                        excluded.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                reading: list[ast.AST] = [statement.value]
+            elif isinstance(statement, ast.For):
+                excluded.update(n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name))
+                reading = [statement.iter]
+                visit(statement.body, here)
+            elif isinstance(statement, ast.If):
+                reading = [statement.test]
+                visit(statement.body, here)
+                visit(statement.orelse, here)
+            else:
+                reading = [statement]
+            for node in reading:
+                for name in ast.walk(node):
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
+                        reads.setdefault(name.id, []).append(here)
+
+    visit(fn.body, ())
+    found: dict[str, _Lifetime] = {}
+    for name, places in binds.items():
+        if name in excluded or len(places) != 1:
+            continue
+        body, bound = places[0]
+        last = bound
+        for path in reads.get(name, []):
+            level = next((i for b, i in path if b == body), None)
+            if level is None:
+                break  # read outside its own statement list
+            last = max(last, level)
+        else:
+            found[name] = _Lifetime(body, bound, last)
+    return found
+
+
+def _rebinds(
+    name: str, holder: str, value: ast.expr | None, hints: Hints, lives: dict[str, _Lifetime]
+) -> bool:
+    """Whether `name` takes the name `holder` has: bound in the same statement list, at or after holder's
+    last read, and a new state of the same thing: computed from holder (`x = x.to(tl.float32)`), or a
+    value the reference itself gave that name (`residual = x.to(orig_dtype)`) that is not a fresh load
+    (a second slice of `x` is not `x` again)."""
+    old, new = lives.get(holder), lives.get(name)
+    if old is None or new is None or old.body != new.body or old.last_read > new.bound or value is None:
+        return False
+    if any(isinstance(n, ast.Name) and n.id == holder for n in ast.walk(value)):
+        return True
+    hint = hints.get(name)
+    loads = any(
+        isinstance(n, ast.Attribute) and n.attr == "load" and ast.unparse(n.value) == "tl"
+        for n in ast.walk(value)
+    )
+    return hint is not None and hint[0] >= 3 and not loads
 
 
 def apply(text: str, mapping: dict[str, str]) -> str:

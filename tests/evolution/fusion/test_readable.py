@@ -55,6 +55,37 @@ def test_values_are_named_after_what_they_hold() -> None:
     assert "variance = tl.sum(" in renamed and "rsqrt_variance = tl.rsqrt(variance)" in renamed
 
 
+REBINDING = """@triton.jit
+def _k(x_ptr, r_ptr, out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    a0_1 = tl.arange(0, N)
+    x_3 = tl.load(x_ptr + pid * N + a0_1)
+    v4 = x_3.to(tl.float32)
+    r_5 = tl.load(r_ptr + pid * N + a0_1)
+    v6 = v4 + r_5.to(tl.float32)
+    v7 = v6 * v6
+    v8 = tl.load(x_ptr + pid * N + N + a0_1)
+    v9 = v7 * v8
+    tl.store(out_ptr + pid * N + a0_1, v9 + v7)"""
+
+
+def test_a_value_that_replaces_another_takes_its_name() -> None:
+    """`x = x.to(tl.float32)`, `x = x + residual` as the reference writes them; a second load of the same
+    tensor (another slice of it) and a value the reference named alike while the old one is still read keep
+    their own names."""
+    hints = Hints()
+    for name in ("x_3", "v4", "v6", "v8"):
+        hints.add(name, "x", 3)
+    hints.add("v9", "v7", 3)  # named as v7 is, and v7 is read after it
+    hints.add("v7", "v7", 3)
+    renamed = apply(REBINDING, rename_map(REBINDING, hints, {"a0": "col"}))
+    assert "    x = tl.load(x_ptr" in renamed
+    assert "    x = x.to(tl.float32)\n" in renamed
+    assert "    x = x + loaded.to(tl.float32)\n" in renamed
+    assert "    x_2 = tl.load(x_ptr" in renamed  # a fresh load is not the old x again
+    assert "    v7_2 = v7 * x_2\n" in renamed and "v7_2 + v7" in renamed  # v7 still read: a name of its own
+
+
 def test_long_statements_are_broken_at_their_brackets() -> None:
     source = 'def f(alpha, beta, gamma, delta):\n    return g(alpha, beta, "a, (b", delta)\n'
     wrapped = wrap_long_lines(source, 30)
