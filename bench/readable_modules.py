@@ -2,13 +2,14 @@
 rules CI applies to the fusion generator (tests/evolution/fusion/readable.py), and the triples
 bench/readable_parity.py times on a GPU.
 
-    PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length 88]
+    PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length 88] [--regenerate] [--ptx]
 
 WORK holds tasks/<name>/ and runs/<name>/best.py (bench/claim_coverage.py and bench/llm_free_acceptance.py
 leave them under their work folder). Per winner: OUT/<name>.py (the module, laid out by ruff at the line
 length), its line count against the budget (1.5x the engine's own kernel for the op where one exists, else
-200), and every rule it breaks; `--regenerate` first writes each fusion winner again from its knobs at that
-line length. OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
+200), and every rule it breaks. `--regenerate` first writes each fusion winner again from its knobs at
+that line length; `--ptx` compiles module and winner for sm_90 (no GPU needed) and compares their PTX.
+OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
 OUT/readable_modules.md is the table (also printed). Runs on a CPU.
 """
 
@@ -69,6 +70,18 @@ def _regenerated(task_dir: Path, source: str, line_length: int) -> str:
     return written
 
 
+def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Path, entry: str) -> str:
+    """Whether the module launches the winner's kernels with the winner's PTX on the task's first case
+    (both compiled for sm_90 here, tests/examples/cuda_compile_check.py)."""
+    from evaluators.task import load_task
+
+    module_launches, raw_launches = rules.gpu_launches(
+        [(task_dir, module, entry), (task_dir, raw, load_task(task_dir).entry)]
+    )
+    same = [c["ptx"] for c in module_launches] == [c["ptx"] for c in raw_launches]
+    return f"yes ({len(raw_launches)} launches)" if same else "no"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path)
@@ -80,10 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         help="write each fusion winner again from its knobs at --line-length (a search run by `kernelbot "
         "evolve` writes at 110 columns; `kernelbot target` at the engine's)",
     )
+    parser.add_argument(
+        "--ptx", action="store_true", help="compile the module and the winner for sm_90 and compare their PTX"
+    )
     options = parser.parse_args(argv)
     rules = _rules()
     options.out.mkdir(parents=True, exist_ok=True)
-    rows = ["| winner | knobs | lines | budget | rules broken |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| winner | knobs | lines | budget | rules broken | same PTX as the winner |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     triples = []
     broken = 0
     for best in sorted(options.work.glob("runs/*/best.py")):
@@ -103,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         broken += bool(problems)
         header = [line for line in source.splitlines() if "fusion-knobs" in line]
         knobs = header[0].split(":", 1)[1].strip() if header else ""
-        rows.append(f"| {name} | `{knobs}` | {lines} | {budget} | {'; '.join(problems) or 'none'} |")
-        triples.append(f"{task_dir}={best}={path}:{rules.shipped_entry(task_dir)}")
+        entry = rules.shipped_entry(task_dir)
+        same = _same_instructions(rules, task_dir, best, path, entry) if options.ptx else "not checked"
+        rows.append(f"| {name} | `{knobs}` | {lines} | {budget} | {'; '.join(problems) or 'none'} | {same} |")
+        triples.append(f"{task_dir}={best}={path}:{entry}")
     (options.out / "triples.txt").write_text("\n".join(triples) + "\n")
     table = "\n".join(rows) + "\n"
     (options.out / "readable_modules.md").write_text(table)

@@ -8,12 +8,14 @@ executing it.
 
 Run without TRITON_INTERPRET. Reads a JSON list of {"task": dir, "candidate": file, "params": {...}} on stdin
 (with "entry" where the file names the task's entry otherwise: a module integrate writes); prints one JSON
-line per kernel launch (its job, and whether an identical launch of the same file was
-already compiled); exits 1 at the first failure.
+line per kernel launch (its job, whether an identical launch of the same file was
+already compiled, and a digest of its PTX without source locations or the kernel's name, so that two
+files' launches can be told to run the same instructions); exits 1 at the first failure.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -41,7 +43,7 @@ POINTER_TYPES = {
     torch.uint8: "*u8",
     torch.bool: "*i1",
 }
-_compiled: set[str] = set()
+_compiled: dict[str, str] = {}  # a launch's key -> its PTX digest
 _job = -1  # the index of the job whose launches are being compiled
 
 
@@ -73,11 +75,20 @@ def compile_instead_of_launch(self: JITFunction, *args, grid, warmup, **kwargs):
     key = json.dumps([*where, signature, repr(sorted(constexprs.items())), options])
     cached = key in _compiled
     if not cached:
-        _compiled.add(key)
-        triton.compile(ASTSource(self, signature, constexprs), target=TARGET, options=options)
+        compiled = triton.compile(ASTSource(self, signature, constexprs), target=TARGET, options=options)
+        _compiled[key] = _machine_code_digest(compiled.asm["ptx"], self.fn.__name__)
     report = {"job": _job, "kernel": self.fn.__name__, "signature": signature, "options": options}
     report["cached"] = cached
+    report["ptx"] = _compiled[key]
     print(json.dumps(report), flush=True)
+
+
+def _machine_code_digest(ptx: str, kernel: str) -> str:
+    """The PTX without what names where it came from (source lines, file names, the kernel's name): two
+    launches of equal digests run the same instructions, whatever the Python text they were written in."""
+    code = ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]  # DWARF: file names
+    kept = [line for line in code.splitlines() if not line.lstrip().startswith((".loc", ".file", "//"))]
+    return hashlib.sha256("\n".join(kept).replace(kernel, "KERNEL").encode()).hexdigest()[:16]
 
 
 def _import(path: Path, name: str):

@@ -102,29 +102,27 @@ def shipped_entry(task_dir: Path) -> str:
     return kernel_entry_name(op_name(load_view(task_dir).qualname))
 
 
-def compiled_for_gpu(modules: dict[str, tuple[Path, Path]]) -> dict[str, set[str]]:
-    """Per name: the kernels its module (task dir, module file) launches on the task's first case, each
-    compiled for sm_90 by tests/examples/cuda_compile_check.py (one process, no interpreter). Fails naming
-    the module and the compiler's error at the first kernel that does not compile."""
+def gpu_launches(jobs: list[tuple[Path, Path, str]]) -> list[list[dict]]:
+    """Per job (task dir, file, entry): its launches on the task's first case, compiled for sm_90, each with
+    the digest of its PTX (`ptx`), in one process of tests/examples/cuda_compile_check.py."""
     import json
     import os
 
     from evaluators.task import load_task
 
     checker = Path(__file__).parents[2] / "examples" / "cuda_compile_check.py"
-    jobs = []
-    for task_dir, module in modules.values():
+    requests = []
+    for task_dir, path, entry in jobs:
         params = dict(load_task(task_dir).cases[0].params)
-        jobs.append({"task": str(task_dir), "candidate": str(module), "params": params})
-        jobs[-1]["entry"] = shipped_entry(task_dir)
+        requests.append({"task": str(task_dir), "candidate": str(path), "params": params, "entry": entry})
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[3]), env.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, str(checker)], input=json.dumps(jobs), capture_output=True, text=True, env=env
+        [sys.executable, str(checker)], input=json.dumps(requests), capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
     launches = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {name: {c["kernel"] for c in launches if c["job"] == k} for k, name in enumerate(modules)}
+    return [[c for c in launches if c["job"] == k] for k in range(len(jobs))]
 
 
 def shipped_module(task_dir: Path, source: str, line_length: int) -> str:

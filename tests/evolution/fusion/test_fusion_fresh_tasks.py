@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from readable import (
     OWN_KERNELS,
-    compiled_for_gpu,
     duplicate_kernels,
+    gpu_launches,
     line_budget,
     numbered_names,
     problems,
+    shipped_entry,
     shipped_module,
 )
 
@@ -122,22 +123,35 @@ def test_no_page_to_write_still_writes_the_sequence_lengths(judge, seeds, tmp_pa
 
 
 @pytest.fixture(scope="module")
-def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
-    """Each target's shipped module compiled for sm_90 (tests/examples/cuda_compile_check.py)."""
+def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
+    """Each target's shipped module, and the seed it was made from, compiled for sm_90 on the task's first
+    case (tests/examples/cuda_compile_check.py, one process): their launches, with PTX digests."""
     out = tmp_path_factory.mktemp("compiled")
-    modules = {}
+    jobs = []
     for target in TARGETS:
         task_dir, source = seeds(target)
-        path = out / f"{target.name}.py"
-        path.write_text(shipped_module(task_dir, source, engine_line_length(target)))
-        modules[target.name] = (task_dir, path)
-    return compiled_for_gpu(modules)
+        module, raw = out / f"{target.name}.py", out / f"{target.name}_seed.py"
+        module.write_text(shipped_module(task_dir, source, engine_line_length(target)))
+        raw.write_text(source)
+        entry = load_task(task_dir).entry
+        jobs += [(task_dir, module, shipped_entry(task_dir)), (task_dir, raw, entry)]
+    launches = gpu_launches(jobs)
+    return {t.name: {"module": launches[2 * k], "seed": launches[2 * k + 1]} for k, t in enumerate(TARGETS)}
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_shipped_module_compiles_for_the_gpu(compiled, target: Target) -> None:
     """What the interpreter cannot tell: Triton's compiler takes every kernel the module launches (sm_90)."""
-    assert compiled[target.name], "the module launched no kernel"
+    assert compiled[target.name]["module"], "the module launched no kernel"
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_the_shipped_module_runs_the_winners_instructions(compiled, target: Target) -> None:
+    """The speed rule's CPU half: the module integrate writes (names, layout, guard, entry) launches the same
+    kernels with the same PTX as the candidate it was made from, so a GPU can only time them apart by noise
+    (bench/readable_parity.py times them on one)."""
+    module, seed = compiled[target.name]["module"], compiled[target.name]["seed"]
+    assert [c["ptx"] for c in module] == [c["ptx"] for c in seed]
 
 
 # The acceptance's rules for the module integrate writes (readable.py), one test each. Over budget today
