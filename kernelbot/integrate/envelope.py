@@ -72,10 +72,9 @@ class Envelope:
         if self.tensors:
             lines.append("autograd: off (no_grad / inference mode) or no tensor argument requires grad")
         if self.unchecked_dtypes:
-            lines.append(
-                f"not in {', '.join(self.unchecked_dtypes)}, which the engine also serves: no case checked "
-                "the kernel in them, so those calls run the original code"
-            )
+            it = "it" if len(self.unchecked_dtypes) == 1 else "them"
+            dtypes = ", ".join(self.unchecked_dtypes)
+            lines.append(f"not in {dtypes}: the engine serves {it}, but no case checked the kernel in {it}")
         return lines
 
     def rule(self, name: str) -> TensorRule | ValueRule | None:

@@ -20,9 +20,7 @@ from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.templates_env import environment
 
 
-def render_guard(
-    envelope: Envelope, entry: cst.FunctionDef, guard: str, kernel: str, line_length: int = 88
-) -> str:
+def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, line_length: int = 88) -> str:
     """Source of the guard for `entry` (the candidate's entry function, whose parameters it copies)."""
     conditions = ["ENABLED"]
     conditions += [_tensor_condition(rule) for rule in envelope.tensors]
@@ -47,7 +45,6 @@ def render_guard(
         .get_template("guard.py.j2")
         .render(
             guard=guard,
-            kernel=kernel,
             params=_parameters(entry),
             conditions=conditions,
             has_tensors=bool(envelope.tensors),

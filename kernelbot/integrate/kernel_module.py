@@ -62,7 +62,7 @@ def build_kernel_module(
     module = module.visit(StripEvolveMarkersTransformer())
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
-    guard = _statements(render_guard(envelope, entry, names.guard, names.entry, line_length))
+    guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, "torch")

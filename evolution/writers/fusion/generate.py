@@ -35,10 +35,8 @@ from evolution.writers.fusion.naming import apply, identifier
 from evolution.writers.fusion.symbols import SizeError
 
 _NUM_WARPS = '''def _num_warps(elements):
-    """Warps for a largest register tile of `elements` (about 512 a warp)."""
-    warps = 1
-    while warps < 16 and warps * 512 < elements:
-        warps *= 2
+    """Warps for a largest register tile of `elements` (about 512 a warp, 1 to 16)."""
+    warps = min(max(triton.next_power_of_2(elements) // 512, 1), 16)
     return min(max(int(warps * WARPS_SCALE), 1), 32)'''
 
 
@@ -234,8 +232,7 @@ def _header(task_name: str, report: TraceReport, graphs: list[Graph], width: int
         *('"""' + textwrap.fill(text, width - 3)).splitlines(),
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
+        # No `from __future__ import annotations`: the only annotations are tl.constexpr, which tl names.
         "import torch",
         "import triton",
         "import triton.language as tl",

@@ -48,7 +48,7 @@ def _can_use(envelope: Envelope) -> Callable[..., bool]:
     assert isinstance(entry, cst.FunctionDef)
     scope: dict = {"torch": torch, "triton": triton}
     on_cpu = Envelope("cpu", envelope.tensors, envelope.values, envelope.dynamic_keys)
-    exec(render_guard(on_cpu, entry, "can_use", "kernel"), scope)
+    exec(render_guard(on_cpu, entry, "can_use"), scope)
     return scope["can_use"]  # type: ignore[no-any-return]
 
 
@@ -88,7 +88,7 @@ def test_a_float32_spec_gives_a_float32_guard_and_test(tmp_path: Path) -> None:
     assert _x_dtypes(envelope) == {"float32"} == _test_dtypes(tmp_path / "task")
     assert checked_dtypes(view) == ("float32",)
     assert unchecked_dtypes(view) == ("bfloat16", "float16") == envelope.unchecked_dtypes
-    assert any(line.startswith("not in bfloat16, float16, which the engine") for line in envelope.describe())
+    assert any(line.startswith("not in bfloat16, float16: the engine") for line in envelope.describe())
     can_use = _can_use(envelope)
     with torch.no_grad():
         assert can_use(torch.zeros(3, 32))

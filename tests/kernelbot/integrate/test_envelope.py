@@ -95,7 +95,7 @@ def _guard(envelope: Envelope, signature: str, body: str = "pass") -> dict:
     entry = cst.parse_statement(f"def entry({signature}):\n    {body}\n")
     assert isinstance(entry, cst.FunctionDef)
     scope: dict = {"torch": torch, "triton": triton}
-    exec(render_guard(envelope, entry, "can_use", "kernel"), scope)
+    exec(render_guard(envelope, entry, "can_use"), scope)
     return scope
 
 
@@ -109,7 +109,7 @@ def test_rendered_guard_accepts_the_envelope_and_nothing_else() -> None:
     )
     envelope = Envelope("cpu", (x_rule, r_rule), values, ("tokens",))
     signature = "x, residual=None, *, eps, topk=8, mode=None"
-    source = render_guard(envelope, _entry(signature), "can_use", "kernel")
+    source = render_guard(envelope, _entry(signature), "can_use")
     # The sizes the cases had (128, 256) are what was checked, never a condition.
     assert "128" not in source and "256" not in source
     scope = _guard(envelope, signature)
@@ -196,7 +196,7 @@ def test_a_row_split_into_groups_needs_whole_groups() -> None:
     envelope = Envelope("meta", (rule,), (groups,), ("tokens",))
     entry = cst.parse_statement(f"def entry(x, groups):\n    {body}\n")
     assert isinstance(entry, cst.FunctionDef)
-    source = render_guard(envelope, entry, "can_use", "kernel")
+    source = render_guard(envelope, entry, "can_use")
     assert "x.shape[1] % groups == 0" in source
     assert "x.shape[1] // groups" not in source  # no bound of its own: never above x.shape[1]
     can_use = _guard(envelope, "x, groups", body)["can_use"]
