@@ -30,6 +30,7 @@ class Options:
     eviction: bool = False  # streaming loads evict first, row-invariant loads evict last
     topk: str = "mask"  # which top-k block: mask | threshold | twopass | bitonic
     reload: bool = False  # a gather or regrouping view of a value held in registers loads it again
+    index32: bool = False  # a row-major tensor's offsets in int32 (the guard keeps it under 2**31 elements)
     # Float stores cast to the pointer's own element type, so that specialisations differing only in an
     # output's float dtype write one kernel; a kernel of the only specialisation casts only what needs it.
     stores_by_pointer: bool = True

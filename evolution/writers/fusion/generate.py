@@ -72,17 +72,12 @@ def generate(
         kernels = _shared(kernels, f"_{entry}_kernel")
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
         hosts = [
-            _host_function(report, graphs[k], kernels[k], entry, suffixes[k], len(graphs), line_length)
+            _host_function(report, graphs[k], kernels[k], entry, suffixes[k], len(graphs), line_length, knobs)
             for k in range(len(graphs))
         ]
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs, line_length)
-    if knobs.num_warps:  # a fixed warp count (Inductor's): no helper sizing it by the tile
-        hosts = [
-            [re.sub(r"num_warps=_num_warps\(.*\),$", "num_warps=NUM_WARPS,", line) for line in h]
-            for h in hosts
-        ]
     helpers = [] if knobs.num_warps else [_NUM_WARPS]
     used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
     # The reference's constants go inside the block: a crossover child carries each parent's whole code.
@@ -259,18 +254,27 @@ def _constants(knobs: Knobs, used: str) -> list[str]:
         ("BLOCK", f"BLOCK = {knobs.block}  # elements per program (or per chunk) along a blocked axis"),
         ("PROGRAMS", f"PROGRAMS = {knobs.persistent}  # a persistent grid of at most this many programs"),
         ("WARPS_SCALE", f"WARPS_SCALE = {knobs.warps}"),
+        ("SMALL_GRID", f"SMALL_GRID = {knobs.small_grid}  # a launch of fewer programs splits its blocks"),
+        ("SMALL_BLOCK", "SMALL_BLOCK = 512  # to this many elements, as many warps each: more SMs load"),
         ("NUM_WARPS", f"NUM_WARPS = {knobs.num_warps}  # warps per program"),
     ]
     return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
 
 
 def _host_function(
-    report: TraceReport, graph: Graph, kernel: KernelCode, entry: str, suffix: str, count: int, width: int
+    report: TraceReport,
+    graph: Graph,
+    kernel: KernelCode,
+    entry: str,
+    suffix: str,
+    count: int,
+    width: int,
+    knobs: Knobs,
 ) -> list[str]:
     tensors = [name for name, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
     if not tensors:
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
-    body = host_body(graph, kernel, tensors[0])
+    body = host_body(graph, kernel, tensors[0], fixed_warps=bool(knobs.num_warps))
     result = returned(graph.result, kernel.holders)
     if result != "None":
         body.append(f"return {result}")

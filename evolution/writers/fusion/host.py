@@ -19,8 +19,9 @@ from evolution.writers.fusion.tiles import STORAGE_DTYPE
 _SYMBOL = re.compile(r"\b[su]\d+\b")
 
 
-def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
-    """The statements of the host function (indented one level)."""
+def host_body(graph: Graph, kernel: KernelCode, device_of: str, *, fixed_warps: bool = False) -> list[str]:
+    """The statements of the host function (indented one level); `fixed_warps`: every launch with
+    NUM_WARPS warps (Inductor's choice) instead of warps sized by the tile."""
     lines: list[str] = []
     needed = _symbols_needed(kernel) | _returned_sizes(graph)
     pending = list(needed)
@@ -60,6 +61,13 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
         else:
             arguments.append(f"{param.name}={param.host}")
     total = " * ".join(counts) or "1"
+    warps = "NUM_WARPS" if fixed_warps else f"_num_warps({kernel.tile_elements})"
+    if kernel.split_block:  # warps for the full block, then more programs of fewer elements each
+        if not fixed_warps:
+            lines.append(f"num_warps = {warps}")
+            warps = "num_warps"
+        lines.append(f"if {total} < SMALL_GRID:")
+        lines.append(f"    {kernel.split_block} = min({kernel.split_block}, SMALL_BLOCK)")
     if not total.isidentifier() or kernel.persistent:  # a count that is one size is launched by its name
         lines.append(f"programs = {total}")
         total = "programs"
@@ -67,7 +75,7 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str) -> list[str]:
     lines.append(f"if {total} > 0:")
     lines.append(f"    {kernel.name}[({launch},)](")
     lines.extend(f"        {a}," for a in arguments)
-    lines.append(f"        num_warps=_num_warps({kernel.tile_elements}),")
+    lines.append(f"        num_warps={warps},")
     lines.append("    )")
     return lines
 

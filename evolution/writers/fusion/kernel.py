@@ -50,6 +50,7 @@ class KernelCode:
     holders: dict[int, str]  # graph output -> host expression holding it
     tile_elements: str  # host expression: elements of the largest register tile (sizes num_warps)
     persistent: bool = False  # the grid is at most PROGRAMS programs, each looping over grid indices
+    split_block: str = ""  # the block a launch of fewer than SMALL_GRID programs shrinks to SMALL_BLOCK
     notes: list[str] = field(default_factory=list)
 
 
@@ -76,12 +77,14 @@ def build_kernel(
         eviction=knobs.eviction,
         topk=knobs.topk,
         reload=knobs.reload,
+        index32=knobs.index32,
         stores_by_pointer=shared_stores,
     )
     names = itertools.count()
     hints = naming.Hints()
     guarded = {atom for region, _ in plan.regions for atom in region.guarded}
     grid_params = _grid_params(params, grid, guarded)
+    split_block = _split_block(grid, grid_params, knobs)
     if loop is not None:
         extent = params.host_size(loop.extent)
         host = f"min(BLOCK, triton.next_power_of_2({extent}))"
@@ -117,6 +120,7 @@ def build_kernel(
         holders=holders,
         tile_elements=naming.apply(tile_elements, renamed),
         persistent=persistent,
+        split_block=renamed.get(split_block, split_block),
     )
 
 
@@ -190,6 +194,19 @@ def _grid_params(
             code = size if not axis.block else f"tl.cdiv({size}, {axis.block})"
         counts.append((name, host, code))
     return counts
+
+
+def _split_block(grid: list[GridAxis], grid_params: list[tuple[str, str, str]], knobs: Knobs) -> str:
+    """The block a small launch may split (knob `small_grid`): that of the one blocked axis, when its
+    program count is computed in the kernel (a count passed as an argument is bound before the split)."""
+    blocked = [
+        (axis.block, name == code)
+        for axis, (name, _, code) in zip(grid, grid_params, strict=True)
+        if axis.block and axis.block != "ROWS"
+    ]
+    if knobs.small_grid <= 0 or knobs.persistent or len(blocked) != 1 or blocked[0][1]:
+        return ""
+    return blocked[0][0]
 
 
 def prune(blocks: Sequence[list[str] | list[str | Block]]) -> None:

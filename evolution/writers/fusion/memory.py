@@ -6,7 +6,9 @@ Offsets are `sum(index_d * stride_d)`. A tensor laid out row-major on every trac
 inputs the trace found contiguous) has strides that are products of its sizes, which the kernel already
 takes: they are no arguments. Other inputs' strides are passed at run time (Triton specialises a stride of
 1, so the innermost axis of a contiguous tensor is read with vector loads). A grid index is widened to int64
-before it meets a stride: rows times row stride overflow int32 on large tensors.
+before it meets a stride: rows times row stride overflow int32 on large tensors; with `index32` a row-major
+tensor's are not (its offsets stay below its element count, which the shipped guard keeps under 2**31, as
+Inductor's int32 indexing assumes), an argument-strided one's still are.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def offsets(
         if size == 1:
             continue
         tile = emitter.index_tile(entry)
-        if tile.is_scalar and tile.grid and tile.dtype != "i64":
+        narrow = bool(shape) and emitter.options.index32  # offsets below the tensor's numel fit int32
+        if tile.is_scalar and tile.grid and tile.dtype != "i64" and not narrow:
             tile = emitter.unary("{a}.to(tl.int64)", tile, "i64")
         if shape:
             # A size as stride scales its index within the offsets' one expression (`row * N + col`).

@@ -230,13 +230,22 @@ def test_top_p_filter_sort_cumsum_scatter(tmp_path: Path) -> None:
 
 
 def test_gated_activation_on_three_dims_in_blocks(tmp_path: Path) -> None:
-    cases = [{"name": "t3_d24", "tokens": 3, "d": 24}, {"name": "t2_d300", "tokens": 2, "d": 300}]
+    cases = [{"name": "t3_d24", "tokens": 3, "d": 24}, {"name": "t2_d1100", "tokens": 2, "d": 1100}]
     root = write_task(tmp_path / "gated", "gated", GATED_REFERENCE, GATED_INPUTS, cases)
     report = trace(root)
-    blocked = write(root, report, Knobs(block=128)).source
-    assert "BLOCK_" in blocked  # pure elementwise: the row is split over the grid
+    blocked = write(root, report, Knobs(block=128, small_grid=0)).source
+    assert "BLOCK_" in blocked and "SMALL_GRID" not in blocked  # the row is split over the grid
     check(root, blocked)
+    # A launch of fewer than SMALL_GRID programs (every one here) runs blocks of 512, not 2048: d=1100
+    # takes three programs a row, the last one masked, with the warps of the full block.
+    split = write(root, report).source
+    assert "< SMALL_GRID:\n        BLOCK_D = min(BLOCK_D, SMALL_BLOCK)" in split
+    check(root, split)
     check(root, write(root, report, Knobs(inner="row", rows=2)).source)
+    # index32: the row-major offsets stay int32 (Inductor's indexing below 2**31 elements)
+    narrow = write(root, report, Knobs(index32=True)).source
+    assert "tl.int64" not in narrow and "tl.int64" in split
+    check(root, narrow)
 
 
 def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ def test_header_round_trips_inside_a_source() -> None:
         {"block": 100},
         {"grid": "some"},
         {"warps": 0},
+        {"small_grid": -1},
         {"topk": "x"},
     ],
 )

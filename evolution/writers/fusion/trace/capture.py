@@ -19,6 +19,7 @@ from evolution.writers.fusion.trace.inputs import dynamic_symbols, proxy_inputs
 from evolution.writers.tracing.cases import in_trace_order
 from evolution.writers.tracing.errors import TraceError, one_line, root_cause
 from evolution.writers.tracing.results import arg_kinds, result_structure
+from evolution.writers.tracing.torch_compat import unbacked_copies
 
 _RECOMPILE_LIMIT = 64
 
@@ -48,7 +49,7 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
     signature = inspect.signature(reference)
     # torch installs `patch` on its config modules at import; this one (unlike dynamo's) does not declare it
     fx_patch = fx_config.patch(use_duck_shape=False)  # type: ignore[attr-defined]
-    with dynamo_config.patch({**limits, **unspecialised}), fx_patch:
+    with dynamo_config.patch({**limits, **unspecialised}), fx_patch, unbacked_copies():
         for case in ordered:
             args, kwargs, proxy = proxy_inputs(task, case, device)
             arguments = dict(signature.bind(*args, **kwargs).arguments)
