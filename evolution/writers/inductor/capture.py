@@ -29,6 +29,7 @@ from evolution.writers.tracing.cases import choose_cases
 from evolution.writers.tracing.errors import TraceError, first_of, one_line, root_cause
 from evolution.writers.tracing.results import result_structure
 from evolution.writers.tracing.signature import entry_function, resolve_defaults
+from evolution.writers.tracing.torch_compat import unbacked_copies
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
 _SOURCE_GLOBAL = re.compile(r"^G\['(\w+)'\]$")
@@ -140,7 +141,7 @@ def _capture_case(
     # it (`L['args'][3]`); the function it wraps names them as the reference's parameters.
     compiled = torch.compile(inspect.unwrap(reference), backend=backend, dynamic=True, fullgraph=True)
     try:
-        with inductor_settings(device):
+        with inductor_settings(device), unbacked_copies():
             result = compiled(*args, **kwargs)
     except CaptureError:
         raise
