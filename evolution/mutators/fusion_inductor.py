@@ -4,10 +4,15 @@ A candidate seeded from Inductor's Triton code (seed:inductor, or a launch-tuned
 kernels with named constants: `K0_XBLOCK` (rows, or elements, per program), `K0_R0_BLOCK` (a looped
 reduction's chunk; a persistent reduction sizes it by the row instead), `K0_NUM_WARPS`. Its kernel names
 keep Inductor's kind: `_per_` (the row whole in registers), `_red_` (the row walked in chunks), `_poi_`
-(pointwise). When such a candidate beats a fusion parent, this move rewrites the parent with the same
-structure as fusion knobs: rows = XBLOCK and one pass for a persistent reduction, two passes in chunks of
-R0_BLOCK for a looped one, blocks of XBLOCK for pointwise code, and Inductor's warps. The search can then
+(pointwise). When such a candidate beats a fusion parent on some case, this move rewrites the parent with
+the same structure as fusion knobs: rows = XBLOCK and one pass for a persistent reduction, two passes in
+chunks of R0_BLOCK for a looped one, blocks of XBLOCK for pointwise code, Inductor's warps, its eviction
+hints where its loads carry them and its int32 offsets where it indexes in 32 bits. The search can then
 always reach Inductor's layout from a fusion kernel, with the fusion kernel's own fusions kept.
+
+A case, not the aggregate: a norm's one-pass kernel beats compile on a decode batch and trails it at 4096
+tokens, where Inductor's looped kernel wins; the child then wins those sizes, and bucket crossover routes
+them to it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from evolution.mutators.base import child_problem, failed
+from evolution.mutators.bucket_crossover import MIN_GAIN, case_speedups
 from evolution.mutators.fusion_variant import _in_parent
 from evolution.types import MutationOutcome, MutationRequest, Program
 from evolution.writers.fusion.generate import GenerationError
@@ -26,6 +32,9 @@ from evolution.writers.fusion.writer import FusionWriter
 
 OPERATOR = "fusion:inductor"
 _KINDS = {"_per_": "persistent", "_red_": "looped", "_poi_": "pointwise"}
+_EVICTION = re.compile(r"eviction_policy=['\"]evict_(first|last)['\"]")
+# Inductor's 64-bit indexing widens the program id or the lane offsets; otherwise its offsets are int32.
+_INDEX64 = re.compile(r"(program_id\(\d\)|tl\.arange\([^)]*\)(\[[^\]]*\])?)\.to\(tl\.int64\)")
 
 
 @dataclass(frozen=True)
@@ -36,16 +45,22 @@ class InductorLaunch:
     xblock: int  # rows per program (reductions) or elements per program (pointwise)
     rblock: int  # a looped reduction's chunk (0 for the others)
     num_warps: int
+    eviction: bool = False  # its loads carry eviction hints (a looped reduction's first pass evict_last)
+    index32: bool = False  # its offsets are int32 (Inductor widens them only for 2**31 elements or more)
 
     def knobs(self, base: Knobs) -> Knobs:
         """`base` with this structure: launch knobs replaced, fusion choices (top-k, rounding) kept."""
         rows = _power_of_two(self.xblock)
         warps = min(_power_of_two(self.num_warps), 32)
         if self.kind == "pointwise":
-            return dataclasses.replace(base, inner="block", block=max(rows, 16), rows=1, num_warps=warps)
-        passes = "two" if self.kind == "looped" else "one"
-        block = max(_power_of_two(self.rblock), 16) if self.kind == "looped" else base.block
-        return dataclasses.replace(base, rows=rows, passes=passes, block=block, num_warps=warps)
+            base = dataclasses.replace(base, inner="block", block=max(rows, 16), rows=1)
+        elif self.kind == "looped":
+            base = dataclasses.replace(
+                base, rows=rows, passes="two", block=max(_power_of_two(self.rblock), 16)
+            )
+        else:
+            base = dataclasses.replace(base, rows=rows, passes="one")
+        return dataclasses.replace(base, num_warps=warps, eviction=self.eviction, index32=self.index32)
 
 
 def inductor_launch(source: str) -> InductorLaunch | None:
@@ -79,7 +94,16 @@ def inductor_launch(source: str) -> InductorLaunch | None:
         warps = passed.get("num_warps")
         if warps is None or (kind == "looped" and not rblock):
             continue
-        launches.append(InductorLaunch(kind, int(xblock), int(rblock) if kind == "looped" else 0, int(warps)))
+        launches.append(
+            InductorLaunch(
+                kind,
+                int(xblock),
+                int(rblock) if kind == "looped" else 0,
+                int(warps),
+                eviction=bool(_EVICTION.search(source)),
+                index32=not _INDEX64.search(source),
+            )
+        )
     reductions = [launch for launch in launches if launch.kind != "pointwise"]
     chosen = reductions or launches
     return chosen[0] if chosen else None
@@ -109,9 +133,9 @@ class FusionInductorMutator:
             return failed(
                 OPERATOR, "the move rewrites a fusion candidate (a parent with a fusion-knobs line)"
             )
-        faster = _faster_inductor(parent, request.inspirations)
+        faster = _faster_inductor(parent, request.inspirations, request.task.regime)
         if faster is None:
-            return _exhausted("no inspiration from torch.compile's code is faster than the parent")
+            return _exhausted("no inspiration from torch.compile's code is faster than the parent on a case")
         launch = inductor_launch(faster.source)
         if launch is None:
             return _exhausted(f"{faster.id} launches no kernel whose structure can be read")
@@ -133,17 +157,22 @@ class FusionInductorMutator:
         return MutationOutcome(operator=OPERATOR, child_source=child)
 
 
-def _faster_inductor(parent: Program, inspirations: tuple[Program, ...] | list[Program]) -> Program | None:
-    """The fastest correct inspiration written from Inductor's code that beats `parent`."""
-    found = [
-        p
-        for p in inspirations
-        if p.result is not None
-        and p.result.correct
-        and p.score > parent.score
-        and re.search(r"K\d+_NUM_WARPS\b", p.source)  # its launches keep Inductor's named constants
-    ]
-    return max(found, key=lambda p: p.score, default=None)
+def _faster_inductor(
+    parent: Program, inspirations: tuple[Program, ...] | list[Program], regime: str
+) -> Program | None:
+    """The correct inspiration written from Inductor's code with the largest lead over `parent` on one of
+    the cases both were timed on in `regime` (at least MIN_GAIN, the noise a gain must clear)."""
+    mine = case_speedups(parent.result, regime)
+    best: tuple[float, Program] | None = None
+    for p in inspirations:
+        if p.result is None or not p.result.correct or not re.search(r"K\d+_NUM_WARPS\b", p.source):
+            continue  # only launches that keep Inductor's named constants can be read
+        theirs = case_speedups(p.result, regime)
+        leads = [theirs[n] / mine[n] for n in mine.keys() & theirs.keys()]
+        lead = max(leads, default=0.0)
+        if lead >= 1.0 + MIN_GAIN and (best is None or lead > best[0]):
+            best = (lead, p)
+    return best[1] if best else None
 
 
 def _exhausted(why: str) -> MutationOutcome:

@@ -5,12 +5,13 @@ exactly those knobs."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from fusion_tasks import check
 from test_readable import RMS_INPUTS, RMS_REFERENCE
 
-from evaluators.result import EvalResult, Stage
+from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
 from evaluators.task import load_task
 from evolution.mutators.fusion_inductor import FusionInductorMutator, InductorLaunch, inductor_launch
 from evolution.mutators.fusion_seed import FusionSeedMutator
@@ -41,22 +42,54 @@ LOOPED = INDUCTOR.replace("_per_fused", "_red_fused").replace(
     "R0_BLOCK=triton.next_power_of_2(x.shape[1])", "R0_BLOCK=K1_R0_BLOCK"
 )
 LOOPED = LOOPED.replace("K1_NUM_WARPS = 8", "K1_NUM_WARPS = 8\nK1_R0_BLOCK = 64")
+# The opening of a looped reduction's body as Inductor writes it below 2**31 elements (int32 offsets, the
+# first pass's loads kept in L2).
+BODY = """
+
+@triton.jit
+def _red_fused_mean_mul_pow_rsqrt_1(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK: tl.constexpr,
+                                    R0_BLOCK: tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]
+    r0_base = tl.arange(0, R0_BLOCK)[None, :]
+    for r0_offset in range(0, r0_numel, R0_BLOCK):
+        r0_index = r0_offset + r0_base
+        tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * xindex), None, eviction_policy='evict_last')
+"""
 
 
 def test_the_launch_structure_is_read_and_becomes_knobs() -> None:
     persistent = inductor_launch(INDUCTOR)  # the reduction, not the pointwise kernel before it
-    assert persistent == InductorLaunch("persistent", 2, 0, 8)
-    assert persistent.knobs(Knobs(topk="threshold")) == Knobs(rows=2, num_warps=8, topk="threshold")
+    assert persistent == InductorLaunch("persistent", 2, 0, 8, index32=True)
+    assert persistent.knobs(Knobs(topk="threshold")) == Knobs(
+        rows=2, num_warps=8, topk="threshold", index32=True
+    )
     looped = inductor_launch(LOOPED)
-    assert looped == InductorLaunch("looped", 2, 64, 8)
-    assert looped.knobs(Knobs()) == Knobs(rows=2, passes="two", block=64, num_warps=8)
+    assert looped == InductorLaunch("looped", 2, 64, 8, index32=True)
+    assert looped.knobs(Knobs()) == Knobs(rows=2, passes="two", block=64, num_warps=8, index32=True)
+    # Inductor's hints and index width, as its kernel bodies write them, carry over.
+    hinted = inductor_launch(LOOPED + BODY)
+    assert hinted == InductorLaunch("looped", 2, 64, 8, eviction=True, index32=True)
+    wide = inductor_launch(LOOPED + BODY.replace("tl.program_id(0)", "tl.program_id(0).to(tl.int64)"))
+    assert wide is not None and wide.eviction and not wide.index32
+    assert wide.knobs(Knobs()) == Knobs(rows=2, passes="two", block=64, num_warps=8, eviction=True)
     pointwise = inductor_launch(INDUCTOR.split("    k1_grid")[0])
-    assert pointwise is not None and pointwise.knobs(Knobs()) == Knobs(inner="block", block=1024, num_warps=4)
+    assert pointwise is not None
+    assert pointwise.knobs(Knobs()) == Knobs(inner="block", block=1024, num_warps=4, index32=True)
     assert inductor_launch("def f(x):\n    return x\n") is None
 
 
-def _program(pid: str, source: str, score: float, operator: str) -> Program:
-    result = EvalResult("t", pid, "triton-cuda", "graph", Stage.TIMING, True, correct=True, score=score)
+def _program(pid: str, source: str, speedups: dict[str, float], operator: str) -> Program:
+    """A correct Program timed in the graph regime at `speedups` per case (a synthetic timing run)."""
+    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
+    cases = tuple(
+        CaseResult(name, {}, True, timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)})
+        for name, s in speedups.items()
+    )
+    score = math.prod(speedups.values()) ** (1 / len(speedups))
+    result = EvalResult(
+        "t", pid, "triton-cuda", "graph", Stage.TIMING, True, correct=True, score=score, cases=cases
+    )
     return Program(pid, source, pid, None, operator, 0, 0, result=result)
 
 
@@ -73,15 +106,18 @@ def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None
     writer = FusionWriter()
     seed = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
     assert seed.child_source, seed.error
-    parent = _program("fusion", seed.child_source, 1.0, "seed:fusion")
-    slower = _program("slow", LOOPED, 0.9, "seed:inductor")
+    parent = _program("fusion", seed.child_source, {"t3_bf16": 1.2, "t2_fp32": 1.0}, "seed:fusion")
+    # Slower on one case and within noise (MIN_GAIN) on the other: not a structure to take.
+    slower = _program("slow", LOOPED, {"t3_bf16": 0.9, "t2_fp32": 1.005}, "seed:inductor")
     mutator = FusionInductorMutator(writer)
     outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower,))))
     assert outcome.child_source is None and "no inspiration" in outcome.error  # Inductor is not faster
-    faster = _program("inductor", LOOPED, 1.3, "seed:inductor")
+    # Behind the parent on aggregate but ahead on one size: the move takes its structure for that size.
+    faster = _program("inductor", LOOPED, {"t3_bf16": 0.8, "t2_fp32": 1.3}, "seed:inductor")
+    assert faster.score < parent.score
     outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower, faster))))
     assert outcome.child_source, outcome.error
-    assert parse(outcome.child_source) == Knobs(rows=2, passes="two", block=64, num_warps=8)
+    assert parse(outcome.child_source) == Knobs(rows=2, passes="two", block=64, num_warps=8, index32=True)
     assert "num_warps=NUM_WARPS" in outcome.child_source and "_num_warps(" not in outcome.child_source
     assert check(root, outcome.child_source) > 0
     again = asyncio.run(mutator.mutate(MutationRequest(task, parent, (faster,))))
