@@ -269,7 +269,8 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: Any) -> dict[str, Path]:
-    """Fresh tasks extracted, then every task searched at once with the fusion generator alone; the task
+    """Fresh tasks extracted, then every task searched at once with the fusion generator alone (with
+    `--inductor-seed`, torch.compile's code seeded beside it, as `kernelbot target` does); the task
     directories whose search left a best.py, by name."""
     from bench.llm_free_acceptance import extract_all, run_all, unpack_sources
 
@@ -288,7 +289,8 @@ def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: An
     evolve = {
         n: [sys.executable, "-m", "kernelbot.cli", "evolve", str(d), "--out", str(runs_dir / n),
             "--time-limit", f"{args.search_seconds}s", "--iterations", "100000", "--workers-per-device",
-            str(args.workers), "--no-inductor-seed", "--config", str(work / "search.toml")]
+            str(args.workers), "--config", str(work / "search.toml")]
+            + ([] if args.inductor_seed else ["--no-inductor-seed"])
         for n, d in dirs.items()
     }  # fmt: skip
     run_all(evolve, logs, "evolve", args.search_seconds + 60)
@@ -303,6 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pairs", nargs="*", default=[], metavar="TASK_DIR=KERNEL")
     parser.add_argument("--search-seconds", type=int, default=75)
     parser.add_argument("--workers", type=int, default=2, help="evaluation workers per search")
+    parser.add_argument(
+        "--inductor-seed",
+        action="store_true",
+        help="seed the searches with torch.compile's code too (kernelbot target's default)",
+    )
     parser.add_argument("--remeasure", type=int, default=10, help="further fresh processes per column")
     parser.add_argument("--min-processes", type=int, default=3)
     parser.add_argument("--max-processes", type=int, default=6)

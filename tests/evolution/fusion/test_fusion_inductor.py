@@ -72,7 +72,9 @@ def test_the_launch_structure_is_read_and_becomes_knobs() -> None:
     assert hinted == InductorLaunch("looped", 2, 64, 8, eviction=True, index32=True)
     wide = inductor_launch(LOOPED + BODY.replace("tl.program_id(0)", "tl.program_id(0).to(tl.int64)"))
     assert wide is not None and wide.eviction and not wide.index32
-    assert wide.knobs(Knobs()) == Knobs(rows=2, passes="two", block=64, num_warps=8, eviction=True)
+    assert wide.knobs(Knobs()) == Knobs(
+        rows=2, passes="two", block=64, num_warps=8, eviction=True, index32=False
+    )
     pointwise = inductor_launch(INDUCTOR.split("    k1_grid")[0])
     assert pointwise is not None
     assert pointwise.knobs(Knobs()) == Knobs(inner="block", block=1024, num_warps=4, index32=True)

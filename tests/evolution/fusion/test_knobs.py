@@ -58,3 +58,11 @@ def test_moves_stay_in_range() -> None:
     moves = neighbours(far, uses_topk=False)
     assert max(m.rows for m in moves) == 64 and max(m.block for m in moves) == 16384
     assert max(m.warps for m in moves) == 4.0 and max(m.persistent for m in moves) == 1056
+
+
+def test_fixed_warps_step_to_their_neighbours() -> None:
+    """Inductor's warps (set by fusion:inductor) are one step from twice and half as many: its looped norm
+    at 8 warps is two moves from the 16-warp, 4096-chunk kernel that matched compile at 4096 tokens."""
+    assert {m.num_warps for m in neighbours(Knobs(num_warps=8), uses_topk=False)} >= {4, 16}
+    assert 64 not in {m.num_warps for m in neighbours(Knobs(num_warps=32), uses_topk=False)}
+    assert {m.num_warps for m in neighbours(Knobs(), uses_topk=False)} == {0}  # from the tile: no move
