@@ -13,7 +13,12 @@ from test_readable import RMS_INPUTS, RMS_REFERENCE
 
 from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
 from evaluators.task import load_task
-from evolution.mutators.fusion_inductor import FusionInductorMutator, InductorLaunch, inductor_launch
+from evolution.mutators.fusion_inductor import (
+    FusionInductorMutator,
+    InductorLaunch,
+    around,
+    inductor_launch,
+)
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationRequest, Program
 from evolution.writers.fusion.knobs import Knobs, parse
@@ -122,5 +127,25 @@ def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None
     assert parse(outcome.child_source) == Knobs(rows=2, passes="two", block=64, num_warps=8, index32=True)
     assert "num_warps=NUM_WARPS" in outcome.child_source and "_num_warps(" not in outcome.child_source
     assert check(root, outcome.child_source) > 0
+    # Proposed once per task; the next call walks one step around Inductor's launch.
     again = asyncio.run(mutator.mutate(MutationRequest(task, parent, (faster,))))
-    assert again.child_source is None and again.exhausted  # proposed once per task
+    assert again.child_source, again.error
+    step = parse(again.child_source)
+    assert step in around(parse(outcome.child_source), steps=1)[1:]
+    assert check(root, again.child_source) > 0
+
+
+def test_the_walk_around_inductors_launch_reaches_two_steps_and_no_further() -> None:
+    """Inductor's looped norm launch (chunks of 2048, 8 warps): first itself, then every launch one step
+    away, then two: chunks of 4096 with 16 warps is among the second ring; every knob stays in range and
+    the fusion choices (top-k, rounding) are never touched."""
+    start = Knobs(passes="two", block=2048, num_warps=8, eviction=True, topk="threshold")
+    walk = around(start)
+    assert walk[0] == start and len(walk) == len(set(walk))
+    ring1 = {(k.block, k.num_warps, k.rows) for k in walk[1:6]}
+    assert ring1 == {(4096, 8, 1), (1024, 8, 1), (2048, 16, 1), (2048, 4, 1), (2048, 8, 2)}
+    assert Knobs(passes="two", block=4096, num_warps=16, eviction=True, topk="threshold") in walk
+    assert all(k.topk == "threshold" and k.eviction and k.passes == "two" for k in walk)
+    far = around(Knobs(passes="two", block=16384, num_warps=32, rows=64))
+    assert max(k.block for k in far) == 16384 and max(k.num_warps for k in far) == 32
+    assert max(k.rows for k in far) == 64
