@@ -15,6 +15,7 @@ message, repr or log line shows it. PyGithub's failures are translated in one pl
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 from collections.abc import Iterator
@@ -62,6 +63,17 @@ def resolve_api_url(api_url: str | None = None, profile_default: str | None = No
     return (api_url or os.environ.get(API_URL_VARIABLE) or profile_default or DEFAULT_API_URL).rstrip("/")
 
 
+def is_loopback(api_url: str) -> bool:
+    """Whether the API URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
+    host = urlsplit(api_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
 def read_token(token_env: str = DEFAULT_TOKEN_ENV) -> str:
     """The token in $token_env; ConfigError naming the variable when it is unset or empty."""
     token = secrets.get(token_env).strip()
@@ -87,23 +99,25 @@ class GitHubForge:
         head_owner: str | None = None,
         retries: int = 3,
         timeout_s: int = 15,
-        pace: bool = True,
+        pace: bool | None = None,
     ) -> None:
         self._repo_name = repo_from_url(repo)
         self.api_url = resolve_api_url(api_url)
         self.token_env = token_env
         self._head_owner = head_owner
         retry = GithubRetry(total=retries, backoff_factor=0.5, max_rate_limit_wait=120) if retries else None
-        # `pace` keeps PyGithub's spacing between requests, GitHub's advice against its secondary rate
-        # limits; a loopback server does not need it.
+        # `pace` keeps PyGithub's spacing between requests (up to a second before each write), GitHub's
+        # advice against its secondary rate limits; a loopback server does not need it, so by default (None)
+        # only an API on this machine goes unpaced.
+        self.paced = not is_loopback(self.api_url) if pace is None else pace
         self._github = Github(
             base_url=self.api_url,
             auth=Auth.Token(token),
             retry=retry,
             timeout=timeout_s,
             per_page=100,
-            seconds_between_requests=Consts.DEFAULT_SECONDS_BETWEEN_REQUESTS if pace else None,
-            seconds_between_writes=Consts.DEFAULT_SECONDS_BETWEEN_WRITES if pace else None,
+            seconds_between_requests=Consts.DEFAULT_SECONDS_BETWEEN_REQUESTS if self.paced else None,
+            seconds_between_writes=Consts.DEFAULT_SECONDS_BETWEEN_WRITES if self.paced else None,
         )
         self._upstream: Any = None
 

@@ -84,6 +84,21 @@ def seeds(releases: None, tasks_dir: Path) -> Callable[[Target], tuple[Path, str
     return seed
 
 
+@pytest.fixture(scope="module")
+def shipped(seeds: Callable[[Target], tuple[Path, str]]) -> Callable[[Target], str]:
+    """Per target: the module integrate writes from its seed at its engine's line length (built once for the
+    module: the tests only read it, and each build is a codemod and a ruff process)."""
+    made: dict[str, str] = {}
+
+    def module(target: Target) -> str:
+        if target.name not in made:
+            task_dir, source = seeds(target)
+            made[target.name] = shipped_module(task_dir, source, engine_line_length(target))
+        return made[target.name]
+
+    return module
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_fusion_seed_is_correct_on_a_fresh_task(judge, seeds, target: Target) -> None:
     task_dir, source = seeds(target)
@@ -123,7 +138,7 @@ def test_no_page_to_write_still_writes_the_sequence_lengths(judge, seeds, tmp_pa
 
 
 @pytest.fixture(scope="module")
-def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
+def compiled(seeds, shipped, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """Each target's shipped module, and the seed it was made from, compiled for sm_90 on the task's first
     case (tests/examples/cuda_compile_check.py, one process): their launches, with PTX digests."""
     out = tmp_path_factory.mktemp("compiled")
@@ -131,7 +146,7 @@ def compiled(seeds, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[
     for target in TARGETS:
         task_dir, source = seeds(target)
         module, raw = out / f"{target.name}.py", out / f"{target.name}_seed.py"
-        module.write_text(shipped_module(task_dir, source, engine_line_length(target)))
+        module.write_text(shipped(target))
         raw.write_text(source)
         entry = load_task(task_dir).entry
         jobs += [(task_dir, module, shipped_entry(task_dir)), (task_dir, raw, entry)]
@@ -176,10 +191,10 @@ def test_no_interpreter_branch(seeds, target: Target) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
-def test_the_engine_line_length(seeds, target: Target) -> None:
-    task_dir, source = seeds(target)
+def test_the_engine_line_length(seeds, shipped, target: Target) -> None:
+    source = seeds(target)[1]
     width = engine_line_length(target)
-    for text in (source, shipped_module(task_dir, source, width)):
+    for text in (source, shipped(target)):
         long = [line for line in text.splitlines() if len(line) > width]
         assert long == [], f"over {width} characters: {long[:3]}"
 
@@ -194,19 +209,16 @@ def test_the_engine_line_length(seeds, target: Target) -> None:
     ],
     ids=[t.name for t in TARGETS],
 )
-def test_the_line_budget(seeds, target: Target) -> None:
-    task_dir, source = seeds(target)
+def test_the_line_budget(shipped, target: Target) -> None:
     own = OWN_KERNELS.get(target.name)
     own_lines = len((fetch_release(own[0]) / own[1]).read_text().splitlines()) if own else None
-    module = shipped_module(task_dir, source, engine_line_length(target))
+    module = shipped(target)
     assert len(module.splitlines()) <= line_budget(own_lines)
 
 
-def test_variants_of_the_router_are_distinct_and_correct(
-    releases: None, judge, writer: FusionWriter, tasks_dir: Path
-) -> None:
+def test_variants_of_the_router_are_distinct_and_correct(judge, seeds, writer: FusionWriter) -> None:
     target = next(t for t in TARGETS if t.name == "sglang_biased_grouped_topk")
-    task = load_task(extract_target(target, tasks_dir / "variants", SPECS))
+    task = load_task(seeds(target)[0])  # the task the seed tests extracted; its seed is written again here
     seed = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
     assert seed.child_source, seed.error
     parent = Program(

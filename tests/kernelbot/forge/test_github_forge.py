@@ -167,6 +167,17 @@ def test_the_api_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert GitHubForge("a/b", "t").api_url == "https://api.github.com"
 
 
+def test_only_an_api_on_this_machine_goes_unpaced() -> None:
+    """PyGithub's spacing between requests (GitHub's advice against its secondary rate limits) stays on for
+    any remote API; a loopback one (the fake in these tests) needs none, unless `pace` says otherwise."""
+    for url in ("http://127.0.0.1:9/api/v3", "http://localhost:9/api/v3", "http://[::1]:9/api/v3"):
+        assert not GitHubForge("a/b", "t", api_url=url).paced, url
+    for url in ("https://api.github.com", "https://ghe.example.com/api/v3", "http://10.0.0.1/api/v3"):
+        assert GitHubForge("a/b", "t", api_url=url).paced, url
+    assert GitHubForge("a/b", "t", api_url="http://127.0.0.1:9/api/v3", pace=True).paced
+    assert not GitHubForge("a/b", "t", api_url="https://api.github.com", pace=False).paced
+
+
 def test_repo_from_url() -> None:
     assert repo_from_url("https://github.com/sgl-project/sglang") == "sgl-project/sglang"
     assert repo_from_url("https://github.com/InternLM/lmdeploy.git") == "InternLM/lmdeploy"
