@@ -4,9 +4,12 @@ Different kernels win at different sizes (one launch layout wins decode batches,
 prefills), yet a single candidate's aggregate score hides that. For the parent A and each correct, timed
 inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut
 between two neighbouring sizes, with B on the small side or on the large side, gives a routed geometric-mean
-speedup. The best (B, cut, side) wins if it beats A's own geometric mean over those cases by MIN_GAIN; the
-child is A's file routing on the same byte count: one copy of the code with a launch table where the two
-differ only in constants, else A's code and B's (names suffixed for when they run) behind a dispatcher
+speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's geometric mean over them against
+A's), the one with the best routed geometric mean over all cases wins if it beats A's. The bar is asked of
+the routed cases, not of the whole mean: B 5 % faster on one case of eight moves the mean by 0.6 %, under
+any fixed bar, while 5 % on one case is far outside its timing noise. The child is A's file routing on the
+same byte count: one copy of the code with a launch table where the two differ only in constants, else A's
+code and B's (names suffixed for when they run) behind a dispatcher
 (evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
 
 The answer is a function of the parent and the inspirations it is shown: every refusal (and a child the run
@@ -40,7 +43,9 @@ from evolution.mutators.crossover_source import CrossoverError, Route, build_chi
 from evolution.types import MutationOutcome, MutationRequest, Program
 
 OPERATOR = "cross:bucket"
-MIN_GAIN = 0.01  # routed geometric mean must beat the parent's by 1 %: less is within timing noise
+MIN_GAIN = (
+    0.01  # the routed cases must beat the parent on them by 1 % as a group: less is within timing noise
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,9 @@ class Split:
     partner: Program
     threshold: int  # bytes; cases of at most this size form the small side
     b_small: bool  # the partner runs the small side (else the large side)
-    gain: float  # routed geometric mean / parent's geometric mean - 1
+    gain: float  # routed geometric mean / parent's geometric mean - 1, over every common case
     b_cases: tuple[str, ...]  # the cases routed to the partner
+    side_gain: float = 0.0  # the partner's geometric mean over b_cases / the parent's over them - 1
 
 
 def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
@@ -65,10 +71,15 @@ def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
 
 
 def best_split(
-    parent: dict[str, float], partner: Program, theirs: dict[str, float], sizes: dict[str, int]
+    parent: dict[str, float],
+    partner: Program,
+    theirs: dict[str, float],
+    sizes: dict[str, int],
+    min_side_gain: float = MIN_GAIN,
 ) -> Split | None:
     """The cut and side with the largest routed gain over the parent, among the cases both were timed on and
-    that have a size; None when they share no two cases of different sizes."""
+    that have a size, of those whose routed cases gain at least `min_side_gain` as a group; None when no cut
+    qualifies (or they share no two cases of different sizes)."""
     common = sorted((n for n in parent if n in theirs and n in sizes), key=lambda n: (sizes[n], n))
     distinct = sorted({sizes[n] for n in common})
     if len(distinct) < 2:
@@ -79,10 +90,13 @@ def best_split(
         small = [n for n in common if sizes[n] <= low]
         large = [n for n in common if sizes[n] > low]
         for b_small, b_side in ((True, small), (False, large)):
+            side_gain = geometric_mean([theirs[n] / parent[n] for n in b_side]) - 1.0
+            if side_gain < min_side_gain:
+                continue
             routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
             gain = routed / base - 1.0
             if best is None or gain > best.gain + 1e-12:
-                best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
+                best = Split(partner, _between(low, high), b_small, gain, tuple(b_side), side_gain)
     return best
 
 
@@ -128,19 +142,19 @@ class BucketCrossoverMutator(ParentRewriter):
             )
         names = {n for _, theirs in partners for n in theirs if n in mine}
         sizes = {n: b for n in names if (b := self.case_bytes(task, n, parent.result)) is not None}
-        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
-        if not splits:
+        if len(set(sizes.values())) < 2:
             return refuse("the parent and its inspirations share no two cases of different input sizes")
-        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
-        top = splits[0][0]
-        if top.gain < MIN_GAIN:
+        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
+        splits = [(split, theirs) for split, theirs in splits if split.gain > 0]
+        if not splits:
             return refuse(
-                f"no size split beats the parent by {MIN_GAIN:.0%} (best: {top.gain:+.2%} with "
-                f"{top.partner.id} on the {'small' if top.b_small else 'large'} side)",
+                f"no size split beats the parent by {MIN_GAIN:.0%} on the cases it routes "
+                "without losing on the whole",
             )
+        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
         reasons: list[str] = []
         child = None
-        for split, theirs in (st for st in splits if st[0].gain >= MIN_GAIN):
+        for split, theirs in splits:
             try:  # the best partner first; one whose code cannot be combined gives way to the next
                 route = _route(split, mine, theirs)
                 made = build_child(parent.source, split.partner.source, task.entry, route)

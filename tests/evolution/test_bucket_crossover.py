@@ -232,6 +232,26 @@ def test_gain_below_the_minimum_is_a_failed_outcome(silu):
     assert child is None and "no size split beats the parent by 1%" in error
 
 
+def test_a_gain_on_the_largest_case_alone_is_routed(silu):
+    # B (a looped reduction, say) is 5 % faster on the largest case only and 3 % slower elsewhere: the whole
+    # geometric mean moves by 0.6 %, under MIN_GAIN, yet 5 % on that case is far above its noise. The child
+    # sends that case alone to B.
+    def largest(p: dict) -> bool:  # t4096_d14336_bf16, 117 MB, the one case above 100 MB
+        return silu_bytes(p["tokens"], p["d"], 4 if p["dtype"] == "float32" else 2) > 100e6
+
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.0)
+    b = timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 1.05 if largest(p) else 0.97)
+    assert sum(largest(c.params) for c in silu.cases) == 1
+    child, error = cross(a, b, task=silu)
+    assert error == "" and child is not None
+    assert "return _silu_and_mul_small(x)\n    return _silu_and_mul_large(x)" in child
+    note = " ".join(
+        child.split("# Bucket crossover:")[1].split("CROSSOVER_BYTES =")[0].replace("#", "").split()
+    )
+    assert "t4096_d14336_bf16 (1.05x vs 1.00x)" in note and note.count("x vs") == 1
+    assert_valid_child(a.source, child, silu)
+
+
 @pytest.mark.parametrize(
     ("name", "pair"), [("silu_and_mul", (SILU_A, SILU_B)), ("rmsnorm_residual", (RMS_A, RMS_B))]
 )
