@@ -43,9 +43,8 @@ from evolution.mutators.crossover_source import CrossoverError, Route, build_chi
 from evolution.types import MutationOutcome, MutationRequest, Program
 
 OPERATOR = "cross:bucket"
-MIN_GAIN = (
-    0.01  # the routed cases must beat the parent on them by 1 % as a group: less is within timing noise
-)
+# The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
+MIN_GAIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,6 @@ class Split:
     b_small: bool  # the partner runs the small side (else the large side)
     gain: float  # routed geometric mean / parent's geometric mean - 1, over every common case
     b_cases: tuple[str, ...]  # the cases routed to the partner
-    side_gain: float = 0.0  # the partner's geometric mean over b_cases / the parent's over them - 1
 
 
 def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
@@ -71,15 +69,11 @@ def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
 
 
 def best_split(
-    parent: dict[str, float],
-    partner: Program,
-    theirs: dict[str, float],
-    sizes: dict[str, int],
-    min_side_gain: float = MIN_GAIN,
+    parent: dict[str, float], partner: Program, theirs: dict[str, float], sizes: dict[str, int]
 ) -> Split | None:
     """The cut and side with the largest routed gain over the parent, among the cases both were timed on and
-    that have a size, of those whose routed cases gain at least `min_side_gain` as a group; None when no cut
-    qualifies (or they share no two cases of different sizes)."""
+    that have a size, of those whose routed cases gain MIN_GAIN as a group and whose routed geometric mean
+    beats the parent's; None when no cut qualifies (or they share no two cases of different sizes)."""
     common = sorted((n for n in parent if n in theirs and n in sizes), key=lambda n: (sizes[n], n))
     distinct = sorted({sizes[n] for n in common})
     if len(distinct) < 2:
@@ -90,13 +84,12 @@ def best_split(
         small = [n for n in common if sizes[n] <= low]
         large = [n for n in common if sizes[n] > low]
         for b_small, b_side in ((True, small), (False, large)):
-            side_gain = geometric_mean([theirs[n] / parent[n] for n in b_side]) - 1.0
-            if side_gain < min_side_gain:
+            if geometric_mean([theirs[n] / parent[n] for n in b_side]) < 1.0 + MIN_GAIN:
                 continue
             routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
             gain = routed / base - 1.0
-            if best is None or gain > best.gain + 1e-12:
-                best = Split(partner, _between(low, high), b_small, gain, tuple(b_side), side_gain)
+            if gain > 0 and (best is None or gain > best.gain + 1e-12):
+                best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
     return best
 
 
@@ -145,7 +138,6 @@ class BucketCrossoverMutator(ParentRewriter):
         if len(set(sizes.values())) < 2:
             return refuse("the parent and its inspirations share no two cases of different input sizes")
         splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
-        splits = [(split, theirs) for split, theirs in splits if split.gain > 0]
         if not splits:
             return refuse(
                 f"no size split beats the parent by {MIN_GAIN:.0%} on the cases it routes "
