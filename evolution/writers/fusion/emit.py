@@ -230,7 +230,8 @@ class Emitter:
             init = (
                 f"{name} = tl.full(({shape}{',' if chunk.atoms else ''}), {value}, {TL_DTYPE[chunk.dtype]})"
             )
-            self._place(parent, init, frozenset())
+            # Never hoisted to a persistent kernel's prologue: each row starts its sum or maximum afresh.
+            parent.add(init)
             self._defined[name] = parent
             update = {"sum": "{a} + {b}", "max": "tl.maximum({a}, {b})", "min": "tl.minimum({a}, {b})"}[kind]
             block.add(f"{name} = {update.format(a=name, b=chunk.code)}")
