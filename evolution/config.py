@@ -70,9 +70,12 @@ class SamplingConfig:
     weighted: float = 0.3  # roulette over the island's elites, proportional to fitness
     exploit_top: int = 3
     top_n: int = 2  # inspirations: the best programs of the island besides the parent (and its best)
+    # inspirations: the programs fastest on single cases where they lead the parent by the most (a size
+    # specialist that crossover by size or a launch of Inductor's can take over)
+    leaders: int = 2
     diverse: int = 2  # inspirations: elites of neighbouring grid cells
-    # The most programs shown beside the parent, the island's best first (0 = none); None: all that top_n and
-    # diverse pick (up to 1 + top_n + diverse).
+    # The most programs shown beside the parent, the island's best first (0 = none); None: all that top_n,
+    # leaders and diverse pick (up to 1 + top_n + leaders + diverse).
     inspirations: int | None = None
 
 
@@ -214,14 +217,15 @@ def validate(config: SearchConfig) -> None:
         _check(dim.scale != "log" or dim.low > 0, f"archive.features {dim.name!r}: a log scale needs low > 0")
     ratios = (s.explore, s.exploit, s.weighted)
     _check(min(ratios) >= 0 and sum(ratios) > 0, "sampling: explore/exploit/weighted must be >= 0, not all 0")
-    _check(s.exploit_top >= 1 and s.top_n >= 0 and s.diverse >= 0, "sampling: counts must be >= 0")
-    supply = 1 + s.top_n + s.diverse
+    _check(s.exploit_top >= 1 and min(s.top_n, s.leaders, s.diverse) >= 0, "sampling: counts must be >= 0")
+    supply = 1 + s.top_n + s.leaders + s.diverse
     _check(mu.line_length >= 60, "mutation.line_length must be at least 60")
     _check(s.inspirations is None or s.inspirations >= 0, "sampling.inspirations must be >= 0 (0 shows none)")
     _check(
         s.inspirations is None or s.inspirations <= supply,
-        f"sampling.inspirations = {s.inspirations} is more than top_n and diverse can supply (the island's "
-        f"best + top_n {s.top_n} + diverse {s.diverse} = {supply}): raise them or lower inspirations",
+        f"sampling.inspirations = {s.inspirations} is more than top_n, leaders and diverse can supply (the "
+        f"island's best + top_n {s.top_n} + leaders {s.leaders} + diverse {s.diverse} = {supply}): raise "
+        "them or lower inspirations",
     )
     _check(st.iterations >= 0, "stop.iterations must be >= 0")
     _check(st.time_limit_s is None or st.time_limit_s > 0, "stop.time_limit_s must be positive")

@@ -12,7 +12,7 @@ from evaluators.result import EvalResult
 from evolution.config import ArchiveConfig
 from evolution.features import check_feature_names, compute_features
 from evolution.grid import Cell, Grid, fitness
-from evolution.types import Program
+from evolution.types import Program, case_speedups
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class Island:
         self.generation = 0  # evaluations of children bred on this island
         self.best: Program | None = None
         self._program_ids: set[str] = set()  # everything ever placed here, elite or not
+        # Case -> (speedup, the correct program fastest on that case): a specialist for one input size may
+        # never be the island's best, nor an elite once a fitter program takes its cell, yet a size-keyed
+        # crossover or Inductor's launch for that case needs to see it.
+        self._leaders: dict[str, tuple[float, Program]] = {}
 
     def place(self, program: Program) -> PlaceReport:
         outcome = self.grid.place(program)
@@ -38,6 +42,11 @@ class Island:
         improved = self.best is None or fitness(program) > fitness(self.best)
         if improved:
             self.best = program
+        if program.correct and program.result is not None:
+            for case, speedup in case_speedups(program.result, program.result.regime).items():
+                held = self._leaders.get(case)
+                if held is None or speedup > held[0]:  # the first to reach a speed keeps the lead on a tie
+                    self._leaders[case] = (speedup, program)
         return PlaceReport(
             island=self.index,
             cell=outcome.cell,
@@ -51,6 +60,10 @@ class Island:
 
     def elites(self) -> list[Program]:
         return self.grid.elites()
+
+    def leaders(self) -> dict[str, tuple[float, Program]]:
+        """Case -> (speedup, the correct program placed here that is fastest on it), in the task's regime."""
+        return dict(self._leaders)
 
     def top(self, n: int) -> list[Program]:
         """The island's `n` fittest elites (earlier programs first on ties)."""

@@ -1,5 +1,6 @@
 """Choosing what to mutate: a parent from an island (explore / exploit / fitness-weighted), and the
-inspirations shown beside it (the island's best, its top-N, and elites of neighbouring cells).
+inspirations shown beside it (the island's best, its top-N, the leaders of single cases where they beat the
+parent, and elites of neighbouring cells).
 
 - explore: uniform over the island's occupied cells (spreads effort over the feature space);
 - exploit: uniform among the island's `exploit_top` fittest (refines what works);
@@ -8,14 +9,15 @@ inspirations shown beside it (the island's best, its top-N, and elites of neighb
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from evolution.config import SamplingConfig
 from evolution.grid import fitness
 from evolution.islands import Island
-from evolution.types import Program
+from evolution.types import Program, case_speedups
 
 MODES = ("explore", "exploit", "weighted")
 WEIGHT_FLOOR = 0.05  # weight of a failing program relative to a correct score of 1.0
@@ -65,8 +67,9 @@ class ParentSampler:
         return self.rng.choices(elites, weights=weights)[0], mode
 
     def inspirations(self, island: Island, parent: Program) -> tuple[Program, ...]:
-        """The island's best, its top_n next best, then the diverse best of neighbouring cells (never the
-        parent), at most `inspirations` of them."""
+        """The island's best, its top_n next best, the `leaders` programs fastest on a case where they lead
+        the parent by the most, then the diverse best of neighbouring cells (never the parent), at most
+        `inspirations` of them."""
         cap = self.config.inspirations
         if cap == 0:
             return ()
@@ -80,6 +83,8 @@ class ParentSampler:
         for p in island.top(self.config.top_n + 2):
             if len(chosen) >= 1 + self.config.top_n:
                 break
+            add(p)
+        for p in case_leaders(island, parent, exclude=set(chosen))[: self.config.leaders]:
             add(p)
         if self.config.diverse and parent.features:
             try:
@@ -106,3 +111,19 @@ class ParentSampler:
 
 def weight(program: Program) -> float:
     return max(program.score, 0.0) + WEIGHT_FLOOR if program.correct else WEIGHT_FLOOR
+
+
+def case_leaders(island: Island, parent: Program, exclude: Collection[str] = ()) -> list[Program]:
+    """The island's case leaders other than `parent` and `exclude`d ids that are faster than the parent on a
+    case they lead, the largest lead first (a case the parent was not timed on counts as led by any
+    margin)."""
+    mine = case_speedups(parent.result, parent.result.regime) if parent.result is not None else {}
+    leads: dict[str, tuple[float, Program]] = {}
+    for case, (speedup, program) in island.leaders().items():
+        if program.id == parent.id or program.id in exclude:
+            continue
+        lead = speedup / mine[case] if case in mine else math.inf
+        if lead > 1.0 and lead > leads.get(program.id, (0.0, program))[0]:
+            leads[program.id] = (lead, program)
+    ranked = sorted(leads.values(), key=lambda lp: (-lp[0], lp[1].created_at))
+    return [program for _, program in ranked]

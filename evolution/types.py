@@ -6,6 +6,7 @@ launch-parameter tuning) satisfies the Mutator protocol, so the controller treat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +34,18 @@ class Program:
     @property
     def correct(self) -> bool:
         return self.result is not None and self.result.correct and not self.result.hacks
+
+
+def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
+    """Speedup over the reference per listed case timed in `regime` (hidden cases are never timed)."""
+    if result is None:
+        return {}
+    speedups: dict[str, float] = {}
+    for case in result.cases:
+        timing = case.timings.get(regime)
+        if not case.hidden and timing is not None and timing.speedup > 0 and math.isfinite(timing.speedup):
+            speedups[case.name] = timing.speedup
+    return speedups
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from evaluators.task import Case, Task, load_captured
 from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover_source import CrossoverError, Route, build_child
-from evolution.types import MutationOutcome, MutationRequest, Program
+from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
@@ -54,18 +54,6 @@ class Split:
     b_small: bool  # the partner runs the small side (else the large side)
     gain: float  # routed geometric mean / parent's geometric mean - 1, over every common case
     b_cases: tuple[str, ...]  # the cases routed to the partner
-
-
-def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
-    """Speedup over the reference per listed case timed in `regime` (hidden cases are never timed)."""
-    if result is None:
-        return {}
-    speedups: dict[str, float] = {}
-    for case in result.cases:
-        timing = case.timings.get(regime)
-        if not case.hidden and timing is not None and timing.speedup > 0 and math.isfinite(timing.speedup):
-            speedups[case.name] = timing.speedup
-    return speedups
 
 
 def best_split(

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evolution.mutators.base import child_problem, failed
-from evolution.mutators.bucket_crossover import MIN_GAIN, case_speedups
+from evolution.mutators.bucket_crossover import MIN_GAIN
 from evolution.mutators.fusion_variant import _in_parent
-from evolution.types import MutationOutcome, MutationRequest, Program
+from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups
 from evolution.writers.fusion.generate import GenerationError
 from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.writer import FusionWriter

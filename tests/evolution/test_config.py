@@ -110,8 +110,8 @@ def test_flags_override_sections() -> None:
         ("[mutation]\nrewrite_ratio = 1.5\n", "rewrite_ratio must lie between 0"),
         ("[mutation]\nrewrite_ratio = -0.1\n", "rewrite_ratio must lie between 0"),
         ("[sampling]\ninspirations = -1\n", "sampling.inspirations must be >= 0"),
-        ("[sampling]\ninspirations = 6\n", r"more than top_n and diverse can supply .* = 5"),
-        ("[sampling]\ntop_n = 0\ndiverse = 0\ninspirations = 2\n", "can supply"),
+        ("[sampling]\ninspirations = 8\n", r"more than top_n, leaders and diverse can supply .* = 7"),
+        ("[sampling]\ntop_n = 0\nleaders = 0\ndiverse = 0\ninspirations = 2\n", "can supply"),
         ("seed = [", "not valid TOML"),
     ],
 )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
-from evaluators.result import EvalResult, Stage
+from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
 from evolution.config import ArchiveConfig, FeatureDim, SamplingConfig
 from evolution.islands import Archive
-from evolution.sampling import WEIGHT_FLOOR, ParentSampler
+from evolution.sampling import WEIGHT_FLOOR, ParentSampler, case_leaders
 from evolution.types import Program
 
 N = 6000
@@ -114,3 +115,50 @@ def test_the_inspirations_count_caps_what_top_n_and_diverse_pick() -> None:
         shown = sampler.inspirations(island, parent)
         assert shown == everyone[:cap]  # best first: a cap keeps the island's best, then the top-N
     assert ParentSampler(SamplingConfig(inspirations=0), random.Random(1)).choose(island).inspirations == ()
+
+
+def timed(pid: str, speedups: dict[str, float], created_at: int, correct: bool = True) -> Program:
+    """A program timed per case in the graph regime, its score the geometric mean."""
+    stats = TimingStats(median_us=10.0, cv=0.01, samples=20)
+    cases = tuple(
+        CaseResult(name, {}, correct, timings={"graph": RegimeTiming(stats, stats, x, x * 0.99, x * 1.01)})
+        for name, x in speedups.items()
+    )
+    score = math.prod(speedups.values()) ** (1 / len(speedups))
+    result = EvalResult(
+        "t", pid, "f", "graph", Stage.TIMING, correct, correct=correct, score=score, cases=cases
+    )
+    return Program(pid, "x", pid, None, "op", 0, 0, result, created_at=created_at)
+
+
+def test_case_leaders_show_a_size_specialist_the_top_n_would_miss() -> None:
+    """A program fastest on the largest case alone, far from the top of the island, is shown beside a
+    parent it beats there; a leader slower than the parent on its own case is not."""
+    archive = Archive(ArchiveConfig(islands=1, features=DIMS))
+    programs = [
+        timed("best", {"small": 2.0, "mid": 2.0, "large": 1.0}, 0),
+        timed("second", {"small": 1.9, "mid": 1.9, "large": 1.0}, 1),
+        timed("third", {"small": 1.8, "mid": 1.8, "large": 1.0}, 2),
+        timed("large", {"small": 0.5, "mid": 0.6, "large": 1.3}, 3),  # specialist: the lowest score
+        timed("wrong", {"small": 0.1, "mid": 0.1, "large": 9.0}, 4, correct=False),  # never a leader
+    ]
+    for i, program in enumerate(programs):
+        archive.place(program, 0, {"complexity": i + 0.5, "diversity": 0.0})
+    island = archive.island(0)
+    leaders = island.leaders()
+    assert {case: p.id for case, (_, p) in leaders.items()} == {
+        "small": "best",
+        "mid": "best",
+        "large": "large",
+    }
+    parent = next(p for p in island.elites() if p.id == "third")
+    sampler = ParentSampler(SamplingConfig(top_n=1, leaders=1, diverse=0), random.Random(9))
+    assert [p.id for p in sampler.inspirations(island, parent)] == ["best", "second", "large"]
+    assert [p.id for p in case_leaders(island, parent)] == ["large", "best"]  # 1.3x on large, 1.11x on small
+    no_leaders = ParentSampler(SamplingConfig(top_n=1, leaders=0, diverse=0), random.Random(9))
+    assert [p.id for p in no_leaders.inspirations(island, parent)] == ["best", "second"]
+    # A parent faster than the specialist on its own case is shown no leader for it.
+    fast = timed("fast", {"small": 1.0, "mid": 1.0, "large": 1.4}, 5)
+    archive.place(fast, 0, {"complexity": 5.5, "diversity": 0.0})
+    assert "large" not in [p.id for p in case_leaders(island, fast)]
+    assert island.leaders()["large"][1].id == "fast"
