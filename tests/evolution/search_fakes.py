@@ -8,6 +8,7 @@ the fitness landscape exactly while the store, archive, sampling and controller 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 from evaluators.result import CaseResult, EvalResult, Hardware, RegimeTiming, Stage, TimingStats
 from evolution.dedup import candidate_sha
 from evolution.executors import Evaluated
-from evolution.types import MutationOutcome, MutationRequest, TokenUsage
+from evolution.types import MutationOutcome, MutationRequest, Program, TokenUsage
 
 _SCORE = re.compile(r"^SCORE = ([0-9.]+)$", re.MULTILINE)
 _FAIL = re.compile(r"^FAIL = \"(\w+)\"$", re.MULTILINE)
@@ -209,3 +210,26 @@ class MarkerPool:
 
     def close(self):
         pass
+
+
+def timed_program(
+    pid: str,
+    speedups: dict[str, float],
+    *,
+    source: str = "x",
+    operator: str = "op",
+    correct: bool = True,
+    created_at: float = 0.0,
+) -> Program:
+    """A Program timed per case in the graph regime at `speedups` (a synthetic timing run), its score their
+    geometric mean."""
+    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
+    cases = tuple(
+        CaseResult(name, {}, correct, timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)})
+        for name, s in speedups.items()
+    )
+    score = math.prod(speedups.values()) ** (1 / len(speedups))
+    result = EvalResult(
+        "t", pid, "triton-cuda", "graph", Stage.TIMING, correct, correct=correct, score=score, cases=cases
+    )
+    return Program(pid, source, pid, None, operator, 0, 0, result, created_at=created_at)

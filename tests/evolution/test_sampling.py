@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
-from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
+from search_fakes import timed_program
+
+from evaluators.result import EvalResult, Stage
 from evolution.config import ArchiveConfig, FeatureDim, SamplingConfig
 from evolution.islands import Archive
 from evolution.sampling import WEIGHT_FLOOR, ParentSampler, case_leaders
@@ -117,30 +118,17 @@ def test_the_inspirations_count_caps_what_top_n_and_diverse_pick() -> None:
     assert ParentSampler(SamplingConfig(inspirations=0), random.Random(1)).choose(island).inspirations == ()
 
 
-def timed(pid: str, speedups: dict[str, float], created_at: int, correct: bool = True) -> Program:
-    """A program timed per case in the graph regime, its score the geometric mean."""
-    stats = TimingStats(median_us=10.0, cv=0.01, samples=20)
-    cases = tuple(
-        CaseResult(name, {}, correct, timings={"graph": RegimeTiming(stats, stats, x, x * 0.99, x * 1.01)})
-        for name, x in speedups.items()
-    )
-    score = math.prod(speedups.values()) ** (1 / len(speedups))
-    result = EvalResult(
-        "t", pid, "f", "graph", Stage.TIMING, correct, correct=correct, score=score, cases=cases
-    )
-    return Program(pid, "x", pid, None, "op", 0, 0, result, created_at=created_at)
-
-
 def test_case_leaders_show_a_size_specialist_the_top_n_would_miss() -> None:
     """A program fastest on the largest case alone, far from the top of the island, is shown beside a
-    parent it beats there; a leader slower than the parent on its own case is not."""
+    parent it beats there; a wrong program never leads; a leader slower than the parent on its own case is
+    not shown."""
     archive = Archive(ArchiveConfig(islands=1, features=DIMS))
     programs = [
-        timed("best", {"small": 2.0, "mid": 2.0, "large": 1.0}, 0),
-        timed("second", {"small": 1.9, "mid": 1.9, "large": 1.0}, 1),
-        timed("third", {"small": 1.8, "mid": 1.8, "large": 1.0}, 2),
-        timed("large", {"small": 0.5, "mid": 0.6, "large": 1.3}, 3),  # specialist: the lowest score
-        timed("wrong", {"small": 0.1, "mid": 0.1, "large": 9.0}, 4, correct=False),  # never a leader
+        timed_program("best", {"small": 2.0, "mid": 2.0, "large": 1.0}, created_at=0),
+        timed_program("second", {"small": 1.9, "mid": 1.9, "large": 1.0}, created_at=1),
+        timed_program("third", {"small": 1.8, "mid": 1.8, "large": 1.0}, created_at=2),
+        timed_program("large", {"small": 0.5, "mid": 0.6, "large": 1.3}, created_at=3),  # lowest score
+        timed_program("wrong", {"small": 0.1, "mid": 9.0, "large": 9.0}, created_at=4, correct=False),
     ]
     for i, program in enumerate(programs):
         archive.place(program, 0, {"complexity": i + 0.5, "diversity": 0.0})
@@ -158,7 +146,7 @@ def test_case_leaders_show_a_size_specialist_the_top_n_would_miss() -> None:
     no_leaders = ParentSampler(SamplingConfig(top_n=1, leaders=0, diverse=0), random.Random(9))
     assert [p.id for p in no_leaders.inspirations(island, parent)] == ["best", "second"]
     # A parent faster than the specialist on its own case is shown no leader for it.
-    fast = timed("fast", {"small": 1.0, "mid": 1.0, "large": 1.4}, 5)
+    fast = timed_program("fast", {"small": 1.0, "mid": 1.0, "large": 1.4}, created_at=5)
     archive.place(fast, 0, {"complexity": 5.5, "diversity": 0.0})
     assert "large" not in [p.id for p in case_leaders(island, fast)]
     assert island.leaders()["large"][1].id == "fast"

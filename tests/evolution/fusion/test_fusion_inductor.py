@@ -5,13 +5,11 @@ exactly those knobs."""
 from __future__ import annotations
 
 import asyncio
-import math
 
 import pytest
 from fusion_tasks import check
 from test_readable import RMS_INPUTS, RMS_REFERENCE
 
-from evaluators.result import CaseResult, EvalResult, RegimeTiming, Stage, TimingStats
 from evaluators.task import load_task
 from evolution.mutators.fusion_inductor import (
     FusionInductorMutator,
@@ -20,9 +18,10 @@ from evolution.mutators.fusion_inductor import (
     inductor_launch,
 )
 from evolution.mutators.fusion_seed import FusionSeedMutator
-from evolution.types import MutationRequest, Program
+from evolution.types import MutationRequest
 from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.writer import FusionWriter
+from tests.evolution.search_fakes import timed_program
 
 # The launches of an Inductor-seeded candidate as evolution.writers.inductor writes them (kernel bodies
 # left out: only the launches and the constants they pass are read).
@@ -86,20 +85,6 @@ def test_the_launch_structure_is_read_and_becomes_knobs() -> None:
     assert inductor_launch("def f(x):\n    return x\n") is None
 
 
-def _program(pid: str, source: str, speedups: dict[str, float], operator: str) -> Program:
-    """A correct Program timed in the graph regime at `speedups` per case (a synthetic timing run)."""
-    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
-    cases = tuple(
-        CaseResult(name, {}, True, timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)})
-        for name, s in speedups.items()
-    )
-    score = math.prod(speedups.values()) ** (1 / len(speedups))
-    result = EvalResult(
-        "t", pid, "triton-cuda", "graph", Stage.TIMING, True, correct=True, score=score, cases=cases
-    )
-    return Program(pid, source, pid, None, operator, 0, 0, result=result)
-
-
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the child runs on the interpreter
 def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None:
     from fusion_tasks import write_task
@@ -113,14 +98,20 @@ def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None
     writer = FusionWriter()
     seed = asyncio.run(FusionSeedMutator(writer).mutate(MutationRequest(task, None)))
     assert seed.child_source, seed.error
-    parent = _program("fusion", seed.child_source, {"t3_bf16": 1.2, "t2_fp32": 1.0}, "seed:fusion")
+    parent = timed_program(
+        "fusion", {"t3_bf16": 1.2, "t2_fp32": 1.0}, source=seed.child_source, operator="seed:fusion"
+    )
     # Slower on one case and within noise (MIN_GAIN) on the other: not a structure to take.
-    slower = _program("slow", LOOPED, {"t3_bf16": 0.9, "t2_fp32": 1.005}, "seed:inductor")
+    slower = timed_program(
+        "slow", {"t3_bf16": 0.9, "t2_fp32": 1.005}, source=LOOPED, operator="seed:inductor"
+    )
     mutator = FusionInductorMutator(writer)
     outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower,))))
     assert outcome.child_source is None and "no inspiration" in outcome.error  # Inductor is not faster
     # Behind the parent on aggregate but ahead on one size: the move takes its structure for that size.
-    faster = _program("inductor", LOOPED, {"t3_bf16": 0.8, "t2_fp32": 1.3}, "seed:inductor")
+    faster = timed_program(
+        "inductor", {"t3_bf16": 0.8, "t2_fp32": 1.3}, source=LOOPED, operator="seed:inductor"
+    )
     assert faster.score < parent.score
     outcome = asyncio.run(mutator.mutate(MutationRequest(task, parent, (slower, faster))))
     assert outcome.child_source, outcome.error
