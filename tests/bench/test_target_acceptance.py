@@ -12,26 +12,17 @@ from pathlib import Path
 import pytest
 
 from bench.target_acceptance import Target, markdown, review
-from kernelbot.cli import main
-from tests.kernelbot.target.road import QUICK_SEARCH
+from tests.kernelbot.target.road import RMSNORM
 
 pytestmark = pytest.mark.slow
 
-RMSNORM = "minisglang.layers.layernorm:RMSNorm.forward_native"
-INTEGRATE = Path(__file__).resolve().parents[1] / "kernelbot" / "integrate"
-SEED = INTEGRATE / "fixtures" / "minisglang_rms_norm_forward_native.py"
-SPEC = INTEGRATE / "specs" / "minisglang_rmsnorm.toml"  # both half dtypes: the shipped spec is float32 only
 EXAMPLE = Target("example_rmsnorm", "example", "", RMSNORM)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("acceptance") / "example_rmsnorm"
-    argv = ["target", "example", "--function", RMSNORM, "--out", str(out), "--spec", str(SPEC)]
-    argv += [*QUICK_SEARCH, "--seed", str(SEED)]
-    code = main(argv)
-    assert code == 0 and (out / "pr" / "patch.diff").is_file()
-    return out
+def run(example_target_run: Path) -> Path:
+    """The session's run (tests/conftest.py: the spec with both half dtypes, a seed file), read only."""
+    return example_target_run
 
 
 def test_the_example_bundle_passes_every_check(run: Path) -> None:

@@ -5,16 +5,14 @@ verdict it deserves, and the run finishes."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 
 from evaluators.task import load_task
+from tests.example_tasks import silu_and_mul_small
 
 pytest.importorskip("psutil", reason="bench.scaling finds a pool's processes with psutil")
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "silu_and_mul"
 
 
 @pytest.mark.slow
@@ -23,8 +21,8 @@ def test_killing_one_pools_workers_mid_run_loses_no_evaluation(tmp_path: Path) -
     from bench.throughput import collect
 
     tasks_dir = tmp_path / "tasks"
-    shutil.copytree(EXAMPLE, tasks_dir / EXAMPLE.name)
-    for extra in sorted((tasks_dir / EXAMPLE.name / "candidates").glob("*.py"))[1:]:
+    task = silu_and_mul_small(tasks_dir)  # the example's two smallest cases
+    for extra in sorted((task / "candidates").glob("*.py"))[1:]:
         extra.unlink()  # one candidate and its three variants keep the run short on the interpreter
     subs = collect(tasks_dir, variants=3, rounds=1)
     tasks = {s.task: load_task(s.task) for s in subs}

@@ -1,6 +1,6 @@
 """`kernelbot evolve` for real on the smallest example task: the Triton interpreter judges, the default
 no-LLM operators mutate. Slow on a 2-core machine (each evaluation is a fresh worker running the kernels
-in numpy), hence few iterations."""
+in numpy), hence few iterations, and the task's two smallest cases only (tests/example_tasks.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 
 from kernelbot import exit_codes
 from kernelbot.cli import main
+from tests.example_tasks import silu_and_mul_small
 
 REPO = Path(__file__).resolve().parents[3]
 SILU = REPO / "examples" / "tasks" / "silu_and_mul"
@@ -47,7 +48,8 @@ pytestmark = [
 def evolve_args(run: Path, *extra: str) -> list[str]:
     config = run.parent / "light.toml"
     config.write_text(LIGHT_EVAL)
-    return ["evolve", str(SILU), "--out", str(run), "--config", str(config), *CPU_FLAGS, *extra]
+    task = silu_and_mul_small(run.parent / "task")
+    return ["evolve", str(task), "--out", str(run), "--config", str(config), *CPU_FLAGS, *extra]
 
 
 def test_full_run_then_best_and_exports(tmp_path, capsys) -> None:

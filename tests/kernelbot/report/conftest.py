@@ -1,5 +1,6 @@
 """The runs the report tests share, built once per session (see report_runs.py): a real interpreter search
-killed and resumed, an LLM-driven search on the loopback endpoint, an empty run, and target runs."""
+killed and resumed, an LLM-driven search on the loopback endpoint, an empty run, and target runs (the real
+one is the session's run of the bundled example, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ for _helpers in (_TESTS / "evolution", _TESTS / "kernelbot" / "propose"):
         sys.path.insert(0, str(_helpers))
 
 from report_runs import (  # noqa: E402
-    EXAMPLE_FUNCTION,
-    EXAMPLE_SEED,
     LLM_KEY,
     LLM_KEY_ENV,
     copy_run,
@@ -133,29 +132,10 @@ def target_run(tmp_path_factory, llm_run) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_target_run(tmp_path_factory) -> Path:
-    """`kernelbot target example` on the bundled example, every stage for real (interpreter, no GPU)."""
-    run = tmp_path_factory.mktemp("target-real") / "run"
-    argv = [
-        "target",
-        "example",
-        "--function",
-        EXAMPLE_FUNCTION,
-        "--out",
-        str(run),
-        "--seed",
-        str(EXAMPLE_SEED),
-    ]
-    argv += [
-        "--backend",
-        "triton-interpret",
-        "--workers-per-device",
-        "1",
-        "--no-inductor-seed",
-        "--no-fusion-seed",
-    ]
-    assert main(argv) == exit_codes.OK
-    return run
+def real_target_run(example_target_run: Path) -> Path:
+    """`kernelbot target example` on the bundled example, every stage for real (interpreter, no GPU): the
+    session's run of the example's RMSNorm (tests/conftest.py), which other modules read too."""
+    return example_target_run
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
 """Builders of the runs the report is tested on.
 
-- `kernelbot target example` on the bundled example, every stage for real on the interpreter;
 - a real `kernelbot evolve` on the Triton interpreter (a small SiLU-and-mul task, three seeds: a correct one
   with literal launch parameters for launch tuning to move, one the correctness stage rejects, one the static
   checks reject), SIGKILLed mid-search, copied as it was left, then resumed to the end;
@@ -59,9 +58,6 @@ dtype = "bfloat16"
 # Lighter judging than the defaults: the report is under test, not the evaluator's hidden-case and drift
 # checks.
 LIGHT_EVAL = "[eval]\nhidden_cases = 0\ndrift_calls = 1\n"
-# The bundled example's activation, and a correct seed for it (the target road's tests' own).
-EXAMPLE_FUNCTION = "minisglang.layers.activation:SiluAndMul.forward_native"
-EXAMPLE_SEED = REPO / "tests" / "kernelbot" / "target" / "data" / "silu_rowwise.py"
 LLM_KEY_ENV = "KB_REPORT_TEST_LLM_KEY"
 LLM_KEY = "sk-report-loopback-5f4e3d2c1b0a"
 

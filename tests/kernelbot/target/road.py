@@ -1,5 +1,7 @@
 """Helpers of the target road's tests: an upstream made from the bundled example (with extra files), the
-user profile that points the example at the loopback GitHub fake, and running the CLI in this process."""
+user profile that points the example at the loopback GitHub fake, running the CLI in this process, and the
+plain `kernelbot target example` run on RMSNorm that several test modules read (tests/conftest.py builds it
+once per session)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,12 @@ ROWWISE, FLAT, WRONG = DATA / "silu_rowwise.py", DATA / "silu_flat.py", DATA / "
 QUICK_SEARCH = [
     "--backend", "triton-interpret", "--workers-per-device", "1", "--no-inductor-seed", "--no-fusion-seed",
 ]  # fmt: skip
+# The example's RMSNorm with a seed that the interpreter judges correct, on a spec with both half dtypes (the
+# shipped spec is float32 only).
+RMSNORM = "minisglang.layers.layernorm:RMSNorm.forward_native"
+_INTEGRATE = ROOT / "tests" / "kernelbot" / "integrate"
+RMSNORM_SEED = _INTEGRATE / "fixtures" / "minisglang_rms_norm_forward_native.py"
+RMSNORM_SPEC = _INTEGRATE / "specs" / "minisglang_rmsnorm.toml"
 UPSTREAM_REPO = "kernelbot/minisglang"  # the example profile's repo_url, as the fake serves it
 
 # A test that fails before any change: what verification must report as pre-existing, not block on.
@@ -50,6 +58,16 @@ def make_upstream(root: Path, extra: dict[str, str] | None = None) -> tuple[Path
     bare = git.init_repository(root / "upstream.git", bare=True)
     git.push_with_lease(seed, str(bare), "main", None)
     return bare, sha
+
+
+def target_example_rmsnorm(out: Path) -> Path:
+    """`kernelbot target example` on RMSNorm in `out`, every stage for real (the interpreter, a seed file so
+    the search is one evaluation; no forge): the bundle in out/pr."""
+    argv = ["target", "example", "--function", RMSNORM, "--out", str(out), "--spec", str(RMSNORM_SPEC)]
+    argv += [*QUICK_SEARCH, "--seed", str(RMSNORM_SEED)]
+    code = main(argv)
+    assert code == 0 and (out / "pr" / "patch.diff").is_file()
+    return out
 
 
 def fake_profile(path: Path, api_url: str) -> Path:
