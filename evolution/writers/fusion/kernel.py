@@ -36,6 +36,7 @@ from evolution.writers.fusion.rows import (
     plan_loop,
     plan_regions,
 )
+from evolution.writers.fusion.schedule import issue_loads_early
 from evolution.writers.fusion.stores import Store, build_stores
 from evolution.writers.fusion.tiles import Affine, Atom, AtomTable
 
@@ -261,6 +262,8 @@ def _kernel_text(
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
     lines = ["@triton.jit", f"def {name}({signature}):"]
     prune([region.prologue for region, _ in plan.regions] + [region.root.items for region, _ in plan.regions])
+    for region, _ in plan.regions:
+        issue_loads_early(region.root)
     prologue = [line for region, _ in plan.regions for line in region.prologue]
     body: list[str] = []
     decomposition: list[str] = []

@@ -190,6 +190,10 @@ def test_residual_rmsnorm_in_place_in_two_dtypes(tmp_path: Path) -> None:
     assert "x.dtype == torch.bfloat16" in source or "x.dtype == torch.float32" in source
     # The bf16 kernel rounds its intermediates as eager does: two bodies, each named for when it runs.
     assert "def _add_rmsnorm_fp32_kernel(" in source and "def _add_rmsnorm_bf16_kernel(" in source
+    # Every load is issued before the sum of squares (the weight's latency hides behind the row's), and the
+    # residual's in-place store still comes after its load.
+    for kernel in source.split("@triton.jit")[1:]:
+        assert kernel.rindex("tl.load(") < kernel.index("tl.sum(") < kernel.index("tl.store(residual_ptr")
     assert check(root, source) == 12
 
 
