@@ -1,5 +1,6 @@
-"""The bundled example's silu_and_mul task copied with other [[cases]], for tests about how cases of several
-dtypes are treated (which one is traced, which get hidden cases)."""
+"""The bundled example's silu_and_mul task copied with fewer or other [[cases]]: for tests about how cases of
+several dtypes are treated (which one is traced, which get hidden cases), and for tests of the search and the
+pools around the evaluator, where the case sizes do not matter."""
 
 from __future__ import annotations
 
@@ -31,28 +32,27 @@ dtype = "bfloat16"
 """
 
 
-def silu_and_mul_with_cases(root: Path, cases: str = ONE_TOKEN_FP16) -> Path:
-    """root/silu_and_mul: the example task (no candidates/) with `cases` in place of its own."""
-    task_dir = root / "silu_and_mul"
-    shutil.copytree(EXAMPLE, task_dir, ignore=shutil.ignore_patterns("candidates"))
-    toml = (task_dir / "task.toml").read_text()
-    (task_dir / "task.toml").write_text(re.split(r"\n\[\[cases\]\]", toml, maxsplit=1)[0] + cases)
-    return task_dir
-
-
 # The example's two smallest cases, one per dtype: the interpreter judges a candidate on them in about two
 # seconds, where the example's own runnable cases take three to four.
 SMALL_CASES = ("t1_d2048_bf16", "t16_d1792_fp32")
 
 
-def silu_and_mul_small(root: Path, names: tuple[str, ...] = SMALL_CASES) -> Path:
-    """root/silu_and_mul: the example task, candidates/ included, with only its own [[cases]] named in
-    `names` (for tests of the search and the pools around the evaluator, where the case sizes do not
-    matter)."""
+def silu_and_mul_task(
+    root: Path, *, keep: tuple[str, ...] = (), cases: str = "", candidates: bool = False
+) -> Path:
+    """root/silu_and_mul: a copy of the example task (its candidates/ only when `candidates`) whose [[cases]]
+    are its own named in `keep`, then `cases` (TOML text)."""
     task_dir = root / "silu_and_mul"
-    shutil.copytree(EXAMPLE, task_dir)
+    ignore = None if candidates else shutil.ignore_patterns("candidates")
+    shutil.copytree(EXAMPLE, task_dir, ignore=ignore)
     head, *blocks = re.split(r"\n(?=\[\[cases\]\]\n)", (task_dir / "task.toml").read_text())
-    kept = [b for b in blocks if re.search(r'^name = "(.*)"$', b, re.M).group(1) in names]  # type: ignore[union-attr]
-    assert len(kept) == len(names), names
-    (task_dir / "task.toml").write_text("\n".join([head, *kept]))
+    kept = [b for b in blocks if _case_name(b) in keep]
+    assert len(kept) == len(keep), f"the example has no case named {set(keep) - set(map(_case_name, kept))}"
+    (task_dir / "task.toml").write_text("\n".join([head, *kept]) + cases)
     return task_dir
+
+
+def _case_name(block: str) -> str:
+    match = re.search(r'^name = "(.*)"$', block, re.MULTILINE)
+    assert match, block
+    return match.group(1)

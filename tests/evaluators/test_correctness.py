@@ -18,7 +18,7 @@ from evaluators.correctness import check_call, check_correctness
 from evaluators.correctness.reference import clone_inputs, refill, run_reference
 from evaluators.degenerate import check_degenerate
 from evaluators.task import load_task
-from tests.example_tasks import silu_and_mul_with_cases
+from tests.example_tasks import ONE_TOKEN_FP16, silu_and_mul_task
 
 TASKS = Path(__file__).parents[1] / "adversarial" / "tasks"
 BEHAVIOUR_ONLY = EvalConfig(backend="triton-interpret", runtime_checks=False)
@@ -282,7 +282,7 @@ def test_each_dtype_gets_a_hidden_case(tmp_path: Path) -> None:
     """A kernel specialised to the one token count its dtype's only case has (an Inductor capture at one
     token: one output row whatever the batch) fails a hidden case of that dtype, though the smallest case
     overall is another dtype's."""
-    task_dir = silu_and_mul_with_cases(tmp_path)
+    task_dir = silu_and_mul_task(tmp_path, cases=ONE_TOKEN_FP16)
     source = """
     import torch
     import torch.nn.functional as F

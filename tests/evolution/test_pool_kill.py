@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.task import load_task
-from tests.example_tasks import silu_and_mul_small
+from tests.example_tasks import SMALL_CASES, silu_and_mul_task
 
 pytest.importorskip("psutil", reason="bench.scaling finds a pool's processes with psutil")
 
@@ -21,7 +21,7 @@ def test_killing_one_pools_workers_mid_run_loses_no_evaluation(tmp_path: Path) -
     from bench.throughput import collect
 
     tasks_dir = tmp_path / "tasks"
-    task = silu_and_mul_small(tasks_dir)  # the example's two smallest cases
+    task = silu_and_mul_task(tasks_dir, keep=SMALL_CASES, candidates=True)
     for extra in sorted((task / "candidates").glob("*.py"))[1:]:
         extra.unlink()  # one candidate and its three variants keep the run short on the interpreter
     subs = collect(tasks_dir, variants=3, rounds=1)

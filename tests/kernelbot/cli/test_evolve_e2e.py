@@ -18,7 +18,7 @@ import pytest
 
 from kernelbot import exit_codes
 from kernelbot.cli import main
-from tests.example_tasks import silu_and_mul_small
+from tests.example_tasks import SMALL_CASES, silu_and_mul_task
 
 REPO = Path(__file__).resolve().parents[3]
 SILU = REPO / "examples" / "tasks" / "silu_and_mul"
@@ -48,7 +48,7 @@ pytestmark = [
 def evolve_args(run: Path, *extra: str) -> list[str]:
     config = run.parent / "light.toml"
     config.write_text(LIGHT_EVAL)
-    task = silu_and_mul_small(run.parent / "task")
+    task = silu_and_mul_task(run.parent / "task", keep=SMALL_CASES, candidates=True)
     return ["evolve", str(task), "--out", str(run), "--config", str(config), *CPU_FLAGS, *extra]
 
 

@@ -132,10 +132,11 @@ def target_run(tmp_path_factory, llm_run) -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_target_run(example_target_run: Path) -> Path:
-    """`kernelbot target example` on the bundled example, every stage for real (interpreter, no GPU): the
-    session's run of the example's RMSNorm (tests/conftest.py), which other modules read too."""
-    return example_target_run
+def real_target_run(tmp_path_factory, example_target_run: Path) -> Path:
+    """`kernelbot target example` on the bundled example, every stage for real (interpreter, no GPU): a copy
+    of the session's run of the example's RMSNorm (tests/conftest.py), which other modules read too, so that
+    what the report does to a run's store stays in the copy."""
+    return copy_run(example_target_run, tmp_path_factory.mktemp("real-target") / example_target_run.name)
 
 
 @pytest.fixture(scope="session")

@@ -115,8 +115,8 @@ def kill_mid_search(argv: list[str], run: Path, log: Path, timeout_s: float = 24
 
 
 def copy_run(src: Path, dst: Path) -> Path:
-    """A run directory as it is now (the store with its WAL), leaving the reports out."""
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("report*.html"))
+    """A run directory as it is now (the store with its WAL), leaving the reports out (links stay links)."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("report*.html"))
     return dst
 
 
