@@ -30,27 +30,27 @@ def issue_loads_early(block: Block) -> None:
 
 def _scheduled(items: list[str | Block]) -> list[str | Block]:
     out: list[str | Block] = []
-    segment: list[str] = []  # statements since the last fence
+    segment: list[tuple[str, set[str], set[str]]] = []  # since the last fence: (statement, binds, reads)
     for item in items:
-        if isinstance(item, str) and _assignment(item) is not None:
-            segment = _place(segment, item)
-            continue
-        out += [*segment, item]
-        segment = []
-    return out + segment
+        parts = _assignment(item) if isinstance(item, str) else None
+        if isinstance(item, str) and parts is not None:
+            _place(segment, (item, parts[0], parts[1]))
+        else:  # a fence
+            out += [*(statement for statement, _, _ in segment), item]
+            segment = []
+    return out + [statement for statement, _, _ in segment]
 
 
-def _place(segment: list[str], statement: str) -> list[str]:
-    """`segment` with `statement` appended, or inserted after its last dependency when it is a load."""
-    binds, reads = _assignment(statement)  # type: ignore[misc]
-    if "tl.load(" not in statement:
-        return [*segment, statement]
-    at = 0
-    for k, earlier in enumerate(segment):
-        earlier_binds, earlier_reads = _assignment(earlier)  # type: ignore[misc]
-        if "tl.load(" in earlier or earlier_binds & (reads | binds) or binds & earlier_reads:
-            at = k + 1
-    return [*segment[:at], statement, *segment[at:]]
+def _place(segment: list[tuple[str, set[str], set[str]]], new: tuple[str, set[str], set[str]]) -> None:
+    """Append `new` to `segment`, or insert it after its last dependency when it is a load."""
+    statement, binds, reads = new
+    at = len(segment)
+    if "tl.load(" in statement:
+        at = 0
+        for k, (earlier, earlier_binds, earlier_reads) in enumerate(segment):
+            if "tl.load(" in earlier or earlier_binds & (reads | binds) or binds & earlier_reads:
+                at = k + 1
+    segment.insert(at, new)
 
 
 def _assignment(statement: str) -> tuple[set[str], set[str]] | None:
