@@ -154,7 +154,8 @@ def measure_task(task_dir: Path, rounds: int) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
-        f"{meta['device']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}: `{meta['command']}`",
+        f"{meta['device']}, torch {meta['torch']}, triton {meta['triton']}, {meta['date']}: "
+        f"`{meta['command']}`",
         "",
         "| task | case | MB moved | eager µs | compile µs | stream µs | compile TB/s | stream TB/s "
         "| stream / compile |",
