@@ -8,7 +8,8 @@ The stream kernel reads every tensor argument once and writes every tensor the r
 returns, and the arguments it changes in place) once, in one launch, coalesced, over a few block sizes and
 warp counts (the fastest kept). Its time is what a kernel of this task's traffic costs on this GPU; a case
 where compile's time is within a few percent of it leaves no kernel room to be confirmed faster than compile
-by more than that (the confirm stage asks for about 3 % at six processes, docs/target.md).
+(at six processes and the 1 % spread floor, the confirm stage's bound sits about 3 % below the pooled ratio:
+docs/benchmarks.md, "Claims").
 
 Times are per call, from CUDA graphs of many calls (triton.testing.do_bench_cudagraph, medians), the three
 columns interleaved over `--rounds` rounds; the reported figure of each is the median over the rounds. The
