@@ -97,17 +97,18 @@ class Floor:
     detail: str
 
 
-def _tensors(obj: Any) -> Iterable[Any]:
+def tensors_in(obj: Any) -> Iterable[Any]:
+    """Every tensor in `obj`, a tensor or nested lists, tuples and dict values of them, in order."""
     import torch
 
     if isinstance(obj, torch.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
         for item in obj:
-            yield from _tensors(item)
+            yield from tensors_in(item)
     elif isinstance(obj, dict):
         for item in obj.values():
-            yield from _tensors(item)
+            yield from tensors_in(item)
 
 
 def unique_bytes(tensors: Iterable[Any]) -> int:
@@ -149,9 +150,9 @@ def case_traffic(
     changed_bytes: bytes of argument elements whose value the call changed; reads: task.roofline_reads.
     Returned tensors that live in an argument's memory are counted through changed_bytes, not again.
     """
-    arg_tensors = list(_tensors(list(bound_args.values())))
+    arg_tensors = list(tensors_in(list(bound_args.values())))
     arg_storages = _storage_keys(arg_tensors)
-    fresh = [t for t in _tensors(outputs) if not (_storage_keys([t]) & arg_storages)]
+    fresh = [t for t in tensors_in(outputs) if not (_storage_keys([t]) & arg_storages)]
     read_tensors: list[Any] = []  # torch tensors (torch is imported lazily here)
     for name in reads:
         if name not in bound_args:
@@ -160,7 +161,7 @@ def case_traffic(
                 f"task.toml [roofline] read names {name!r}, which is not an argument of the reference "
                 f"(arguments: {known}); fix the list or remove it"
             )
-        read_tensors.extend(_tensors(bound_args[name]))
+        read_tensors.extend(tensors_in(bound_args[name]))
     return Traffic(
         bytes_written=unique_bytes(fresh) + int(changed_bytes),
         bytes_read=unique_bytes(read_tensors),

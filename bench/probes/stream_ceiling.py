@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from bench.meta import run_meta
+from evaluators.roofline import tensors_in, unique_bytes
 from evaluators.task import Case, Task, load_task
 
 # (elements per program, warps): the stream kernel's launch configurations; the fastest is kept per case.
@@ -54,24 +55,14 @@ def _stream_kernel(
     tl.store(z + offs, total.to(z.dtype.element_ty), mask=offs < n_z)
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
-
-
 def written_tensors(reference: Callable[..., Any], args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """What one call of the reference writes: the tensors it returns and the arguments it changes (found by
     comparing each argument before and after a call on copies), each once."""
     copies_args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     copies_kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
-    before = [t.clone() for t in _tensors((copies_args, copies_kwargs))]
-    returned = _tensors(reference(*copies_args, **copies_kwargs))
-    after = _tensors((copies_args, copies_kwargs))
+    before = [t.clone() for t in tensors_in((copies_args, copies_kwargs))]
+    returned = list(tensors_in(reference(*copies_args, **copies_kwargs)))
+    after = list(tensors_in((copies_args, copies_kwargs)))
     changed = [t for t, old in zip(after, before, strict=True) if not torch.equal(t, old)]
     seen: set[int] = set()
     written = []
@@ -110,7 +101,7 @@ def measure_case(task: Task, case: Case, compiled: Callable[..., Any], rounds: i
 
     args, kwargs = task.make_inputs(case, 0, "cuda")
     eager = task.load_reference()
-    reads = _tensors((args, kwargs))
+    reads = list(tensors_in((args, kwargs)))
     writes = written_tensors(eager, args, kwargs)
     streams = {cfg: stream_call(reads, writes, *cfg) for cfg in CONFIGS}
 
@@ -127,7 +118,7 @@ def measure_case(task: Task, case: Case, compiled: Callable[..., Any], rounds: i
         columns["eager"].append(timed(lambda: eager(*args, **kwargs)))
         columns["compile"].append(timed(lambda: compiled(*args, **kwargs)))
         columns["stream"].append(timed(streams[best_cfg]))
-    moved = sum(t.numel() * t.element_size() for t in [*reads, *writes])
+    moved = unique_bytes(reads) + unique_bytes(writes)
     us = {k: statistics.median(v) for k, v in columns.items()}
     return {
         "case": case.name,
