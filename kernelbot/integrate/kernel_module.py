@@ -1,6 +1,7 @@
-"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped,
-the entry renamed to a public name, a docstring saying what it computes, where it came from and what it was
-checked on, and the guard (guard_source) appended. Formatting is left to the repository's formatter."""
+"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped and
+its size routing flattened (crossover_routes: one table, one copy of each code), the entry renamed to a
+public name, a docstring saying what it computes, where it came from and what it was checked on, and the
+guard (guard_source) appended. Formatting is left to the repository's formatter."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from evaluators.candidate import find_evolve_block, replace_evolve_block
+from evaluators.errors import CandidateError
+from evolution.mutators.crossover_routes import flat_routes
+from evolution.writers.fusion.code_text import fit_docstrings
 from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -50,15 +55,20 @@ def build_kernel_module(
         raise IntegrationError(
             f"the candidate is not valid Python: {exc.message} (line {exc.raw_line})"
         ) from exc
+    # A flattened winner may have lost the code its file's docstring describes (a crossover parent's, no
+    # input reached): that account is left out rather than risk a false one.
+    flat = _flat_routes(candidate_source, view.task.entry, [t.name for t in envelope.tensors])
+    how = _existing_docstring(module) if flat == candidate_source else ""
+    module = cst.parse_module(flat)
     entry = _entry(module, view.task.entry)
-    _check_signature(candidate_source, view)
+    _check_signature(flat, view)
     taken = _module_names(module) - {view.task.entry}
     clash = sorted(taken & {names.entry, names.guard, *_GUARD_HELPERS})
     if clash:
         raise IntegrationError(
             f"the candidate already defines {', '.join(clash)}, names the integration needs"
         )
-    docstring = _docstring(view, envelope, names, summary, _existing_docstring(module), line_length)
+    docstring = _docstring(view, envelope, names, summary, how, line_length)
     module = module.visit(StripEvolveMarkersTransformer())
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
@@ -68,7 +78,42 @@ def build_kernel_module(
     AddImportsVisitor.add_needed_import(context, "torch")
     # The formatters wrap code, never comments: the kernel's own (an Inductor-seeded winner's) are kept
     # within the engine's limit here.
-    return fit_comments(AddImportsVisitor(context).transform_module(module).code, line_length)
+    module = AddImportsVisitor(context).transform_module(module)
+    if flat != candidate_source:  # what only the dropped code used (its annotations' typing names)
+        module = _without_unused_imports(module)
+    code = module.code
+    return fit_docstrings(fit_comments(code, line_length), line_length)
+
+
+def _without_unused_imports(module: cst.Module) -> cst.Module:
+    context = CodemodContext()
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                origin = cst.Module([]).code_for_node(small.module)
+                if origin != "__future__" and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        asname = alias.evaluated_alias
+                        RemoveImportsVisitor.remove_unused_import(
+                            context, origin, alias.evaluated_name, asname
+                        )
+            elif isinstance(small, cst.Import):
+                for alias in small.names:
+                    RemoveImportsVisitor.remove_unused_import(
+                        context, alias.evaluated_name, asname=alias.evaluated_alias
+                    )
+    return RemoveImportsVisitor(context).transform_module(module)
+
+
+def _flat_routes(source: str, entry: str, tensors: list[str]) -> str:
+    """`source` with the size routing of its EVOLVE-BLOCK flattened, or as it is when that is flat already;
+    the size counted over `tensors`, the arguments the guard lets through as tensors (all when none)."""
+    try:
+        block = find_evolve_block(source)
+    except CandidateError:
+        return source
+    flat = flat_routes(block.text, entry, tensors or None) if block is not None else None
+    return source if flat is None else replace_evolve_block(source, flat)
 
 
 def _statements(source: str) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:

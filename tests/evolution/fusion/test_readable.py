@@ -10,8 +10,10 @@ import re
 
 import pytest
 from fusion_tasks import check, trace, write, write_task
-from readable import duplicate_kernels, numbered_names, problems
+from readable import duplicate_kernels, jit_functions, numbered_names, problems
 
+from evaluators.candidate import find_evolve_block, replace_evolve_block
+from evolution.mutators.crossover_routes import flat_routes
 from evolution.mutators.crossover_source import Route, build_child
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.knobs import Knobs
@@ -160,6 +162,28 @@ def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
     # A launch table: the small side launches with B's constant, the other with the module's.
     assert "WARPS_SCALE = 1.0" in child and ", WARPS_SCALE=2.0)" in child
     assert check(root, child) > 0
+
+
+@pytest.mark.slow
+def test_a_crossover_of_crossovers_ships_each_kernel_once(rms_task) -> None:
+    """As a search's winner can be: a crossover of two launches of one kernel, crossed with a crossover of
+    that kernel and another whose side no input reaches any more. The flat block holds the kernel once, at a
+    launch per interval, and computes what the nested one does."""
+    root, report = rms_task
+    one, half = write(root, report, Knobs()).source, write(root, report, Knobs(warps=0.5)).source
+    other = write(root, report, Knobs(warps=2.0, passes="two", block=32)).source
+    table = build_child(half, one, "add_rmsnorm", Route(1000, True, ""))
+    unreached = build_child(other, one, "add_rmsnorm", Route(100_000, True, ""))  # other: above 100 kB
+    child = build_child(unreached, table, "add_rmsnorm", Route(1200, False, ""))
+    assert duplicate_kernels(child) != [] and child.count("element_size()") == 3
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, "add_rmsnorm")
+    assert flat_block is not None
+    flat = replace_evolve_block(child, flat_block)
+    assert duplicate_kernels(flat) == [] and problems(flat) == [] and flat.count("element_size()") == 1
+    assert len(jit_functions(flat)) == len(jit_functions(one)) and "warps_scale = 0.5" in flat
+    assert check(root, flat) > 0
 
 
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter

@@ -87,3 +87,28 @@ def test_the_kernel_module_keeps_the_candidates_comments_within_the_engines_limi
     comments = [line for line in module.splitlines() if line.lstrip().startswith("#")]
     assert "launch parameters launch" in " ".join(comments)
     assert max(len(line) for line in comments) <= 88
+
+
+def test_the_kernel_module_of_a_nested_crossover_routes_from_one_table() -> None:
+    """A winner three crossovers deep (the example's two SiLU kernels, one of them at two sizes of the
+    route) ships one dispatcher and each kernel once; its file's docstring, written for one of the crossed
+    candidates, is left out of the module's."""
+    from evolution.mutators.crossover_source import Route, build_child
+    from kernelbot.integrate.envelope import Envelope
+    from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
+    from kernelbot.integrate.task_view import load_view
+
+    view = load_view(TASK)
+    grid = (TASK / "candidates" / "silu_and_mul_triton.py").read_text()
+    flat = (TASK / "candidates" / "silu_and_mul_flat_triton.py").read_text()
+    entry = view.task.entry
+    first = build_child(grid, flat, entry, Route(65536, True, ""))
+    winner = build_child(first, flat, entry, Route(4096, True, ""))
+    assert winner.count("def _silu_and_mul_flat_kernel") == 2 and winner.count("element_size()") == 2
+    names = KernelNames("silu_and_mul_triton", "can_use_silu_and_mul_triton")
+    envelope = Envelope("cuda", (), (), tuple(view.task.dynamic))
+    module = build_kernel_module(winner, view, envelope, names, summary="", line_length=88)
+    assert module.count("element_size()") == 1 and "CROSSOVER_BYTES" not in module
+    for kernel in ("def _silu_and_mul_flat_kernel", "def _silu_and_mul_kernel"):
+        assert module.count(kernel) == 1, kernel
+    assert "def silu_and_mul_triton(" in module and "1-D grid of output elements" not in module

@@ -1,0 +1,136 @@
+"""Flattening the size routing that bucket crossovers stack (evolution.mutators.crossover_routes): the flat
+block routes every input size to the same code with the same constants as the nested one (each leaf's
+output names it), holds one dispatcher, no code that no input reaches and one copy of code that differs
+only in a launch constant; a routing that is flat already, or not a crossover's, is left alone."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import torch
+
+from evaluators.candidate import find_evolve_block, replace_evolve_block
+from evolution.mutators.crossover_routes import flat_routes
+from evolution.mutators.crossover_source import Route, build_child
+
+# x * (2 * SCALE) with one structure, x + 2 * SCALE with another: the output says which code ran with which
+# constant. SCALE is read by a host function only, so two files differing in it cross into a launch table.
+TIMES = """import torch
+
+# EVOLVE-BLOCK-START
+SCALE = 1.0
+
+
+def _scale(n):
+    return n * SCALE
+
+
+def _host(x):
+    return x * _scale(2)
+
+
+def entry(x):
+    return _host(x)
+# EVOLVE-BLOCK-END
+"""
+PLUS = TIMES.replace("return x * _scale(2)", "return x + _scale(2)")
+
+
+def variant(source: str, scale: float) -> str:
+    return source.replace("SCALE = 1.0", f"SCALE = {scale}")
+
+
+def run(source: str, elements: int) -> float:
+    namespace: dict = {}
+    exec(compile(source, "<candidate>", "exec"), namespace)
+    return float(namespace["entry"](torch.ones(elements))[0])
+
+
+def flattened(source: str) -> str | None:
+    block = find_evolve_block(source)
+    assert block is not None
+    flat = flat_routes(block.text, "entry")
+    return None if flat is None else replace_evolve_block(source, flat)
+
+
+def dispatchers(source: str) -> list[str]:
+    tree = ast.parse(source)
+    return [
+        f.name for f in tree.body if isinstance(f, ast.FunctionDef) and "element_size()" in ast.unparse(f)
+    ]
+
+
+def nested() -> str:
+    """Three crossovers deep: TIMES at two constants as a launch table, beaten below 256 bytes by PLUS (so
+    the table's own branch below 64 bytes is never reached), and TIMES with SCALE 3 again above 1024 bytes,
+    as a copy of its own."""
+    table = build_child(TIMES, variant(TIMES, 3.0), "entry", Route(64, True, "B: small inputs."))
+    mixed = build_child(table, PLUS, "entry", Route(256, True, "B: small inputs."))
+    return build_child(mixed, variant(TIMES, 3.0), "entry", Route(1024, False, "B: large inputs."))
+
+
+def test_nested_crossovers_flatten_into_one_table_that_routes_as_they_did() -> None:
+    source = nested()
+    assert len(dispatchers(source)) == 3 and source.count("def _scale") == 3
+    flat = flattened(source)
+    assert flat is not None
+    # Every size runs what it ran before: PLUS up to 256 bytes, TIMES at SCALE 1 to 1024, TIMES at 3 above.
+    for elements in (1, 15, 16, 17, 63, 64, 65, 255, 256, 257, 300):
+        assert run(flat, elements) == run(source, elements), elements
+    assert [run(flat, n) for n in (16, 64, 256, 257)] == [3.0, 3.0, 2.0, 6.0]
+    assert dispatchers(flat) == ["entry"]
+    assert "CROSSOVER_BYTES" not in flat and "--- bucket crossover" not in flat
+    # Two structures, two copies, each named for when it runs; TIMES once, its SCALE passed where it differs.
+    assert flat.count("def _scale") == 2
+    assert "def _entry_small(x):" in flat and "def _entry_large(x, *, SCALE=SCALE):" in flat
+    assert "if nbytes <= 256:\n        return _entry_small(x)" in flat
+    assert "if 256 < nbytes <= 1024:\n        return _entry_large(x)\n" in flat
+    assert flat.rstrip().endswith("return _entry_large(x, SCALE=3.0)\n# EVOLVE-BLOCK-END")
+    assert flattened(flat) is None  # flat already
+
+
+def test_one_code_at_several_launches_ships_once_without_suffixes() -> None:
+    """TIMES crossed with its SCALE-2 variant, the child crossed with the SCALE-3 one: one copy of TIMES,
+    named as the original, launched with the constant of each interval. One crossover of two launches
+    takes the same form."""
+    first = build_child(TIMES, variant(TIMES, 2.0), "entry", Route(64, True, ""))
+    source = build_child(first, variant(TIMES, 3.0), "entry", Route(1024, False, ""))
+    assert "_small" in source and "_large" in source
+    flat = flattened(source)
+    assert flat is not None
+    for elements in (1, 16, 17, 255, 256, 257, 400):
+        assert run(flat, elements) == run(source, elements), elements
+    assert flat.count("def _scale(") == 1 and not re.search(r"_(small|large)\d*\b", flat)
+    # The entry is the code's own host, its launch table inside: a local per constant, set by size.
+    assert "def entry(x):" in flat and "SCALE = 1.0" in flat and "def _scale(n, *, SCALE=SCALE):" in flat
+    assert "    scale = SCALE\n    if nbytes <= 64:\n        scale = 2.0\n    if nbytes > 1024:\n" in flat
+    assert "return _host(x, SCALE=scale)" in flat and "_launch" not in flat
+    # Counted over the arguments that can be tensors, where a guard says which.
+    block = find_evolve_block(source)
+    assert block is not None
+    assert "for arg in (x,):" in (flat_routes(block.text, "entry", tensors=["x"]) or "")
+    table = build_child(TIMES, variant(TIMES, 2.0), "entry", Route(64, True, ""))
+    once = flattened(table)
+    assert once is not None and "scale = 2.0" in once and "_launch" not in once
+    assert [run(once, n) for n in (16, 17)] == [run(table, n) for n in (16, 17)] == [4.0, 2.0]
+
+
+def test_code_no_input_reaches_is_dropped() -> None:
+    """The inner crossover sends inputs above 4096 bytes to PLUS, the outer one sends everything above 64
+    to other code: PLUS is never run and not shipped; what remains is one code at two launches."""
+    inner = build_child(TIMES, PLUS, "entry", Route(4096, False, ""))
+    source = build_child(inner, variant(TIMES, 3.0), "entry", Route(64, False, ""))
+    flat = flattened(source)
+    assert flat is not None
+    assert "x + _scale" not in flat and flat.count("def _scale(") == 1
+    for elements in (1, 16, 17, 2000):
+        assert run(flat, elements) == run(source, elements), elements
+
+
+def test_flat_and_foreign_routing_is_left_alone() -> None:
+    assert flattened(TIMES) is None  # no dispatcher
+    assert flattened(build_child(TIMES, PLUS, "entry", Route(64, True, ""))) is None  # two codes, flat
+    # A hand-written dispatcher that routes on something else is not a crossover's: left as it is.
+    hand = TIMES.replace("    return _host(x)", "    if x.dim() > 1:\n        return _host(x)\n    return -x")
+    assert flattened(hand) is None
