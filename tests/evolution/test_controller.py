@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from search_fakes import BumpMutator, FakeExecutor, ScriptedMutator, make_tiny_task, program_source
@@ -320,3 +322,60 @@ def test_a_dead_executor_ends_the_run_and_keeps_what_was_done(tmp_path) -> None:
     with reader(tmp_path) as store:
         assert store.evaluation_count() == 3
         assert store.programs(status="pending")  # children that never got a verdict wait for the resume
+
+
+class CaseExecutor(FakeExecutor):
+    """Judges `N8 = a` / `N64 = b` markers as the speedups of the tiny task's two cases (8 and 64 floats)."""
+
+    async def evaluate(self, task, source: str):
+        import math
+        import re
+
+        from evaluators.result import CaseResult, RegimeTiming, TimingStats
+        from evolution.executors import Evaluated
+
+        base = (await super().evaluate(task, source)).result
+        cases = []
+        for name, n in (("n8", 8), ("n64", 64)):
+            found = re.search(rf"^N{n} = ([0-9.]+)$", source, re.M)
+            s = float(found.group(1)) if found else 1.0
+            timing = RegimeTiming(
+                TimingStats(10.0 / s, 0.01, 20), TimingStats(10.0, 0.01, 20), s, s * 0.99, s * 1.01
+            )
+            cases.append(CaseResult(name, {"n": n}, True, timings={"wall": timing, "graph": timing}))
+        score = math.exp(sum(math.log(c.timings["wall"].speedup) for c in cases) / len(cases))
+        result = replace(base, cases=tuple(cases), score=score, speedup=score)
+        return Evaluated(result, "fake:0", 1)
+
+
+def case_source(n8: float, n64: float, body: str) -> str:
+    return (
+        "import torch\n\n# EVOLVE-BLOCK-START\n"
+        f"N8 = {n8}\nN64 = {n64}\n\n\ndef scale(x):\n    return {body}\n"
+        "# EVOLVE-BLOCK-END\n"
+    )
+
+
+def test_the_best_meets_the_case_leaders_of_every_island_before_the_run_ends(tmp_path) -> None:
+    """A run that stops with its best slower than another program on one case: one bucket crossover more,
+    parent the best, inspirations the fastest program of each case it does not lead (mode "final")."""
+    from evolution.mutators.bucket_crossover import OPERATOR, BucketCrossoverMutator
+
+    fast_small = case_source(2.0, 1.0, "x * 2")
+    fast_large = case_source(1.0, 1.5, "x + x")
+    _, executor = run(
+        tmp_path,
+        [BucketCrossoverMutator()],
+        cfg=config(iterations=0),
+        seeds=[fast_small, fast_large],
+        executor=CaseExecutor(),
+    )
+    with reader(tmp_path) as store:
+        final = [m for m in store.mutations() if m["mode"] == "final"]
+        assert len(final) == 1 and final[0]["operator"] == OPERATOR and final[0]["outcome"] == "child"
+        programs = {p.id: p for p in store.programs()}
+        assert programs[final[0]["parent_id"]].source == fast_small
+        inspirations = json.loads(final[0]["inspiration_ids"])
+        assert [programs[i].source for i in inspirations] == [fast_large]
+    child = executor.seen[-1]  # judged: the large case routed to the other program's code
+    assert "def _scale_large(" in child and "CROSSOVER_BYTES" in child

@@ -10,7 +10,7 @@ from search_fakes import timed_program
 from evaluators.result import EvalResult, Stage
 from evolution.config import ArchiveConfig, FeatureDim, SamplingConfig
 from evolution.islands import Archive
-from evolution.sampling import WEIGHT_FLOOR, ParentSampler, case_leaders
+from evolution.sampling import WEIGHT_FLOOR, ParentSampler, case_leaders, run_case_leaders
 from evolution.types import Program
 
 N = 6000
@@ -150,3 +150,17 @@ def test_case_leaders_show_a_size_specialist_the_top_n_would_miss() -> None:
     archive.place(fast, 0, {"complexity": 5.5, "diversity": 0.0})
     assert "large" not in [p.id for p in case_leaders(island, fast)]
     assert island.leaders()["large"][1].id == "fast"
+
+
+def test_the_runs_case_leaders_are_the_fastest_of_every_island() -> None:
+    """What the run's best meets before the run ends: per case the fastest program on any island, when it
+    beats the best there."""
+    archive = Archive(ArchiveConfig(islands=2, features=DIMS))
+    best = timed_program("best", {"small": 2.0, "large": 1.0}, created_at=0)
+    near = timed_program("near", {"small": 1.0, "large": 1.1}, created_at=1)
+    far = timed_program("far", {"small": 0.5, "large": 1.3}, created_at=2)
+    archive.place(best, 0, {"complexity": 0.5, "diversity": 0.0})
+    archive.place(near, 0, {"complexity": 1.5, "diversity": 0.0})
+    archive.place(far, 1, {"complexity": 2.5, "diversity": 0.0})
+    assert [p.id for p in case_leaders(archive.island(0), best)] == ["near"]
+    assert [p.id for p in run_case_leaders(archive.islands, best)] == ["far"]
