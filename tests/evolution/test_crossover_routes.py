@@ -1,4 +1,5 @@
-"""Flattening the size routing that bucket crossovers stack (evolution.mutators.crossover_routes): the flat
+"""Two candidates that differ in a launch constant cross into one launch table (crossover_source), and the
+size routing that bucket crossovers stack is flattened (evolution.mutators.crossover_routes): the flat
 block routes every input size to the same code with the same constants as the nested one (each leaf's
 output names it), holds one dispatcher, no code that no input reaches and one copy of code that differs
 only in a launch constant; a routing that is flat already, or not a crossover's, is left alone."""
@@ -8,11 +9,12 @@ from __future__ import annotations
 import ast
 import re
 
+import pytest
 import torch
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.mutators.crossover_routes import flat_routes
-from evolution.mutators.crossover_source import Route, build_child
+from evolution.mutators.crossover_source import CrossoverError, Route, build_child
 
 # x * (2 * SCALE) with one structure, x + 2 * SCALE with another: the output says which code ran with which
 # constant. SCALE is read by a host function only, so two files differing in it cross into a launch table.
@@ -68,6 +70,25 @@ def nested() -> str:
     table = build_child(TIMES, variant(TIMES, 3.0), "entry", Route(64, True, "B: small inputs."))
     mixed = build_child(table, PLUS, "entry", Route(256, True, "B: small inputs."))
     return build_child(mixed, variant(TIMES, 3.0), "entry", Route(1024, False, "B: large inputs."))
+
+
+def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None:
+    b = TIMES.replace("SCALE = 1.0", "SCALE = 3.0")
+    child = build_child(TIMES, b, "entry", Route(64, True, "B was faster on small inputs."))
+    assert child.count("def _scale(") == 1 and not re.search(r"\w_(b|small|large)\d*\b", child)
+    assert "def _scale(n, *, SCALE=SCALE):" in child and "_scale(2, SCALE=SCALE)" in child
+    namespace: dict = {}
+    exec(compile(child, "<child>", "exec"), namespace)
+    small, large = torch.ones(4), torch.ones(64)  # 16 and 256 bytes
+    assert namespace["entry"](small).tolist() == [6.0] * 4  # B's SCALE below the threshold
+    assert namespace["entry"](large).tolist() == [2.0] * 64
+    # Read by a kernel, a constant changes what compiles: two bodies, each named for when it runs.
+    jit = TIMES.replace("def _scale(n):", "@triton.jit\ndef _scale(n):")
+    two = build_child(jit, jit.replace("SCALE = 1.0", "SCALE = 3.0"), "entry", Route(64, False, ""))
+    assert "def _scale_large(" in two and "def _entry_small(" in two and "SCALE_large = 3.0" in two
+    unread = TIMES.replace("SCALE = 1.0", "SCALE = 1.0\nUNUSED = 1")
+    with pytest.raises(CrossoverError, match="differ only in UNUSED"):
+        build_child(unread, unread.replace("UNUSED = 1", "UNUSED = 2"), "entry", Route(64, True, ""))
 
 
 def test_nested_crossovers_flatten_into_one_table_that_routes_as_they_did() -> None:

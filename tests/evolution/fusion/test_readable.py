@@ -281,49 +281,6 @@ def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
     assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
 
 
-LAUNCH_PARENT = """import torch
-
-# EVOLVE-BLOCK-START
-SCALE = 1.0
-
-
-def _scale(n):
-    return n * SCALE
-
-
-def _host(x):
-    return x * _scale(2)
-
-
-def entry(x):
-    return _host(x)
-# EVOLVE-BLOCK-END
-"""
-
-
-def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None:
-    import torch
-
-    from evolution.mutators.crossover_source import CrossoverError
-
-    b = LAUNCH_PARENT.replace("SCALE = 1.0", "SCALE = 3.0")
-    child = build_child(LAUNCH_PARENT, b, "entry", Route(64, True, "B was faster on small inputs."))
-    assert child.count("def _scale(") == 1 and not re.search(r"\w_(b|small|large)\d*\b", child)
-    assert "def _scale(n, *, SCALE=SCALE):" in child and "_scale(2, SCALE=SCALE)" in child
-    namespace: dict = {}
-    exec(compile(child, "<child>", "exec"), namespace)
-    small, large = torch.ones(4), torch.ones(64)  # 16 and 256 bytes
-    assert namespace["entry"](small).tolist() == [6.0] * 4  # B's SCALE below the threshold
-    assert namespace["entry"](large).tolist() == [2.0] * 64
-    # Read by a kernel, a constant changes what compiles: two bodies, each named for when it runs.
-    jit = LAUNCH_PARENT.replace("def _scale(n):", "@triton.jit\ndef _scale(n):")
-    two = build_child(jit, jit.replace("SCALE = 1.0", "SCALE = 3.0"), "entry", Route(64, False, ""))
-    assert "def _scale_large(" in two and "def _entry_small(" in two and "SCALE_large = 3.0" in two
-    unread = LAUNCH_PARENT.replace("SCALE = 1.0", "SCALE = 1.0\nUNUSED = 1")
-    with pytest.raises(CrossoverError, match="differ only in UNUSED"):
-        build_child(unread, unread.replace("UNUSED = 1", "UNUSED = 2"), "entry", Route(64, True, ""))
-
-
 def test_an_unpacked_output_of_topk_is_named_for_what_it_holds(tmp_path) -> None:
     """`_, ids = torch.topk(masked, ...)` gives the ids no variable of their own: the output is named after
     the op's output (`topk_ids`), not after the scores the top-k read (`masked`)."""
