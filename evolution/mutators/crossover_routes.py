@@ -9,15 +9,17 @@ in a launch constant, suffixed `_small`, `_large2`... A reviewer reads all of it
 
 `flat_routes` rewrites such a block so that it routes every input to the same code with the same constants,
 and holds:
-- one dispatcher, one `if nbytes <= bound:` per interval, in increasing size;
 - only the code some interval reaches;
 - one copy of code that is the same up to the names of its module-level definitions and the values of
-  constants only host (undecorated) functions read: those constants become keyword-only parameters
-  (crossover_source's launch table), passed where an interval launches with other values;
+  constants only host (undecorated) functions read;
+- where one code is left, no dispatcher: the entry is that code's host, which counts the bytes itself and
+  sets each varying constant for its interval (`warps_scale = 0.5`), passed to the helpers that read it;
+- where several are, one dispatcher, one test per interval (what most intervals run last, untested), each
+  code taking the constants it varies in as keyword-only parameters (crossover_source's launch table);
 - the crossover suffixes dropped from names where one copy remains, and each copy of several named for
-  when it runs.
+  when it runs (`_small`, `_medium`, `_large`).
 Nothing here runs candidate code; a block whose routing is not the dispatchers crossover_source writes, or
-that is flat already, is left as it is (None).
+that is flat already (one crossover of two codes), is left as it is (None).
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ import libcst as cst
 from evolution.mutators.crossover_source import (
     CrossoverError,
     LaunchTable,
-    _Code,
-    _ThreadConstants,
+    ParsedCode,
+    ThreadConstants,
     launch_table,
 )
 from evolution.writers.fusion.code_text import wrap_long_lines
@@ -182,7 +184,7 @@ def _leaves(
 
 
 def _threaded(function: ast.FunctionDef) -> dict[str, str]:
-    """The keyword-only parameters a launch table added to `function` (crossover_source._ThreadConstants),
+    """The keyword-only parameters a launch table added to `function` (crossover_source.ThreadConstants),
     named as the constant they default to before it took a crossover suffix: param -> constant."""
     if function.decorator_list:
         return {}
@@ -425,8 +427,8 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         if not (_bound_names(node) and not (_bound_names(node) & set(kept)))
     ]
     kept_text = re.sub(r"\n{3,}(?=\S)", "\n\n\n", "".join(chunks)).strip() + "\n"
-    mapping = _readable_names(groups, kept, entry, _Code.parse(kept_text, "the block").names)
-    code = _Code.parse(kept_text, "the block").renamed({k: v for k, v in mapping.items() if k != v})
+    mapping = _readable_names(groups, kept, entry, ParsedCode.parse(kept_text, "the block").names)
+    code = ParsedCode.parse(kept_text, "the block").renamed({k: v for k, v in mapping.items() if k != v})
     code = _launch_tables(code, groups, mapping, constants)
 
     route = dispatchers[entry]
@@ -463,7 +465,7 @@ def _launch_tables(
             raise _NotFlattened("the varied constants cannot be passed as parameters")
         mine = {mapping.get(n, n) for n in group.order} - ({host} if len(groups) == 1 else set())
         table = LaunchTable(found.b_values, {f: c for f, c in found.needs.items() if f in mine})
-        code = cst.parse_module(code).visit(_ThreadConstants(table, host, host)).code
+        code = cst.parse_module(code).visit(ThreadConstants(table, host, host)).code
     return code
 
 
@@ -568,7 +570,7 @@ class _SizeTable(cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
         if self.depth == 1 and node.name.value == self.host:
-            taken = _Code.parse(cst.Module([node]).code, "the host").names
+            taken = ParsedCode.parse(cst.Module([node]).code, "the host").names
             for constant in sorted({c for _, _, values in self.table for c, _ in values}):
                 name = constant.lower()
                 while name in taken:

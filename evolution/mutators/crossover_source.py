@@ -66,7 +66,7 @@ class _NodeRenamer(cst.CSTTransformer):
 
 
 @dataclass
-class _Code:
+class ParsedCode:
     """One parsed piece of code (a block or a whole file) with its module scope resolved."""
 
     wrapper: MetadataWrapper
@@ -74,7 +74,7 @@ class _Code:
     names: set[str]  # every identifier appearing anywhere in it
 
     @classmethod
-    def parse(cls, text: str, what: str) -> _Code:
+    def parse(cls, text: str, what: str) -> ParsedCode:
         try:
             wrapper = MetadataWrapper(cst.parse_module(text))
         except cst.ParserSyntaxError as exc:
@@ -348,7 +348,7 @@ def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
     )
 
 
-class _ThreadConstants(cst.CSTTransformer):
+class ThreadConstants(cst.CSTTransformer):
     """A's block with the launch table's constants taken as keyword-only parameters and passed on."""
 
     def __init__(self, table: LaunchTable, entry: str, launch: str) -> None:
@@ -394,8 +394,11 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
         raise CrossoverError(str(exc)) from exc
     if a_block is None or b_block is None:
         raise CrossoverError("both candidates need an EVOLVE-BLOCK (the parent's is where the child goes)")
-    a_file, b_file = _Code.parse(a_source, "the parent"), _Code.parse(b_source, "the inspiration")
-    a_code, b_code = _Code.parse(a_block.text, "the parent's block"), _Code.parse(b_block.text, "its block")
+    a_file, b_file = ParsedCode.parse(a_source, "the parent"), ParsedCode.parse(b_source, "the inspiration")
+    a_code, b_code = (
+        ParsedCode.parse(a_block.text, "the parent's block"),
+        ParsedCode.parse(b_block.text, "its block"),
+    )
     a_fn, b_fn = a_code.function(entry), b_code.function(entry)
     if a_fn is None or b_fn is None:
         raise CrossoverError(
@@ -503,7 +506,7 @@ def _size_dispatcher(
 
 def _launch_table_child(
     a_source: str,
-    a_code: _Code,
+    a_code: ParsedCode,
     table: LaunchTable,
     entry: str,
     route: Route,
@@ -517,7 +520,7 @@ def _launch_table_child(
     launch, constant = _fresh(f"_{entry}_launch{{}}", taken), _fresh("CROSSOVER_BYTES{}", taken)
     # The constants passed on lengthen calls: broken at their brackets where they pass the line limit.
     code = wrap_long_lines(
-        a_code.wrapper.module.visit(_ThreadConstants(table, entry, launch)).code, LINE_LENGTH
+        a_code.wrapper.module.visit(ThreadConstants(table, entry, launch)).code, LINE_LENGTH
     )
     settings = ", ".join(f"{name}={value}" for name, value in table.b_values.items())
     b_call, a_call = f"{launch}({', '.join(p for p in (call, settings) if p)})", f"{launch}({call})"
