@@ -38,7 +38,11 @@ from evolution.mutators.crossover_source import (
     LaunchTable,
     ParsedCode,
     ThreadConstants,
+    byte_count,
+    def_line,
     launch_table,
+    literal,
+    top_level,
 )
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
@@ -75,31 +79,12 @@ class _Leaf:
     overrides: dict[str, str] = field(default_factory=dict)  # module constant -> value (source text)
 
 
-def _literal(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool, str)
-
-
-def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
-    """name -> the top-level def, class or single-name assignment that binds it."""
-    found: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            found[node.name] = node
-        elif (
-            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        ):
-            found[node.targets[0].id] = node
-    return found
-
-
 def _constants(defs: dict[str, ast.stmt]) -> dict[str, str]:
     """Module constants bound to a literal: name -> value (source text)."""
     return {
         name: ast.unparse(node.value)
         for name, node in defs.items()
-        if isinstance(node, ast.Assign) and _literal(node.value)
+        if isinstance(node, ast.Assign) and literal(node.value)
     }
 
 
@@ -156,7 +141,7 @@ def _leaves(
     if not isinstance(call.func, ast.Name) or call.func.id not in defs:
         raise _NotFlattened("a route calls something other than a function of the block")
     name = call.func.id
-    overrides = {kw.arg: ast.unparse(kw.value) for kw in call.keywords if kw.arg and _literal(kw.value)}
+    overrides = {kw.arg: ast.unparse(kw.value) for kw in call.keywords if kw.arg and literal(kw.value)}
     for kw in call.keywords:
         passed_on = isinstance(kw.value, ast.Name) and kw.value.id == kw.arg
         if kw.arg is None or not (passed_on or kw.arg in overrides):
@@ -372,12 +357,8 @@ def _statement_chunks(text: str) -> list[tuple[ast.stmt, str]]:
 
 
 def _entry_head(block: str, entry: str) -> str:
-    """The entry's own `def` line (layout, annotations, defaults), without its body."""
     module = cst.parse_module(block)
-    function = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry)
-    stub = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
-    text = cst.Module([]).code_for_node(function.with_changes(decorators=[], leading_lines=[], body=stub))
-    return text.rstrip().removesuffix("pass").rstrip()
+    return def_line(next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry))
 
 
 def flat_routes(block: str, entry: str, tensors: Sequence[str] | None = None) -> str | None:
@@ -392,7 +373,7 @@ def flat_routes(block: str, entry: str, tensors: Sequence[str] | None = None) ->
 
 
 def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | None:
-    defs = _definitions(ast.parse(block))
+    defs = top_level(block)
     constants = _constants(defs)
     dispatchers = {n: d for n, node in defs.items() if (d := _dispatch(node, constants)) is not None}
     entry_def = defs.get(entry)
@@ -411,7 +392,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         if isinstance(node, ast.FunctionDef) and name not in dispatchers and (taken := _threaded(node))
     }
     text = cst.parse_module(block).visit(_UnThread(threaded, set(dispatchers))).code
-    defs = _definitions(ast.parse(text))
+    defs = top_level(text)
     constants = _constants(defs)
     groups = sorted(_groups(leaves, defs, constants), key=lambda g: g.leaves[0].low)
     if len(dispatchers) == 1 and len(leaves) == 2 and len(groups) == 2:
@@ -491,7 +472,7 @@ def _dispatcher(
     for group in groups:
         host = ast.Name(mapping.get(group.order[0], group.order[0]), ast.Load())
         for leaf, values in zip(group.leaves, group.calls, strict=True):
-            passed = [kw for kw in leaf.call.keywords if not (kw.arg and _literal(kw.value))]
+            passed = [kw for kw in leaf.call.keywords if not (kw.arg and literal(kw.value))]
             varied = [
                 ast.keyword(mapping.get(c, c), ast.parse(v, mode="eval").body) for c, v in values.items()
             ]
@@ -508,7 +489,7 @@ def _dispatcher(
         "",
         *_CODES.splitlines(),
         _entry_head(block, entry),
-        *_byte_count(total, item, counted),
+        *byte_count(total, item, counted),
         *tests,
         f"    return {fallback}",
     ]
@@ -541,15 +522,6 @@ def _test(low: int, high: int | None, total: str) -> str:
     if high is None:
         return f"{total} > {low}"
     return f"{low} < {total} <= {high}"
-
-
-def _byte_count(total: str, item: str, counted: str) -> list[str]:
-    return [
-        f"    {total} = 0",
-        f"    for {item} in {counted}:",
-        f"        if isinstance({item}, torch.Tensor):",
-        f"            {total} += {item}.numel() * {item}.element_size()",
-    ]
 
 
 class _SizeTable(cst.CSTTransformer):
@@ -600,7 +572,7 @@ class _SizeTable(cst.CSTTransformer):
         params = {p.name.value for p in [*original_node.params.params, *original_node.params.kwonly_params]}
         total, item = ("nbytes", "arg") if not params & {"nbytes", "arg"} else ("nbytes_", "arg_")
         fallback = dict(_fallback([values for _, _, values in self.table]))
-        lines = _byte_count(total, item, self.counted)
+        lines = byte_count(total, item, self.counted)
         lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.locals.items()]
         for low, high, values in self.table:
             chosen = dict(values)

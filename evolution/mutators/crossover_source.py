@@ -207,7 +207,7 @@ def _accepts(params: cst.Parameters, n_positional: int, keywords: set[str]) -> b
     return all(r in keywords for r in required)
 
 
-def _top_level(text: str) -> dict[str, ast.stmt]:
+def top_level(text: str) -> dict[str, ast.stmt]:
     """name -> the top-level def, class or single-name assignment that binds it."""
     found: dict[str, ast.stmt] = {}
     for node in ast.parse(text).body:
@@ -235,7 +235,7 @@ def shared_definitions(a_text: str, b_text: str, b_map: dict[str, str], entry: s
     the helpers and constants they agree on once). Found to a fixpoint: a kernel is shared once the
     helpers it calls are."""
     try:
-        a_defs, b_defs = _top_level(a_text), _top_level(b_text)
+        a_defs, b_defs = top_level(a_text), top_level(b_text)
     except SyntaxError:
         return set()
     shared: set[str] = set()
@@ -262,7 +262,7 @@ def _without(text: str, names: set[str]) -> str:
     lines = text.splitlines(keepends=True)
     drop: set[int] = set()
     for node in ast.parse(text).body:
-        defined = _top_level(ast.unparse(node))
+        defined = top_level(ast.unparse(node))
         if set(defined) & names:
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             drop.update(range(first - 1, node.end_lineno or node.lineno))
@@ -280,7 +280,8 @@ class LaunchTable:
     needs: dict[str, list[str]]  # function -> the constants it takes
 
 
-def _literal(node: ast.expr) -> bool:
+def literal(node: ast.expr) -> bool:
+    """A literal int, float, bool or string, signed or not."""
     if isinstance(node, ast.UnaryOp):
         node = node.operand
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str))
@@ -305,7 +306,7 @@ def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
         target = x.targets[0]
         if not (isinstance(target, ast.Name) and ast.dump(target) == ast.dump(y.targets[0])):
             return None
-        if not (_literal(x.value) and _literal(y.value)):
+        if not (literal(x.value) and literal(y.value)):
             return None
         differing[target.id] = ast.unparse(y.value)
     if not differing:
@@ -449,9 +450,7 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     call = ", ".join([*positional, *keywords])
     small, large = (b_map[entry], a_name) if route.b_small else (a_name, b_map[entry])
     # A's own `def` line (layout, annotations, defaults), without its decorators and body.
-    stub = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
-    signature = _CODE.code_for_node(a_fn.with_changes(decorators=[], leading_lines=[], body=stub))
-    signature = signature.rstrip().removesuffix("pass").rstrip()
+    signature = def_line(a_fn)
     tensors = ", ".join(values) + ("," if len(values) == 1 else "")
     who = "at most" if route.b_small else "more than"
     if table is not None:
@@ -474,6 +473,23 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     return replace_evolve_block(a_source, block + "\n" + dispatcher + "\n\n")
 
 
+def def_line(function: cst.FunctionDef) -> str:
+    """A function's own `def` line (layout, annotations, defaults), without its decorators and body."""
+    stub = cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
+    text = _CODE.code_for_node(function.with_changes(decorators=[], leading_lines=[], body=stub))
+    return text.rstrip().removesuffix("pass").rstrip()
+
+
+def byte_count(total: str, item: str, tensors: str) -> list[str]:
+    """The lines of a dispatcher that sum the bytes of the tensors among `tensors` (a tuple's text)."""
+    return [
+        f"    {total} = 0",
+        f"    for {item} in {tensors}:",
+        f"        if isinstance({item}, torch.Tensor):",
+        f"            {total} += {item}.numel() * {item}.element_size()",
+    ]
+
+
 def _size_dispatcher(
     summary: str,
     constant: str,
@@ -487,6 +503,7 @@ def _size_dispatcher(
     `large`, under a comment that says why."""
     total, item, tensors = names
     note = textwrap.fill(summary, 106, initial_indent="# ", subsequent_indent="# ")
+    count = "\n".join(byte_count(total, item, f"({tensors})"))
     return f"""
 
 {note}
@@ -494,10 +511,7 @@ def _size_dispatcher(
 
 
 {signature}
-    {total} = 0
-    for {item} in ({tensors}):
-        if isinstance({item}, torch.Tensor):
-            {total} += {item}.numel() * {item}.element_size()
+{count}
     if {total} <= {constant}:
         return {small}
     return {large}
