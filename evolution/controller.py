@@ -26,6 +26,7 @@ from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
 from evolution.moves import Move, MoveChooser, parent_fits
 from evolution.mutators.bucket_crossover import OPERATOR as BUCKET_OPERATOR
+from evolution.mutators.bucket_crossover import BucketCrossoverMutator
 from evolution.operators import OperatorSet
 from evolution.progress import NullProgress, ProgressSink, Snapshot, case_bests
 from evolution.replay import rebuild_archive
@@ -151,13 +152,15 @@ class Controller:
 
     async def _final_crossover(self) -> None:
         """Before the run ends, its best program crossed by input size with the fastest program of every case
-        it does not lead, from every island (an iteration more, mode "final"). A winner found late, on one
-        island, has rarely been a crossover's parent: on the H200 an SGLang RMSNorm winner was 5 % behind
-        another island's two-pass kernel at 4096 tokens when the time ran out. One more evaluation, bounded
-        by the drain's timeout; a child it leaves unjudged stays pending for a resume."""
+        it does not lead, from every island (an iteration more, mode "final"): one child routed by every
+        split that still gains, one after the other. A winner found late, on one island, has rarely been a
+        crossover's parent: on the H200 an SGLang RMSNorm winner was 5 % behind another island's two-pass
+        kernel at 4096 tokens when the time ran out, and one split alone went to a partner that gained at
+        256 tokens instead. One more evaluation, bounded by the drain's timeout; a child it leaves unjudged
+        stays pending for a resume."""
         crossover = next((m for m in self.operators.evolvers if m.name == BUCKET_OPERATOR), None)
         best = self.archive.best
-        if crossover is None or best is None or not best.correct:
+        if not isinstance(crossover, BucketCrossoverMutator) or best is None or not best.correct:
             return
         leaders = run_case_leaders(self.archive.islands, best)
         if not leaders:
@@ -166,7 +169,7 @@ class Controller:
             self.task, best, tuple(leaders), self._hardware, best.island, self.iterations
         )
         self.iterations += 1
-        job = asyncio.create_task(self._mutate_and_evaluate(crossover, request, "evolve", "final"))
+        job = asyncio.create_task(self._mutate_and_evaluate(crossover.chained(), request, "evolve", "final"))
         done, _ = await asyncio.wait({job}, timeout=self.config.stop.drain_timeout_s)
         if not done:
             job.cancel()

@@ -12,6 +12,11 @@ same byte count: one copy of the code with a launch table where the two differ o
 code and B's (names suffixed for when they run) behind a dispatcher
 (evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
 
+Chained (`chained()`, the run's last crossover: the best program against every case's leader), the child
+takes every split that still gains, one after the other, each judged on the speedups the splits before it
+predict; one split alone would take the partner of the largest gain over all cases and leave the others
+out (on the H200, 256 tokens' leader in, 4096 tokens' two-pass kernel out).
+
 The answer is a function of the parent and the inspirations it is shown: every refusal (and a child the run
 has already seen, skipped through `seen` when the controller hands the run's duplicate check over) says the
 parent is exhausted, so the controller stops offering it until the archive changes.
@@ -24,6 +29,7 @@ case is sized once per mutator (cached by task and case), never on a GPU.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import math
 import threading
@@ -98,11 +104,20 @@ class BucketCrossoverMutator(ParentRewriter):
     description = "bucket crossover"
     needs_correct_parent = True  # routing a wrong parent's calls keeps it wrong on its share of them
 
-    def __init__(self, seen: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, seen: Callable[[str], bool] | None = None, *, chain: bool = False) -> None:
         self.seen = seen  # the run's duplicate check on Candidate.sha, when the controller provides it
+        # One split per child (the search's move), or every split that still gains, one after the other, in
+        # one child (the run's last crossover: the parent meets each case's leader at once).
+        self.chain = chain
         self._sizes: dict[tuple[str, str], int | None] = {}  # (task, case) -> input bytes (None: unsized)
         self._builders: dict[str, Callable[..., tuple[tuple, dict]]] = {}  # task root -> make_inputs
         self._lock = threading.Lock()  # mutate_source runs in worker threads, several at a time
+
+    def chained(self) -> BucketCrossoverMutator:
+        """This mutator routing every gaining split into one child, its size cache shared."""
+        twin = copy.copy(self)
+        twin.chain = True
+        return twin
 
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:
         parent, task = request.parent, request.task
@@ -125,29 +140,9 @@ class BucketCrossoverMutator(ParentRewriter):
         sizes = {n: b for n in names if (b := self.case_bytes(task, n, parent.result)) is not None}
         if len(set(sizes.values())) < 2:
             return refuse("the parent and its inspirations share no two cases of different input sizes")
-        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
-        if not splits:
-            return refuse(
-                f"no size split beats the parent by {MIN_GAIN:.0%} on the cases it routes "
-                "without losing on the whole",
-            )
-        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
-        reasons: list[str] = []
-        child = None
-        for split, theirs in splits:
-            try:  # the best partner first; one whose code cannot be combined gives way to the next
-                route = _route(split, mine, theirs)
-                made = build_child(parent.source, split.partner.source, task.entry, route)
-            except CrossoverError as exc:
-                reasons.append(f"{split.partner.id}: {exc}")
-                continue
-            if self.seen is not None and self.seen(candidate_sha(made, task.entry)):
-                reasons.append(f"{split.partner.id}: the routed child was already proposed")
-                continue
-            child = made
-            break
+        child, reason = self._route_splits(parent.source, mine, partners, sizes, task.entry)
         if child is None:
-            return refuse("cannot combine the parent with an inspiration that gains: " + "; ".join(reasons))
+            return refuse(reason)
         problem = child_problem(parent.source, child, task.entry)
         if problem is not None:  # a bug here, never the candidates' fault: say so rather than hide it
             return failed(
@@ -157,6 +152,64 @@ class BucketCrossoverMutator(ParentRewriter):
                 internal=True,
             )
         return MutationOutcome(operator=OPERATOR, child_source=child)
+
+    def _route_splits(
+        self,
+        source: str,
+        mine: dict[str, float],
+        partners: list[tuple[Program, dict[str, float]]],
+        sizes: dict[str, int],
+        entry: str,
+    ) -> tuple[str | None, str]:
+        """The parent's source routed to the partner of the best split (chained: to every split that still
+        gains, one after the other) and "", or None and why nothing was routed.
+
+        A chained step takes the speedups its routing predicts (the partner's on the cases it now runs, the
+        code's before on the others) as the parent's of the next split, so each later split earns its 1 % on
+        what the earlier ones left; the evaluator measures the child once, at the end."""
+        routed, steps = source, 0
+        reasons: list[str] = []
+        while steps <= 2 * len(partners):  # every step gains on some case; bounded all the same
+            step = self._next_split(routed, mine, partners, sizes, entry, reasons)
+            if step is None:
+                break
+            (routed, mine), steps = step, steps + 1
+            if not self.chain:
+                break
+        if steps and self.seen is not None and self.seen(candidate_sha(routed, entry)):
+            return None, "the routed child was already proposed"
+        if steps:
+            return routed, ""
+        if reasons:
+            return None, "cannot combine the parent with an inspiration that gains: " + "; ".join(reasons)
+        return None, (
+            f"no size split beats the parent by {MIN_GAIN:.0%} on the cases it routes without losing on "
+            "the whole"
+        )
+
+    def _next_split(
+        self,
+        source: str,
+        mine: dict[str, float],
+        partners: list[tuple[Program, dict[str, float]]],
+        sizes: dict[str, int],
+        entry: str,
+        reasons: list[str],
+    ) -> tuple[str, dict[str, float]] | None:
+        """`source` routed by the best split that can be built, and the speedups the routing predicts."""
+        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
+        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
+        for split, theirs in splits:
+            try:  # the best partner first; one whose code cannot be combined gives way to the next
+                made = build_child(source, split.partner.source, entry, _route(split, mine, theirs))
+            except CrossoverError as exc:
+                reasons.append(f"{split.partner.id}: {exc}")
+                continue
+            if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
+                reasons.append(f"{split.partner.id}: the routed child was already proposed")
+                continue
+            return made, {n: theirs[n] if n in split.b_cases else s for n, s in mine.items()}
+        return None
 
     def case_bytes(self, task: Task, name: str, result: EvalResult | None) -> int | None:
         """Bytes of the tensor inputs of case `name` (a listed case, or one known from `result`)."""

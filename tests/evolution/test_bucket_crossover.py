@@ -9,6 +9,7 @@ import asyncio
 import importlib.util
 import itertools
 import math
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from evolution.types import MutationRequest, Program
 
 TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 SILU_A, SILU_B = "silu_and_mul_triton.py", "silu_and_mul_flat_triton.py"
+SILU_C = "silu_and_mul_constexpr_d_triton.py"
 RMS_A, RMS_B = "rmsnorm_residual_triton.py", "rmsnorm_residual_rowwise_triton.py"
 # Small tasks for the interpreter: the same reference and inputs as the examples, tiny listed cases.
 SMALL_CASES = {
@@ -325,6 +327,41 @@ def test_nested_crossovers_keep_names_apart_and_stay_correct(tmp_path):
         module = load_module(child, tmp_path / f"nested_{next(_ids)}.py")
         for case in task.cases:
             assert_matches_reference(task, module.silu_and_mul, dict(case.params))
+
+
+def test_chained_the_child_routes_each_end_to_its_own_leader(tmp_path):
+    # The run's last crossover: B leads the two smallest cases, C the largest, the parent the one between.
+    # One split takes B alone (+4.9 % against C's +3.6 %); chained, C's split follows on what B's left.
+    task = small_task(tmp_path, "silu_and_mul")
+    a = timed(task, candidate("silu_and_mul", SILU_A), lambda p: 1.0)
+    b = timed(task, candidate("silu_and_mul", SILU_B), lambda p: 1.1 if p["tokens"] <= 3 else 0.9)
+    c = timed(task, candidate("silu_and_mul", SILU_C), lambda p: 1.15 if p["tokens"] == 97 else 0.9)
+    single, error = cross(a, b, c, task=task)
+    assert error == "" and single is not None
+    assert re.findall(r"^CROSSOVER_BYTES\w* =", single, re.M) == ["CROSSOVER_BYTES ="]
+    mutator = BucketCrossoverMutator().chained()
+    outcome = asyncio.run(mutator.mutate(MutationRequest(task, a, (b, c))))
+    child = outcome.child_source
+    assert outcome.error == "" and child is not None
+    assert_valid_child(a.source, child, task)
+    module = load_module(child, tmp_path / "chained.py")
+    calls: list[str] = []
+    # The first split (B up to 3 tokens) is the parent of the second (C above 40): B's code is "_small",
+    # A's "_large", C's "_large2".
+    hosts = (("_silu_and_mul_small", "b"), ("_silu_and_mul_large", "a"), ("_silu_and_mul_large2", "c"))
+    assert len(re.findall(r"^CROSSOVER_BYTES\w* =", child, re.M)) == 2
+    for host, code in hosts:
+        original = getattr(module, host)
+        setattr(module, host, lambda *args, _f=original, _c=code, **kw: calls.append(_c) or _f(*args, **kw))
+    expected = {1: "b", 3: "b", 40: "a", 97: "c"}
+    for case in task.cases:
+        calls.clear()
+        assert_matches_reference(task, module.silu_and_mul, dict(case.params))
+        assert calls[-1:] == [expected[int(case.params["tokens"])]], (case.name, calls)
+    # Nothing routed again: the child already was, or nothing gains.
+    mutator.seen = {candidate_sha(child, task.entry)}.__contains__
+    again = asyncio.run(mutator.mutate(MutationRequest(task, a, (b, c))))
+    assert again.child_source is None and "already proposed" in again.error
 
 
 def test_imports_the_parent_lacks_are_added_and_outside_helpers_refused(tmp_path):
