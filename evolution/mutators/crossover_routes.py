@@ -15,9 +15,11 @@ and holds:
 - where several are, one dispatcher, one test per interval (what most intervals run last, untested), each
   code taking the constants it varies in as keyword-only parameters (crossover_source's launch table);
 - the crossover suffixes dropped from names where one copy remains, and each copy of several named for
-  when it runs (`_small`, `_medium`, `_large`).
-Nothing here runs candidate code; a block whose routing is not the dispatchers crossover_source writes, or
-that is flat already (one crossover of two codes), is left as it is (None).
+  when it runs (`_small`, `_medium`, `_large`);
+- each code's host taking only the parameters its code reads (the entry keeps the engine's signature).
+One crossover of two codes is written the same way: one test with its threshold inline, without the
+search's account of the split. Nothing here runs candidate code; a block whose routing is not the
+dispatchers crossover_source writes is left as it is (None).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import ast
 import re
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import libcst as cst
@@ -94,8 +97,6 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     if tree is None:
         return None
     groups, constants = tree.groups, tree.constants
-    if tree.dispatchers == 1 and len(tree.leaves) == 2 and len(groups) == 2:
-        return None  # one crossover of two codes: flat already
 
     kept: dict[str, set[int]] = {}  # name -> the groups whose code reads it
     for k, group in enumerate(groups):
@@ -117,7 +118,13 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     if len(groups) == 1:
         code = _one_code(code, groups[0], mapping, counted)
     else:
-        code = code.rstrip() + "\n" + _dispatcher(block, entry, groups, mapping, tree.params, counted)
+        hosts = [mapping.get(g.order[0], g.order[0]) for g in groups]
+        code, signatures = _unread_params_dropped(code, hosts)
+        code = (
+            code.rstrip()
+            + "\n"
+            + _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
+        )
     return wrap_long_lines(code.rstrip() + "\n", LINE_LENGTH)
 
 
@@ -158,19 +165,27 @@ def _one_code(code: str, group: Group, mapping: dict[str, str], counted: str) ->
 
 
 def _dispatcher(
-    block: str, entry: str, groups: list[Group], mapping: dict[str, str], params: set[str], counted: str
+    block: str,
+    entry: str,
+    groups: list[Group],
+    mapping: dict[str, str],
+    params: set[str],
+    counted: str,
+    signatures: dict[str, _Signature],
 ) -> str:
     """The one dispatcher of several codes: per interval, in increasing size, the code it runs and the
     constants it launches with; what most intervals run last, untested."""
     calls: list[tuple[int | None, str]] = []
     for group in groups:
         host = ast.Name(mapping.get(group.order[0], group.order[0]), ast.Load())
+        signature = signatures.get(host.id, _Signature((), frozenset()))
         for leaf, values in zip(group.leaves, group.calls, strict=True):
-            passed = [kw for kw in leaf.call.keywords if not (kw.arg and literal(kw.value))]
+            args, passed = signature.call_arguments(leaf.call)
+            passed = [kw for kw in passed if not (kw.arg and literal(kw.value))]
             varied = [
                 ast.keyword(mapping.get(c, c), ast.parse(v, mode="eval").body) for c, v in values.items()
             ]
-            calls.append((leaf.high, ast.unparse(ast.Call(host, leaf.call.args, passed + varied))))
+            calls.append((leaf.high, ast.unparse(ast.Call(host, args, passed + varied))))
     merged = _intervals(calls)
     fallback = _fallback([what for _, _, what in merged])
     total, item = ("nbytes", "arg") if not params & {"nbytes", "arg"} else ("nbytes_", "arg_")
@@ -188,6 +203,90 @@ def _dispatcher(
         f"    return {fallback}",
     ]
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class _Signature:
+    """A host's positional parameters as the crossover called it, and those dropped as unread."""
+
+    positional: tuple[str, ...]
+    dropped: frozenset[str]
+
+    def call_arguments(self, call: ast.Call) -> tuple[list[ast.expr], list[ast.keyword]]:
+        """The call's arguments without the dropped parameters': positional ones stay positional up to the
+        first dropped, the rest go by name."""
+        args: list[ast.expr] = []
+        named: list[ast.keyword] = []
+        for k, value in enumerate(call.args):
+            name = self.positional[k] if k < len(self.positional) else None
+            if name in self.dropped:
+                continue
+            if named or (k and self.positional[k - 1] in self.dropped) or name is None:
+                if name is None:  # more arguments than parameters: leave the call as it was
+                    return list(call.args), list(call.keywords)
+                named.append(ast.keyword(name, value))
+            else:
+                args.append(value)
+        return args, named + [kw for kw in call.keywords if kw.arg not in self.dropped]
+
+
+def _unread_params_dropped(code: str, hosts: list[str]) -> tuple[str, dict[str, _Signature]]:
+    """Each code's host without the parameters its body never reads: the dispatcher keeps the engine's
+    signature, the hosts take what their code needs (a norm's two hosts need x, residual, weight and eps of
+    the eleven). A host called anywhere but the dispatcher, or taking *args or **kwargs, keeps them all."""
+    tree = ast.parse(code)
+    signatures: dict[str, _Signature] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in hosts:
+            continue
+        params = node.args
+        if params.vararg or params.kwarg or len(re.findall(rf"\b{node.name}\b", code)) != 1:
+            continue
+        read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        every = [a.arg for a in (*params.posonlyargs, *params.args, *params.kwonlyargs)]
+        dropped = frozenset(a for a in every if a not in read)
+        if dropped:
+            positional = tuple(a.arg for a in (*params.posonlyargs, *params.args))
+            signatures[node.name] = _Signature(positional, dropped)
+    if signatures:
+        code = cst.parse_module(code).visit(_DropParams(signatures)).code
+    return code, signatures
+
+
+class _DropParams(cst.CSTTransformer):
+    """Top-level functions without the named parameters (their defaults with them)."""
+
+    def __init__(self, signatures: dict[str, _Signature]) -> None:
+        self.signatures = signatures
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # top level only: nested functions keep their parameters
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        signature = self.signatures.get(updated_node.name.value)
+        if signature is None:
+            return updated_node
+        params = updated_node.params
+
+        def kept(group: Sequence[cst.Param]) -> list[cst.Param]:
+            return [p for p in group if p.name.value not in signature.dropped]
+
+        posonly, plain, kwonly = kept(params.posonly_params), kept(params.params), kept(params.kwonly_params)
+        star = params.star_arg if kwonly else cst.MaybeSentinel.DEFAULT
+        every = [*posonly, *plain, *kwonly]
+        for group in (posonly, plain, kwonly):  # no comma left dangling after the last parameter
+            if every and group and group[-1] is every[-1]:
+                group[-1] = group[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        params = params.with_changes(
+            posonly_params=posonly,
+            posonly_ind=params.posonly_ind if posonly else cst.MaybeSentinel.DEFAULT,
+            params=plain,
+            kwonly_params=kwonly,
+            star_arg=star,
+        )
+        return updated_node.with_changes(params=params)
 
 
 def _intervals(runs: list[tuple[int | None, _T]]) -> list[tuple[int, int | None, _T]]:
@@ -312,14 +411,17 @@ def _readable_names(
         or _SIDE_SUFFIX.sub("", name) + (suffixes[min(users)] if len(users) == 1 else "")
         for name, users in kept.items()
     }
-    # Never a name something else in the code already uses: a kept name that cannot be renamed stays as it is.
-    blocked = (identifiers - set(kept)) | set(kept)
-    mapping: dict[str, str] = {}
-    for name in kept:
-        new = wanted[name]
-        if new == name or (new not in blocked - {entry} and new not in mapping.values()):
-            mapping[name] = new
-        else:
+    # Never a name something else in the code uses, nor one two kept names would share (the renaming is
+    # simultaneous, so a kept name may take another's old name): one that cannot be renamed stays as it is,
+    # which may in turn keep another from taking it.
+    outside = identifiers - set(kept) - {entry}
+    mapping = dict(wanted)
+    while clashes := [
+        name
+        for name, new in mapping.items()
+        if new != name and (new in outside or list(mapping.values()).count(new) > 1)
+    ]:
+        for name in clashes:
             mapping[name] = name
     return mapping
 

@@ -137,6 +137,24 @@ def test_one_code_at_several_launches_ships_once_without_suffixes() -> None:
     assert [run(once, n) for n in (16, 17)] == [run(table, n) for n in (16, 17)] == [4.0, 2.0]
 
 
+def test_three_codes_are_named_small_medium_large() -> None:
+    """PLUS below 64 bytes (TIMES becoming "_large"), then MINUS above 1024 ("_large2", the name taken):
+    flat, the middle code gives up "_large" and the last one takes it."""
+    minus = TIMES.replace("return x * _scale(2)", "return x - _scale(2)")
+    first = build_child(TIMES, PLUS, "entry", Route(64, True, ""))
+    source = build_child(first, minus, "entry", Route(1024, False, ""))
+    assert "def _entry_large(" in source and "def _entry_large2(" in source
+    flat = flattened(source)
+    assert flat is not None
+    hosts = [
+        f.name for f in ast.parse(flat).body if isinstance(f, ast.FunctionDef) and f.name.startswith("_e")
+    ]
+    assert hosts == ["_entry_medium", "_entry_small", "_entry_large"]
+    assert [run(flat, n) for n in (16, 17, 256, 257)] == [3.0, 2.0, 2.0, -1.0]
+    for elements in (1, 16, 17, 255, 256, 257, 400):
+        assert run(flat, elements) == run(source, elements), elements
+
+
 def test_code_no_input_reaches_is_dropped() -> None:
     """The inner crossover sends inputs above 4096 bytes to PLUS, the outer one sends everything above 64
     to other code: PLUS is never run and not shipped; what remains is one code at two launches."""
@@ -149,9 +167,38 @@ def test_code_no_input_reaches_is_dropped() -> None:
         assert run(flat, elements) == run(source, elements), elements
 
 
+def test_one_crossover_of_two_codes_ships_one_test_and_hosts_that_take_what_they_read() -> None:
+    """The engine's signature stays on the entry; each code's host drops the parameters its code never
+    reads (`unused`), positional ones after a dropped one passed by name."""
+
+    def wide(source: str, head: str, call: str) -> str:
+        return source.replace("def entry(x):\n    return _host(x)", f"def {head}:\n    return {call}")
+
+    head, call = "entry(x, unused=None, scale=1.0, *, eps=0.5)", "_host(x) * scale + eps"
+    source = build_child(wide(TIMES, head, call), wide(PLUS, head, call), "entry", Route(64, True, "B."))
+    flat = flattened(source)
+    assert flat is not None and "CROSSOVER_BYTES" not in flat and "# Bucket crossover" not in flat
+    assert "def _entry_small(x, scale=1.0, *, eps=0.5):" in flat
+    assert "def entry(x, unused=None, scale=1.0, *, eps=0.5):" in flat
+    assert "if nbytes <= 64:\n        return _entry_small(x, scale=scale, eps=eps)\n" in flat
+    for elements in (1, 16, 17, 300):
+        assert run(flat, elements) == run(source, elements), elements
+    # The first parameter unread: x goes by name.
+    source = build_child(
+        wide(TIMES, "entry(unused, x)", "_host(x)"),
+        wide(PLUS, "entry(unused, x)", "_host(x)"),
+        "entry",
+        Route(64, True, "B."),
+    )
+    flat = flattened(source)
+    assert flat is not None and "def _entry_large(x):" in flat and "return _entry_large(x=x)" in flat
+    namespace: dict = {}
+    exec(compile(flat, "<flat>", "exec"), namespace)
+    assert namespace["entry"](None, torch.ones(4)).tolist() == [3.0] * 4
+
+
 def test_flat_and_foreign_routing_is_left_alone() -> None:
     assert flattened(TIMES) is None  # no dispatcher
-    assert flattened(build_child(TIMES, PLUS, "entry", Route(64, True, ""))) is None  # two codes, flat
     # A hand-written dispatcher that routes on something else is not a crossover's: left as it is.
     hand = TIMES.replace("    return _host(x)", "    if x.dim() > 1:\n        return _host(x)\n    return -x")
     assert flattened(hand) is None
