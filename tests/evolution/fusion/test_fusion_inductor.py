@@ -128,14 +128,17 @@ def test_the_move_writes_a_correct_kernel_with_inductors_knobs(tmp_path) -> None
 
 def test_the_walk_around_inductors_launch_reaches_two_steps_and_no_further() -> None:
     """Inductor's looped norm launch (chunks of 2048, 8 warps): first itself, then every launch one step
-    away, then two: chunks of 4096 with 16 warps is among the second ring; every knob stays in range and
-    the fusion choices (top-k, rounding) are never touched."""
+    away, then two: chunks of 4096 with 16 warps (compile's own launch at 4096 tokens) comes first, the
+    block scaled with its warps; every knob stays in range and the fusion choices (top-k, rounding) are
+    never touched."""
     start = Knobs(passes="two", block=2048, num_warps=8, eviction=True, topk="threshold")
     walk = around(start)
     assert walk[0] == start and len(walk) == len(set(walk))
-    ring1 = {(k.block, k.num_warps, k.rows) for k in walk[1:6]}
-    assert ring1 == {(4096, 8, 1), (1024, 8, 1), (2048, 16, 1), (2048, 4, 1), (2048, 8, 2)}
-    assert Knobs(passes="two", block=4096, num_warps=16, eviction=True, topk="threshold") in walk
+    ring1 = [(k.block, k.num_warps, k.rows) for k in walk[1:8]]
+    assert ring1[:2] == [(4096, 16, 1), (1024, 4, 1)]
+    assert set(ring1[2:]) == {(4096, 8, 1), (1024, 8, 1), (2048, 16, 1), (2048, 4, 1), (2048, 8, 2)}
+    assert walk[1] == Knobs(passes="two", block=4096, num_warps=16, eviction=True, topk="threshold")
+    assert (8192, 32, 1) in {(k.block, k.num_warps, k.rows) for k in walk[8:]}  # two steps
     assert all(k.topk == "threshold" and k.eviction and k.passes == "two" for k in walk)
     far = around(Knobs(passes="two", block=16384, num_warps=32, rows=64))
     assert max(k.block for k in far) == 16384 and max(k.num_warps for k in far) == 32
