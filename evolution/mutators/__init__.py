@@ -7,7 +7,7 @@
 - `launch_tuning.LaunchTuningMutator` ("tune:launch"): moves block sizes, warps and stages;
 - `bucket_crossover.BucketCrossoverMutator` ("cross:bucket"): combines the parent with a correct inspiration
   that is faster on part of the cases, routing each call by the bytes of its tensor inputs
-  (`crossover_source` writes the combined file).
+  (`crossover.source` writes the combined file).
 
 Modules are imported by name (evolution.operators does so lazily); importing this package is cheap.
 """

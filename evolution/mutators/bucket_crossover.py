@@ -10,7 +10,7 @@ the routed cases, not of the whole mean: B 5 % faster on one case of eight moves
 any fixed bar, while 5 % on one case is far outside its timing noise. The child is A's file routing on the
 same byte count: one copy of the code with a launch table where the two differ only in constants, else A's
 code and B's (names suffixed for when they run) behind a dispatcher
-(evolution.mutators.crossover_source). Its real speedup is then the evaluator's to measure.
+(evolution.mutators.crossover.source). Its real speedup is then the evaluator's to measure.
 
 Chained (`chained()`, the run's last crossover: the best program against every case's leader), the child
 takes every split that still gains, one after the other, each judged on the speedups the splits before it
@@ -45,7 +45,7 @@ from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
 from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
-from evolution.mutators.crossover_source import CrossoverError, Route, build_child
+from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups
 
 OPERATOR = "cross:bucket"

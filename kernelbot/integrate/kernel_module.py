@@ -1,5 +1,5 @@
 """Builds the new kernel module from the winning candidate: its code with the search's markers stripped and
-its size routing flattened (crossover_routes: one table, one copy of each code), the entry renamed to a
+its size routing flattened (crossover.routes: one table, one copy of each code), the entry renamed to a
 public name, a docstring saying what it computes, where it came from and what it was checked on, and the
 guard (guard_source) appended. Formatting is left to the repository's formatter."""
 
@@ -15,7 +15,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
-from evolution.mutators.crossover_routes import flat_routes
+from evolution.mutators.crossover.routes import flat_routes
 from evolution.writers.fusion.code_text import fit_docstrings
 from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope

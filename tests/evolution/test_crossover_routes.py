@@ -1,5 +1,5 @@
 """Two candidates that differ in a launch constant cross into one launch table (crossover_source), and the
-size routing that bucket crossovers stack is flattened (evolution.mutators.crossover_routes): the flat
+size routing that bucket crossovers stack is flattened (evolution.mutators.crossover.routes): the flat
 block routes every input size to the same code with the same constants as the nested one (each leaf's
 output names it), holds one dispatcher, no code that no input reaches and one copy of code that differs
 only in a launch constant; a routing that is flat already, or not a crossover's, is left alone."""
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
-from evolution.mutators.crossover_routes import flat_routes
-from evolution.mutators.crossover_source import CrossoverError, Route, build_child
+from evolution.mutators.crossover.routes import flat_routes
+from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 
 # x * (2 * SCALE) with one structure, x + 2 * SCALE with another: the output says which code ran with which
 # constant. SCALE is read by a host function only, so two files differing in it cross into a launch table.
@@ -153,6 +153,32 @@ def test_three_codes_are_named_small_medium_large() -> None:
     assert [run(flat, n) for n in (16, 17, 256, 257)] == [3.0, 2.0, 2.0, -1.0]
     for elements in (1, 16, 17, 255, 256, 257, 400):
         assert run(flat, elements) == run(source, elements), elements
+
+
+def test_hosts_alike_but_for_their_launch_become_one_entry() -> None:
+    """The codes' hosts allocate and return alike and differ in the call between: one entry, the size test
+    around the differing statements (if / elif / else for three codes), no host functions left."""
+
+    def shared(source: str) -> str:
+        body = "    out = x.clone()\n    out = _host(out)\n    return out"
+        return source.replace("def entry(x):\n    return _host(x)", f"def entry(x):\n{body}")
+
+    minus = TIMES.replace("return x * _scale(2)", "return x - _scale(2)")
+    first = build_child(shared(TIMES), shared(PLUS), "entry", Route(64, True, ""))
+    source = build_child(first, shared(minus), "entry", Route(1024, False, ""))
+    flat = flattened(source)
+    assert flat is not None and "def _entry" not in flat and dispatchers(flat) == ["entry"]
+    assert "    out = x.clone()\n    nbytes = 0\n" in flat and flat.count("out = x.clone()") == 1
+    assert "    if nbytes <= 64:\n        out = _host_small(out)\n" in flat
+    assert "    elif 64 < nbytes <= 1024:\n        out = _host_medium(out)\n" in flat
+    assert "    else:\n        out = _host_large(out)\n    return out\n" in flat
+    for elements in (1, 16, 17, 255, 256, 257, 400):
+        assert run(flat, elements) == run(source, elements), elements
+    # A host called with something else than the entry's own parameter keeps its function.
+    odd = build_child(shared(TIMES), shared(PLUS), "entry", Route(64, True, ""))
+    odd = odd.replace("return _entry_small(x)", "return _entry_small(x * 1)")
+    other = flattened(odd)
+    assert other is not None and "def _entry_small(x):" in other
 
 
 def test_code_no_input_reaches_is_dropped() -> None:

@@ -13,8 +13,8 @@ from fusion_tasks import check, trace, write, write_task
 from readable import duplicate_kernels, jit_functions, numbered_names, problems
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
-from evolution.mutators.crossover_routes import flat_routes
-from evolution.mutators.crossover_source import Route, build_child
+from evolution.mutators.crossover.routes import flat_routes
+from evolution.mutators.crossover.source import Route, build_child
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.naming import Hints, apply, rename_map

@@ -93,7 +93,7 @@ def test_the_kernel_module_of_a_nested_crossover_routes_from_one_table() -> None
     """A winner three crossovers deep (the example's two SiLU kernels, one of them at two sizes of the
     route) ships one dispatcher and each kernel once; its file's docstring, written for one of the crossed
     candidates, is left out of the module's."""
-    from evolution.mutators.crossover_source import Route, build_child
+    from evolution.mutators.crossover.source import Route, build_child
     from kernelbot.integrate.envelope import Envelope
     from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
     from kernelbot.integrate.task_view import load_view

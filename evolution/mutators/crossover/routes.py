@@ -1,7 +1,7 @@
 """Flatten the size routing that bucket crossovers stack up: one table, no unreachable code, no twin copies.
 
-A crossover of crossovers routes through several size dispatchers (crossover_source) to its leaves, each
-running on one interval of input bytes (crossover_tree reads them). A search's winner can hold four levels
+A crossover of crossovers routes through several size dispatchers (crossover.source) to its leaves, each
+running on one interval of input bytes (crossover.tree reads them). A search's winner can hold four levels
 of it, with code no input reaches (an inner branch beyond an outer threshold) and several copies of one
 kernel that differ only in a launch constant, suffixed `_small`, `_large2`... A reviewer reads all of it.
 
@@ -13,13 +13,13 @@ and holds:
 - where one code is left, no dispatcher: the entry is that code's host, which counts the bytes itself and
   sets each varying constant for its interval (`warps_scale = 0.5`), passed to the helpers that read it;
 - where several are, one dispatcher, one test per interval (what most intervals run last, untested), each
-  code taking the constants it varies in as keyword-only parameters (crossover_source's launch table);
+  code taking the constants it varies in as keyword-only parameters (crossover.source's launch table);
 - the crossover suffixes dropped from names where one copy remains, and each copy of several named for
   when it runs (`_small`, `_medium`, `_large`);
 - each code's host taking only the parameters its code reads (the entry keeps the engine's signature).
 One crossover of two codes is written the same way: one test with its threshold inline, without the
 search's account of the split. Nothing here runs candidate code; a block whose routing is not the
-dispatchers crossover_source writes is left as it is (None).
+dispatchers crossover.source writes is left as it is (None).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from evolution.mutators.crossover_source import (
+from evolution.mutators.crossover.source import (
     CrossoverError,
     LaunchTable,
     ParsedCode,
@@ -43,7 +43,7 @@ from evolution.mutators.crossover_source import (
     launch_table,
     literal,
 )
-from evolution.mutators.crossover_tree import Group, RoutingError, read_routing
+from evolution.mutators.crossover.tree import Group, RoutingError, read_routing
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
@@ -83,7 +83,7 @@ def _entry_head(block: str, entry: str) -> str:
 
 def flat_routes(block: str, entry: str, tensors: Sequence[str] | None = None) -> str | None:
     """`block` (an EVOLVE-BLOCK) with its size routing flattened, or None when its entry is no dispatcher,
-    its routing is flat already, or it is not the routing crossover_source writes. `tensors`: the only
+    its routing is flat already, or it is not the routing crossover.source writes. `tensors`: the only
     arguments that can be tensors (a guard lets no other kind through), the ones the size is counted over;
     None: every argument, as the crossover counted."""
     try:
@@ -119,18 +119,108 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         code = _one_code(code, groups[0], mapping, counted)
     else:
         hosts = [mapping.get(g.order[0], g.order[0]) for g in groups]
-        code, signatures = _unread_params_dropped(code, hosts)
-        code = (
-            code.rstrip()
-            + "\n"
-            + _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
-        )
+        merged = _one_host(code, block, entry, groups, hosts, counted)
+        if merged is not None:
+            code = merged
+        else:
+            code, signatures = _unread_params_dropped(code, hosts)
+            dispatcher = _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
+            code = code.rstrip() + "\n" + dispatcher
     return wrap_long_lines(code.rstrip() + "\n", LINE_LENGTH)
+
+
+def _one_host(
+    code: str, block: str, entry: str, groups: list[Group], hosts: list[str], counted: str
+) -> str | None:
+    """Codes whose hosts differ only in some statements between a shared head and tail (a norm's: the
+    outputs allocated alike, one kernel launched or the other) as one entry: the head, the size test
+    around each code's own statements, the tail; the hosts gone. None when the codes launch with constants
+    of their own (a launch table), a host is called with anything but the entry's own parameters, or
+    nothing is shared."""
+    if any(values for group in groups for values in group.calls):
+        return None
+    module = cst.parse_module(code)
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in hosts}
+    if len(defs) != len(hosts) or any(len(re.findall(rf"\b{h}\b", code)) != 1 for h in hosts):
+        return None
+    if not all(
+        _passes_through(leaf.call, defs[host])
+        for host, g in zip(hosts, groups, strict=True)
+        for leaf in g.leaves
+    ):
+        return None
+    found = [_statements(defs[h]) for h in hosts]
+    bodies = [statements for statements in found if statements is not None]
+    if len(bodies) != len(hosts):
+        return None
+    texts = [[cst.Module([statement]).code for statement in statements] for statements in bodies]
+    head = 0
+    while all(head < len(t) and t[head] == texts[0][head] for t in texts):
+        head += 1
+    tail = 0
+    while all(tail < len(t) - head and t[-1 - tail] == texts[0][-1 - tail] for t in texts):
+        tail += 1
+    if head + tail == 0:
+        return None
+    used = {
+        n.id
+        for h in defs.values()
+        for n in ast.walk(ast.parse(cst.Module([h]).code))
+        if isinstance(n, ast.Name)
+    }
+    total, item = ("nbytes", "arg") if not used & {"nbytes", "arg"} else ("nbytes_", "arg_")
+    runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
+    fallback = _fallback([k for _, _, k in runs])
+
+    def own(k: int) -> cst.IndentedBlock:
+        statements = bodies[k][head : len(bodies[k]) - tail]
+        return cst.IndentedBlock(statements or [cst.SimpleStatementLine([cst.Pass()])])
+
+    first = {k: min(low for low, _, j in runs if j == k) for _, _, k in runs}
+    branch: cst.If | cst.Else = cst.Else(own(fallback))
+    for k in sorted((k for k in first if k != fallback), key=first.__getitem__, reverse=True):
+        test = " or ".join(_test(low, high, total) for low, high, j in runs if j == k)
+        branch = cst.If(cst.parse_expression(test), own(k), orelse=branch)
+    if not isinstance(branch, cst.If):  # every interval runs one code: nothing to test
+        return None
+    count = cst.parse_module(textwrap.dedent("\n".join(byte_count(total, item, counted)))).body
+    body = [*bodies[0][:head], *count, branch, *bodies[0][len(bodies[0]) - tail :]]
+    stub = cst.parse_module(_entry_head(block, entry) + "\n    pass\n").body[0]
+    assert isinstance(stub, cst.FunctionDef)
+    function = stub.with_changes(body=cst.IndentedBlock(body))
+    kept = [s for s in module.body if not (isinstance(s, cst.FunctionDef) and s.name.value in hosts)]
+    return cst.Module(kept).code.rstrip() + "\n\n\n" + _CODES + "\n" + cst.Module([function]).code
+
+
+def _statements(
+    function: cst.FunctionDef,
+) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement] | None:
+    """A function's body, statement by statement (None for a body on the `def` line)."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    return [s for s in body.body if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
+
+
+def _passes_through(call: ast.Call, host: cst.FunctionDef) -> bool:
+    """The dispatcher's call passes every parameter of the host the entry's parameter of the same name."""
+    params = host.params
+    if params.star_arg not in (cst.MaybeSentinel.DEFAULT,) and not isinstance(params.star_arg, cst.ParamStar):
+        return False
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    every = {*positional, *(p.name.value for p in params.kwonly_params)}
+    if len(call.args) > len(positional) or params.star_kwarg is not None:
+        return False
+    passed: list[tuple[str | None, ast.expr]] = [(n, a) for a, n in zip(call.args, positional, strict=False)]
+    passed += [(k.arg, k.value) for k in call.keywords]
+    return {name for name, _ in passed} == every and all(
+        isinstance(value, ast.Name) and value.id == name for name, value in passed
+    )
 
 
 def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], constants: dict[str, str]) -> str:
     """Each code that runs with other constants on some interval takes them as keyword-only parameters
-    (crossover_source's launch table), only its own functions: another code reading the same constant runs
+    (crossover.source's launch table), only its own functions: another code reading the same constant runs
     with its value. A single code's host reads them from its own size table (`_one_code`) instead."""
     for group in groups:
         varied = [mapping.get(c, c) for c in sorted({c for call in group.calls for c in call})]

@@ -1,6 +1,6 @@
-"""Read a crossover child's size routing as a tree (crossover_routes writes it flat).
+"""Read a crossover child's size routing as a tree (crossover.routes writes it flat).
 
-The entry of a bucket crossover's child is a size dispatcher (crossover_source writes it): the bytes of the
+The entry of a bucket crossover's child is a size dispatcher (crossover.source writes it): the bytes of the
 tensor arguments pick one call or another, and a call may reach another dispatcher. Every leaf (a host
 function, launched with the constants its call passes) runs on one interval of input bytes. `read_routing`
 finds the leaves, takes the launch tables' keyword-only parameters out again (each function reads the module
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from evolution.mutators.crossover_source import literal, top_level
+from evolution.mutators.crossover.source import literal, top_level
 
 
 class RoutingError(Exception):
-    """The block's routing is not one crossover_source writes (the block is then left as it is)."""
+    """The block's routing is not one crossover.source writes (the block is then left as it is)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def _constants(defs: dict[str, ast.stmt]) -> dict[str, str]:
 
 
 def _dispatch(node: ast.stmt | None, constants: dict[str, str]) -> _Dispatch | None:
-    """The routing of a size dispatcher as crossover_source writes it (sum the tensor arguments' bytes, then
+    """The routing of a size dispatcher as crossover.source writes it (sum the tensor arguments' bytes, then
     `if total <= BOUND: return small(...)` / `return large(...)`); None for any other statement."""
     if not isinstance(node, ast.FunctionDef) or node.decorator_list:
         return None
@@ -131,7 +131,7 @@ def _leaves(
 
 
 def _threaded(function: ast.FunctionDef) -> dict[str, str]:
-    """The keyword-only parameters a launch table added to `function` (crossover_source.ThreadConstants),
+    """The keyword-only parameters a launch table added to `function` (crossover.source.ThreadConstants),
     named as the constant they default to before it took a crossover suffix: param -> constant."""
     if function.decorator_list:
         return {}
@@ -312,7 +312,7 @@ class RoutingTree:
 
 def read_routing(block: str, entry: str) -> RoutingTree | None:
     """The routing of `block` (an EVOLVE-BLOCK) from its entry; None when the entry is no size dispatcher.
-    Raises RoutingError when the routing is not the one crossover_source writes."""
+    Raises RoutingError when the routing is not the one crossover.source writes."""
     defs = top_level(block)
     constants = _constants(defs)
     dispatchers = {n: d for n, node in defs.items() if (d := _dispatch(node, constants)) is not None}
