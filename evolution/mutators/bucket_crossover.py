@@ -167,10 +167,29 @@ class BucketCrossoverMutator(ParentRewriter):
         A chained step takes the speedups its routing predicts (the partner's on the cases it now runs, the
         code's before on the others) as the parent's of the next split, so each later split earns its 1 % on
         what the earlier ones left; the evaluator measures the child once, at the end."""
-        routed, steps = source, 0
         reasons: list[str] = []
+
+        def next_split(source: str, mine: dict[str, float]) -> tuple[str, dict[str, float]] | None:
+            """`source` routed by the best split that can be built, and the speedups the routing predicts."""
+            splits = [
+                (split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))
+            ]
+            splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
+            for split, theirs in splits:
+                try:  # the best partner first; one whose code cannot be combined gives way to the next
+                    made = build_child(source, split.partner.source, entry, _route(split, mine, theirs))
+                except CrossoverError as exc:
+                    reasons.append(f"{split.partner.id}: {exc}")
+                    continue
+                if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
+                    reasons.append(f"{split.partner.id}: the routed child was already proposed")
+                    continue
+                return made, {n: theirs[n] if n in split.b_cases else s for n, s in mine.items()}
+            return None
+
+        routed, steps = source, 0
         while steps <= 2 * len(partners):  # every step gains on some case; bounded all the same
-            step = self._next_split(routed, mine, partners, sizes, entry, reasons)
+            step = next_split(routed, mine)
             if step is None:
                 break
             (routed, mine), steps = step, steps + 1
@@ -186,30 +205,6 @@ class BucketCrossoverMutator(ParentRewriter):
             f"no size split beats the parent by {MIN_GAIN:.0%} on the cases it routes without losing on "
             "the whole"
         )
-
-    def _next_split(
-        self,
-        source: str,
-        mine: dict[str, float],
-        partners: list[tuple[Program, dict[str, float]]],
-        sizes: dict[str, int],
-        entry: str,
-        reasons: list[str],
-    ) -> tuple[str, dict[str, float]] | None:
-        """`source` routed by the best split that can be built, and the speedups the routing predicts."""
-        splits = [(split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))]
-        splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
-        for split, theirs in splits:
-            try:  # the best partner first; one whose code cannot be combined gives way to the next
-                made = build_child(source, split.partner.source, entry, _route(split, mine, theirs))
-            except CrossoverError as exc:
-                reasons.append(f"{split.partner.id}: {exc}")
-                continue
-            if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
-                reasons.append(f"{split.partner.id}: the routed child was already proposed")
-                continue
-            return made, {n: theirs[n] if n in split.b_cases else s for n, s in mine.items()}
-        return None
 
     def case_bytes(self, task: Task, name: str, result: EvalResult | None) -> int | None:
         """Bytes of the tensor inputs of case `name` (a listed case, or one known from `result`)."""
