@@ -186,6 +186,30 @@ def test_a_crossover_of_crossovers_ships_each_kernel_once(rms_task) -> None:
     assert check(root, flat) > 0
 
 
+def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
+    """A winner's usual shape: one pass for small inputs, two passes in chunks above. Flat, the candidates'
+    entries are one, the size test around what differs; the module computes what the crossover does
+    (interpreter)."""
+    root, report = rms_task
+    one = write(root, report, Knobs()).source
+    two = write(root, report, Knobs(passes="two", block=32, eviction=True)).source
+    child = build_child(one, two, "add_rmsnorm", Route(1000, False, ""))
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, "add_rmsnorm")
+    assert flat_block is not None
+    flat = replace_evolve_block(child, flat_block)
+    # The two candidates' entries (each picks its kernel by dtype) are gone: the flat entry tests the size,
+    # then, on each side, the dtype, as they did.
+    assert "def _add_rmsnorm_small(" not in flat and "def _add_rmsnorm_large(" not in flat
+    assert flat.count("element_size()") == 1 and len(jit_functions(flat)) == 2 * len(jit_functions(one))
+    size_test = re.search(r"^    if nbytes <= 1000:\n(        .*\n)+    else:\n(        .*\n)+", flat, re.M)
+    assert size_test is not None and "_add_rmsnorm_bf16_large(" in size_test.group(0)
+    # Every rule but the module's length: this task's kernels are written once per dtype, four in all.
+    assert problems(flat, max_lines=len(flat.splitlines())) == []
+    assert check(root, flat) > 0
+
+
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter
 def test_a_strided_input_keeps_its_strides_and_a_contiguous_one_takes_none(tmp_path) -> None:
     reference = "def scaled_sum(x, y):\n    return x * 2.0 + y\n"
