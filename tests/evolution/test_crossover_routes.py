@@ -179,6 +179,11 @@ def test_hosts_alike_but_for_their_launch_become_one_entry() -> None:
     odd = odd.replace("return _entry_small(x)", "return _entry_small(x * 1)")
     other = flattened(odd)
     assert other is not None and "def _entry_small(x):" in other
+    # So does a decorated host: what the decorator adds would be lost.
+    plain = build_child(shared(TIMES), shared(PLUS), "entry", Route(64, True, ""))
+    decorated = flattened(plain.replace("def _entry_small(x):", "@torch.no_grad()\ndef _entry_small(x):"))
+    assert decorated is not None and "@torch.no_grad()\ndef _entry_small(x):" in decorated
+    assert "def _entry" not in (flattened(plain) or "def _entry")
 
 
 def test_code_no_input_reaches_is_dropped() -> None:

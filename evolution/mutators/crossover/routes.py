@@ -143,6 +143,8 @@ def _one_host(
     defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in hosts}
     if len(defs) != len(hosts) or any(len(re.findall(rf"\b{h}\b", code)) != 1 for h in hosts):
         return None
+    if any(d.decorators or d.asynchronous for d in defs.values()):  # what a decorator adds would be lost
+        return None
     if not all(
         _passes_through(leaf.call, defs[host])
         for host, g in zip(hosts, groups, strict=True)
