@@ -141,7 +141,7 @@ def _one_host(
         return None
     module = cst.parse_module(code)
     defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in hosts}
-    if len(defs) != len(hosts) or any(len(re.findall(rf"\b{h}\b", code)) != 1 for h in hosts):
+    if len(defs) != len(hosts) or not all(_named_once(code, h) for h in hosts):
         return None
     if any(d.decorators or d.asynchronous for d in defs.values()):  # what a decorator adds would be lost
         return None
@@ -170,7 +170,7 @@ def _one_host(
         for n in ast.walk(ast.parse(cst.Module([h]).code))
         if isinstance(n, ast.Name)
     }
-    total, item = ("nbytes", "arg") if not used & {"nbytes", "arg"} else ("nbytes_", "arg_")
+    total, item = _counter_names(used)
     runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
     fallback = _fallback([k for _, _, k in runs])
 
@@ -207,11 +207,11 @@ def _statements(
 def _passes_through(call: ast.Call, host: cst.FunctionDef) -> bool:
     """The dispatcher's call passes every parameter of the host the entry's parameter of the same name."""
     params = host.params
-    if params.star_arg not in (cst.MaybeSentinel.DEFAULT,) and not isinstance(params.star_arg, cst.ParamStar):
+    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:  # *args, **kwargs
         return False
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
     every = {*positional, *(p.name.value for p in params.kwonly_params)}
-    if len(call.args) > len(positional) or params.star_kwarg is not None:
+    if len(call.args) > len(positional):
         return False
     passed: list[tuple[str | None, ast.expr]] = [(n, a) for a, n in zip(call.args, positional, strict=False)]
     passed += [(k.arg, k.value) for k in call.keywords]
@@ -280,7 +280,7 @@ def _dispatcher(
             calls.append((leaf.high, ast.unparse(ast.Call(host, args, passed + varied))))
     merged = _intervals(calls)
     fallback = _fallback([what for _, _, what in merged])
-    total, item = ("nbytes", "arg") if not params & {"nbytes", "arg"} else ("nbytes_", "arg_")
+    total, item = _counter_names(params)
     tests = []
     for low, high, what in merged:
         if what != fallback:
@@ -306,16 +306,16 @@ class _Signature:
 
     def call_arguments(self, call: ast.Call) -> tuple[list[ast.expr], list[ast.keyword]]:
         """The call's arguments without the dropped parameters': positional ones stay positional up to the
-        first dropped, the rest go by name."""
+        first dropped, the rest go by name. A call with more arguments than parameters is left as it is."""
+        if len(call.args) > len(self.positional):
+            return list(call.args), list(call.keywords)
         args: list[ast.expr] = []
         named: list[ast.keyword] = []
-        for k, value in enumerate(call.args):
-            name = self.positional[k] if k < len(self.positional) else None
+        by_name = False  # once a positional argument is dropped, the ones after it go by name
+        for name, value in zip(self.positional, call.args, strict=False):
             if name in self.dropped:
-                continue
-            if named or (k and self.positional[k - 1] in self.dropped) or name is None:
-                if name is None:  # more arguments than parameters: leave the call as it was
-                    return list(call.args), list(call.keywords)
+                by_name = True
+            elif by_name:
                 named.append(ast.keyword(name, value))
             else:
                 args.append(value)
@@ -332,7 +332,7 @@ def _unread_params_dropped(code: str, hosts: list[str]) -> tuple[str, dict[str, 
         if not isinstance(node, ast.FunctionDef) or node.name not in hosts:
             continue
         params = node.args
-        if params.vararg or params.kwarg or len(re.findall(rf"\b{node.name}\b", code)) != 1:
+        if params.vararg or params.kwarg or not _named_once(code, node.name):
             continue
         read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         every = [a.arg for a in (*params.posonlyargs, *params.args, *params.kwonlyargs)]
@@ -379,6 +379,16 @@ class _DropParams(cst.CSTTransformer):
             star_arg=star,
         )
         return updated_node.with_changes(params=params)
+
+
+def _counter_names(taken: set[str]) -> tuple[str, str]:
+    """The byte counter's total and loop variable: `nbytes` and `arg` unless the code already uses them."""
+    return ("nbytes", "arg") if not taken & {"nbytes", "arg"} else ("nbytes_", "arg_")
+
+
+def _named_once(code: str, name: str) -> bool:
+    """`name` occurs once in `code`: a host's own `def`, called by nothing but the dispatcher."""
+    return len(re.findall(rf"\b{name}\b", code)) == 1
 
 
 def _intervals(runs: list[tuple[int | None, _T]]) -> list[tuple[int, int | None, _T]]:
@@ -455,7 +465,7 @@ class _SizeTable(cst.CSTTransformer):
         if self.depth or original_node.name.value != self.host:
             return updated_node
         params = {p.name.value for p in [*original_node.params.params, *original_node.params.kwonly_params]}
-        total, item = ("nbytes", "arg") if not params & {"nbytes", "arg"} else ("nbytes_", "arg_")
+        total, item = _counter_names(params)
         fallback = dict(_fallback([values for _, _, values in self.table]))
         lines = byte_count(total, item, self.counted)
         lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.locals.items()]
