@@ -175,8 +175,16 @@ def around(structure: Knobs, steps: int = AROUND_STEPS) -> list[Knobs]:
     for dynamic shapes, not for the sizes torch.compile is timed at. On the H200 the SGLang RMSNorm seed
     launches chunks of 2048 with 8 warps; compiled for 4096 tokens, Inductor launches chunks of 4096 with
     16 warps, and the fusion kernel with that launch runs at compile's time there (0.998-1.002x), where
-    the search's one-pass kernels trail it by 3-5 %: the first step of the walk."""
-    order, frontier = [structure], [structure]
+    the search's one-pass kernels trail it by 3-5 %: the first step of the walk.
+
+    A looped reduction that walks several rows per program is also walked from one row per program, and
+    that walk goes first after `structure` itself: Inductor, compiling for a row longer than one chunk,
+    launches one row per program, and a launch tuner that took two rows on the dynamic seed (two rows of
+    4096 in one program on the H200) would otherwise carry them through the whole first ring."""
+    starts = [structure]
+    if structure.passes == "two" and structure.rows > 1:
+        starts.append(dataclasses.replace(structure, rows=1))
+    order, frontier = list(starts), starts[::-1]
     for _ in range(steps):
         nearer = []
         for knobs in frontier:

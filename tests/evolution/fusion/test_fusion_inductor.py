@@ -5,6 +5,7 @@ exactly those knobs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from fusion_tasks import check
@@ -143,3 +144,17 @@ def test_the_walk_around_inductors_launch_reaches_two_steps_and_no_further() -> 
     far = around(Knobs(passes="two", block=16384, num_warps=32, rows=64))
     assert max(k.block for k in far) == 16384 and max(k.num_warps for k in far) == 32
     assert max(k.rows for k in far) == 64
+
+
+def test_a_looped_launch_of_several_rows_is_walked_from_one_row_first() -> None:
+    """A launch tuner took two rows per program on the dynamic seed (chunks of 2048, 8 warps): the walk
+    proposes that launch, then one row per program, then one row with chunks of 4096 and 16 warps
+    (compile's launch at 4096 tokens), before any other step around two rows."""
+    start = Knobs(passes="two", block=2048, num_warps=8, rows=2, eviction=True)
+    walk = around(start)
+    assert walk[0] == start and len(walk) == len(set(walk))
+    assert [(k.block, k.num_warps, k.rows) for k in walk[1:4]] == [(2048, 8, 1), (4096, 16, 1), (1024, 4, 1)]
+    assert (4096, 16, 2) in {(k.block, k.num_warps, k.rows) for k in walk[4:12]}  # two rows walked too
+    # A one-pass launch keeps its rows: one row per program is two steps away, not a start.
+    one_pass = Knobs(passes="one", rows=4, num_warps=8)
+    assert dataclasses.replace(one_pass, rows=1) not in around(one_pass, steps=1)
