@@ -1,7 +1,8 @@
-"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped and
-its size routing flattened (crossover.routes: one table, one copy of each code), the entry renamed to a
-public name, a docstring saying what it computes, where it came from and what it was checked on, and the
-guard (guard_source) appended. Formatting is left to the repository's formatter."""
+"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped, its
+size routing flattened (crossover.routes: one table, one copy of each code) and a warps scale left at 1.0
+folded (writers.fusion.unit_scale), the entry renamed to a public name, a docstring saying what it
+computes, where it came from and what it was checked on, and the guard (guard_source) appended. Formatting
+is left to the repository's formatter."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.writers.fusion.code_text import fit_docstrings
+from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -59,7 +61,8 @@ def build_kernel_module(
     # input reached): that account is left out rather than risk a false one.
     flat = _flat_routes(candidate_source, view.task.entry, [t.name for t in envelope.tensors])
     how = _existing_docstring(module) if flat == candidate_source else ""
-    module = cst.parse_module(flat)
+    # A warps scale the search left at 1.0 is a knob that does nothing in the module that ships.
+    module = cst.parse_module(unit_scales_folded(flat))
     entry = _entry(module, view.task.entry)
     _check_signature(flat, view)
     taken = _module_names(module) - {view.task.entry}
