@@ -81,6 +81,18 @@ def _entry_head(block: str, entry: str) -> str:
     return def_line(next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry))
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """The arguments a flat module counts the input bytes over (a tuple's text); `only_tensors` when a guard
+    lets nothing but tensors through them (one sum, no test of each)."""
+
+    tensors: str
+    only_tensors: bool = False
+
+    def lines(self, total: str, item: str) -> list[str]:
+        return byte_count(total, item, self.tensors, only_tensors=self.only_tensors)
+
+
 def flat_routes(block: str, entry: str, tensors: Sequence[str] | None = None) -> str | None:
     """`block` (an EVOLVE-BLOCK) with its size routing flattened, or None when its entry is no dispatcher,
     its routing is flat already, or it is not the routing crossover.source writes. `tensors`: the only
@@ -113,7 +125,9 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     code = _launch_tables(code, groups, mapping, constants)
 
     counted = (
-        ast.unparse(tree.tensors) if tensors is None else f"({', '.join(tensors)}{',' * (len(tensors) == 1)})"
+        _Counted(ast.unparse(tree.tensors))
+        if tensors is None
+        else _Counted(f"({', '.join(tensors)}{',' * (len(tensors) == 1)})", only_tensors=True)
     )
     if len(groups) == 1:
         code = _one_code(code, groups[0], mapping, counted)
@@ -130,7 +144,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
 
 
 def _one_host(
-    code: str, block: str, entry: str, groups: list[Group], hosts: list[str], counted: str
+    code: str, block: str, entry: str, groups: list[Group], hosts: list[str], counted: _Counted
 ) -> str | None:
     """Codes whose hosts differ only in some statements between a shared head and tail (a norm's: the
     outputs allocated alike, one kernel launched or the other) as one entry: the head, the size test
@@ -185,7 +199,7 @@ def _one_host(
         branch = cst.If(cst.parse_expression(test), own(k), orelse=branch)
     if not isinstance(branch, cst.If):  # every interval runs one code: nothing to test
         return None
-    count = cst.parse_module(textwrap.dedent("\n".join(byte_count(total, item, counted)))).body
+    count = cst.parse_module(textwrap.dedent("\n".join(counted.lines(total, item)))).body
     body = [*bodies[0][:head], *count, branch, *bodies[0][len(bodies[0]) - tail :]]
     stub = cst.parse_module(_entry_head(block, entry) + "\n    pass\n").body[0]
     assert isinstance(stub, cst.FunctionDef)
@@ -243,7 +257,7 @@ def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], cons
     return code
 
 
-def _one_code(code: str, group: Group, mapping: dict[str, str], counted: str) -> str:
+def _one_code(code: str, group: Group, mapping: dict[str, str], counted: _Counted) -> str:
     """One code left: its host is the entry, and picks the constants of each interval itself."""
     runs = [
         (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
@@ -262,7 +276,7 @@ def _dispatcher(
     groups: list[Group],
     mapping: dict[str, str],
     params: set[str],
-    counted: str,
+    counted: _Counted,
     signatures: dict[str, _Signature],
 ) -> str:
     """The one dispatcher of several codes: per interval, in increasing size, the code it runs and the
@@ -290,7 +304,7 @@ def _dispatcher(
         "",
         *_CODES.splitlines(),
         _entry_head(block, entry),
-        *byte_count(total, item, counted),
+        *counted.lines(total, item),
         *tests,
         f"    return {fallback}",
     ]
@@ -425,7 +439,7 @@ class _SizeTable(cst.CSTTransformer):
     on to the helpers that take it."""
 
     def __init__(
-        self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: str
+        self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: _Counted
     ):
         self.host = host
         self.table = table
@@ -467,7 +481,7 @@ class _SizeTable(cst.CSTTransformer):
         params = {p.name.value for p in [*original_node.params.params, *original_node.params.kwonly_params]}
         total, item = _counter_names(params)
         fallback = dict(_fallback([values for _, _, values in self.table]))
-        lines = byte_count(total, item, self.counted)
+        lines = self.counted.lines(total, item)
         lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.locals.items()]
         for low, high, values in self.table:
             chosen = dict(values)

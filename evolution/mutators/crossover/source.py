@@ -480,8 +480,11 @@ def def_line(function: cst.FunctionDef) -> str:
     return text.rstrip().removesuffix("pass").rstrip()
 
 
-def byte_count(total: str, item: str, tensors: str) -> list[str]:
-    """The lines of a dispatcher that sum the bytes of the tensors among `tensors` (a tuple's text)."""
+def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = False) -> list[str]:
+    """The lines of a dispatcher that sum the bytes of the tensors among `tensors` (a tuple's text);
+    `only_tensors`: a guard lets nothing else through them, so none is tested for being one."""
+    if only_tensors:
+        return [f"    {total} = sum({item}.numel() * {item}.element_size() for {item} in {tensors})"]
     return [
         f"    {total} = 0",
         f"    for {item} in {tensors}:",
