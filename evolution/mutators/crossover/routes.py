@@ -43,6 +43,7 @@ from evolution.mutators.crossover.source import (
     launch_table,
     literal,
 )
+from evolution.mutators.crossover.topk_method import topk_methods_merged
 from evolution.mutators.crossover.tree import Group, RoutingError, read_routing
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
@@ -140,6 +141,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
             code, signatures = _unread_params_dropped(code, hosts)
             dispatcher = _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
             code = code.rstrip() + "\n" + dispatcher
+        code = topk_methods_merged(code)
     return wrap_long_lines(code.rstrip() + "\n", LINE_LENGTH)
 
 

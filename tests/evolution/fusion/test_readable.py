@@ -6,6 +6,7 @@ and stay correct. The example tasks and the fresh engine tasks are checked where
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -208,6 +209,50 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     # Every rule but the module's length: this task's kernels are written once per dtype, four in all.
     assert problems(flat, max_lines=len(flat.splitlines())) == []
     assert check(root, flat) > 0
+
+
+TOPK_REFERENCE = """
+    import torch
+
+
+    def route(logits: torch.Tensor):
+        weights = torch.softmax(logits.float(), dim=-1)
+        values, ids = torch.topk(weights, k=2, dim=-1)
+        return values, ids
+"""
+TOPK_INPUTS = """
+    import torch
+
+
+    def make_inputs(case, seed, device):
+        gen = torch.Generator().manual_seed(seed)
+        return (torch.randn(case["tokens"], 8, generator=gen).to(device),), {}
+"""
+
+
+def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
+    """A crossover of two candidates that differ only in their top-k method (bitonic sorts for small
+    inputs, two-pass rounds above) is one kernel taking TOPK_METHOD, each block call under its branch; the
+    entry picks the method by size and launches once. Correct on the interpreter on both sides."""
+    root = write_task(tmp_path / "route", "route", TOPK_REFERENCE, TOPK_INPUTS, [{"name": "t4", "tokens": 4}])
+    report = trace(root)
+    bitonic = write(root, report, Knobs(topk="bitonic")).source
+    twopass = write(root, report, Knobs(topk="twopass")).source
+    child = build_child(twopass, bitonic, "route", Route(100, True, ""))  # bitonic up to 100 bytes
+    assert len(duplicate_kernels(child)) == 1
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, "route")
+    assert flat_block is not None
+    flat = replace_evolve_block(child, flat_block)
+    assert duplicate_kernels(flat) == [] and problems(flat) == []
+    kernels = [k for f in jit_functions(flat) if "TOPK_METHOD: tl.constexpr" in (k := ast.unparse(f))]
+    assert len(kernels) == 1 and len(re.findall(r"_kernel\[", flat)) == 1
+    assert re.search(r'^    if TOPK_METHOD == "(bitonic|twopass)":$', flat, re.M)
+    assert '    topk_method = "bitonic" if nbytes <= 100 else "twopass"\n' in flat
+    assert "def _kb_topk_rows_bitonic(" in flat and "def _kb_topk_rows_twopass(" in flat
+    assert not re.search(r"\b\w+_(small|large)\b", flat)
+    assert check(root, flat) > 0  # tokens 1 (32 bytes, bitonic), 4 and 6 (two passes)
 
 
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter

@@ -1,0 +1,240 @@
+"""Kernels of a flat module that differ only in their top-k method become one kernel.
+
+A crossover of two fusion candidates whose top-k knob differs (`mask`, `threshold`, `twopass`, `bitonic`:
+which building block keeps the candidates, writers.fusion.lower.select.TOPK_BLOCKS) leaves two kernels whose
+bodies are the same but for the block they call; a reviewer reads the same kernel twice. Here they become
+one kernel with a `TOPK_METHOD: tl.constexpr` parameter, each call of a block under
+`if TOPK_METHOD == "...":` (Triton compiles only the branch a launch's value selects, so each size runs the
+code it ran before), the launches passing the method by name. Where the entry's size test then only picks
+the method, it is written as that choice: `topk_method = "bitonic" if nbytes <= ... else "twopass"` and one
+launch. Source text only, never run.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+import libcst.matchers as m
+
+from evolution.writers.fusion.lower.select import TOPK_BLOCKS
+
+PARAM = "TOPK_METHOD"
+_LOCAL = "topk_method"
+_ROUTE_SUFFIX = re.compile(r"_(small|medium|large|size\d+)$")
+_METHOD_OF_BLOCK = {block: method for method, block in TOPK_BLOCKS.items()}
+_JIT = m.Decorator(m.Attribute(m.Name("triton"), m.Name("jit")))
+
+
+def topk_methods_merged(code: str) -> str:
+    """`code` (a flat module's text) with each set of kernels alike but for their top-k method merged into
+    one; `code` itself when there is none."""
+    module = cst.parse_module(code)
+    jit = _jit_functions(module)
+    blocks = {name: method for name in jit if (method := _block_method(name))}
+    alike: dict[str, list[tuple[str, str]]] = {}
+    for name, kernel in jit.items():
+        called = [c for c in _called(kernel) if c in blocks]
+        if name in blocks or len({blocks[c] for c in called}) != 1:
+            continue
+        alike.setdefault(_without_blocks(kernel, blocks), []).append((name, blocks[called[0]]))
+    names = _names(module)
+    for group in alike.values():
+        if len(group) > 1 and len({method for _, method in group}) == len(group):
+            module = _merged(module, group, jit, blocks, names)
+    return module.code if module.code != code else code
+
+
+def _jit_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    return {
+        s.name.value: s
+        for s in module.body
+        if isinstance(s, cst.FunctionDef) and any(m.matches(d, _JIT) for d in s.decorators)
+    }
+
+
+def _block_method(name: str) -> str | None:
+    return _METHOD_OF_BLOCK.get(_ROUTE_SUFFIX.sub("", name))
+
+
+def _called(node: cst.CSTNode) -> list[str]:
+    """Names of the functions `node` calls by name."""
+    calls = [cst.ensure_type(c, cst.Call) for c in m.findall(node, m.Call(func=m.Name()))]
+    return [cst.ensure_type(c.func, cst.Name).value for c in calls]
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {cst.ensure_type(n, cst.Name).value for n in m.findall(node, m.Name())}
+
+
+def _without_blocks(kernel: cst.FunctionDef, blocks: dict[str, str]) -> str:
+    """The kernel's parameters and body, every top-k block it calls written as one placeholder."""
+    stripped = kernel.with_changes(name=cst.Name("_kernel"), decorators=[], leading_lines=[])
+    renamed = stripped.visit(_Renamed(dict.fromkeys(blocks, "__TOPK_BLOCK__")))
+    return cst.Module([]).code_for_node(cst.ensure_type(renamed, cst.FunctionDef))
+
+
+class _Renamed(cst.CSTTransformer):
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        new = self.names.get(updated_node.value)
+        return updated_node if new is None else updated_node.with_changes(value=new)
+
+
+def _merged(
+    module: cst.Module,
+    group: list[tuple[str, str]],
+    jit: dict[str, cst.FunctionDef],
+    blocks: dict[str, str],
+    names: set[str],
+) -> cst.Module:
+    first = group[0][0]
+    base = _ROUTE_SUFFIX.sub("", first)
+    name = base if base == first or base not in names else first
+    kernel = jit[first]
+    block_of = {method: next(c for c in _called(jit[k]) if c in blocks) for k, method in group}
+    # The new parameter takes the last one's place in the layout (its comma, a line break before `)`).
+    *head, last = kernel.params.params
+    param = cst.Param(
+        cst.Name(PARAM), annotation=cst.Annotation(cst.parse_expression("tl.constexpr")), comma=last.comma
+    )
+    params = kernel.params.with_changes(params=[*head, last.with_changes(comma=_COMMA), param])
+    body = kernel.body.visit(_EachBlockCall(block_of, set(blocks)))
+    one = kernel.with_changes(name=cst.Name(name), params=params, body=body)
+    launches = {k: method for k, method in group}
+    out: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in launches:
+            if statement.name.value == first:
+                out.append(one)
+            continue
+        out.append(statement)
+    merged = module.with_changes(body=out).visit(_Launches(launches, name)).visit(_MethodChoice())
+    return merged.visit(_Renamed(_unsuffixed(merged, name)))
+
+
+def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
+    """The helpers the merged kernel calls, directly or not, without the suffix that said which size ran
+    them (each one's branch says it now), where the plain name is free."""
+    bodies = _jit_functions(module)
+    reached: set[str] = set()
+    todo = [kernel]
+    while todo:
+        for called in _called(bodies[todo.pop()]):
+            if called in bodies and called not in reached:
+                reached.add(called)
+                todo.append(called)
+    taken = _names(module)
+    renames: dict[str, str] = {}
+    for helper in sorted(reached - {kernel}):
+        plain = _ROUTE_SUFFIX.sub("", helper)
+        if plain != helper and plain not in taken and plain not in renames.values():
+            renames[helper] = plain
+    return renames
+
+
+class _EachBlockCall(cst.CSTTransformer):
+    """Each statement that calls a top-k block becomes one branch per method, on `TOPK_METHOD`."""
+
+    def __init__(self, block_of: dict[str, str], blocks: set[str]) -> None:
+        self.block_of = block_of
+        self.blocks = blocks
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement:
+        if not any(c in self.blocks for c in _called(updated_node)):
+            return updated_node
+        methods = list(self.block_of.items())
+        branch: cst.If | cst.Else = cst.Else(self._body(updated_node, methods[-1][1]))
+        for method, block in reversed(methods[:-1]):
+            test = cst.parse_expression(f'{PARAM} == "{method}"')
+            branch = cst.If(test, self._body(updated_node, block), orelse=branch)
+        return cst.ensure_type(branch, cst.If).with_changes(leading_lines=updated_node.leading_lines)
+
+    def _body(self, statement: cst.SimpleStatementLine, block: str) -> cst.IndentedBlock:
+        renamed = statement.visit(_Renamed(dict.fromkeys(self.blocks, block)))
+        return cst.IndentedBlock(
+            [cst.ensure_type(renamed, cst.SimpleStatementLine).with_changes(leading_lines=[])]
+        )
+
+
+class _Launches(cst.CSTTransformer):
+    """`kernel_small[grid](...)` -> `kernel[grid](..., TOPK_METHOD="...")`."""
+
+    def __init__(self, launches: dict[str, str], name: str) -> None:
+        self.launches = launches
+        self.name = name
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = updated_node.func
+        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+            return updated_node
+        method = self.launches.get(func.value.value)
+        if method is None:
+            return updated_node
+        arg = cst.Arg(cst.SimpleString(f'"{method}"'), keyword=cst.Name(PARAM), equal=_EQUAL)
+        args = list(updated_node.args)
+        at = next((i for i, a in enumerate(args) if a.keyword and a.keyword.value == "num_warps"), len(args))
+        args.insert(at, arg)
+        return updated_node.with_changes(func=func.with_changes(value=cst.Name(self.name)), args=args)
+
+
+_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+class _MethodChoice(cst.CSTTransformer):
+    """An `if`/`else` chain whose branches differ only in the method a launch passes: the method chosen
+    first (`topk_method = "a" if <test> else "b"`), the branch's code once."""
+
+    def leave_If(
+        self, original_node: cst.If, updated_node: cst.If
+    ) -> cst.BaseStatement | cst.FlattenSentinel:
+        branches: list[tuple[cst.BaseExpression | None, cst.BaseSuite]] = []
+        node: cst.If | cst.Else | None = updated_node
+        while isinstance(node, cst.If):
+            branches.append((node.test, node.body))
+            node = node.orelse
+        if node is None:
+            return updated_node
+        branches.append((None, node.body))
+        methods = [_passed_method(body) for _, body in branches]
+        shapes = {_without_method(body) for _, body in branches}
+        if None in methods or len(shapes) != 1 or len(set(methods)) != len(methods):
+            return updated_node
+        if _LOCAL in _names(updated_node):
+            return updated_node
+        choice = f'"{methods[-1]}"'
+        for (test, _), method in zip(reversed(branches[:-1]), reversed(methods[:-1]), strict=True):
+            assert test is not None
+            choice = f'"{method}" if {cst.Module([]).code_for_node(test)} else {choice}'
+        assign = cst.parse_statement(f"{_LOCAL} = {choice}\n").with_changes(
+            leading_lines=updated_node.leading_lines
+        )
+        body = cst.ensure_type(branches[0][1], cst.IndentedBlock).body
+        once = [s.visit(_MethodPassed()) for s in body]
+        return cst.FlattenSentinel([assign, *once])
+
+
+def _passed_method(body: cst.BaseSuite) -> str | None:
+    args = [cst.ensure_type(a, cst.Arg) for a in m.findall(body, m.Arg(keyword=m.Name(PARAM)))]
+    values = {a.value.evaluated_value if isinstance(a.value, cst.SimpleString) else None for a in args}
+    return str(values.pop()) if len(values) == 1 else None
+
+
+def _without_method(body: cst.BaseSuite) -> str:
+    visited = body.visit(_MethodPassed())
+    assert isinstance(visited, cst.CSTNode)
+    return cst.Module([]).code_for_node(visited)
+
+
+class _MethodPassed(cst.CSTTransformer):
+    """`TOPK_METHOD="..."` -> `TOPK_METHOD=topk_method`."""
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if updated_node.keyword is not None and updated_node.keyword.value == PARAM:
+            return updated_node.with_changes(value=cst.Name(_LOCAL))
+        return updated_node
