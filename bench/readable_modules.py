@@ -8,7 +8,8 @@ WORK holds tasks/<name>/ and runs/<name>/best.py (bench/claim_coverage.py and be
 leave them under their work folder). Per winner: OUT/<name>.py (the module, laid out by ruff at the line
 length), its line count against the budget (1.5x the engine's own kernel for the op where one exists, else
 200), and every rule it breaks. `--regenerate` first writes each fusion winner again from its knobs at
-that line length; `--ptx` compiles module and winner for sm_90 (no GPU needed) and compares their PTX.
+that line length; `--ptx` compiles module and winner for sm_90 (no GPU needed) and compares their PTX,
+case by case.
 OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
 OUT/readable_modules.md is the table (also printed). Runs on a CPU.
 """
@@ -71,15 +72,23 @@ def _regenerated(task_dir: Path, source: str, line_length: int) -> str:
 
 
 def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Path, entry: str) -> str:
-    """Whether the module launches the winner's kernels with the winner's PTX on the task's first case
-    (both compiled for sm_90 here, tests/examples/cuda_compile_check.py)."""
+    """Whether the module launches the winner's kernels with the winner's PTX on every case of the task
+    (both compiled for sm_90 here, tests/examples/cuda_compile_check.py): a routed winner runs another
+    kernel on each side of a size test."""
     from evaluators.task import load_task
 
-    module_launches, raw_launches = rules.gpu_launches(
-        [(task_dir, module, entry), (task_dir, raw, load_task(task_dir).entry)]
-    )
-    same = [c["ptx"] for c in module_launches] == [c["ptx"] for c in raw_launches]
-    return f"yes ({len(raw_launches)} launches)" if same else "no"
+    task = load_task(task_dir)
+    launches, differ = 0, []
+    for k, case in enumerate(task.cases):
+        module_launches, raw_launches = rules.gpu_launches(
+            [(task_dir, module, entry), (task_dir, raw, task.entry)], case=k
+        )
+        launches += len(raw_launches)
+        if [c["ptx"] for c in module_launches] != [c["ptx"] for c in raw_launches]:
+            differ.append(case.name)
+    if differ:
+        return f"no ({', '.join(differ)})"
+    return f"yes ({launches} launches, {len(task.cases)} cases)"
 
 
 def main(argv: list[str] | None = None) -> int:

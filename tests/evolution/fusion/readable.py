@@ -102,9 +102,10 @@ def shipped_entry(task_dir: Path) -> str:
     return kernel_entry_name(op_name(load_view(task_dir).qualname))
 
 
-def gpu_launches(jobs: list[tuple[Path, Path, str]]) -> list[list[dict]]:
-    """Per job (task dir, file, entry): its launches on the task's first case, compiled for sm_90, each with
-    the digest of its PTX (`ptx`), in one process of tests/examples/cuda_compile_check.py."""
+def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list[dict]]:
+    """Per job (task dir, file, entry): its launches on the task's case number `case` (its first by
+    default), compiled for sm_90, each with the digest of its PTX (`ptx`), in one process of
+    tests/examples/cuda_compile_check.py."""
     import json
     import os
 
@@ -113,7 +114,7 @@ def gpu_launches(jobs: list[tuple[Path, Path, str]]) -> list[list[dict]]:
     checker = Path(__file__).parents[2] / "examples" / "cuda_compile_check.py"
     requests = []
     for task_dir, path, entry in jobs:
-        params = dict(load_task(task_dir).cases[0].params)
+        params = dict(load_task(task_dir).cases[case].params)
         requests.append({"task": str(task_dir), "candidate": str(path), "params": params, "entry": entry})
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[3]), env.get("PYTHONPATH", "")])
