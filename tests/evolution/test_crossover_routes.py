@@ -15,6 +15,7 @@ import torch
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
+from evolution.mutators.crossover.topk_method import topk_methods_merged
 
 # x * (2 * SCALE) with one structure, x + 2 * SCALE with another: the output says which code ran with which
 # constant. SCALE is read by a host function only, so two files differing in it cross into a launch table.
@@ -239,3 +240,76 @@ def test_flat_and_foreign_routing_is_left_alone() -> None:
     # A hand-written dispatcher that routes on something else is not a crossover's: left as it is.
     hand = TIMES.replace("    return _host(x)", "    if x.dim() > 1:\n        return _host(x)\n    return -x")
     assert flattened(hand) is None
+
+
+THREE_KERNELS = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kb_topk_rows_small(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    return x, valid
+
+
+@triton.jit
+def _kb_topk_rows_threshold_medium(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    return x, valid
+
+
+@triton.jit
+def _kb_topk_rows_twopass_large(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    return x, valid
+
+
+@triton.jit
+def _route_kernel_small(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    values, ids = _kb_topk_rows_small(x[None, :], x[None, :] > 0, 2, 2)
+    tl.store(out_ptr + tl.arange(0, 2), tl.reshape(values, [2]))
+
+
+@triton.jit
+def _route_kernel_medium(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    values, ids = _kb_topk_rows_threshold_medium(x[None, :], x[None, :] > 0, 2, 2)
+    tl.store(out_ptr + tl.arange(0, 2), tl.reshape(values, [2]))
+
+
+@triton.jit
+def _route_kernel_large(x_ptr, out_ptr, N: tl.constexpr, ROWS: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    values, ids = _kb_topk_rows_twopass_large(x[None, :], x[None, :] > 0, 2, 2)
+    tl.store(out_ptr + tl.arange(0, 2), tl.reshape(values, [2]))
+
+
+def route(x, out):
+    nbytes = x.numel() * x.element_size()
+    if nbytes <= 64:
+        _route_kernel_small[(1,)](x_ptr=x, out_ptr=out, N=8, num_warps=1)
+    elif nbytes <= 4096:
+        _route_kernel_medium[(1,)](x_ptr=x, out_ptr=out, N=8, num_warps=1)
+    else:
+        _route_kernel_large[(1,)](x_ptr=x, out_ptr=out, N=8, ROWS=2, num_warps=1)
+    return out
+"""
+
+
+def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() -> None:
+    """Of three kernels, the two that differ only in the top-k block they call become one taking
+    TOPK_METHOD; the third (another structure) keeps its name and launch; the size test stays, as it does
+    more than pick a method."""
+    merged = topk_methods_merged(THREE_KERNELS)
+    compile(merged, "<merged>", "exec")
+    assert "def _route_kernel(" in merged and "def _route_kernel_large(" in merged
+    assert "_route_kernel_small" not in merged and "_route_kernel_medium" not in merged
+    kernel = merged[merged.index("def _route_kernel(") : merged.index("def _route_kernel_large(")]
+    assert "N: tl.constexpr, TOPK_METHOD: tl.constexpr):" in kernel
+    assert 'if TOPK_METHOD == "mask":\n        values, ids = _kb_topk_rows(' in kernel
+    assert "    else:\n        values, ids = _kb_topk_rows_threshold(" in kernel
+    assert '_route_kernel[(1,)](x_ptr=x, out_ptr=out, N=8, TOPK_METHOD="mask", num_warps=1)' in merged
+    assert 'TOPK_METHOD="threshold", num_warps=1)' in merged and "elif nbytes <= 4096:" in merged
+    assert "def _kb_topk_rows_twopass_large(" in merged  # the other structure's block keeps its name
+    # Nothing alike: the text comes back as it was.
+    alone = THREE_KERNELS.replace("_kb_topk_rows_small(x[None", "_kb_topk_rows_twopass_large(x[None")
+    alone = alone.replace("_kb_topk_rows_threshold_medium(x[None", "_kb_topk_rows_twopass_large(x[None")
+    assert topk_methods_merged(alone) == alone

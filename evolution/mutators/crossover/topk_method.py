@@ -91,6 +91,8 @@ def _merged(
     names: set[str],
 ) -> cst.Module:
     first = group[0][0]
+    if not jit[first].params.params:
+        return module
     base = _ROUTE_SUFFIX.sub("", first)
     name = base if base == first or base not in names else first
     kernel = jit[first]
