@@ -303,7 +303,7 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
     assert "def _route_kernel(" in merged and "def _route_kernel_large(" in merged
     assert "_route_kernel_small" not in merged and "_route_kernel_medium" not in merged
     kernel = merged[merged.index("def _route_kernel(") : merged.index("def _route_kernel_large(")]
-    assert "N: tl.constexpr, TOPK_METHOD: tl.constexpr):" in kernel
+    assert "N: tl.constexpr,\n    TOPK_METHOD: tl.constexpr):" in kernel
     assert 'if TOPK_METHOD == "mask":\n        values, ids = _kb_topk_rows(' in kernel
     assert "    else:\n        values, ids = _kb_topk_rows_threshold(" in kernel
     assert '_route_kernel[(1,)](x_ptr=x, out_ptr=out, N=8, TOPK_METHOD="mask", num_warps=1)' in merged

@@ -12,75 +12,52 @@ launch. Source text only, never run.
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 import libcst.matchers as m
 
+from evolution.mutators.crossover.alike import (
+    ROUTE_SUFFIX,
+    Renamed,
+    called,
+    code,
+    jit_functions,
+    names,
+    one_kernel,
+)
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
 
 PARAM = "TOPK_METHOD"
 _LOCAL = "topk_method"
-_ROUTE_SUFFIX = re.compile(r"_(small|medium|large|size\d+)$")
 _METHOD_OF_BLOCK = {block: method for method, block in TOPK_BLOCKS.items()}
-_JIT = m.Decorator(m.Attribute(m.Name("triton"), m.Name("jit")))
 
 
-def topk_methods_merged(code: str) -> str:
+def topk_methods_merged(source: str) -> str:
     """`code` (a flat module's text) with each set of kernels alike but for their top-k method merged into
     one; `code` itself when there is none."""
-    module = cst.parse_module(code)
-    jit = _jit_functions(module)
+    module = cst.parse_module(source)
+    jit = jit_functions(module)
     blocks = {name: method for name in jit if (method := _block_method(name))}
     alike: dict[str, list[tuple[str, str]]] = {}
     for name, kernel in jit.items():
-        called = [c for c in _called(kernel) if c in blocks]
-        if name in blocks or len({blocks[c] for c in called}) != 1:
+        calls = [c for c in called(kernel) if c in blocks]
+        if name in blocks or len({blocks[c] for c in calls}) != 1:
             continue
-        alike.setdefault(_without_blocks(kernel, blocks), []).append((name, blocks[called[0]]))
-    names = _names(module)
+        alike.setdefault(_without_blocks(kernel, blocks), []).append((name, blocks[calls[0]]))
     for group in alike.values():
         if len(group) > 1 and len({method for _, method in group}) == len(group):
-            module = _merged(module, group, jit, blocks, names)
-    return module.code if module.code != code else code
-
-
-def _jit_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
-    return {
-        s.name.value: s
-        for s in module.body
-        if isinstance(s, cst.FunctionDef) and any(m.matches(d, _JIT) for d in s.decorators)
-    }
+            module = _merged(module, group, jit, blocks)
+    return module.code if module.code != source else source
 
 
 def _block_method(name: str) -> str | None:
-    return _METHOD_OF_BLOCK.get(_ROUTE_SUFFIX.sub("", name))
-
-
-def _called(node: cst.CSTNode) -> list[str]:
-    """Names of the functions `node` calls by name."""
-    calls = [cst.ensure_type(c, cst.Call) for c in m.findall(node, m.Call(func=m.Name()))]
-    return [cst.ensure_type(c.func, cst.Name).value for c in calls]
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    return {cst.ensure_type(n, cst.Name).value for n in m.findall(node, m.Name())}
+    return _METHOD_OF_BLOCK.get(ROUTE_SUFFIX.sub("", name))
 
 
 def _without_blocks(kernel: cst.FunctionDef, blocks: dict[str, str]) -> str:
     """The kernel's parameters and body, every top-k block it calls written as one placeholder."""
     stripped = kernel.with_changes(name=cst.Name("_kernel"), decorators=[], leading_lines=[])
-    renamed = stripped.visit(_Renamed(dict.fromkeys(blocks, "__TOPK_BLOCK__")))
-    return cst.Module([]).code_for_node(cst.ensure_type(renamed, cst.FunctionDef))
-
-
-class _Renamed(cst.CSTTransformer):
-    def __init__(self, names: dict[str, str]) -> None:
-        self.names = names
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        new = self.names.get(updated_node.value)
-        return updated_node if new is None else updated_node.with_changes(value=new)
+    renamed = stripped.visit(Renamed(dict.fromkeys(blocks, "__TOPK_BLOCK__")))
+    return code(cst.ensure_type(renamed, cst.FunctionDef))
 
 
 def _merged(
@@ -88,50 +65,37 @@ def _merged(
     group: list[tuple[str, str]],
     jit: dict[str, cst.FunctionDef],
     blocks: dict[str, str],
-    names: set[str],
 ) -> cst.Module:
-    first = group[0][0]
-    if not jit[first].params.params:
+    if not jit[group[0][0]].params.params:
         return module
-    base = _ROUTE_SUFFIX.sub("", first)
-    name = base if base == first or base not in names else first
-    kernel = jit[first]
-    block_of = {method: next(c for c in _called(jit[k]) if c in blocks) for k, method in group}
-    # The new parameter takes the last one's place in the layout (its comma, a line break before `)`).
-    *head, last = kernel.params.params
-    param = cst.Param(
-        cst.Name(PARAM), annotation=cst.Annotation(cst.parse_expression("tl.constexpr")), comma=last.comma
+    block_of = {method: next(c for c in called(jit[k]) if c in blocks) for k, method in group}
+    merged, name = one_kernel(
+        module,
+        {k: f'"{method}"' for k, method in group},
+        PARAM,
+        lambda kernel: cst.ensure_type(
+            kernel.body.visit(_EachBlockCall(block_of, set(blocks))), cst.IndentedBlock
+        ),
     )
-    params = kernel.params.with_changes(params=[*head, last.with_changes(comma=_COMMA), param])
-    body = kernel.body.visit(_EachBlockCall(block_of, set(blocks)))
-    one = kernel.with_changes(name=cst.Name(name), params=params, body=body)
-    launches = {k: method for k, method in group}
-    out: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
-    for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in launches:
-            if statement.name.value == first:
-                out.append(one)
-            continue
-        out.append(statement)
-    merged = module.with_changes(body=out).visit(_Launches(launches, name)).visit(_MethodChoice())
-    return merged.visit(_Renamed(_unsuffixed(merged, name)))
+    merged = merged.visit(_MethodChoice())
+    return merged.visit(Renamed(_unsuffixed(merged, name)))
 
 
 def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
     """The helpers the merged kernel calls, directly or not, without the suffix that said which size ran
     them (each one's branch says it now), where the plain name is free."""
-    bodies = _jit_functions(module)
+    bodies = jit_functions(module)
     reached: set[str] = set()
     todo = [kernel]
     while todo:
-        for called in _called(bodies[todo.pop()]):
-            if called in bodies and called not in reached:
-                reached.add(called)
-                todo.append(called)
-    taken = _names(module)
+        for callee in called(bodies[todo.pop()]):
+            if callee in bodies and callee not in reached:
+                reached.add(callee)
+                todo.append(callee)
+    taken = names(module)
     renames: dict[str, str] = {}
     for helper in sorted(reached - {kernel}):
-        plain = _ROUTE_SUFFIX.sub("", helper)
+        plain = ROUTE_SUFFIX.sub("", helper)
         if plain != helper and plain not in taken and plain not in renames.values():
             renames[helper] = plain
     return renames
@@ -147,7 +111,7 @@ class _EachBlockCall(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement:
-        if not any(c in self.blocks for c in _called(updated_node)):
+        if not any(c in self.blocks for c in called(updated_node)):
             return updated_node
         methods = list(self.block_of.items())
         branch: cst.If | cst.Else = cst.Else(self._body(updated_node, methods[-1][1]))
@@ -157,35 +121,10 @@ class _EachBlockCall(cst.CSTTransformer):
         return cst.ensure_type(branch, cst.If).with_changes(leading_lines=updated_node.leading_lines)
 
     def _body(self, statement: cst.SimpleStatementLine, block: str) -> cst.IndentedBlock:
-        renamed = statement.visit(_Renamed(dict.fromkeys(self.blocks, block)))
+        renamed = statement.visit(Renamed(dict.fromkeys(self.blocks, block)))
         return cst.IndentedBlock(
             [cst.ensure_type(renamed, cst.SimpleStatementLine).with_changes(leading_lines=[])]
         )
-
-
-class _Launches(cst.CSTTransformer):
-    """`kernel_small[grid](...)` -> `kernel[grid](..., TOPK_METHOD="...")`."""
-
-    def __init__(self, launches: dict[str, str], name: str) -> None:
-        self.launches = launches
-        self.name = name
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        func = updated_node.func
-        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
-            return updated_node
-        method = self.launches.get(func.value.value)
-        if method is None:
-            return updated_node
-        arg = cst.Arg(cst.SimpleString(f'"{method}"'), keyword=cst.Name(PARAM), equal=_EQUAL)
-        args = list(updated_node.args)
-        at = next((i for i, a in enumerate(args) if a.keyword and a.keyword.value == "num_warps"), len(args))
-        args.insert(at, arg)
-        return updated_node.with_changes(func=func.with_changes(value=cst.Name(self.name)), args=args)
-
-
-_EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
-_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
 class _MethodChoice(cst.CSTTransformer):
@@ -207,12 +146,12 @@ class _MethodChoice(cst.CSTTransformer):
         shapes = {_without_method(body) for _, body in branches}
         if None in methods or len(shapes) != 1 or len(set(methods)) != len(methods):
             return updated_node
-        if _LOCAL in _names(updated_node):
+        if _LOCAL in names(updated_node):
             return updated_node
         choice = f'"{methods[-1]}"'
         for (test, _), method in zip(reversed(branches[:-1]), reversed(methods[:-1]), strict=True):
             assert test is not None
-            choice = f'"{method}" if {cst.Module([]).code_for_node(test)} else {choice}'
+            choice = f'"{method}" if {code(test)} else {choice}'
         assign = cst.parse_statement(f"{_LOCAL} = {choice}\n").with_changes(
             leading_lines=updated_node.leading_lines
         )
@@ -230,7 +169,7 @@ def _passed_method(body: cst.BaseSuite) -> str | None:
 def _without_method(body: cst.BaseSuite) -> str:
     visited = body.visit(_MethodPassed())
     assert isinstance(visited, cst.CSTNode)
-    return cst.Module([]).code_for_node(visited)
+    return code(visited)
 
 
 class _MethodPassed(cst.CSTTransformer):

@@ -212,6 +212,32 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     assert check(root, flat) > 0
 
 
+def test_int64_and_int32_offsets_crossed_ship_as_one_kernel(rms_task) -> None:
+    """Kernels that differ only in the width of their program index (the index32 knob) are one kernel taking
+    INT64_OFFSETS, the index widened under it; each launch passes its kernel's width. Correct on the
+    interpreter on both sides of the size test."""
+    root, report = rms_task
+    wide = write(root, report, Knobs(index32=False)).source
+    narrow = write(root, report, Knobs()).source
+    assert re.search(r"= tl\.program_id\(0\)\.to\(tl\.int64\)$", wide, re.M)
+    child = build_child(narrow, wide, "add_rmsnorm", Route(500, True, ""))  # int64 up to 500 bytes
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, "add_rmsnorm")
+    assert flat_block is not None
+    flat = replace_evolve_block(child, flat_block)
+    assert duplicate_kernels(flat) == [] and len(jit_functions(flat)) == len(jit_functions(narrow))
+    assert flat.count("INT64_OFFSETS: tl.constexpr") == len(jit_functions(narrow))
+    assert re.search(
+        r"^    (\w+) = tl\.program_id\(0\)\n    if INT64_OFFSETS:\n        \1 = \1\.to\(tl\.int64\)$",
+        flat,
+        re.M,
+    )
+    assert "INT64_OFFSETS=True" in flat and "INT64_OFFSETS=False" in flat
+    assert problems(flat, max_lines=len(flat.splitlines())) == []
+    assert check(root, flat) > 0
+
+
 TOPK_REFERENCE = """
     import torch
 
