@@ -313,3 +313,30 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
     alone = THREE_KERNELS.replace("_kb_topk_rows_small(x[None", "_kb_topk_rows_twopass_large(x[None")
     alone = alone.replace("_kb_topk_rows_threshold_medium(x[None", "_kb_topk_rows_twopass_large(x[None")
     assert topk_methods_merged(alone) == alone
+
+
+def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_share() -> None:
+    """bf16 and fp32 kernels, each crossed on its top-k method, call the same blocks: both pairs merge, the
+    second after the first renamed those blocks, every branch calling a block that exists."""
+    two = THREE_KERNELS.replace("_route_kernel_large", "_route_kernel_x").replace(
+        "_kb_topk_rows_twopass_large(x[None", "_kb_topk_rows_small(x[None"
+    )
+    fp32 = two[
+        two.index("@triton.jit\ndef _route_kernel_small") : two.index("@triton.jit\ndef _route_kernel_x")
+    ]
+    fp32 = (
+        fp32.replace("_route_kernel_small", "_route_fp32_kernel_small")
+        .replace("_route_kernel_medium", "_route_fp32_kernel_medium")
+        .replace("tl.arange(0, N))\n", "tl.arange(0, N)).to(tl.float32)\n")
+    )
+    source = two.replace("def route(", fp32 + "def route(")
+    merged = topk_methods_merged(source)
+    compile(merged, "<merged>", "exec")
+    defined = set(re.findall(r"^def (\w+)\(", merged, re.M))
+    assert {"_route_kernel", "_route_fp32_kernel"} <= defined
+    assert not {"_route_fp32_kernel_small", "_route_fp32_kernel_medium"} & defined
+    for kernel in ("_route_kernel", "_route_fp32_kernel"):
+        body = merged[merged.index(f"def {kernel}(") :].split("\n\n\n")[0]
+        assert 'if TOPK_METHOD == "mask":' in body, body
+        assert set(re.findall(r"(_kb_\w+)\(", body)) == {"_kb_topk_rows", "_kb_topk_rows_threshold"}
+    assert set(re.findall(r"(_kb_\w+)\(", merged)) <= defined

@@ -32,21 +32,34 @@ _METHOD_OF_BLOCK = {block: method for method, block in TOPK_BLOCKS.items()}
 
 
 def topk_methods_merged(source: str) -> str:
-    """`code` (a flat module's text) with each set of kernels alike but for their top-k method merged into
-    one; `code` itself when there is none."""
+    """`source` (a flat module's text) with each set of kernels alike but for their top-k method merged
+    into one; `source` itself when there is none. One set at a time, each found in the module the merges
+    before it left (a merge renames the blocks it calls, which other sets may call too)."""
     module = cst.parse_module(source)
+    while (group := _alike(module)) is not None:
+        module = _merged(module, group)
+    return module.code if module.code != source else source
+
+
+def _alike(module: cst.Module) -> list[tuple[str, str]] | None:
+    """The first set of kernels (with parameters) alike but for the top-k method each calls, one kernel
+    per method: (kernel, method) each; None when there is none."""
     jit = jit_functions(module)
-    blocks = {name: method for name in jit if (method := _block_method(name))}
+    blocks = _blocks(jit)
     alike: dict[str, list[tuple[str, str]]] = {}
     for name, kernel in jit.items():
         calls = [c for c in called(kernel) if c in blocks]
-        if name in blocks or len({blocks[c] for c in calls}) != 1:
+        if name in blocks or not kernel.params.params or len({blocks[c] for c in calls}) != 1:
             continue
         alike.setdefault(_without_blocks(kernel, blocks), []).append((name, blocks[calls[0]]))
-    for group in alike.values():
-        if len(group) > 1 and len({method for _, method in group}) == len(group):
-            module = _merged(module, group, jit, blocks)
-    return module.code if module.code != source else source
+    return next(
+        (g for g in alike.values() if len(g) > 1 and len({method for _, method in g}) == len(g)), None
+    )
+
+
+def _blocks(jit: dict[str, cst.FunctionDef]) -> dict[str, str]:
+    """The top-k blocks among the module's jit functions: name -> method."""
+    return {name: method for name in jit if (method := _block_method(name))}
 
 
 def _block_method(name: str) -> str | None:
@@ -60,14 +73,9 @@ def _without_blocks(kernel: cst.FunctionDef, blocks: dict[str, str]) -> str:
     return code(cst.ensure_type(renamed, cst.FunctionDef))
 
 
-def _merged(
-    module: cst.Module,
-    group: list[tuple[str, str]],
-    jit: dict[str, cst.FunctionDef],
-    blocks: dict[str, str],
-) -> cst.Module:
-    if not jit[group[0][0]].params.params:
-        return module
+def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
+    jit = jit_functions(module)
+    blocks = _blocks(jit)
     block_of = {method: next(c for c in called(jit[k]) if c in blocks) for k, method in group}
     merged, name = one_kernel(
         module,
