@@ -27,8 +27,11 @@ _WIDENED = m.Call(
     func=m.Attribute(value=_PROGRAM_ID, attr=m.Name("to")),
     args=[m.Arg(m.Attribute(m.Name("tl"), m.Name("int64")))],
 )
-# `name = tl.program_id(N).to(tl.int64)`, the form the writer binds a widened index in.
+# `name = tl.program_id(N).to(tl.int64)`, the form the writer binds a widened index in; and its narrow form.
 _WIDENED_BINDING = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=_WIDENED)])
+_NARROW_BINDING = m.SimpleStatementLine(
+    body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=_PROGRAM_ID)]
+)
 
 
 def index_widths_merged(source: str) -> str:
@@ -41,11 +44,12 @@ def index_widths_merged(source: str) -> str:
         if kernel.params.params:
             alike.setdefault(_narrowed(kernel), []).append(name)
     for group in alike.values():
-        wide = [k for k in group if _widened(jit[k])]
+        indices = {k: _widened(jit[k]) for k in group}
+        wide = [k for k in group if indices[k]]
         narrow = [k for k in group if not m.findall(jit[k], _WIDENED)]
         if len(group) == 2 and len(wide) == 1 and len(narrow) == 1:
             module, _ = one_kernel(
-                module, {narrow[0]: "False", wide[0]: "True"}, PARAM, _Widen(_widened(jit[wide[0]])).body
+                module, {narrow[0]: "False", wide[0]: "True"}, PARAM, _Widen(indices[wide[0]]).body
             )
     return module.code if module.code != source else source
 
@@ -91,10 +95,7 @@ class _Widen(cst.CSTTransformer):
         body: list[cst.BaseStatement] = []
         for statement in updated_node.body:
             body.append(statement)
-            bound = m.SimpleStatementLine(
-                body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=_PROGRAM_ID)]
-            )
-            if m.matches(statement, bound):
+            if m.matches(statement, _NARROW_BINDING):
                 assign = cst.ensure_type(
                     cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign
                 )

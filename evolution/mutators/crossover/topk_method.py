@@ -24,6 +24,7 @@ from evolution.mutators.crossover.alike import (
     names,
     one_kernel,
 )
+from evolution.mutators.crossover.source import ParsedCode
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
 
 PARAM = "TOPK_METHOD"
@@ -86,7 +87,9 @@ def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
         ),
     )
     merged = merged.visit(_MethodChoice())
-    return merged.visit(Renamed(_unsuffixed(merged, name)))
+    # Renamed as a crossover renames a module's definitions: by scope, the definition and its readers only.
+    renames = _unsuffixed(merged, name)
+    return cst.parse_module(ParsedCode.parse(merged.code, "the merged module").renamed(renames))
 
 
 def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
