@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from evaluators.static.facts import host_arguments
 from evaluators.task import Case
 from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
@@ -70,6 +71,7 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
                     break
     rules_t: list[TensorRule] = []
     rules_v: list[ValueRule] = []
+    on_host = host_arguments(task)
     for name in signature.parameters:
         if name in ignore:
             continue
@@ -79,7 +81,7 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         if tensors:
             if len(tensors) + sum(v is None for v in seen) != len(seen):
                 raise IntegrationError(f"{task.root}: parameter {name!r} is a tensor in some cases only")
-            rules_t.append(_tensor_rule(name, seen, moved))
+            rules_t.append(_tensor_rule(name, seen, moved, host=name in on_host))
         else:
             rules_v.append(_value_rule(view, name, seen, moved))
     unchecked = unchecked_dtypes(view) if rules_t else ()
@@ -117,7 +119,7 @@ def _extremes(cases: list[Case], key: str) -> tuple[Case, ...]:
     return (with_key[0], with_key[-1]) if with_key else ()
 
 
-def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) -> TensorRule:
+def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]], host: bool) -> TensorRule:
     tensors = [v for v in seen if isinstance(v, torch.Tensor)]
     ranks = sorted({t.dim() for t in tensors})
     dynamic: dict[int, set[str]] = {}
@@ -142,6 +144,7 @@ def _tensor_rule(name: str, seen: list[Any], moved: list[tuple[str, Any, Any]]) 
         dynamic_dims=tuple((d, tuple(sorted(k))) for d, k in sorted(dynamic.items())),
         contiguous=all(t.is_contiguous() for t in tensors),
         optional=any(v is None for v in seen),
+        host=host,
     )
 
 

@@ -26,6 +26,9 @@ class TensorRule:
     dynamic_dims: tuple[tuple[int, tuple[str, ...]], ...]  # (dim, the size keys that move it)
     contiguous: bool  # every case's tensor was contiguous: the guard requires it
     optional: bool  # some cases passed None instead
+    # The task keeps it on the CPU whatever the device (an input spec's `seq_lens.cpu()`), as the engine
+    # does: host code reads it, no kernel does, and the guard asks for a CPU tensor.
+    host: bool = False
 
     def describe(self) -> str:
         parts = [", ".join(self.dtypes)]
@@ -33,6 +36,8 @@ class TensorRule:
         if self.contiguous:
             parts.append("contiguous")
         parts.append("fewer than 2**31 elements")
+        if self.host:
+            parts.append("on the CPU")
         text = f"{self.name}: " + ", ".join(parts)
         return text + " (or None)" if self.optional else text
 

@@ -48,6 +48,7 @@ def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, line_le
             params=_parameters(entry),
             conditions=conditions,
             has_tensors=bool(envelope.tensors),
+            has_host=any(rule.host for rule in envelope.tensors),
             device_type=envelope.device_type,
         )
     )
@@ -169,7 +170,8 @@ def _tensor_condition(rule: TensorRule) -> str:
     dtypes = ", ".join(f"torch.{d}" for d in rule.dtypes) + ("," if len(rule.dtypes) == 1 else "")
     ranks = ", ".join(str(r) for r in rule.ranks) + ("," if len(rule.ranks) == 1 else "")
     call = f"_is_checked_tensor({rule.name}, ({dtypes}), ({ranks})"
-    call += ")" if rule.contiguous else ", contiguous=False)"
+    call += "" if rule.contiguous else ", contiguous=False"
+    call += ', device="cpu")' if rule.host else ")"
     return f"({rule.name} is None or {call})" if rule.optional else call
 
 

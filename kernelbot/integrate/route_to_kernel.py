@@ -146,8 +146,9 @@ def device_check(envelope: Envelope, call: KernelCall) -> str:
         name: (value if eq else name)
         for name, eq, value in (arg.partition("=") for arg in call.arguments if "*" not in arg)
     }
-    for rule in sorted(envelope.tensors, key=lambda r: r.optional):  # the required ones first
-        if rule.name in passed:
+    # The required ones first; never one the engine keeps on the CPU, whatever the kernel's device.
+    for rule in sorted(envelope.tensors, key=lambda r: r.optional):
+        if rule.name in passed and not rule.host:
             on_device = f'{passed[rule.name]}.device.type == "{envelope.device_type}"'
             return f"{passed[rule.name]} is not None and {on_device}" if rule.optional else on_device
     raise IntegrationError(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from evaluators.correctness.tolerances import DEFAULT_TOLERANCES, tolerance_for
+from evaluators.static.facts import host_arguments
 from kernelbot.engines.model import Profile
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.inputs_source import needs_math, render_make_inputs
@@ -83,6 +84,13 @@ def render_context(
     sizes = list(dict.fromkeys(k for params, _ in cases for k in params))
     swap = activation_dtype(view.inputs)
     make_inputs = render_make_inputs(view.inputs, sizes, swap)
+    # Tensors the engine keeps on the CPU (`seq_lens.cpu()`) stay there in the test and the benchmark.
+    on_host = host_arguments(view.task)
+    positional = [name for name, kind in view.inputs.order if kind == "positional"]
+    host_keywords = tuple(
+        name for name, kind in view.inputs.order if kind != "positional" and name in on_host
+    )
+    host_positions = [i for i, name in enumerate(positional) if name in on_host]
     dtypes = checked_dtypes(view) or (_first_float_dtype(view.inputs),)
     small = [(params, note) for params, note in cases if _fits_interpreter(view.inputs, params)]
     large = [(params, note) for params, note in cases if (params, note) not in small]
@@ -128,6 +136,11 @@ def render_context(
         "bound": "{" + ", ".join(f'"{a}": {f}' for a, f in bound.items()) + "}" if bound else "",
         "written": repr(list(view.written_attributes)) if view.written_attributes else "",
         "make_inputs": make_inputs,
+        "host_arguments": ", ".join(name for name in (*positional, *host_keywords) if name in on_host),
+        "host_positions": _membership("i", host_positions),
+        "host_keywords": _membership("k", list(host_keywords)),
+        "device_positions": _membership("i", host_positions, negate=True),
+        "device_keywords": _membership("k", list(host_keywords), negate=True),
         "entry": subject.entry,
         "guard": subject.guard,
         "outputs": list(view.outputs),
@@ -135,6 +148,16 @@ def render_context(
         "test_class": "Test" + "".join(w.capitalize() for w in subject.entry.split("_")),
         "test_function": f"test_{subject.entry}_matches_the_original",
     }
+
+
+def _membership(variable: str, values: list[Any], negate: bool = False) -> str:
+    """`i == 3`, `k in ("a", "b")` (negated: `i != 3`, `k not in (...)`), or "" for no values: the tests
+    the templates write for the host arguments."""
+    if not values:
+        return ""
+    if len(values) == 1:
+        return f"{variable} {'!=' if negate else '=='} {values[0]!r}"
+    return f"{variable} {'not in' if negate else 'in'} ({', '.join(map(repr, values))})"
 
 
 # Cases whose tensors hold more elements than this in all run on a CUDA GPU only: Triton's interpreter runs

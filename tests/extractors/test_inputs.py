@@ -86,6 +86,27 @@ def test_a_dtype_size_builds_each_case_in_its_dtype() -> None:
         assert x.dtype == dtype and idx.dtype == torch.int64
 
 
+def test_an_expr_moved_to_the_cpu_stays_on_the_host() -> None:
+    """SGLang keeps `seq_lens_cpu` on the host: an `expr` ending in a move to the CPU is not moved back to
+    the case's device (a kernel's host code reads a bound from it there); any other `expr` is."""
+    spec = parse_spec(
+        {
+            "sizes": {"bs": 3},
+            "args": {
+                "lens": {"expr": "torch.arange(bs)"},
+                "lens_cpu": {"expr": "torch.arange(bs).cpu()"},
+                "lens_host": {"expr": 'torch.arange(bs).to(device="cpu")'},
+            },
+        },
+        "spec.toml",
+    )
+    namespace: dict = {}
+    signature = entry_signature("def f(lens, lens_cpu, lens_host):\n    return lens\n", "f")
+    exec(render_inputs(spec, signature, "t"), namespace)
+    (lens, lens_cpu, lens_host), _ = namespace["make_inputs"]({"bs": 3}, 0, "meta")
+    assert (lens.device.type, lens_cpu.device.type, lens_host.device.type) == ("meta", "cpu", "cpu")
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

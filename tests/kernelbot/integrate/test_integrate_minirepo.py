@@ -164,6 +164,16 @@ def test_the_ops_get_forward_triton_backends_and_the_method_a_guarded_call(integ
     assert "max_seq_len_k=self.max_seq_len_k" not in backend
     assert "guarded call" in metadata.slot and metadata.auto_selected
     assert [rule.name for rule in metadata.envelope.values] == ["bs", "seq_len_delta", "page_size"]
+    # The engine passes seq_lens_cpu on the host (its spec: `seq_lens.cpu()`): the guard asks for a CPU
+    # tensor there, and the generated test and benchmark leave it on the CPU.
+    assert [rule.name for rule in metadata.envelope.tensors if rule.host] == ["seq_lens_cpu"]
+    guard = (repo / metadata.kernel_module).read_text()
+    assert '_is_checked_tensor(seq_lens_cpu, (torch.int32,), (1,), device="cpu")' in guard
+    assert "_is_checked_tensor(seq_lens, (torch.int32,), (1,))\n" in guard
+    test = (repo / metadata.test_file).read_text()
+    assert "args = tuple(a if i == 3 else _on_device(a) for i, a in enumerate(args))" in test
+    bench = (repo / metadata.bench_file).read_text()
+    assert "isinstance(a, torch.Tensor) and i != 3 else a" in bench
 
 
 def test_the_engine_dispatches_as_its_contract_says(integrated: Integrated) -> None:

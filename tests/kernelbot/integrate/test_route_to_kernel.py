@@ -175,3 +175,17 @@ def test_a_lazy_import_waits_for_the_device_inside_the_function() -> None:
             a.zero_()
         """,
     )
+
+
+def test_a_lazy_import_waits_on_a_tensor_of_the_kernel_device_never_a_host_one() -> None:
+    """`seq_lens_cpu` stays on the CPU when the kernel runs: the check before the import reads another
+    tensor, here the optional one that is not None."""
+    from kernelbot.integrate.envelope import Envelope, TensorRule
+    from kernelbot.integrate.route_to_kernel import device_check
+
+    def rule(name: str, optional: bool, host: bool) -> TensorRule:
+        return TensorRule(name, ("int32",), (1,), (), (), True, optional, host=host)
+
+    envelope = Envelope("cuda", (rule("seq_lens_cpu", False, True), rule("page_table", True, False)), (), ())
+    call = KernelCall("pkg.k", "k_triton", "can_use_k_triton", ("seq_lens_cpu", "page_table"), False)
+    assert device_check(envelope, call) == 'page_table is not None and page_table.device.type == "cuda"'
