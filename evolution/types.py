@@ -48,6 +48,18 @@ def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
     return speedups
 
 
+def case_times(result: EvalResult | None, regime: str) -> dict[str, float]:
+    """The candidate's own median time (µs) per listed case timed in `regime`."""
+    if result is None:
+        return {}
+    times: dict[str, float] = {}
+    for case in result.cases:
+        timing = case.timings.get(regime)
+        if not case.hidden and timing is not None and timing.candidate.median_us > 0:
+            times[case.name] = timing.candidate.median_us
+    return times
+
+
 @dataclass(frozen=True)
 class TokenUsage:
     prompt_tokens: int = 0

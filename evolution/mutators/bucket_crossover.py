@@ -7,9 +7,13 @@ between two neighbouring sizes, with B on the small side or on the large side, g
 speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's geometric mean over them against
 A's), the one with the best routed geometric mean over all cases wins if it beats A's. The bar is asked of
 the routed cases, not of the whole mean: B 5 % faster on one case of eight moves the mean by 0.6 %, under
-any fixed bar, while 5 % on one case is far outside its timing noise. The child is A's file routing on the
-same byte count: one copy of the code with a launch table where the two differ only in constants, else A's
-code and B's (names suffixed for when they run) behind a dispatcher
+any fixed bar, while 5 % on one case is far outside its timing noise. The routed cases must gain in B's
+own time too (A's median over B's, where both results have them): A and B were timed in different
+evaluations, and a reference slowed more than the kernel by what else ran on the GPU then raises a
+speedup with no faster kernel. On the H200, searches sharing the GPU moved a MoE router's speedup at
+3 us by 10 % between kernels of the same time, and a split on each such gap shipped one kernel per case.
+The child is A's file routing on the same byte count: one copy of the code with a launch table where the
+two differ only in constants, else A's code and B's (names suffixed for when they run) behind a dispatcher
 (evolution.mutators.crossover.source). Its real speedup is then the evaluator's to measure.
 
 Chained (`chained()`, the run's last crossover: the best program against every case's leader), the child
@@ -46,7 +50,7 @@ from evaluators.task import Case, Task, load_captured
 from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
-from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups
+from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
@@ -63,10 +67,15 @@ class Split:
 
 
 def best_split(
-    parent: dict[str, float], partner: Program, theirs: dict[str, float], sizes: dict[str, int]
+    parent: dict[str, float],
+    partner: Program,
+    theirs: dict[str, float],
+    sizes: dict[str, int],
+    times: tuple[dict[str, float], dict[str, float]] = ({}, {}),
 ) -> Split | None:
     """The cut and side with the largest routed gain over the parent, among the cases both were timed on and
-    that have a size, of those whose routed cases gain MIN_GAIN as a group and whose routed geometric mean
+    that have a size, of those whose routed cases gain MIN_GAIN as a group, in speedup and in the kernels'
+    own `times` (parent's, partner's: µs per case, where both have them), and whose routed geometric mean
     beats the parent's; None when no cut qualifies (or they share no two cases of different sizes)."""
     common = sorted((n for n in parent if n in theirs and n in sizes), key=lambda n: (sizes[n], n))
     distinct = sorted({sizes[n] for n in common})
@@ -80,11 +89,21 @@ def best_split(
         for b_small, b_side in ((True, small), (False, large)):
             if geometric_mean([theirs[n] / parent[n] for n in b_side]) < 1.0 + MIN_GAIN:
                 continue
+            if not _faster_in_time(b_side, *times):
+                continue
             routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
             gain = routed / base - 1.0
             if gain > 0 and (best is None or gain > best.gain + 1e-12):
                 best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
     return best
+
+
+def _faster_in_time(cases: list[str], parent_us: dict[str, float], partner_us: dict[str, float]) -> bool:
+    """The partner's own times beat the parent's by MIN_GAIN as a group on `cases`; True when either
+    result lacks a time for one of them (a result without them cannot refuse)."""
+    if not all(n in parent_us and n in partner_us for n in cases):
+        return True
+    return geometric_mean([parent_us[n] / partner_us[n] for n in cases]) >= 1.0 + MIN_GAIN
 
 
 def _between(low: int, high: int) -> int:
@@ -140,7 +159,11 @@ class BucketCrossoverMutator(ParentRewriter):
         sizes = {n: b for n in names if (b := self.case_bytes(task, n, parent.result)) is not None}
         if len(set(sizes.values())) < 2:
             return refuse("the parent and its inspirations share no two cases of different input sizes")
-        child, reason = self._route_splits(parent.source, mine, partners, sizes, task.entry)
+        times = {p.id: case_times(p.result, regime) for p, _ in partners}
+        times[parent.id] = case_times(parent.result, regime)
+        child, reason = self._route_splits(
+            parent.source, (mine, times.pop(parent.id)), partners, times, sizes, task.entry
+        )
         if child is None:
             return refuse(reason)
         problem = child_problem(parent.source, child, task.entry)
@@ -156,35 +179,46 @@ class BucketCrossoverMutator(ParentRewriter):
     def _route_splits(
         self,
         source: str,
-        mine: dict[str, float],
+        mine: tuple[dict[str, float], dict[str, float]],
         partners: list[tuple[Program, dict[str, float]]],
+        times: dict[str, dict[str, float]],
         sizes: dict[str, int],
         entry: str,
     ) -> tuple[str | None, str]:
         """The parent's source routed to the partner of the best split (chained: to every split that still
-        gains, one after the other) and "", or None and why nothing was routed.
+        gains, one after the other) and "", or None and why nothing was routed. `mine` holds the parent's
+        speedups and own times per case, `times` each partner's own times by program id.
 
-        A chained step takes the speedups its routing predicts (the partner's on the cases it now runs, the
-        code's before on the others) as the parent's of the next split, so each later split earns its 1 % on
-        what the earlier ones left; the evaluator measures the child once, at the end."""
+        A chained step takes the speedups and times its routing predicts (the partner's on the cases it now
+        runs, the code's before on the others) as the parent's of the next split, so each later split earns
+        its 1 % on what the earlier ones left; the evaluator measures the child once, at the end."""
         reasons: list[str] = []
+        Measures = tuple[dict[str, float], dict[str, float]]
 
-        def next_split(source: str, mine: dict[str, float]) -> tuple[str, dict[str, float]] | None:
-            """`source` routed by the best split that can be built, and the speedups the routing predicts."""
+        def next_split(source: str, mine: Measures) -> tuple[str, Measures] | None:
+            """`source` routed by the best split that can be built, and the speedups and times the routing
+            predicts."""
+            speedups, own = mine
             splits = [
-                (split, theirs) for p, theirs in partners if (split := best_split(mine, p, theirs, sizes))
+                (split, theirs)
+                for p, theirs in partners
+                if (split := best_split(speedups, p, theirs, sizes, (own, times[p.id])))
             ]
             splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
             for split, theirs in splits:
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
-                    made = build_child(source, split.partner.source, entry, _route(split, mine, theirs))
+                    made = build_child(source, split.partner.source, entry, _route(split, speedups, theirs))
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue
                 if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
                     reasons.append(f"{split.partner.id}: the routed child was already proposed")
                     continue
-                return made, {n: theirs[n] if n in split.b_cases else s for n, s in mine.items()}
+                partner_own = times[split.partner.id]
+                return made, (
+                    {n: theirs[n] if n in split.b_cases else s for n, s in speedups.items()},
+                    {n: partner_own.get(n, t) if n in split.b_cases else t for n, t in own.items()},
+                )
             return None
 
         routed, steps = source, 0

@@ -223,9 +223,16 @@ def timed_program(
 ) -> Program:
     """A Program timed per case in the graph regime at `speedups` (a synthetic timing run), its score their
     geometric mean."""
-    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
+    reference = TimingStats(median_us=10.0, cv=0.01, samples=30)
     cases = tuple(
-        CaseResult(name, {}, correct, timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)})
+        CaseResult(
+            name,
+            {},
+            correct,
+            timings={
+                "graph": RegimeTiming(reference, TimingStats(10.0 / s, 0.01, 30), s, s * 0.99, s * 1.01)
+            },
+        )
         for name, s in speedups.items()
     )
     score = math.prod(speedups.values()) ** (1 / len(speedups))

@@ -45,15 +45,22 @@ _ids = itertools.count()
 pytestmark = pytest.mark.skipif(not (TASKS / "silu_and_mul").is_dir(), reason="example tasks not present")
 
 
-def timed(task: Task, source: str, speedup: Callable[[dict], float], pid: str = "") -> Program:
-    """A correct Program whose per-case graph speedups are `speedup(case params)` (a synthetic timing run)."""
-    stats = TimingStats(median_us=10.0, cv=0.01, samples=30)
+def timed(
+    task: Task, source: str, speedup: Callable[[dict], float], pid: str = "", reference_us: float = 10.0
+) -> Program:
+    """A correct Program whose per-case graph speedups are `speedup(case params)` (a synthetic timing run),
+    the reference taking `reference_us` on every case."""
+    reference = TimingStats(median_us=reference_us, cv=0.01, samples=30)
     cases = tuple(
         CaseResult(
             c.name,
             dict(c.params),
             True,
-            timings={"graph": RegimeTiming(stats, stats, s, s * 0.99, s * 1.01)},
+            timings={
+                "graph": RegimeTiming(
+                    reference, TimingStats(reference_us / s, 0.01, 30), s, s * 0.99, s * 1.01
+                )
+            },
         )
         for c in task.cases
         if (s := speedup(c.params)) > 0
@@ -156,6 +163,22 @@ def test_split_on_the_example_task_sends_small_cases_to_the_decode_winner(silu):
     assert "t1_d2048_bf16 (1.10x vs 1.00x)" in note and "t256_d14336_bf16" in note
     assert "t512_d14336_fp32" not in note and "+4.9%" in note  # (1.1 ** 4) ** (1 / 8): four of eight cases
     assert_valid_child(a.source, child, silu)
+
+
+def test_a_speedup_the_partner_owes_to_a_slower_reference_routes_nothing(silu):
+    """B's speedups beat A's by 10 % on the small cases only because B's evaluation timed the reference 12 %
+    slower (the GPU shared with other work then): B's own kernel is no faster there, so no split; with the
+    reference at A's time the same speedups are a faster kernel and route."""
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.30 if p["tokens"] >= 4096 else 1.00)
+
+    def b_speedup(p: dict) -> float:
+        return 1.05 if p["tokens"] >= 4096 else 1.10
+
+    slowed = timed(silu, candidate("silu_and_mul", SILU_B), b_speedup, reference_us=11.2)
+    child, error = cross(a, slowed, task=silu)
+    assert child is None and "no size split beats the parent by 1%" in error
+    child, error = cross(a, timed(silu, candidate("silu_and_mul", SILU_B), b_speedup), task=silu)
+    assert error == "" and child is not None and "CROSSOVER_BYTES" in child
 
 
 def test_partner_on_the_large_side_and_the_best_of_several_partners(silu):

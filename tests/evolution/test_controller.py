@@ -340,7 +340,7 @@ class CaseExecutor(FakeExecutor):
             found = re.search(rf"^N{n} = ([0-9.]+)$", source, re.M)
             s = float(found.group(1)) if found else 1.0
             timing = RegimeTiming(
-                TimingStats(10.0 / s, 0.01, 20), TimingStats(10.0, 0.01, 20), s, s * 0.99, s * 1.01
+                TimingStats(10.0, 0.01, 20), TimingStats(10.0 / s, 0.01, 20), s, s * 0.99, s * 1.01
             )
             cases.append(CaseResult(name, {"n": n}, True, timings={"wall": timing, "graph": timing}))
         score = math.exp(sum(math.log(c.timings["wall"].speedup) for c in cases) / len(cases))
