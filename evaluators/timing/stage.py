@@ -30,6 +30,7 @@ from evaluators.context import JudgeContext
 from evaluators.errors import TaskError
 from evaluators.result import HackFinding, RegimeTiming
 from evaluators.roofline import Ceilings, Traffic, beyond_roofline, case_traffic, declared_flops, floor_for
+from evaluators.static.facts import host_arguments
 from evaluators.task import REGIMES, Case
 from evaluators.timing.core_plan import CorePlan
 from evaluators.timing.cuda_feed import CudaFeed, can_feed
@@ -176,6 +177,17 @@ class CaseTimer:
         return pinned(self.plan) if regime == "wall" else contextlib.nullcontext("")
 
     def _graph_runners(self, ref_set: InputSet, cand_set: InputSet) -> tuple[Any, Any]:
+        host = sorted(host_arguments(self.ctx.task))
+        if host:  # a replay redoes the recorded kernels only: host code computing from these is not redone
+            reason = (
+                f"{', '.join(host)} stays on the CPU (the engine's own copy): a CUDA graph replay would not "
+                "redo the host code that reads it, so the call cannot run from a graph"
+            )
+            if self.ctx.task.regime == "graph":
+                raise _RegimeFailure(
+                    f"the task's regime is graph, but {reason}; extract it with --regime wall"
+                )
+            raise _RegimeSkipped(reason)
         if not self.device.startswith("cuda"):
             raise _RegimeSkipped(f"CUDA graphs need a CUDA device, not {self.device!r}")
         target = self.ctx.config.timing.replay_target_us

@@ -323,6 +323,41 @@ def test_graph_regime_on_a_cpu_device_is_skipped_with_a_reason(tmp_path):
     assert list(report.timings["small"]) == ["wall"]
 
 
+HOST_REF = """
+    import torch
+
+    def f(x, n_cpu):
+        return x * 2.0 + float(n_cpu.max())
+"""
+HOST_INPUTS = """
+    import torch
+
+    def make_inputs(case, seed, device):
+        g = torch.Generator().manual_seed(seed)
+        n = torch.arange(case["n"] % 7 + 1).to(device)
+        return (torch.randn(case["n"], generator=g).to(device), n.cpu()), {}
+"""
+
+
+def test_a_call_reading_a_tensor_kept_on_the_cpu_is_not_timed_from_a_graph(tmp_path):
+    """A graph replay would not redo the host read of n_cpu (the drift re-check caught a stale bound on
+    the H200): the graph regime is skipped with why, and refused for a task whose regime is graph."""
+    cfg = TimingConfig(**{**FAST.__dict__, "regimes": ("graph", "wall")})
+
+    def candidate(x, n):
+        return x * 2.0 + float(n.max())
+
+    ctx = make_ctx(write_task(tmp_path / "wall", HOST_REF, HOST_INPUTS), candidate, cfg)
+    report = time_cases(ctx, list(ctx.task.cases), check_call=RecordingCheck())
+    assert report.passed, report.reason
+    assert "n_cpu stays on the CPU" in report.skipped["small"]["graph"]
+    assert list(report.timings["small"]) == ["wall"]
+    graph_task = write_task(tmp_path / "graph", HOST_REF, HOST_INPUTS, regime="graph")
+    ctx = make_ctx(graph_task, candidate, cfg)
+    report = time_cases(ctx, list(ctx.task.cases), check_call=RecordingCheck())
+    assert not report.passed and "extract it with --regime wall" in report.reason
+
+
 def test_a_data_ptr_cache_is_caught_by_the_recheck_as_drift(tmp_path):
     cache: dict[int, torch.Tensor] = {}
 
