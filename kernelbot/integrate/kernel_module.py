@@ -17,13 +17,19 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evaluators.errors import CandidateError
 from evolution.mutators.crossover.routes import flat_routes
+from evolution.mutators.crossover.source import ParsedCode
 from evolution.writers.fusion.code_text import fit_docstrings
+from evolution.writers.fusion.generate import traced_docstring_start
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
+from kernelbot.integrate.set_function_docstring import (
+    DropDocstringsTransformer,
+    SetFunctionDocstringTransformer,
+)
 from kernelbot.integrate.set_module_docstring import SetModuleDocstringTransformer
 from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransformer
 from kernelbot.integrate.task_view import TaskView
@@ -73,7 +79,15 @@ def build_kernel_module(
         )
     docstring = _docstring(view, envelope, names, summary, how, line_length)
     module = module.visit(StripEvolveMarkersTransformer())
+    module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
+    module = module.visit(
+        SetFunctionDocstringTransformer(
+            names.entry, f"Runs `{view.qualname}` for the calls `{names.guard}` admits."
+        )
+    )
+    # The code each size runs (a crossover's routes) said how it was traced: the size test says when it runs.
+    module = module.visit(DropDocstringsTransformer(traced_docstring_start(view.task.entry)))
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
     guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])
@@ -86,6 +100,24 @@ def build_kernel_module(
         module = _without_unused_imports(module)
     code = module.code
     return fit_docstrings(fit_comments(code, line_length), line_length)
+
+
+def _named_for_the_op(module: cst.Module, entry: str, names: KernelNames, taken: set[str]) -> cst.Module:
+    """The module's functions named after the task's entry (`_default_rms_norm_impl_forward_kernel`, the
+    routes `_<entry>_small`) named after the op instead (`_rms_norm_kernel`, `_rms_norm_small`): the entry
+    is a name the extraction made up, the op's is the engine's own. A name already taken stays."""
+    stem = names.entry.removesuffix("_triton")
+    words = re.compile(rf"(?<![^_]){re.escape(entry)}(?![^_])")  # the entry's words, whole
+    renames: dict[str, str] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value != entry:
+            name = statement.name.value
+            new = words.sub(stem, name, count=1)
+            if new != name and new not in taken and new not in renames.values():
+                renames[name] = new
+    if not renames:
+        return module
+    return cst.parse_module(ParsedCode.parse(module.code, "the kernel module").renamed(renames))
 
 
 def _without_unused_imports(module: cst.Module) -> cst.Module:

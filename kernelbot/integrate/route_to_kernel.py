@@ -25,6 +25,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.set_module_docstring import is_docstring
 
 
 @dataclass(frozen=True)
@@ -126,16 +127,8 @@ def _insert_after_docstring(body: cst.BaseSuite, statement: cst.If) -> cst.Inden
         body = cst.IndentedBlock([cst.SimpleStatementLine([s]) for s in body.body])
     assert isinstance(body, cst.IndentedBlock)
     statements = list(body.body)
-    at = 1 if statements and _is_docstring(statements[0]) else 0
+    at = 1 if statements and is_docstring(statements[0]) else 0
     return body.with_changes(body=[*statements[:at], statement, *statements[at:]])
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def device_check(envelope: Envelope, call: KernelCall) -> str:

@@ -13,9 +13,9 @@ class SetModuleDocstringTransformer(cst.CSTTransformer):
         self.header = header
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(_quoted(self.text)))])
+        docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(quoted(self.text)))])
         body = list(updated_node.body)
-        if body and _is_docstring(body[0]):
+        if body and is_docstring(body[0]):
             docstring = docstring.with_changes(leading_lines=body[0].leading_lines)
             body[0] = docstring
         else:
@@ -29,7 +29,8 @@ class SetModuleDocstringTransformer(cst.CSTTransformer):
         return updated_node.with_changes(body=body, header=[*new, *header])
 
 
-def _is_docstring(statement: cst.CSTNode) -> bool:
+def is_docstring(statement: cst.CSTNode) -> bool:
+    """A statement that is a string literal alone: the docstring when it comes first in a body."""
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -38,6 +39,7 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
+    """`text` as a triple-quoted literal (closing quotes on a line of their own when it spans several)."""
     body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').rstrip()
     return f'"""{body}\n"""' if "\n" in body else f'"""{body}"""'

@@ -55,6 +55,12 @@ class Generated:
 LINE_LENGTH = 110  # the longest code line written (statements are broken at their brackets beyond it)
 
 
+def traced_docstring_start(entry: str) -> str:
+    """How the docstring of each entry function the writer writes starts (the cases follow): the search's
+    account, which the kernel module that ships replaces (kernelbot.integrate.kernel_module)."""
+    return f"{entry} as traced on the cases "
+
+
 def generate(
     report: TraceReport, knobs: Knobs, *, entry: str, task_name: str, line_length: int = LINE_LENGTH
 ) -> Generated:
@@ -286,7 +292,7 @@ def _host_function(
     else:
         head = f"def _{entry}{suffix}({', '.join(report.params)}):"
     doc = textwrap.fill(
-        f'"""{entry} as traced on the cases {", ".join(graph.cases)}."""',
+        f'"""{traced_docstring_start(entry)}{", ".join(graph.cases)}."""',
         width,
         initial_indent="    ",
         subsequent_indent="    ",

@@ -90,6 +90,25 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
     return found
 
 
+def search_accounts(module: str, task_entry: str, op: str) -> list[str]:
+    """What in a shipped module speaks the search's language rather than the engine's: functions named
+    after the task's entry where the op has another name (the extraction's `default_rms_norm_impl_forward`
+    for LMDeploy's RMSNorm, `rms_norm`) and the fusion writer's "as traced on the cases" docstrings."""
+    words = re.compile(rf"(?<![^_]){re.escape(task_entry)}(?![^_])")
+    tree = ast.parse(module)
+    found = [
+        f"def {fn.name}"
+        for fn in tree.body
+        if isinstance(fn, ast.FunctionDef) and task_entry != op and words.search(fn.name)
+    ]
+    found += [
+        f"docstring of {fn.name}"
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef) and "as traced on the cases" in (ast.get_docstring(fn) or "")
+    ]
+    return found
+
+
 def line_budget(own_kernel_lines: int | None) -> int:
     return BUDGET_WITHOUT_OWN_KERNEL if own_kernel_lines is None else own_kernel_lines * 3 // 2
 

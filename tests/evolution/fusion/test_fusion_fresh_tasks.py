@@ -20,6 +20,7 @@ from readable import (
     line_budget,
     numbered_names,
     problems,
+    search_accounts,
     shipped_entry,
     shipped_module,
 )
@@ -188,6 +189,16 @@ def test_one_kernel_body_per_structure(seeds, target: Target) -> None:
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_no_interpreter_branch(seeds, target: Target) -> None:
     assert [p for p in problems(seeds(target)[1]) if "interpreter" in p] == []
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_the_shipped_module_is_named_for_the_op(seeds, shipped, target: Target) -> None:
+    """The seed's kernel and docstring are named after the task's entry (`default_rms_norm_impl_forward`);
+    the module speaks of the op (`_rms_norm_kernel`) and of the engine's function."""
+    task_dir, source = seeds(target)
+    entry, op = load_task(task_dir).entry, shipped_entry(task_dir).removesuffix("_triton")
+    assert search_accounts(source, entry, op), "the seed's docstring no longer says how it was traced"
+    assert search_accounts(shipped(target), entry, op) == []
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
