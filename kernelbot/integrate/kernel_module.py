@@ -36,6 +36,7 @@ from kernelbot.integrate.task_view import TaskView
 from kernelbot.integrate.templates_env import fit_comments
 
 _GUARD_HELPERS = ("ENABLED", "_is_checked_tensor")
+_BLOCK_PREFIX = "_kb_"  # the fusion writer's building blocks (evolution/writers/fusion/blocks)
 _SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
 
 
@@ -105,14 +106,17 @@ def build_kernel_module(
 def _named_for_the_op(module: cst.Module, entry: str, names: KernelNames, taken: set[str]) -> cst.Module:
     """The module's functions named after the task's entry (`_default_rms_norm_impl_forward_kernel`, the
     routes `_<entry>_small`) named after the op instead (`_rms_norm_kernel`, `_rms_norm_small`): the entry
-    is a name the extraction made up, the op's is the engine's own. A name already taken stays."""
+    is a name the extraction made up, the op's is the engine's own. The fusion writer's building blocks
+    lose the prefix that kept them apart from the reference's names in a candidate (`_kb_pack` ->
+    `_pack`): the module holds no reference code. A name already taken stays."""
     stem = names.entry.removesuffix("_triton")
     words = re.compile(rf"(?<![^_]){re.escape(entry)}(?![^_])")  # the entry's words, whole
     renames: dict[str, str] = {}
     for statement in module.body:
         if isinstance(statement, cst.FunctionDef) and statement.name.value != entry:
             name = statement.name.value
-            new = words.sub(stem, name, count=1)
+            new = "_" + name.removeprefix(_BLOCK_PREFIX) if name.startswith(_BLOCK_PREFIX) else name
+            new = words.sub(stem, new, count=1)
             if new != name and new not in taken and new not in renames.values():
                 renames[name] = new
     if not renames:

@@ -93,7 +93,8 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
 def search_accounts(module: str, task_entry: str, op: str) -> list[str]:
     """What in a shipped module speaks the search's language rather than the engine's: functions named
     after the task's entry where the op has another name (the extraction's `default_rms_norm_impl_forward`
-    for LMDeploy's RMSNorm, `rms_norm`) and the fusion writer's "as traced on the cases" docstrings."""
+    for LMDeploy's RMSNorm, `rms_norm`), the `_kb_` prefix of the writer's building blocks and its "as traced
+    on the cases" docstrings."""
     words = re.compile(rf"(?<![^_]){re.escape(task_entry)}(?![^_])")
     tree = ast.parse(module)
     found = [
@@ -101,6 +102,7 @@ def search_accounts(module: str, task_entry: str, op: str) -> list[str]:
         for fn in tree.body
         if isinstance(fn, ast.FunctionDef) and task_entry != op and words.search(fn.name)
     ]
+    found += [f"def {fn.name}" for fn in tree.body if isinstance(fn, ast.FunctionDef) and "_kb_" in fn.name]
     found += [
         f"docstring of {fn.name}"
         for fn in ast.walk(tree)
