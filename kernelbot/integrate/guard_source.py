@@ -30,13 +30,26 @@ def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, line_le
         conditions.append(f"all(type(v) is int for v in ({', '.join(ints)}))")
     conditions += [c for c in (_value_condition(rule, len(ints) > 1) for rule in envelope.values) if c]
     extents = padded_extents(entry)
+    # A parameter the guard pins to ints (`num_expert_group == 8`, checked before these) needs no more
+    # checks of its own: its values are known.
+    pinned = {
+        rule.name: [v for v in rule.values if type(v) is int]
+        for rule in envelope.values
+        if not rule.free and rule.values and all(type(v) is int for v in rule.values)
+    }
     # A row split into `groups` equal parts (the reference's `view(n, groups, -1)`): whole groups only.
     quotients = [q for q in (_quotient(e) for e in extents) if q is not None]
     for dividend, divisor in quotients:
-        conditions += [f"{divisor} > 0", f"{dividend} % {divisor} == 0"]
-    # ... and no larger than its dividend: a quotient of a size bounded already needs no bound of its own.
+        if not all(v > 0 for v in pinned.get(divisor, [0])):
+            conditions.append(f"{divisor} > 0")
+        conditions.append(f"{dividend} % {divisor} == 0")
+    # ... and no larger than its dividend: a quotient of a size bounded already needs no bound of its own;
+    # nor a pinned parameter within the limit.
     extents = [
-        e for e, q in zip(extents, map(_quotient, extents), strict=True) if q is None or q[0] not in extents
+        e
+        for e, q in zip(extents, map(_quotient, extents), strict=True)
+        if (q is None or q[0] not in extents)
+        and not all(v <= TRITON_MAX_TENSOR_NUMEL for v in pinned.get(e, [TRITON_MAX_TENSOR_NUMEL + 1]))
     ]
     # next_power_of_2(n) <= 2**20 exactly when n <= 2**20: the size itself is compared, several in one max().
     conditions += _bounds(extents, line_length)

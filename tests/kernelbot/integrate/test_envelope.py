@@ -208,6 +208,28 @@ def test_a_row_split_into_groups_needs_whole_groups() -> None:
         assert not can_use(torch.empty(1, 2**20 + 8, device="meta"), 8)  # the padded row: too wide
 
 
+def test_a_group_count_the_guard_pins_needs_no_check_of_its_own() -> None:
+    """`groups == 8` comes first in the guard: `groups > 0` and a bound on its padded extent would restate
+    it. The experts must still split into whole groups, and their row fit Triton's largest tensor."""
+    rule = TensorRule("x", ("float32",), (2,), (), ((0, ("tokens",)),), True, False)
+    groups = ValueRule("groups", (8,))
+    body = "n, e = x.shape; w = triton.next_power_of_2(e); g = triton.next_power_of_2(groups)"
+    body += "; s = triton.next_power_of_2(e // groups)"
+    envelope = Envelope("meta", (rule,), (groups,), ("tokens",))
+    entry = cst.parse_statement(f"def entry(x, groups):\n    {body}\n")
+    assert isinstance(entry, cst.FunctionDef)
+    source = render_guard(envelope, entry, "can_use")
+    assert "groups > 0" not in source and "max(" not in source
+    assert "groups == 8" in source and "x.shape[1] % groups == 0" in source
+    assert "x.shape[1] <= 1048576" in source
+    can_use = _guard(envelope, "x, groups", body)["can_use"]
+    with torch.no_grad():
+        assert can_use(torch.empty(3, 256, device="meta"), 8)
+        assert not can_use(torch.empty(3, 250, device="meta"), 8)
+        assert not can_use(torch.empty(3, 256, device="meta"), 0)
+        assert not can_use(torch.empty(1, 2**20 + 8, device="meta"), 8)
+
+
 def test_guard_compares_infinite_and_nan_floats() -> None:
     # a min-p filter's `filter_value=-float("inf")`: repr(-inf) is no Python, the guard must still compare it
     envelope = Envelope(
