@@ -7,10 +7,11 @@ launch-parameter tuning) satisfies the Mutator protocol, so the controller treat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from evaluators.result import EvalResult, Hardware
+from evaluators.result import EvalResult, Hardware, RegimeTiming
 from evaluators.task import Task
 
 
@@ -38,26 +39,26 @@ class Program:
 
 def case_speedups(result: EvalResult | None, regime: str) -> dict[str, float]:
     """Speedup over the reference per listed case timed in `regime` (hidden cases are never timed)."""
-    if result is None:
-        return {}
-    speedups: dict[str, float] = {}
-    for case in result.cases:
-        timing = case.timings.get(regime)
-        if not case.hidden and timing is not None and timing.speedup > 0 and math.isfinite(timing.speedup):
-            speedups[case.name] = timing.speedup
-    return speedups
+    return _per_case(result, regime, lambda timing: timing.speedup)
 
 
 def case_times(result: EvalResult | None, regime: str) -> dict[str, float]:
     """The candidate's own median time (µs) per listed case timed in `regime`."""
+    return _per_case(result, regime, lambda timing: timing.candidate.median_us)
+
+
+def _per_case(
+    result: EvalResult | None, regime: str, value: Callable[[RegimeTiming], float]
+) -> dict[str, float]:
+    """`value` of each listed case's timing in `regime`, where it is a positive finite number."""
     if result is None:
         return {}
-    times: dict[str, float] = {}
+    values: dict[str, float] = {}
     for case in result.cases:
         timing = case.timings.get(regime)
-        if not case.hidden and timing is not None and timing.candidate.median_us > 0:
-            times[case.name] = timing.candidate.median_us
-    return times
+        if not case.hidden and timing is not None and (v := value(timing)) > 0 and math.isfinite(v):
+            values[case.name] = v
+    return values
 
 
 @dataclass(frozen=True)
