@@ -160,10 +160,8 @@ class BucketCrossoverMutator(ParentRewriter):
         if len(set(sizes.values())) < 2:
             return refuse("the parent and its inspirations share no two cases of different input sizes")
         times = {p.id: case_times(p.result, regime) for p, _ in partners}
-        times[parent.id] = case_times(parent.result, regime)
-        child, reason = self._route_splits(
-            parent.source, (mine, times.pop(parent.id)), partners, times, sizes, task.entry
-        )
+        measures = (mine, case_times(parent.result, regime))
+        child, reason = self._route_splits(parent.source, measures, partners, times, sizes, task.entry)
         if child is None:
             return refuse(reason)
         problem = child_problem(parent.source, child, task.entry)
