@@ -340,3 +340,78 @@ def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_sh
         assert 'if TOPK_METHOD == "mask":' in body, body
         assert set(re.findall(r"(_kb_\w+)\(", body)) == {"_kb_topk_rows", "_kb_topk_rows_threshold"}
     assert set(re.findall(r"(_kb_\w+)\(", merged)) <= defined
+
+
+TWO_LAUNCHES = """
+def _num_warps_small(n):
+    return 1
+
+
+def _num_warps_large(n):
+    return 8
+
+
+def route(x):
+    nbytes = x.numel() * 4
+    if nbytes <= 100:
+        if x.numel() > 0:
+            _kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic", num_warps=_num_warps_small(8))
+    elif nbytes <= 1000:
+        if x.numel() > 0:
+            _kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="twopass", num_warps=_num_warps_small(8))
+    else:
+        if x.numel() > 0:
+            _kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="twopass", num_warps=_num_warps_large(8))
+    return x
+"""
+
+
+class _Recorder:
+    """A kernel stand-in: `_kernel[grid](**kwargs)` records the launch."""
+
+    def __init__(self) -> None:
+        self.launches: list[dict] = []
+
+    def __getitem__(self, grid):
+        def launch(**kwargs) -> None:
+            shown = {k: "a tensor" if hasattr(v, "data_ptr") else v for k, v in kwargs.items()}
+            self.launches.append({"grid": grid, **shown})
+
+        return launch
+
+
+def test_a_size_test_that_only_chooses_launch_values_is_written_as_that_choice() -> None:
+    """Three branches launching one kernel, alike but for TOPK_METHOD and the warps: the values are chosen
+    by the same tests, the launch written once, and every size launches what it launched before."""
+    import torch
+
+    from evolution.mutators.crossover.launch_choice import launch_choices
+
+    chosen = launch_choices(TWO_LAUNCHES)
+    assert chosen.count("_kernel[(1,)](") == 1 and "TOPK_METHOD=topk_method, num_warps=num_warps)" in chosen
+    assert (
+        'topk_method = "bitonic" if nbytes <= 100 else "twopass" if nbytes <= 1000 else "twopass"' in chosen
+    )
+    assert (
+        "num_warps = _num_warps_small(8) if nbytes <= 100 else _num_warps_small(8) if nbytes <= 1000"
+        in chosen
+    )
+    for numel in (4, 100, 1000):
+        launched = []
+        for text in (TWO_LAUNCHES, chosen):
+            recorder = _Recorder()
+            scope: dict = {"_kernel": recorder}
+            exec(text, scope)
+            scope["route"](torch.zeros(numel))
+            launched.append(recorder.launches)
+        assert launched[0] == launched[1] and len(launched[0]) == 1, numel
+    # A name the function uses already, or a branch launching another kernel: left as it was.
+    taken = TWO_LAUNCHES.replace(
+        "    nbytes = x.numel() * 4\n", "    nbytes = x.numel() * 4\n    num_warps = 2\n"
+    )
+    assert launch_choices(taken) == taken
+    other = TWO_LAUNCHES.replace(
+        '_kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic"',
+        '_other[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic"',
+    )
+    assert launch_choices(other) == other

@@ -6,14 +6,13 @@ bodies are the same but for the block they call; a reviewer reads the same kerne
 one kernel with a `TOPK_METHOD: tl.constexpr` parameter, each call of a block under
 `if TOPK_METHOD == "...":` (Triton compiles only the branch a launch's value selects, so each size runs the
 code it ran before), the launches passing the method by name. Where the entry's size test then only picks
-the method, it is written as that choice: `topk_method = "bitonic" if nbytes <= ... else "twopass"` and one
-launch. Source text only, never run.
+the method (and other launch values), crossover/launch_choice.py writes it as that choice:
+`topk_method = "bitonic" if nbytes <= ... else "twopass"` and one launch. Source text only, never run.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from evolution.mutators.crossover.alike import (
     ROUTE_SUFFIX,
@@ -28,7 +27,6 @@ from evolution.mutators.crossover.source import ParsedCode
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
 
 PARAM = "TOPK_METHOD"
-_LOCAL = "topk_method"
 _METHOD_OF_BLOCK = {block: method for method, block in TOPK_BLOCKS.items()}
 
 
@@ -86,7 +84,6 @@ def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
             kernel.body.visit(_EachBlockCall(block_of, set(blocks))), cst.IndentedBlock
         ),
     )
-    merged = merged.visit(_MethodChoice())
     # Renamed as a crossover renames a module's definitions: by scope, the definition and its readers only.
     renames = _unsuffixed(merged, name)
     return cst.parse_module(ParsedCode.parse(merged.code, "the merged module").renamed(renames))
@@ -136,57 +133,3 @@ class _EachBlockCall(cst.CSTTransformer):
         return cst.IndentedBlock(
             [cst.ensure_type(renamed, cst.SimpleStatementLine).with_changes(leading_lines=[])]
         )
-
-
-class _MethodChoice(cst.CSTTransformer):
-    """An `if`/`else` chain whose branches differ only in the method a launch passes: the method chosen
-    first (`topk_method = "a" if <test> else "b"`), the branch's code once."""
-
-    def leave_If(
-        self, original_node: cst.If, updated_node: cst.If
-    ) -> cst.BaseStatement | cst.FlattenSentinel:
-        branches: list[tuple[cst.BaseExpression | None, cst.BaseSuite]] = []
-        node: cst.If | cst.Else | None = updated_node
-        while isinstance(node, cst.If):
-            branches.append((node.test, node.body))
-            node = node.orelse
-        if node is None:
-            return updated_node
-        branches.append((None, node.body))
-        methods = [_passed_method(body) for _, body in branches]
-        shapes = {_without_method(body) for _, body in branches}
-        if None in methods or len(shapes) != 1 or len(set(methods)) != len(methods):
-            return updated_node
-        if _LOCAL in names(updated_node):
-            return updated_node
-        choice = f'"{methods[-1]}"'
-        for (test, _), method in zip(reversed(branches[:-1]), reversed(methods[:-1]), strict=True):
-            assert test is not None
-            choice = f'"{method}" if {code(test)} else {choice}'
-        assign = cst.parse_statement(f"{_LOCAL} = {choice}\n").with_changes(
-            leading_lines=updated_node.leading_lines
-        )
-        body = cst.ensure_type(branches[0][1], cst.IndentedBlock).body
-        once = [s.visit(_MethodPassed()) for s in body]
-        return cst.FlattenSentinel([assign, *once])
-
-
-def _passed_method(body: cst.BaseSuite) -> str | None:
-    args = [cst.ensure_type(a, cst.Arg) for a in m.findall(body, m.Arg(keyword=m.Name(PARAM)))]
-    values = {a.value.evaluated_value if isinstance(a.value, cst.SimpleString) else None for a in args}
-    return str(values.pop()) if len(values) == 1 else None
-
-
-def _without_method(body: cst.BaseSuite) -> str:
-    visited = body.visit(_MethodPassed())
-    assert isinstance(visited, cst.CSTNode)
-    return code(visited)
-
-
-class _MethodPassed(cst.CSTTransformer):
-    """`TOPK_METHOD="..."` -> `TOPK_METHOD=topk_method`."""
-
-    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        if updated_node.keyword is not None and updated_node.keyword.value == PARAM:
-            return updated_node.with_changes(value=cst.Name(_LOCAL))
-        return updated_node

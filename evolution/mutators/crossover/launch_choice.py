@@ -1,0 +1,131 @@
+"""A size test whose branches launch the same kernel the same way but for the values of some keywords becomes
+the choice of those values, then one launch.
+
+After the merges of crossover/topk_method.py, a flat module's entry can read
+
+    if nbytes <= 370728:
+        _kernel[(programs,)](x_ptr=x, ..., TOPK_METHOD="bitonic", num_warps=_num_warps_small(...))
+    else:
+        _kernel[(programs,)](x_ptr=x, ..., TOPK_METHOD="twopass", num_warps=_num_warps_large(...))
+
+a reviewer reads the launch twice to find the two values that differ. Here each differing keyword's value
+is chosen first, by the same tests in the same order (`topk_method = "bitonic" if nbytes <= 370728 else
+"twopass"`, `num_warps = ...`), and the branch's statements follow once, passing the chosen values: each
+size runs what it ran before. Only a whole if/elif/else chain whose every branch holds one launch, the same
+statements otherwise; a local name the function already uses is not taken. Source text only, never run.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from evolution.mutators.crossover.alike import code
+
+_LAUNCH = m.Call(func=m.Subscript())  # kernel[grid](...)
+# The local that holds a keyword's chosen value: the keyword's own name, lower case (TOPK_METHOD ->
+# topk_method, num_warps -> num_warps).
+
+
+def launch_choices(source: str) -> str:
+    """`source` with every size test that only chooses launch values written as that choice."""
+    module = cst.parse_module(source)
+    chosen = module.visit(LaunchChoice())
+    return chosen.code if chosen.code != module.code else source
+
+
+class LaunchChoice(cst.CSTTransformer):
+    """An if/elif/else chain whose branches are one launch each, alike but for some keywords' values: those
+    values chosen first, the branch's statements once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._taken: list[set[str]] = []  # the identifiers of each enclosing function
+        self._elifs: set[int] = set()  # `elif` branches: a chain is taken whole, from its `if`
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._taken.append(_identifiers(node))
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self._taken.pop()
+        return updated_node
+
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self._elifs.add(id(node.orelse))
+
+    def leave_If(
+        self, original_node: cst.If, updated_node: cst.If
+    ) -> cst.BaseStatement | cst.FlattenSentinel:
+        branches = _branches(updated_node)
+        if branches is None or not self._taken or id(original_node) in self._elifs:
+            return updated_node
+        values = [_launch_keywords(body) for _, body in branches]
+        if any(v is None for v in values) or len({tuple(v) for v in values if v is not None}) != 1:
+            return updated_node
+        known = [v for v in values if v is not None]
+        differing = [kw for kw in known[0] if len({v[kw] for v in known}) > 1]
+        locals_ = {kw: kw.lower() for kw in differing}
+        if not differing or set(locals_.values()) & self._taken[-1]:
+            return updated_node
+        once = [_passed(body, locals_) for _, body in branches]
+        if len({code(b) for b in once}) != 1:
+            return updated_node
+        assigns = []
+        for kw in differing:
+            choice = known[-1][kw]
+            for (test, _), value in zip(reversed(branches[:-1]), reversed(known[:-1]), strict=True):
+                assert test is not None
+                choice = f"{value[kw]} if {code(test)} else {choice}"
+            assigns.append(cst.parse_statement(f"{locals_[kw]} = {choice}\n"))
+        assigns[0] = assigns[0].with_changes(leading_lines=updated_node.leading_lines)
+        body = cst.ensure_type(once[0], cst.IndentedBlock).body
+        return cst.FlattenSentinel([*assigns, *body])
+
+
+def _branches(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuite]] | None:
+    """(test, body) of each branch of the chain, the final else's test None; None without a final else."""
+    branches: list[tuple[cst.BaseExpression | None, cst.BaseSuite]] = []
+    current: cst.If | cst.Else | None = node
+    while isinstance(current, cst.If):
+        branches.append((current.test, current.body))
+        current = current.orelse
+    if current is None:
+        return None
+    branches.append((None, current.body))
+    return branches
+
+
+def _launch_keywords(body: cst.BaseSuite) -> dict[str, str] | None:
+    """The keyword arguments of the branch's one launch, as source text, in order; None unless it holds
+    exactly one launch."""
+    launches = m.findall(body, _LAUNCH)
+    if len(launches) != 1:
+        return None
+    args = cst.ensure_type(launches[0], cst.Call).args
+    return {a.keyword.value: code(a.value) for a in args if a.keyword is not None}
+
+
+def _identifiers(node: cst.CSTNode) -> set[str]:
+    """The names `node` binds or reads: not a call's keywords (`num_warps=`) nor attributes (`x.shape`)."""
+    skipped = {id(cst.ensure_type(a, cst.Arg).keyword) for a in m.findall(node, m.Arg(keyword=m.Name()))}
+    skipped |= {id(cst.ensure_type(a, cst.Attribute).attr) for a in m.findall(node, m.Attribute())}
+    found = m.findall(node, m.Name())
+    return {cst.ensure_type(n, cst.Name).value for n in found if id(n) not in skipped}
+
+
+def _passed(body: cst.BaseSuite, locals_: dict[str, str]) -> cst.BaseSuite:
+    """`body` with each keyword of `locals_` passing its local."""
+
+    class _Passed(cst.CSTTransformer):
+        def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+            keyword = updated_node.keyword
+            if keyword is not None and keyword.value in locals_:
+                return updated_node.with_changes(value=cst.Name(locals_[keyword.value]))
+            return updated_node
+
+    passed = body.visit(_Passed())
+    assert isinstance(passed, cst.BaseSuite)
+    return passed
