@@ -87,10 +87,8 @@ def render_context(
     # Tensors the engine keeps on the CPU (`seq_lens.cpu()`) stay there in the test and the benchmark.
     on_host = host_arguments(view.task)
     positional = [name for name, kind in view.inputs.order if kind == "positional"]
-    host_keywords = tuple(
-        name for name, kind in view.inputs.order if kind != "positional" and name in on_host
-    )
     host_positions = [i for i, name in enumerate(positional) if name in on_host]
+    host_keywords = [name for name, kind in view.inputs.order if kind != "positional" and name in on_host]
     dtypes = checked_dtypes(view) or (_first_float_dtype(view.inputs),)
     small = [(params, note) for params, note in cases if _fits_interpreter(view.inputs, params)]
     large = [(params, note) for params, note in cases if (params, note) not in small]
@@ -136,11 +134,11 @@ def render_context(
         "bound": "{" + ", ".join(f'"{a}": {f}' for a, f in bound.items()) + "}" if bound else "",
         "written": repr(list(view.written_attributes)) if view.written_attributes else "",
         "make_inputs": make_inputs,
-        "host_arguments": ", ".join(name for name in (*positional, *host_keywords) if name in on_host),
+        "host_arguments": ", ".join(name for name, _ in view.inputs.order if name in on_host),
         "host_positions": _membership("i", host_positions),
-        "host_keywords": _membership("k", list(host_keywords)),
+        "host_keywords": _membership("k", host_keywords),
         "device_positions": _membership("i", host_positions, negate=True),
-        "device_keywords": _membership("k", list(host_keywords), negate=True),
+        "device_keywords": _membership("k", host_keywords, negate=True),
         "entry": subject.entry,
         "guard": subject.guard,
         "outputs": list(view.outputs),
