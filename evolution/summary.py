@@ -12,9 +12,9 @@ from typing import Any
 
 from evaluators.result import EvalResult
 from evaluators.sandbox import sandbox_record
-from evolution.grid import fitness
 from evolution.store import RunStore
 from evolution.types import Program
+from evolution.winner import run_winner
 
 GROWTH_CSV = "growth.csv"
 GROWTH_JSON = "growth.json"
@@ -33,14 +33,9 @@ GROWTH_FIELDS = (
 
 
 def best_program(store: RunStore) -> Program | None:
-    """The fittest correct, unflagged, unquarantined program of the run (None when nothing passed)."""
-    best: Program | None = None
-    for p in store.programs(status="evaluated"):
-        if p.result is None or not p.correct or p.result.quarantined:
-            continue
-        if best is None or fitness(p) > fitness(best):
-            best = p
-    return best
+    """The program the run ships (evolution.winner): its fittest correct, unflagged, unquarantined program,
+    or a much shorter one tied with it on every case; None when nothing passed."""
+    return run_winner(store.programs(status="evaluated"))
 
 
 def growth_curve(store: RunStore) -> list[dict[str, Any]]:
