@@ -415,3 +415,49 @@ def test_a_size_test_that_only_chooses_launch_values_is_written_as_that_choice()
         '_other[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic"',
     )
     assert launch_choices(other) == other
+
+
+ROWS_LAUNCHES = """
+ROWS_small = 1
+ROWS_large = 4
+
+
+def route(x):
+    nbytes = x.numel() * 4
+    if nbytes <= 100:
+        programs = (x.numel() + ROWS_small - 1) // ROWS_small
+        if programs > 0:
+            _kernel[(programs,)](x_ptr=x, ROWS=ROWS_small, num_warps=ROWS_small * 2)
+    else:
+        programs = (x.numel() + ROWS_large - 1) // ROWS_large
+        if programs > 0:
+            _kernel[(programs,)](x_ptr=x, ROWS=ROWS_large, num_warps=ROWS_large * 2)
+    return x
+"""
+
+
+def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
+    """Branches alike but for the module constant they launch with (ROWS_small / ROWS_large) and read
+    elsewhere too (the grid): the constant is chosen once and read through its local everywhere."""
+    import torch
+
+    from evolution.mutators.crossover.launch_choice import launch_choices
+
+    chosen = launch_choices(ROWS_LAUNCHES)
+    assert "rows = ROWS_small if nbytes <= 100 else ROWS_large" in chosen
+    assert "programs = (x.numel() + rows - 1) // rows" in chosen
+    assert chosen.count("_kernel[(programs,)](") == 1 and "ROWS=rows" in chosen
+    for numel in (4, 25, 26, 1000):
+        launched = []
+        for text in (ROWS_LAUNCHES, chosen):
+            recorder = _Recorder()
+            scope: dict = {"_kernel": recorder}
+            exec(text, scope)
+            scope["route"](torch.zeros(numel))
+            launched.append(recorder.launches)
+        assert launched[0] == launched[1] and len(launched[0]) == 1, numel
+    # A value that reads a name the branch binds cannot be chosen ahead of the branch: left as it was.
+    reads_local = ROWS_LAUNCHES.replace("num_warps=ROWS_small * 2", "num_warps=programs").replace(
+        "num_warps=ROWS_large * 2", "num_warps=programs * 2"
+    )
+    assert launch_choices(reads_local) == reads_local

@@ -11,11 +11,17 @@ After the merges of crossover/topk_method.py, a flat module's entry can read
 a reviewer reads the launch twice to find the two values that differ. Here each differing keyword's value
 is chosen first, by the same tests in the same order (`topk_method = "bitonic" if nbytes <= 370728 else
 "twopass"`, `num_warps = ...`), and the branch's statements follow once, passing the chosen values: each
-size runs what it ran before. Only a whole if/elif/else chain whose every branch holds one launch, the same
-statements otherwise; a local name the function already uses is not taken. Source text only, never run.
+size runs what it ran before. A keyword whose value is a module constant in every branch (`ROWS=ROWS_small`)
+gives its local to the branch's other reads of that constant too (`programs = triton.cdiv(n, rows)`), so
+that a grid sized by it is written once as well. Only a whole if/elif/else chain whose every branch holds
+one launch, the same statements otherwise; a local name the function already uses is not taken, and a value
+that reads a name the branches bind is not chosen ahead of them. Source text only, never run.
 """
 
 from __future__ import annotations
+
+import ast
+import textwrap
 
 import libcst as cst
 import libcst.matchers as m
@@ -70,9 +76,16 @@ class LaunchChoice(cst.CSTTransformer):
         locals_ = {kw: kw.lower() for kw in differing}
         if not differing or set(locals_.values()) & self._taken[-1]:
             return updated_node
-        once = [_passed(body, locals_) for _, body in branches]
+        constants = [kw for kw in differing if all(_is_name(v[kw]) for v in known)]
+        once = [
+            _passed(body, locals_, {v[kw]: locals_[kw] for kw in constants})
+            for (_, body), v in zip(branches, known, strict=True)
+        ]
         if len({code(b) for b in once}) != 1:
             return updated_node
+        bound = set().union(*(_bound(body) for _, body in branches))
+        if any(_identifiers(cst.parse_expression(v[kw])) & bound for v in known for kw in differing):
+            return updated_node  # chosen ahead of the branch, the value would read a name not yet bound
         assigns = []
         for kw in differing:
             choice = known[-1][kw]
@@ -116,10 +129,37 @@ def _identifiers(node: cst.CSTNode) -> set[str]:
     return {cst.ensure_type(n, cst.Name).value for n in found if id(n) not in skipped}
 
 
-def _passed(body: cst.BaseSuite, locals_: dict[str, str]) -> cst.BaseSuite:
-    """`body` with each keyword of `locals_` passing its local."""
+def _is_name(text: str) -> bool:
+    return text.isidentifier()
+
+
+def _bound(body: cst.BaseSuite) -> set[str]:
+    """The names the statements of `body` bind (every name stored to: assignments, loop and with targets)."""
+    tree = ast.parse(textwrap.dedent(code(body)).strip("\n") + "\n")
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _passed(body: cst.BaseSuite, locals_: dict[str, str], constants: dict[str, str]) -> cst.BaseSuite:
+    """`body` with each keyword of `locals_` passing its local, and each read of a module constant of
+    `constants` (the branch's value of a keyword) reading that keyword's local instead."""
 
     class _Passed(cst.CSTTransformer):
+        def __init__(self) -> None:
+            super().__init__()
+            self._skipped: set[int] = set()  # keyword names and attributes: not reads of a constant
+
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None:
+                self._skipped.add(id(node.keyword))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            self._skipped.add(id(node.attr))
+
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+            if id(original_node) in self._skipped or updated_node.value not in constants:
+                return updated_node
+            return updated_node.with_changes(value=constants[updated_node.value])
+
         def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
             keyword = updated_node.keyword
             if keyword is not None and keyword.value in locals_:
