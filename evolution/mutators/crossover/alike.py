@@ -44,6 +44,14 @@ def names(node: cst.CSTNode) -> set[str]:
     return {cst.ensure_type(n, cst.Name).value for n in m.findall(node, m.Name())}
 
 
+def identifiers(node: cst.CSTNode) -> set[str]:
+    """The names `node` binds or reads: not a call's keywords (`num_warps=`) nor attributes (`x.shape`)."""
+    skipped = {id(cst.ensure_type(a, cst.Arg).keyword) for a in m.findall(node, m.Arg(keyword=m.Name()))}
+    skipped |= {id(cst.ensure_type(a, cst.Attribute).attr) for a in m.findall(node, m.Attribute())}
+    found = m.findall(node, m.Name())
+    return {cst.ensure_type(n, cst.Name).value for n in found if id(n) not in skipped}
+
+
 def code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 

@@ -26,7 +26,7 @@ import textwrap
 import libcst as cst
 import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import code
+from evolution.mutators.crossover.alike import code, identifiers
 
 _LAUNCH = m.Call(func=m.Subscript())  # kernel[grid](...)
 # The local that holds a keyword's chosen value: the keyword's own name, lower case (TOPK_METHOD ->
@@ -50,7 +50,7 @@ class LaunchChoice(cst.CSTTransformer):
         self._elifs: set[int] = set()  # `elif` branches: a chain is taken whole, from its `if`
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._taken.append(_identifiers(node))
+        self._taken.append(identifiers(node))
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
@@ -84,7 +84,7 @@ class LaunchChoice(cst.CSTTransformer):
         if len({code(b) for b in once}) != 1:
             return updated_node
         bound = set().union(*(_bound(body) for _, body in branches))
-        if any(_identifiers(cst.parse_expression(v[kw])) & bound for v in known for kw in differing):
+        if any(identifiers(cst.parse_expression(v[kw])) & bound for v in known for kw in differing):
             return updated_node  # chosen ahead of the branch, the value would read a name not yet bound
         assigns = []
         for kw in differing:
@@ -119,14 +119,6 @@ def _launch_keywords(body: cst.BaseSuite) -> dict[str, str] | None:
         return None
     args = cst.ensure_type(launches[0], cst.Call).args
     return {a.keyword.value: code(a.value) for a in args if a.keyword is not None}
-
-
-def _identifiers(node: cst.CSTNode) -> set[str]:
-    """The names `node` binds or reads: not a call's keywords (`num_warps=`) nor attributes (`x.shape`)."""
-    skipped = {id(cst.ensure_type(a, cst.Arg).keyword) for a in m.findall(node, m.Arg(keyword=m.Name()))}
-    skipped |= {id(cst.ensure_type(a, cst.Attribute).attr) for a in m.findall(node, m.Attribute())}
-    found = m.findall(node, m.Name())
-    return {cst.ensure_type(n, cst.Name).value for n in found if id(n) not in skipped}
 
 
 def _is_name(text: str) -> bool:

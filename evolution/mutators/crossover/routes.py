@@ -33,6 +33,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from evolution.mutators.crossover.host_helpers import host_helpers_merged
 from evolution.mutators.crossover.index_width import index_widths_merged
 from evolution.mutators.crossover.launch_choice import launch_choices
 from evolution.mutators.crossover.source import (
@@ -143,7 +144,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
             code, signatures = _unread_params_dropped(code, hosts)
             dispatcher = _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
             code = code.rstrip() + "\n" + dispatcher
-        code = launch_choices(index_widths_merged(topk_methods_merged(code)))
+        code = launch_choices(host_helpers_merged(index_widths_merged(topk_methods_merged(code))))
     return wrap_long_lines(code.rstrip() + "\n", LINE_LENGTH)
 
 

@@ -1,0 +1,195 @@
+"""Host helpers of a flat module that differ only in the module constant they read become one helper.
+
+Two codes of different structure keep their own copies of what they define, suffixed for when they run, and
+a knob variant's warps helper comes along with its constant:
+
+    WARPS_SCALE_small = 0.5
+
+    def _num_warps_small(elements):
+        warps = min(max(triton.next_power_of_2(elements) // 512, 1), 16)
+        return min(max(int(warps * WARPS_SCALE_small), 1), 32)
+
+and `_num_warps_large` the same but for `WARPS_SCALE_large`. Here they are one `_num_warps(elements,
+warps_scale)`, the constant a parameter named for it, and each call passes the constant its copy read
+(`_num_warps(rows * X_SIZE1_P2, WARPS_SCALE_small)`): every call computes what it computed before. Only
+undecorated module-level functions named `<stem>_<route suffix>`, called by name and never used otherwise,
+whose bodies are the same once each reads `<CONSTANT>_<its suffix>` as one parameter; a stem or parameter
+name already taken leaves them alone. Source text only, never run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import libcst as cst
+import libcst.matchers as m
+
+from evolution.mutators.crossover.alike import ROUTE_SUFFIX, Renamed, code, identifiers, names
+
+
+def host_helpers_merged(source: str) -> str:
+    """`source` (a flat module's text) with each set of host helpers alike but for the suffixed constant they
+    read merged into one; `source` itself when there is none."""
+    module = cst.parse_module(source)
+    merged = _equal_constants_merged(module)
+    for stem, copies in _suffixed_helpers(merged).items():
+        merged = _merged(merged, stem, copies)
+    return merged.code if merged.code != module.code else source
+
+
+def _suffixed_helpers(module: cst.Module) -> dict[str, list[str]]:
+    """Undecorated module-level functions by stem, where at least two share one (`_num_warps_small`,
+    `_num_warps_large` -> `_num_warps`)."""
+    stems: dict[str, list[str]] = defaultdict(list)
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and not statement.decorators:
+            name = statement.name.value
+            if (match := ROUTE_SUFFIX.search(name)) is not None:
+                stems[name[: match.start()]].append(name)
+    return {stem: copies for stem, copies in stems.items() if len(copies) > 1}
+
+
+def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
+    """`copies` merged into one helper `stem` where their bodies are the same once each reads its suffixed
+    constant (if any) as one parameter."""
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    constants = _constants(module)
+    read: dict[str, str] = {}  # copy -> the suffixed constant it reads
+    for name in copies:
+        suffix = ROUTE_SUFFIX.search(name)
+        assert suffix is not None
+        own = [c for c in names(functions[name]) if c in constants and c.endswith(suffix.group(0))]
+        if len(own) > 1:
+            return module
+        read.update({name: own[0]} if own else {})
+    if read and len(read) != len(copies):
+        return module
+    stems = {ROUTE_SUFFIX.sub("", c) for c in read.values()}
+    parameter = stems.pop().lower() if len(stems) == 1 else ""
+    taken = set().union(*(names(s) for s in module.body if not isinstance(s, cst.FunctionDef)))
+    if stem in taken | set(functions) or stems or any(parameter in names(functions[n]) for n in read):
+        return module
+    renamed = {
+        n: cst.ensure_type(
+            functions[n]
+            .with_changes(name=cst.Name(stem))
+            .visit(Renamed({read[n]: parameter} if read else {})),
+            cst.FunctionDef,
+        )
+        for n in copies
+    }
+    if len({code(f) for f in renamed.values()}) != 1 or not _only_called(module, set(copies)):
+        return module
+    helper = renamed[copies[0]]
+    if read:
+        if not _plain(helper.params):
+            return module  # the constant goes last: only after plain positional parameters
+        added = [*helper.params.params, cst.Param(cst.Name(parameter))]
+        helper = helper.with_changes(params=helper.params.with_changes(params=added))
+    body = [
+        helper if isinstance(s, cst.FunctionDef) and s.name.value == copies[0] else s
+        for s in module.body
+        if not (isinstance(s, cst.FunctionDef) and s.name.value in copies[1:])
+    ]
+    return module.with_changes(body=body).visit(_PassConstant(stem, read, set(copies)))
+
+
+def _equal_constants_merged(module: cst.Module) -> cst.Module:
+    """Suffixed number constants of one stem and one value (`ROWS_small = 2`, `ROWS_large = 2`) as one
+    constant named by the stem (`ROWS = 2`), where the stem is free."""
+    constants = _constants(module)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in constants:
+        if (match := ROUTE_SUFFIX.search(name)) is not None:
+            groups[name[: match.start()]].append(name)
+    bound = set(constants) | {
+        s.name.value for s in module.body if isinstance(s, cst.FunctionDef | cst.ClassDef)
+    }
+    bound |= {n for s in module.body if isinstance(s, cst.SimpleStatementLine) for n in identifiers(s)}
+    renames = {}
+    for stem, members in groups.items():
+        readers = [s for s in module.body if isinstance(s, cst.FunctionDef) and names(s) & set(members)]
+        # The stem must be free where the constants are read: a reader's parameter or local of that name
+        # would shadow the renamed constant.
+        taken = bound.union(*(identifiers(r) for r in readers))
+        if len(members) > 1 and len({constants[c] for c in members}) == 1 and stem not in taken:
+            renames.update({c: stem for c in members})
+    if not renames:
+        return module
+    seen: set[str] = set()
+    body = []
+    for statement in module.body:
+        constant = _constant_bound(statement)
+        if constant is not None and constant in renames:
+            if renames[constant] in seen:
+                continue
+            seen.add(renames[constant])
+        body.append(statement)
+    return cst.ensure_type(module.with_changes(body=body).visit(Renamed(renames)), cst.Module)
+
+
+def _constants(module: cst.Module) -> dict[str, str]:
+    """Module-level names bound once to a number (`WARPS_SCALE_small = 0.5`), with the number's text."""
+    found = {}
+    for statement in module.body:
+        if (name := _constant_bound(statement)) is not None:
+            assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
+            found[name] = code(assign.value)
+    return found
+
+
+def _constant_bound(statement: cst.CSTNode) -> str | None:
+    """The name `statement` binds to a number (`NAME = 0.5`), else None."""
+    number = m.SimpleStatementLine(
+        body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Integer() | m.Float())]
+    )
+    if not m.matches(statement, number):
+        return None
+    assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
+    return cst.ensure_type(assign.targets[0].target, cst.Name).value
+
+
+def _uses(node: cst.CSTNode, name: str) -> int:
+    return sum(1 for _ in m.findall(node, m.Name(name)))
+
+
+def _plain(params: cst.Parameters) -> bool:
+    """Positional parameters only, none with a default."""
+    extra = (params.posonly_params, params.kwonly_params, params.star_kwarg)
+    return (
+        not any(extra)
+        and not isinstance(params.star_arg, cst.Param | cst.ParamStar)
+        and all(p.default is None for p in params.params)
+    )
+
+
+def _only_called(module: cst.Module, functions: set[str]) -> bool:
+    """Every use of `functions` outside their own definitions is a call by name with positional arguments
+    only (the constant is passed after them)."""
+    uses = sum(1 for n in m.findall(module, m.Name()) if cst.ensure_type(n, cst.Name).value in functions)
+    calls = [
+        call
+        for c in m.findall(module, m.Call(func=m.Name()))
+        if cst.ensure_type((call := cst.ensure_type(c, cst.Call)).func, cst.Name).value in functions
+    ]
+    positional = all(a.keyword is None and not a.star for call in calls for a in call.args)
+    return positional and uses == len(calls) + len(functions)  # each definition's own name is one use
+
+
+class _PassConstant(cst.CSTTransformer):
+    """Each call of a merged copy calls the helper, passing the constant the copy read where `read` has it."""
+
+    def __init__(self, stem: str, read: dict[str, str], copies: set[str]) -> None:
+        super().__init__()
+        self.stem, self.read, self.copies = stem, read, copies
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = updated_node.func
+        if not isinstance(func, cst.Name) or func.value not in self.copies:
+            return updated_node
+        args = list(updated_node.args)
+        if func.value in self.read:
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.Name(self.read[func.value])))
+        return updated_node.with_changes(func=cst.Name(self.stem), args=args)

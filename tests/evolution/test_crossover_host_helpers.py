@@ -1,0 +1,77 @@
+"""Host helpers and constants of a flat module that differ only in their route suffix become one."""
+
+from __future__ import annotations
+
+from evolution.mutators.crossover.host_helpers import host_helpers_merged
+
+TWO_CODES = """
+ROWS_small = 2  # rows per program
+WARPS_SCALE_small = SCALE_SMALL
+
+
+def _num_warps_small(elements):
+    warps = min(max(elements // 512, 1), 16)
+    return min(max(int(warps * WARPS_SCALE_small), 1), 32)
+
+
+ROWS_large = 2  # rows per program
+WARPS_SCALE_large = SCALE_LARGE
+
+
+def _num_warps_large(elements):
+    warps = min(max(elements // 512, 1), 16)
+    return min(max(int(warps * WARPS_SCALE_large), 1), 32)
+
+
+def route(n):
+    if n <= 1000:
+        return ("bitonic", (n + ROWS_small - 1) // ROWS_small, _num_warps_small(ROWS_small * n))
+    return ("twopass", (n + ROWS_large - 1) // ROWS_large, _num_warps_large(ROWS_large * n))
+"""
+
+
+def _runs(text: str) -> list[tuple]:
+    scope: dict = {}
+    exec(text, scope)
+    return [scope["route"](n) for n in (4, 1000, 1001, 9000, 40000)]
+
+
+def test_equal_constants_and_their_helpers_become_one() -> None:
+    """Both codes run two rows a program and scale the warps by 2: one ROWS, one WARPS_SCALE, one helper."""
+    source = TWO_CODES.replace("SCALE_SMALL", "2.0").replace("SCALE_LARGE", "2.0")
+    merged = host_helpers_merged(source)
+    assert "ROWS = 2  # rows per program" in merged and "WARPS_SCALE = 2.0" in merged
+    assert "_small" not in merged and "_large" not in merged
+    assert merged.count("def _num_warps(elements):") == 1
+    assert _runs(merged) == _runs(source)
+
+
+def test_helpers_alike_but_for_their_constant_take_it_as_a_parameter() -> None:
+    source = TWO_CODES.replace("SCALE_SMALL", "0.5").replace("SCALE_LARGE", "2.0")
+    merged = host_helpers_merged(source)
+    assert merged.count("def _num_warps(elements, warps_scale):") == 1
+    assert "int(warps * warps_scale)" in merged
+    assert "_num_warps(ROWS * n, WARPS_SCALE_small)" in merged
+    assert "_num_warps(ROWS * n, WARPS_SCALE_large)" in merged
+    assert "_num_warps_small" not in merged and "_num_warps_large" not in merged
+    assert _runs(merged) == _runs(source)
+
+
+def test_what_a_merge_would_change_is_left_alone() -> None:
+    source = TWO_CODES.replace("SCALE_SMALL", "0.5").replace("SCALE_LARGE", "2.0")
+    # The helper's name is taken already.
+    taken = source + "\n\ndef _num_warps(elements):\n    return 1\n"
+    assert "_num_warps_small(" in host_helpers_merged(taken)
+    # A helper passed as a value, not called: its name must stay.
+    passed = source + "\n\nPICK = _num_warps_small\n"
+    assert "def _num_warps_small(" in host_helpers_merged(passed)
+    # Bodies that differ beyond the constant.
+    different = source.replace(
+        "min(max(elements // 512, 1), 16)\n    return min(max(int(warps * WARPS_SCALE_large)",
+        "min(max(elements // 256, 1), 16)\n    return min(max(int(warps * WARPS_SCALE_large)",
+    )
+    assert "def _num_warps_small(" in host_helpers_merged(different)
+    # A reader with a local of the constant's stem keeps the suffixed constants.
+    shadowed = source.replace("def route(n):\n", "def route(n):\n    ROWS = 0\n")
+    merged = host_helpers_merged(shadowed)
+    assert "ROWS_small = 2" in merged and _runs(merged) == _runs(shadowed)
