@@ -1,20 +1,23 @@
-"""Host helpers of a flat module that differ only in the module constant they read become one helper.
+"""Suffixed copies of one constant or one host helper in a flat module become one.
 
 Two codes of different structure keep their own copies of what they define, suffixed for when they run, and
 a knob variant's warps helper comes along with its constant:
 
+    ROWS_small = 2  # rows per program
     WARPS_SCALE_small = 0.5
 
     def _num_warps_small(elements):
         warps = min(max(triton.next_power_of_2(elements) // 512, 1), 16)
         return min(max(int(warps * WARPS_SCALE_small), 1), 32)
 
-and `_num_warps_large` the same but for `WARPS_SCALE_large`. Here they are one `_num_warps(elements,
-warps_scale)`, the constant a parameter named for it, and each call passes the constant its copy read
-(`_num_warps(rows * X_SIZE1_P2, WARPS_SCALE_small)`): every call computes what it computed before. Only
-undecorated module-level functions named `<stem>_<route suffix>`, called by name and never used otherwise,
-whose bodies are the same once each reads `<CONSTANT>_<its suffix>` as one parameter; a stem or parameter
-name already taken leaves them alone. Source text only, never run.
+and `ROWS_large`, `WARPS_SCALE_large`, `_num_warps_large` the same but for their suffix. Number constants of
+one stem and one value are one constant named by the stem (`ROWS = 2`), where no function that reads them
+binds that name. Helpers the same once each reads its suffixed constant as one parameter are one helper
+taking it (`_num_warps(elements, warps_scale)`), each call passing the constant its copy read
+(`_num_warps(ROWS * X_SIZE1_P2, WARPS_SCALE_small)`); where the constants merged, one helper reading the
+merged constant. Every call computes what it computed before. Only undecorated module-level functions named
+`<stem>_<route suffix>`, called by name with positional arguments and never used otherwise; a stem or
+parameter name already taken leaves them alone. Source text only, never run.
 """
 
 from __future__ import annotations
@@ -147,10 +150,6 @@ def _constant_bound(statement: cst.CSTNode) -> str | None:
         return None
     assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
     return cst.ensure_type(assign.targets[0].target, cst.Name).value
-
-
-def _uses(node: cst.CSTNode, name: str) -> int:
-    return sum(1 for _ in m.findall(node, m.Name(name)))
 
 
 def _plain(params: cst.Parameters) -> bool:

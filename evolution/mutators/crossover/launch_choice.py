@@ -76,7 +76,7 @@ class LaunchChoice(cst.CSTTransformer):
         locals_ = {kw: kw.lower() for kw in differing}
         if not differing or set(locals_.values()) & self._taken[-1]:
             return updated_node
-        constants = [kw for kw in differing if all(_is_name(v[kw]) for v in known)]
+        constants = [kw for kw in differing if all(v[kw].isidentifier() for v in known)]
         once = [
             _passed(body, locals_, {v[kw]: locals_[kw] for kw in constants})
             for (_, body), v in zip(branches, known, strict=True)
@@ -119,10 +119,6 @@ def _launch_keywords(body: cst.BaseSuite) -> dict[str, str] | None:
         return None
     args = cst.ensure_type(launches[0], cst.Call).args
     return {a.keyword.value: code(a.value) for a in args if a.keyword is not None}
-
-
-def _is_name(text: str) -> bool:
-    return text.isidentifier()
 
 
 def _bound(body: cst.BaseSuite) -> set[str]:
