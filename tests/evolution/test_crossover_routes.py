@@ -380,10 +380,20 @@ class _Recorder:
         return launch
 
 
+def _launches(text: str, numel: int) -> list[dict]:
+    """The launches `route(torch.zeros(numel))` of the module `text` makes."""
+    import torch
+
+    recorder = _Recorder()
+    scope: dict = {"_kernel": recorder}
+    exec(text, scope)
+    scope["route"](torch.zeros(numel))
+    return recorder.launches
+
+
 def test_a_size_test_that_only_chooses_launch_values_is_written_as_that_choice() -> None:
     """Three branches launching one kernel, alike but for TOPK_METHOD and the warps: the values are chosen
     by the same tests, the launch written once, and every size launches what it launched before."""
-    import torch
 
     from evolution.mutators.crossover.launch_choice import launch_choices
 
@@ -397,14 +407,8 @@ def test_a_size_test_that_only_chooses_launch_values_is_written_as_that_choice()
         in chosen
     )
     for numel in (4, 100, 1000):
-        launched = []
-        for text in (TWO_LAUNCHES, chosen):
-            recorder = _Recorder()
-            scope: dict = {"_kernel": recorder}
-            exec(text, scope)
-            scope["route"](torch.zeros(numel))
-            launched.append(recorder.launches)
-        assert launched[0] == launched[1] and len(launched[0]) == 1, numel
+        before, after = _launches(TWO_LAUNCHES, numel), _launches(chosen, numel)
+        assert before == after and len(before) == 1, numel
     # A name the function uses already, or a branch launching another kernel: left as it was.
     taken = TWO_LAUNCHES.replace(
         "    nbytes = x.numel() * 4\n", "    nbytes = x.numel() * 4\n    num_warps = 2\n"
@@ -439,7 +443,6 @@ def route(x):
 def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
     """Branches alike but for the module constant they launch with (ROWS_small / ROWS_large) and read
     elsewhere too (the grid): the constant is chosen once and read through its local everywhere."""
-    import torch
 
     from evolution.mutators.crossover.launch_choice import launch_choices
 
@@ -448,14 +451,8 @@ def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
     assert "programs = (x.numel() + rows - 1) // rows" in chosen
     assert chosen.count("_kernel[(programs,)](") == 1 and "ROWS=rows" in chosen
     for numel in (4, 25, 26, 1000):
-        launched = []
-        for text in (ROWS_LAUNCHES, chosen):
-            recorder = _Recorder()
-            scope: dict = {"_kernel": recorder}
-            exec(text, scope)
-            scope["route"](torch.zeros(numel))
-            launched.append(recorder.launches)
-        assert launched[0] == launched[1] and len(launched[0]) == 1, numel
+        before, after = _launches(ROWS_LAUNCHES, numel), _launches(chosen, numel)
+        assert before == after and len(before) == 1, numel
     # A value that reads a name the branch binds cannot be chosen ahead of the branch: left as it was.
     reads_local = ROWS_LAUNCHES.replace("num_warps=ROWS_small * 2", "num_warps=programs").replace(
         "num_warps=ROWS_large * 2", "num_warps=programs * 2"
