@@ -75,3 +75,11 @@ def test_what_a_merge_would_change_is_left_alone() -> None:
     shadowed = source.replace("def route(n):\n", "def route(n):\n    ROWS = 0\n")
     merged = host_helpers_merged(shadowed)
     assert "ROWS_small = 2" in merged and _runs(merged) == _runs(shadowed)
+
+
+def test_a_keyword_spelled_like_a_merged_constant_stays() -> None:
+    """Only reads of a constant are renamed: a call's keyword of the same spelling is another name."""
+    source = TWO_CODES.replace("SCALE_SMALL", "2.0").replace("SCALE_LARGE", "2.0")
+    spelled = source + "\n\ndef spelled(n):\n    return dict(ROWS_small=n, rows=ROWS_small)\n"
+    merged = host_helpers_merged(spelled)
+    assert "return dict(ROWS_small=n, rows=ROWS)" in merged

@@ -65,6 +65,29 @@ class Renamed(cst.CSTTransformer):
         return updated_node if new is None else updated_node.with_changes(value=new)
 
 
+class RenamedReads(cst.CSTTransformer):
+    """Renames the names code binds or reads (`identifiers`), never a call's keywords (`ROWS=`) nor an
+    attribute (`x.shape`): a module constant renamed where it is read, not where a keyword spells it."""
+
+    def __init__(self, renames: dict[str, str]) -> None:
+        super().__init__()
+        self.renames = renames
+        self._spelled: set[int] = set()  # keyword and attribute names seen on the way down
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._spelled.add(id(node.keyword))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._spelled.add(id(node.attr))
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        new = self.renames.get(updated_node.value)
+        if new is None or id(original_node) in self._spelled:
+            return updated_node
+        return updated_node.with_changes(value=new)
+
+
 def one_kernel(
     module: cst.Module,
     launches: dict[str, str],

@@ -27,7 +27,7 @@ from collections import defaultdict
 import libcst as cst
 import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import ROUTE_SUFFIX, Renamed, code, identifiers, names
+from evolution.mutators.crossover.alike import ROUTE_SUFFIX, RenamedReads, code, identifiers, names
 
 
 def host_helpers_merged(source: str) -> str:
@@ -76,7 +76,7 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
         n: cst.ensure_type(
             functions[n]
             .with_changes(name=cst.Name(stem))
-            .visit(Renamed({read[n]: parameter} if read else {})),
+            .visit(RenamedReads({read[n]: parameter} if read else {})),
             cst.FunctionDef,
         )
         for n in copies
@@ -128,7 +128,7 @@ def _equal_constants_merged(module: cst.Module) -> cst.Module:
                 continue
             seen.add(renames[constant])
         body.append(statement)
-    return cst.ensure_type(module.with_changes(body=body).visit(Renamed(renames)), cst.Module)
+    return cst.ensure_type(module.with_changes(body=body).visit(RenamedReads(renames)), cst.Module)
 
 
 def _constants(module: cst.Module) -> dict[str, str]:

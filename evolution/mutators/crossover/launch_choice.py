@@ -26,7 +26,7 @@ import textwrap
 import libcst as cst
 import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import code, identifiers
+from evolution.mutators.crossover.alike import RenamedReads, code, identifiers
 
 _LAUNCH = m.Call(func=m.Subscript())  # kernel[grid](...)
 # The local that holds a keyword's chosen value: the keyword's own name, lower case (TOPK_METHOD ->
@@ -132,28 +132,14 @@ def _passed(body: cst.BaseSuite, locals_: dict[str, str], constants: dict[str, s
     `constants` (the branch's value of a keyword) reading that keyword's local instead."""
 
     class _Passed(cst.CSTTransformer):
-        def __init__(self) -> None:
-            super().__init__()
-            self._skipped: set[int] = set()  # keyword names and attributes: not reads of a constant
-
-        def visit_Arg(self, node: cst.Arg) -> None:
-            if node.keyword is not None:
-                self._skipped.add(id(node.keyword))
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            self._skipped.add(id(node.attr))
-
-        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-            if id(original_node) in self._skipped or updated_node.value not in constants:
-                return updated_node
-            return updated_node.with_changes(value=constants[updated_node.value])
-
         def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
             keyword = updated_node.keyword
             if keyword is not None and keyword.value in locals_:
                 return updated_node.with_changes(value=cst.Name(locals_[keyword.value]))
             return updated_node
 
-    passed = body.visit(_Passed())
+    read = body.visit(RenamedReads(constants))
+    assert isinstance(read, cst.BaseSuite)
+    passed = read.visit(_Passed())
     assert isinstance(passed, cst.BaseSuite)
     return passed
