@@ -35,11 +35,11 @@ def run_winner(programs: Iterable[Program]) -> Program | None:
     if not kept:
         return None
     fittest = max(kept, key=fitness)
-    limit = SHORTER * line_count(fittest.source)
-    tied = [p for p in kept if line_count(p.source) <= limit and tied_with(p, fittest)]
+    lines = {p.id: line_count(p.source) for p in kept}
+    tied = [p for p in kept if lines[p.id] <= SHORTER * lines[fittest.id] and tied_with(p, fittest)]
     if not tied:
         return fittest
-    return min(tied, key=lambda p: (line_count(p.source), -p.score))
+    return min(tied, key=lambda p: (lines[p.id], -p.score))
 
 
 def tied_with(program: Program, fittest: Program) -> bool:
