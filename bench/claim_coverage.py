@@ -43,7 +43,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SEARCH_CONFIG = "[stop]\ndrain_timeout_s = 20.0\n"
+# Each of a search's three steps after its time limit (the drain, the final crossover, the final comparison)
+# may take this long: one evaluation of a serving-size task (about 25 s for an RMSNorm's eight cases).
+DRAIN_S = 40.0
+SEARCH_CONFIG = f"[stop]\ndrain_timeout_s = {DRAIN_S}\n"
 COVERAGE_TARGET = 0.95
 
 
@@ -293,7 +296,7 @@ def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: An
             + ([] if args.inductor_seed else ["--no-inductor-seed"])
         for n, d in dirs.items()
     }  # fmt: skip
-    run_all(evolve, logs, "evolve", args.search_seconds + 60)
+    run_all(evolve, logs, "evolve", args.search_seconds + 3 * DRAIN_S + 30)
     return {n: d for n, d in dirs.items() if (runs_dir / n / "best.py").is_file()}
 
 

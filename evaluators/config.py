@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -76,9 +76,11 @@ class TimingConfig:
     l2_flush: bool | None = None  # None: flush only for tasks with cache = "cold"
     regimes: tuple[str, ...] = ("graph", "wall")
     # What the candidate is timed against (evaluators.timing.baselines): "eager" (the task's reference),
-    # "compile" (torch.compile of it) or "call:module:qualname" (an importable callable with the reference's
-    # signature, e.g. the engine's current path). Correctness is always judged against the eager reference.
+    # "compile" (torch.compile of it), "call:module:qualname" (an importable callable with the reference's
+    # signature, e.g. the engine's current path) or "rival" (the entry of rival_source, another candidate for
+    # the task: a search's final comparison). Correctness is always judged against the eager reference.
     baseline: str = "eager"
+    rival_source: str = ""
     # Time (and re-check) the candidate under torch.compile (dynamic=False), as an engine runs a function it
     # compiles: a kernel called inside a compiled region is measured there (kernelbot's confirmation).
     compile_candidate: bool = False
@@ -125,6 +127,11 @@ class EvalConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def timed_against(self, rival_source: str) -> EvalConfig:
+        """This config with the candidate timed against the entry of `rival_source` (the "rival" baseline of
+        evaluators.timing.baselines), in the same worker, pair by pair."""
+        return replace(self, timing=replace(self.timing, baseline="rival", rival_source=rival_source))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalConfig:

@@ -35,6 +35,8 @@ from evaluators.task_check import check_task
 
 CANDIDATE_FILE = "candidate.py"
 CANDIDATE_MODULE = "kb_candidate"
+RIVAL_FILE = "rival.py"  # TimingConfig.rival_source, where the baseline is "rival"
+RIVAL_MODULE = "kb_rival"
 # Prefix of the log line with the seconds each stage took (bench/throughput.py reads it from EvalResult.logs).
 STAGE_SECONDS_TAG = "kernelbot-stage-seconds"
 # A GPU whose lock was let go less than this long ago was busy timing: its clocks are up, so a case needs
@@ -334,10 +336,17 @@ class _Cascade:
         if spec in ("", "eager") and not compiled:
             return ctx, None
         from evaluators.correctness.stage import check_call
-        from evaluators.timing.baselines import COMPILE, UNAVAILABLE, BaselineUnavailable, load_baseline
+        from evaluators.timing.baselines import (
+            COMPILE,
+            RIVAL,
+            UNAVAILABLE,
+            BaselineUnavailable,
+            load_baseline,
+        )
 
         try:
-            timed = dataclasses.replace(ctx, reference=load_baseline(spec, ctx.reference))
+            timed_against = self.rival() if spec == RIVAL else load_baseline(spec, ctx.reference)
+            timed = dataclasses.replace(ctx, reference=timed_against)
         except BaselineUnavailable as exc:
             self.stop(f"{UNAVAILABLE}: {exc}", cases=tuple(cases), **done)
         if compiled:  # the candidate as a compiled region runs it; its last timed call is re-checked
@@ -347,6 +356,28 @@ class _Cascade:
             return check_call(ctx, *args)
 
         return timed, judged_against_eager
+
+    def rival(self) -> Callable[..., Any]:
+        """The entry of TimingConfig.rival_source: a program the same search judged earlier (it passed this
+        cascade's checks then), imported from the worker's scratch directory as the candidate is. It runs
+        inside the worker's namespace sandbox like everything here; the in-process guards attribute only the
+        candidate's file, and the rival stands where the reference stands, so nothing it does can raise the
+        candidate's speedup."""
+        from evaluators.timing.baselines import BaselineUnavailable
+
+        source = self.p.config.timing.rival_source
+        if not source.strip():
+            raise BaselineUnavailable("the baseline is a rival, and no rival_source was given")
+        path = self.p.workdir / RIVAL_FILE
+        path.write_text(source)
+        try:
+            module = _import_file(RIVAL_MODULE, path)
+        except BaseException as exc:
+            raise BaselineUnavailable(f"the rival does not import: {_brief(exc)}") from None
+        entry = getattr(module, self.p.task.entry, None)
+        if not callable(entry):
+            raise BaselineUnavailable(f"the rival defines no callable {self.p.task.entry!r}")
+        return entry
 
     # --- helpers --------------------------------------------------------------------------------------
 
@@ -425,11 +456,15 @@ def _smallest_case(task: Task) -> Case:
 
 
 def _import_candidate(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(CANDIDATE_MODULE, path)
+    return _import_file(CANDIDATE_MODULE, path)
+
+
+def _import_file(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[CANDIDATE_MODULE] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 

@@ -22,6 +22,7 @@ from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
 from evolution.dispatch import reported_hardware
 from evolution.executors import Executor
+from evolution.final_comparison import FINAL_STATE, Duel, challengers, duel, record, settle
 from evolution.islands import Archive
 from evolution.migration import due_epoch, migrate, plan_ring
 from evolution.moves import Move, MoveChooser, parent_fits
@@ -35,6 +36,7 @@ from evolution.seeding import SEED_FILE_OPERATOR, SeedingReport, nothing_passed,
 from evolution.stopping import StopRules
 from evolution.store import MutationRecord, PlacementRow, RunStore, new_program_id
 from evolution.types import MutationOutcome, MutationRequest, Mutator, Program, TokenUsage
+from evolution.winner import run_winner
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class Controller:
         self._jobs: dict[asyncio.Task[None], str] = {}
         self.moves = MoveChooser(operators, self.sampler, self.rng)
         self.seeding = SeedingReport()
+        self._final_iteration: int | None = None  # the final crossover's iteration, once it has run
 
     # --- the loop -------------------------------------------------------------------------------------------
 
@@ -102,6 +105,7 @@ class Controller:
             self.store.set_state(seeded=True)
         reason = await self._evolve()
         await self._final_crossover()
+        await self._final_comparison()
         self.store.set_state(finished=reason, finished_at=time.time())
         snapshot = self.snapshot(f"stopped: {reason}")
         self.progress.finished(snapshot)
@@ -168,6 +172,7 @@ class Controller:
         request = MutationRequest(
             self.task, best, tuple(leaders), self._hardware, best.island, self.iterations
         )
+        self._final_iteration = self.iterations
         self.iterations += 1
         job = asyncio.create_task(self._mutate_and_evaluate(crossover.chained(), request, "evolve", "final"))
         done, _ = await asyncio.wait({job}, timeout=self.config.stop.drain_timeout_s)
@@ -176,6 +181,38 @@ class Controller:
         await asyncio.gather(job, return_exceptions=True)
         if done:
             job.result()
+
+    async def _final_comparison(self) -> None:
+        """The program the run would ship timed side by side with its challengers, each against it in one
+        worker (evolution.final_comparison), and the decision kept in the store, where best_program reads
+        it. The evaluations run at once, bounded by the drain's timeout; one left unfinished has no say."""
+        programs = self.store.programs(status="evaluated")
+        pick = run_winner(programs)
+        if pick is None or pick.result is None:
+            return
+        rivals = challengers(programs, pick, self._final_iteration)
+        if not rivals:
+            return
+        regime = pick.result.regime
+
+        async def against_pick(program: Program) -> Duel:
+            async with self._eval_slots:
+                evaluated = await self.executor.evaluate(self.task, program.source, against=pick.source)
+            return duel(program, evaluated.result, regime)
+
+        jobs = [asyncio.create_task(against_pick(p)) for p in rivals]
+        done, late = await asyncio.wait(jobs, timeout=self.config.stop.drain_timeout_s)
+        for job in late:
+            job.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
+        winner = settle(pick, duels)
+        self.store.set_state(**{FINAL_STATE: record(pick, duels, winner)})
+        for d in duels:
+            figures = ", ".join(f"{case} {s:.3f}x" for case, s in d.speedups.items()) or d.reason
+            self.progress.note(f"final comparison, {d.challenger} against {pick.id} side by side: {figures}")
+        if winner != pick.id:
+            self.progress.note(f"final comparison: {winner} ships instead of {pick.id}")
 
     async def _wait(self, running: dict[asyncio.Task[None], str]) -> None:
         done, _ = await asyncio.wait(

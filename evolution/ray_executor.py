@@ -73,7 +73,8 @@ class EvalActor:
             from evaluators.pool import WorkerPool
 
             pool_factory = WorkerPool
-        self.pool = pool_factory(backend, size=pool_size, device_index=0, config=EvalConfig.from_dict(config))
+        self.config = EvalConfig.from_dict(config)
+        self.pool = pool_factory(backend, size=pool_size, device_index=0, config=self.config)
         if hasattr(self.pool, "__enter__"):
             self.pool.__enter__()
         self._tasks: dict[str, Task] = {}
@@ -93,12 +94,17 @@ class EvalActor:
         wait = getattr(self.pool, "wait_hardware", None)
         return asdict(await asyncio.to_thread(wait)) if wait is not None else None
 
-    async def evaluate(self, bundle: TaskBundle, source: str) -> str:
+    async def evaluate(self, bundle: TaskBundle, source: str, against: str = "") -> str:
         task = self._tasks.get(bundle.digest)
         if task is None:
             task = load_task(bundle.unpack(self._dir))
             self._tasks[bundle.digest] = task
-        result = await self.pool.evaluate_async(task, Candidate(source=source, entry=task.entry))
+        candidate = Candidate(source=source, entry=task.entry)
+        if against:
+            config = self.config.timed_against(against)
+            result = await self.pool.evaluate_async(task, candidate, config=config)
+        else:
+            result = await self.pool.evaluate_async(task, candidate)
         return result.to_json()  # JSON across the wire: no class pickling between nodes
 
 
@@ -180,10 +186,10 @@ class RayExecutor(DispatchingExecutor):
         reported = await slot.handle.hardware.remote()
         return Hardware(**reported) if reported else None
 
-    async def _run(self, slot: Slot, task: Task, candidate: Candidate) -> EvalResult:
+    async def _run(self, slot: Slot, task: Task, candidate: Candidate, against: str) -> EvalResult:
         ray = _import_ray()
         try:
-            text = await slot.handle.evaluate.remote(self._bundle(task), candidate.source)
+            text = await slot.handle.evaluate.remote(self._bundle(task), candidate.source, against)
         except ray.exceptions.RayTaskError as exc:
             cause = _cause(exc)
             if isinstance(cause, KernelbotError):

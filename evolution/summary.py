@@ -12,6 +12,7 @@ from typing import Any
 
 from evaluators.result import EvalResult
 from evaluators.sandbox import sandbox_record
+from evolution.final_comparison import FINAL_STATE, compared_winner
 from evolution.store import RunStore
 from evolution.types import Program
 from evolution.winner import run_winner
@@ -33,9 +34,11 @@ GROWTH_FIELDS = (
 
 
 def best_program(store: RunStore) -> Program | None:
-    """The program the run ships (evolution.winner): its fittest correct, unflagged, unquarantined program,
-    or a much shorter one tied with it on every case; None when nothing passed."""
-    return run_winner(store.programs(status="evaluated"))
+    """The program the run ships: its fittest correct, unflagged, unquarantined program, or a much shorter
+    one tied with it on every case (evolution.winner), or a challenger faster than that one timed side by
+    side with it (evolution.final_comparison); None when nothing passed."""
+    programs = store.programs(status="evaluated")
+    return compared_winner(run_winner(programs), programs, store.state(FINAL_STATE))
 
 
 def growth_curve(store: RunStore) -> list[dict[str, Any]]:

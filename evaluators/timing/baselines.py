@@ -4,7 +4,8 @@ TimingConfig.baseline picks it; the correctness stage and the post-timing re-che
 eager reference, so a baseline only changes the other side of the timed pairs. A named callable
 ("call:module:qualname", e.g. the engine's current path for the op) must take the reference's arguments and
 return what it returns; one that cannot be imported here makes the evaluation end with a reason starting
-with UNAVAILABLE (a missing column, not a failed candidate).
+with UNAVAILABLE (a missing column, not a failed candidate). "rival" names another candidate's source,
+loaded by the cascade (it needs the worker's scratch directory): see evaluators.pipeline.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 
 EAGER = "eager"
 COMPILE = "compile"
+# Another candidate for the task (TimingConfig.rival_source), imported by the worker's cascade beside the
+# candidate (evaluators.pipeline): two programs of one search timed in one process, pair by pair.
+RIVAL = "rival"
 CALL_PREFIX = "call:"
 UNAVAILABLE = "baseline unavailable"
 # torch.compile compiles once per case's shapes and dtype (dynamic=False, as bench/vs_compile.py times it).

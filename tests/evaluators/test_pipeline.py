@@ -268,6 +268,45 @@ def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_ea
     assert cascade.baseline(ctx, [], {}) == (ctx, None)  # as it is: nothing swapped
 
 
+def test_a_rival_is_imported_from_its_source_and_timed_where_the_reference_was(tmp_path: Path) -> None:
+    """TimingConfig.baseline "rival" (a search's final comparison of two of its programs): the timing stage
+    gets the rival's entry as the other side of its pairs, the candidate stays as it is, and the re-check
+    still judges against the eager reference. A rival that cannot be used is a missing baseline, never the
+    candidate's failure."""
+    cascade = _cascade(tmp_path, [])
+    rival = "def scale_shift(x):\n    return ('rival', x)\n"
+    cascade.p.config = EvalConfig(timing=TimingConfig(baseline="rival", rival_source=rival))
+
+    def candidate(x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0 + 1.0
+
+    ctx = JudgeContext(
+        task=cascade.p.task,
+        backend=cascade.p.backend,
+        config=cascade.p.config,
+        seeds=(1,),
+        reference=cascade.p.reference,
+        candidate=candidate,
+        candidate_module=SimpleNamespace(),  # type: ignore[arg-type]
+        candidate_path=tmp_path / "candidate.py",
+        candidate_source=GOOD,
+    )
+    timed, check = cascade.baseline(ctx, [], {})
+    assert timed.reference(3) == ("rival", 3) and timed.candidate is candidate and check is not None
+    assert (tmp_path / "rival.py").read_text() == rival
+    for source, why in [
+        ("", "no rival_source"),
+        ("def other(x):\n    return x\n", "no callable 'scale_shift'"),
+        ("import not_a_module_anywhere\n", "does not import: ModuleNotFoundError"),
+    ]:
+        cascade.p.config = EvalConfig(timing=TimingConfig(baseline="rival", rival_source=source))
+        with pytest.raises(_Stop) as stopped:
+            cascade.baseline(ctx, [], {})
+        result = stopped.value.result
+        assert result.reason.startswith("baseline unavailable: ") and why in result.reason, result.reason
+        assert not result.passed
+
+
 @pytest.mark.parametrize("baseline", ["eager", "compile"])
 def test_a_run_lock_is_shared_while_preparing_and_exclusive_while_sampling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline: str

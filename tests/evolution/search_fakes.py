@@ -11,6 +11,7 @@ import asyncio
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from evaluators.result import CaseResult, EvalResult, Hardware, RegimeTiming, Stage, TimingStats
@@ -115,6 +116,7 @@ class FakeExecutor:
         self._capacity = capacity
         self.delay = delay
         self.seen: list[str] = []
+        self.duels: list[tuple[str, str]] = []  # (candidate, rival) of evaluations timed against a rival
         self.started = False
         self.closed = False
 
@@ -132,11 +134,20 @@ class FakeExecutor:
     async def hardware(self) -> Hardware:
         return FAKE_HARDWARE
 
-    async def evaluate(self, task, source: str) -> Evaluated:
-        self.seen.append(source)
+    async def evaluate(self, task, source: str, *, against: str = "") -> Evaluated:
+        """The marker's verdict; timed against a rival, its score is the ratio of the two markers."""
+        if against:
+            self.duels.append((source, against))
+        else:
+            self.seen.append(source)
         if self.delay:
             await asyncio.sleep(self.delay)
-        return Evaluated(fake_result(task.name, task.entry, source), "fake:0", 1)
+        result = fake_result(task.name, task.entry, source)
+        rival = _SCORE.search(against) if against else None
+        if rival is not None and result.passed:
+            ratio = result.score / float(rival.group(1))
+            result = replace(result, score=ratio, speedup=ratio)
+        return Evaluated(result, "fake:0", 1)
 
     async def close(self) -> None:
         self.closed = True

@@ -325,22 +325,34 @@ def test_a_dead_executor_ends_the_run_and_keeps_what_was_done(tmp_path) -> None:
 
 
 class CaseExecutor(FakeExecutor):
-    """Judges `N8 = a` / `N64 = b` markers as the speedups of the tiny task's two cases (8 and 64 floats)."""
+    """Judges `N8 = a` / `N64 = b` markers as the speedups of the tiny task's two cases (8 and 64 floats).
+    `NOISE = f` scales the reference's time in the search's evaluation of a program (the GPU busier or
+    idler then), never the program's own times; timed against a rival, a case's speedup is the ratio of the
+    two programs' markers."""
 
-    async def evaluate(self, task, source: str):
+    async def evaluate(self, task, source: str, *, against: str = ""):
         import math
         import re
 
         from evaluators.result import CaseResult, RegimeTiming, TimingStats
         from evolution.executors import Evaluated
 
-        base = (await super().evaluate(task, source)).result
+        def marker(text: str, name: str) -> float:
+            found = re.search(rf"^{name} = ([0-9.]+)$", text, re.M)
+            return float(found.group(1)) if found else 1.0
+
+        base = (await super().evaluate(task, source, against=against)).result
         cases = []
         for name, n in (("n8", 8), ("n64", 64)):
-            found = re.search(rf"^N{n} = ([0-9.]+)$", source, re.M)
-            s = float(found.group(1)) if found else 1.0
+            s = marker(source, f"N{n}")
+            reference_us = 10.0 / marker(against, f"N{n}") if against else 10.0 * marker(source, "NOISE")
+            speedup = reference_us / (10.0 / s)
             timing = RegimeTiming(
-                TimingStats(10.0, 0.01, 20), TimingStats(10.0 / s, 0.01, 20), s, s * 0.99, s * 1.01
+                TimingStats(reference_us, 0.01, 20),
+                TimingStats(10.0 / s, 0.01, 20),
+                speedup,
+                speedup * 0.99,
+                speedup * 1.01,
             )
             cases.append(CaseResult(name, {"n": n}, True, timings={"wall": timing, "graph": timing}))
         score = math.exp(sum(math.log(c.timings["wall"].speedup) for c in cases) / len(cases))
@@ -348,10 +360,11 @@ class CaseExecutor(FakeExecutor):
         return Evaluated(result, "fake:0", 1)
 
 
-def case_source(n8: float, n64: float, body: str) -> str:
+def case_source(n8: float, n64: float, body: str, noise: float = 1.0) -> str:
+    noisy = f"NOISE = {noise}\n" if noise != 1.0 else ""
     return (
         "import torch\n\n# EVOLVE-BLOCK-START\n"
-        f"N8 = {n8}\nN64 = {n64}\n\n\ndef scale(x):\n    return {body}\n"
+        f"N8 = {n8}\nN64 = {n64}\n{noisy}\n\ndef scale(x):\n    return {body}\n"
         "# EVOLVE-BLOCK-END\n"
     )
 
@@ -379,3 +392,28 @@ def test_the_best_meets_the_case_leaders_of_every_island_before_the_run_ends(tmp
         assert [programs[i].source for i in inspirations] == [fast_large]
     child = executor.seen[-1]  # judged: the large case routed to the other program's code
     assert "def _scale_large(" in child and "CROSSOVER_BYTES" in child
+
+
+def test_the_pick_is_timed_against_its_challengers_and_a_faster_one_ships(tmp_path) -> None:
+    """The search's numbers put `leader` first: `child` is as fast on the small case and 10 % faster on the
+    large one, but its evaluation timed the reference 10 % faster. Side by side with the leader, in one
+    worker, the child's gain shows and it ships; a copy of the leader as noisy is no challenger."""
+    from evolution.final_comparison import FINAL_STATE
+    from evolution.summary import best_program
+
+    leader = case_source(2.0, 1.0, "x * 2")
+    child = case_source(2.0, 1.1, "x + x", noise=0.9)
+    copy = case_source(2.0, 1.0, "x * 2.0", noise=0.95)
+    summary, executor = run(
+        tmp_path, [], cfg=config(iterations=0), seeds=[leader, child, copy], executor=CaseExecutor()
+    )
+    assert summary.best is not None and summary.best.source == leader  # the fittest by the search's numbers
+    assert executor.duels == [(child, leader)]
+    with reader(tmp_path) as store:
+        kept = store.state(FINAL_STATE)
+        best = best_program(store)
+        assert best is not None and best.source == child
+        programs = {p.source: p.id for p in store.programs()}
+    assert kept["pick"] == programs[leader] and kept["winner"] == programs[child]
+    [figures] = kept["duels"]
+    assert figures["speedups"] == {"n8": 1.0, "n64": pytest.approx(1.1)}

@@ -28,10 +28,12 @@ class MarkerPool:
         self.task_error = False
         self.closed = False
         self.delay = 0.02
+        self.configs: list[EvalConfig | None] = []  # per evaluation: the config it was given, if any
         MarkerPool.instances.append(self)
 
-    async def evaluate_async(self, task, candidate):
+    async def evaluate_async(self, task, candidate, config=None):
         self.calls += 1
+        self.configs.append(config)
         await asyncio.sleep(self.delay)
         if self.task_error:
             raise TaskError("inputs.py fails to import")
@@ -69,6 +71,26 @@ def test_one_pool_per_device_and_least_loaded_dispatch(task) -> None:
     assert [p.calls for p in MarkerPool.instances] == [4, 4]  # spread evenly
     assert {r.worker for r in results} == {"gpu:0#0", "gpu:1#1"}
     assert [r.result.score for r in results] == [pytest.approx(1.0 + i / 10) for i in range(8)]
+
+
+def test_an_evaluation_against_a_rival_carries_the_rival_to_the_pool(task) -> None:
+    """The search's final comparison: the executor's config, its timing baseline the rival's source; a plain
+    evaluation leaves the pool's own config in force."""
+    timing_of_the_run = EvalConfig(seeds_per_case=5)
+    ex = LocalExecutor("triton-cuda", (0,), 1, timing_of_the_run, pool_factory=MarkerPool)
+    rival = program_source(2.0)
+
+    async def go():
+        await ex.start()
+        await ex.evaluate(task, program_source(1.0))
+        await ex.evaluate(task, program_source(3.0), against=rival)
+        await ex.close()
+
+    asyncio.run(go())
+    plain, against = MarkerPool.instances[0].configs
+    assert plain is None and against is not None
+    assert against.timing.baseline == "rival" and against.timing.rival_source == rival
+    assert against.seeds_per_case == 5  # the run's own config otherwise
 
 
 def test_a_broken_pool_loses_no_evaluation(task) -> None:
