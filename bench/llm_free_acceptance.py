@@ -44,7 +44,10 @@ SPECS = ROOT / "bench" / "specs"
 RULES = {"sglang_biased_grouped_topk": {"min_rows": 128, "min_speedup": 5.0}}  # beside the general rules
 FLOOR_LOW_CI = 0.99
 MANY_KERNELS_SPEEDUP = 2.0
-SEARCH_CONFIG = "[stop]\ndrain_timeout_s = 30.0\n"  # a stopped search waits this long for evaluations
+# A stopped search gives each of its three last steps (the drain, the final crossover, the final comparison)
+# at most this long.
+DRAIN_S = 30.0
+SEARCH_CONFIG = f"[stop]\ndrain_timeout_s = {DRAIN_S}\n"
 
 
 class Clock:
@@ -300,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for n in ready
     }  # fmt: skip
-    searched = run_all(evolve, logs, "evolve", min(search_seconds + 75, clock.left() - 130))
+    searched = run_all(evolve, logs, "evolve", min(search_seconds + 3 * DRAIN_S + 15, clock.left() - 130))
     clock.mark("searched")
 
     compare = {

@@ -127,3 +127,8 @@ def compared_winner(
         return pick
     winner = kept.get("winner")
     return next((p for p in programs if p.id == winner), pick)
+
+
+def deciding_comparison(winner: Program | None, kept: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The kept comparison when it decided `winner` (the run's winner now), else None."""
+    return kept if winner is not None and kept and kept.get("winner") == winner.id else None

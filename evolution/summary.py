@@ -12,7 +12,7 @@ from typing import Any
 
 from evaluators.result import EvalResult
 from evaluators.sandbox import sandbox_record
-from evolution.final_comparison import FINAL_STATE, compared_winner
+from evolution.final_comparison import FINAL_STATE, compared_winner, deciding_comparison
 from evolution.store import RunStore
 from evolution.types import Program
 from evolution.winner import run_winner
@@ -226,6 +226,9 @@ class SearchSummary:
     best: BestSummary | None
     stop_reason: str | None = None  # None: not said (a summary read back without its stop)
     elapsed_s: float | None = None  # None: not measured (a finished search read back)
+    # The final comparison that decided `best` (evolution.final_comparison.record: the pick, the winner, each
+    # challenger's per-case speedup against the pick side by side); None where none ran or it is stale.
+    final_comparison: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON layout of summary.json and of `kernelbot evolve --json`."""
@@ -247,6 +250,7 @@ class SearchSummary:
             "growth": {"csv": self.growth_csv, "json": self.growth_json},
             "sandbox": self.sandbox,
             "best": None if self.best is None else asdict(self.best),
+            "final_comparison": self.final_comparison,
         }
 
 
@@ -283,6 +287,7 @@ def run_summary(
         growth_json=str(json_path),
         sandbox=sandbox_record(),
         best=winner,
+        final_comparison=deciding_comparison(best, store.state(FINAL_STATE)),
     )
     (run_dir / SUMMARY_JSON).write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary

@@ -399,7 +399,7 @@ def test_the_pick_is_timed_against_its_challengers_and_a_faster_one_ships(tmp_pa
     large one, but its evaluation timed the reference 10 % faster. Side by side with the leader, in one
     worker, the child's gain shows and it ships; a copy of the leader as noisy is no challenger."""
     from evolution.final_comparison import FINAL_STATE
-    from evolution.summary import best_program
+    from evolution.summary import best_program, run_summary
 
     leader = case_source(2.0, 1.0, "x * 2")
     child = case_source(2.0, 1.1, "x + x", noise=0.9)
@@ -414,6 +414,9 @@ def test_the_pick_is_timed_against_its_challengers_and_a_faster_one_ships(tmp_pa
         best = best_program(store)
         assert best is not None and best.source == child
         programs = {p.source: p.id for p in store.programs()}
+        written = run_summary(store, tmp_path / "run")  # summary.json says what decided the winner
+    assert written.best is not None and written.best.program_id == programs[child]
+    assert written.to_dict()["final_comparison"] == kept
     assert kept["pick"] == programs[leader] and kept["winner"] == programs[child]
     [figures] = kept["duels"]
     assert figures["speedups"] == {"n8": 1.0, "n64": pytest.approx(1.1)}
