@@ -239,17 +239,13 @@ def test_a_failed_timing_or_an_aggregate_finding_scores_zero(tmp_path: Path, mon
     assert not r.passed and r.score == 0.0 and r.hacks == (one_case,) and not r.quarantined
 
 
-def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_eager(tmp_path: Path) -> None:
-    """TimingConfig.compile_candidate (a kernel the engine calls inside a compiled region): the timing stage
-    gets the candidate wrapped in torch.compile, the reference as the baseline names it, and the re-check
-    still judges against the eager reference."""
-    cascade = _cascade(tmp_path, [])
-    cascade.p.config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+def _judged(cascade: _Cascade, tmp_path: Path) -> JudgeContext:
+    """The context the timing stage gets for a candidate that doubles and shifts (its stages passed)."""
 
     def candidate(x: torch.Tensor) -> torch.Tensor:
         return x * 2.0 + 1.0
 
-    ctx = JudgeContext(
+    return JudgeContext(
         task=cascade.p.task,
         backend=cascade.p.backend,
         config=cascade.p.config,
@@ -260,6 +256,17 @@ def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_ea
         candidate_path=tmp_path / "candidate.py",
         candidate_source=GOOD,
     )
+
+
+def test_a_compiled_candidate_is_timed_under_torch_compile_and_judged_against_eager(tmp_path: Path) -> None:
+    """TimingConfig.compile_candidate (a kernel the engine calls inside a compiled region): the timing stage
+    gets the candidate wrapped in torch.compile, the reference as the baseline names it, and the re-check
+    still judges against the eager reference."""
+    cascade = _cascade(tmp_path, [])
+    cascade.p.config = EvalConfig(timing=TimingConfig(baseline="compile", compile_candidate=True))
+
+    ctx = _judged(cascade, tmp_path)
+    candidate = ctx.candidate
     timed, check = cascade.baseline(ctx, [], {})
     assert getattr(timed.candidate, "_torchdynamo_orig_callable", None) is candidate
     assert getattr(timed.reference, "_torchdynamo_orig_callable", None) is ctx.reference
@@ -277,20 +284,8 @@ def test_a_rival_is_imported_from_its_source_and_timed_where_the_reference_was(t
     rival = "def scale_shift(x):\n    return ('rival', x)\n"
     cascade.p.config = EvalConfig(timing=TimingConfig(baseline="rival", rival_source=rival))
 
-    def candidate(x: torch.Tensor) -> torch.Tensor:
-        return x * 2.0 + 1.0
-
-    ctx = JudgeContext(
-        task=cascade.p.task,
-        backend=cascade.p.backend,
-        config=cascade.p.config,
-        seeds=(1,),
-        reference=cascade.p.reference,
-        candidate=candidate,
-        candidate_module=SimpleNamespace(),  # type: ignore[arg-type]
-        candidate_path=tmp_path / "candidate.py",
-        candidate_source=GOOD,
-    )
+    ctx = _judged(cascade, tmp_path)
+    candidate = ctx.candidate
     timed, check = cascade.baseline(ctx, [], {})
     assert timed.reference(3) == ("rival", 3) and timed.candidate is candidate and check is not None
     assert (tmp_path / "rival.py").read_text() == rival
