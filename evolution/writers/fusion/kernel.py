@@ -20,6 +20,7 @@ from evolution.writers.fusion.code_text import inline_single_use
 from evolution.writers.fusion.emit import Emitter, Options
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator
+from evolution.writers.fusion.in_place import fence_in_place_stores
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.lower import LOWERINGS
 from evolution.writers.fusion.memory import store_tensor
@@ -265,6 +266,7 @@ def _kernel_text(
     for region, _ in plan.regions:
         issue_loads_early(region.root)
     prologue = [line for region, _ in plan.regions for line in region.prologue]
+    fence_in_place_stores(prologue, [region.root for region, _ in plan.regions])
     body: list[str] = []
     decomposition: list[str] = []
     if grid:

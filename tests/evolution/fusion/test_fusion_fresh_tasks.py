@@ -120,6 +120,22 @@ def test_a_size_that_grows_at_every_decode_step_is_a_run_time_argument(seeds) ->
     assert "max_seq_pages" in plain and "MAX_SEQ_PAGES" not in constexprs, ast.unparse(kernel.args)
 
 
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_an_in_place_store_over_values_other_lanes_read_waits_for_them(seeds, target: Target) -> None:
+    """LMDeploy's rotary embedding writes query and key in place after reading each head's other half: the
+    kernel stores them only after a barrier (other lanes load what a lane stores). The other ops read and
+    write each element in one lane, or write fresh outputs: no barrier."""
+    source = seeds(target)[1]
+    if target.name != "lmdeploy_apply_rotary":
+        assert "tl.debug_barrier()" not in source
+        return
+    lines = [line.strip() for line in source.splitlines()]
+    barrier = lines.index("tl.debug_barrier()")
+    stores = [k for k, line in enumerate(lines) if line.startswith("tl.store(")]
+    loads = [k for k, line in enumerate(lines) if "tl.load(query_ptr" in line or "tl.load(key_ptr" in line]
+    assert stores and loads and max(loads) < barrier < min(stores)
+
+
 def test_no_page_to_write_still_writes_the_sequence_lengths(judge, seeds, tmp_path: Path) -> None:
     """max_seq_pages == 0 leaves the page axis empty; the kernel still writes cache_seqlens and cu_seqlens,
     which the reference writes whatever the pages (the one program of block 0 runs, every page lane
