@@ -7,8 +7,10 @@ loads and stores its own elements, but the shifted load of one lane reads what a
 nothing orders the two: a warp that runs ahead stores before a slower warp has loaded. On the H200 such
 kernels came out wrong on 1 to 23 elements of 16 million (0.04-0.10 off) in about half of their
 evaluations, and passed in the others. `tl.debug_barrier()` before the store makes every lane's loads
-happen first; it is placed only where a tensor is stored after a load of it at other offsets (a plain
-elementwise in-place update reads and writes each element in the same lane and needs none).
+happen first; it is placed only where a tensor is stored after a load of it at other offsets, in the same
+block or before it (a plain elementwise in-place update reads and writes each element in the same lane and
+needs none). Reads that would see another part of the computation's writes are refused earlier
+(`rows.check_cross_reads`).
 
 The offsets are compared as the writer spells them (one name per offset tile, `query_offs`), which is how
 `memory.py` emits every load and store.
@@ -36,7 +38,9 @@ def _fence(block: Block, loaded: dict[str, set[str]]) -> None:
     for item in block.items:
         if isinstance(item, Block):
             items.append(item)
-            _fence(item, loaded)
+            # What a loop loads stays in it: its values leave only through a reduction, which every lane
+            # finishes before the next statement (a two-pass norm's second loop is not fenced by its first).
+            _fence(item, {pointer: set(offsets) for pointer, offsets in loaded.items()})
             continue
         if item.strip() == BARRIER:
             loaded.clear()

@@ -55,3 +55,22 @@ def test_a_barrier_already_there_is_not_doubled() -> None:
     root = Block(items=list(items))
     fence_in_place_stores([], [root])
     assert root.items == items
+
+
+def test_a_second_pass_is_not_fenced_by_the_loads_of_the_first() -> None:
+    """A two-pass norm updating its residual in place: the first loop's loads end in a sum every lane
+    finishes; the second loop reads and writes each chunk in one lane."""
+    first = Block(
+        header="for start in range(0, N, BLOCK):", depth=1, items=["r = tl.load(r_ptr + r_offs, mask=m)"]
+    )
+    second = Block(
+        header="for start_2 in range(0, N, BLOCK):",
+        depth=1,
+        items=[
+            "r_2 = tl.load(r_ptr + r_offs_2, mask=m_2)",
+            "tl.store(r_ptr + r_offs_2, r_2 * scale, mask=m_2)",
+        ],
+    )
+    root = Block(items=[first, "scale = tl.rsqrt(tl.sum(acc, axis=0))", second])
+    fence_in_place_stores([], [root])
+    assert BARRIER not in second.items and BARRIER not in root.items
