@@ -361,8 +361,8 @@ class _Cascade:
         """The entry of TimingConfig.rival_source: a program the same search judged earlier (it passed this
         cascade's checks then), imported from the worker's scratch directory as the candidate is. It runs
         inside the worker's namespace sandbox like everything here; the in-process guards attribute only the
-        candidate's file, and the rival stands where the reference stands, so nothing it does can raise the
-        candidate's speedup."""
+        candidate's file, and the rival is not static-checked again: it is the run's own pick, not new
+        code."""
         from evaluators.timing.baselines import BaselineUnavailable
 
         source = self.p.config.timing.rival_source
