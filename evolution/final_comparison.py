@@ -20,12 +20,12 @@ pick it was made against is still the run's pick: a resumed run that finds anoth
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from evaluators.result import EvalResult
+from evaluators.stats import geometric_mean
 from evolution.types import Program, case_speedups, case_times
 from evolution.winner import TIE
 
@@ -50,8 +50,7 @@ class Duel:
     @property
     def speedup(self) -> float | None:
         """The geometric mean over the cases (None without figures)."""
-        values = list(self.speedups.values())
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+        return geometric_mean(list(self.speedups.values())) if self.speedups else None
 
     def beats(self) -> bool:
         """Behind on no case beyond BEHIND, ahead on one by AHEAD or more with its interval above 1."""
@@ -65,11 +64,7 @@ def duel(challenger: Program, result: EvalResult, regime: str) -> Duel:
     if not (result.passed and result.correct):
         return Duel(challenger.id, {}, {}, reason=result.reason or "not timed")
     speedups = case_speedups(result, regime)
-    lows = {
-        case.name: case.timings[regime].ci_low
-        for case in result.cases
-        if case.name in speedups and regime in case.timings
-    }
+    lows = {case.name: case.timings[regime].ci_low for case in result.cases if case.name in speedups}
     return Duel(challenger.id, speedups, lows, reason="" if speedups else "no case timed")
 
 
@@ -91,15 +86,15 @@ def challengers(programs: Sequence[Program], pick: Program, final_iteration: int
 
     def edge(program: Program) -> float:
         speedups, times = case_speedups(program.result, regime), case_times(program.result, regime)
-        logs = []
+        better = []
         for case, best in pick_speedups.items():
             ratios = [speedups[case] / best] if case in speedups else []
             if case in times and case in pick_times:
                 ratios.append(pick_times[case] / times[case])
             if not ratios:
                 return 0.0  # not timed where the pick was: not comparable
-            logs.append(math.log(max(ratios)))
-        return math.exp(sum(logs) / len(logs))
+            better.append(max(ratios))
+        return geometric_mean(better)
 
     ahead = sorted(((edge(p), p) for p in kept if p not in chosen), key=lambda pair: -pair[0])
     chosen += [p for e, p in ahead[:CHALLENGERS] if e > 1.0]

@@ -13,10 +13,12 @@ needs none). Reads that would see another part of the computation's writes are r
 (`rows.check_cross_reads`).
 
 The offsets are compared as the writer spells them (one name per offset tile, `query_offs`), which is how
-`memory.py` emits every load and store.
+`memory.py` emits every load and store (`pointer + offsets`).
 """
 
 from __future__ import annotations
+
+import ast
 
 from evolution.writers.fusion.region import Block
 
@@ -44,7 +46,7 @@ def _fence(block: Block, loaded: dict[str, set[str]]) -> None:
             continue
         if item.strip() == BARRIER:
             loaded.clear()
-        stored = _access(item, "tl.store(")
+        stored = _access(item, "store")
         if stored is not None and loaded.get(stored[0], set()) - {stored[1]}:
             items.append(BARRIER)
             loaded.clear()
@@ -54,34 +56,25 @@ def _fence(block: Block, loaded: dict[str, set[str]]) -> None:
 
 
 def _note_load(statement: str, loaded: dict[str, set[str]]) -> None:
-    access = _access(statement, "tl.load(")
+    access = _access(statement, "load")
     if access is not None:
         loaded.setdefault(access[0], set()).add(access[1])
 
 
 def _access(statement: str, call: str) -> tuple[str, str] | None:
-    """(pointer, offsets) of the `call` in `statement`: its first argument split at its first top-level `+`
-    (offsets "" for a bare pointer); None without such a call."""
-    at = statement.find(call)
-    if at < 0:
+    """(pointer, offsets) of the `tl.<call>` in `statement`: the first term of its first argument and the
+    rest of that sum as written ("" for a bare pointer); None without such a call."""
+    if f"tl.{call}(" not in statement:
         return None
-    first = _first_argument(statement[at + len(call) :])
-    pointer, plus, offsets = _split_top_level(first, "+")
-    return pointer.strip(), offsets.strip() if plus else ""
+    for node in ast.walk(ast.parse(statement.strip())):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == f"tl.{call}" and node.args:
+            first, *rest = _terms(node.args[0])
+            return ast.unparse(first), " + ".join(ast.unparse(term) for term in rest)
+    return None
 
 
-def _first_argument(text: str) -> str:
-    return _split_top_level(text, ",)")[0]
-
-
-def _split_top_level(text: str, stops: str) -> tuple[str, str, str]:
-    """`text` split at the first of `stops` outside brackets: (before, the stop, after)."""
-    depth = 0
-    for k, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}" and depth:
-            depth -= 1
-        elif ch in stops and depth == 0:
-            return text[:k], ch, text[k + 1 :]
-    return text, "", ""
+def _terms(node: ast.expr) -> list[ast.expr]:
+    """The terms of a sum (`p + a + b` -> p, a, b), or the node itself."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return [*_terms(node.left), node.right]
+    return [node]
