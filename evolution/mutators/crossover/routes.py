@@ -52,7 +52,8 @@ from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
 _CROSSOVER_HEADER = re.compile(r"^# --- bucket crossover: .*\n", re.MULTILINE)
-_SIDE_SUFFIX = re.compile(r"_(small|large)\d*$")
+# Every crossover suffix a name gathered: a child crossed again suffixes its parent's `_large` anew.
+_SIDE_SUFFIX = re.compile(r"(?:_(?:small|large)\d*)+$")
 _TABLE_COMMENT = "# Launch constants by input size (bytes of the tensor arguments), as the search timed them."
 _CODES = """# Each call runs the code, launched with the constants, that the search timed fastest on inputs of
 # its size: the bytes of its tensor arguments."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Collection
 
 
 def literal(value: float | int | bool, dtype: str) -> str:
@@ -154,40 +155,41 @@ def fit_docstrings(source: str, limit: int) -> str:
 
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")
-_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
-_NOT_INLINED = ("tl.load", "tl.store", "tl.atomic", "_kb_", "tl.arange", "tl.full", "tl.zeros")
+_VARIABLE = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!=[^=])")  # see _variable
+_NOT_INLINED = ("tl.load", "tl.store", "tl.atomic", "_kb_", "tl.arange", "tl.full", "tl.zeros", "tl.program_id")
 
 
-def inline_single_use(text: str, limit: int, longest: int = 60) -> str:
-    """A kernel's address temporaries (offsets, strided indices) read once, at the same indentation,
-    inlined into their reader when it stays within `limit` characters: an engine's kernel writes
-    `x_ptr + row * stride + cols` as one expression. Values keep their names; loads, block calls and
-    aranges are never moved, nor anything past a statement that assigns a name it reads."""
+def inline_single_use(text: str, limit: int, longest: int = 60, named: Collection[str] | None = None) -> str:
+    """A kernel's temporaries read once, at the same indentation, inlined into their reader when it stays
+    within `limit` characters: an engine's kernel writes `x_ptr + row * stride + cols` and
+    `x * tl.rsqrt(variance + eps)` as one expression. `named`: the values whose names say what they hold
+    (the reference's own names), kept; every other value read once is inlined. None: only address
+    arithmetic (offsets, strides) is. Loads, block calls and aranges are never moved, nor anything past a
+    statement that assigns a name it reads, nor into a loop; parentheses only where precedence needs them."""
     lines = text.split("\n")
     changed = True
     while changed:
         changed = False
         counts: dict[str, int] = {}
         for line in lines:
-            for word in _WORD.findall(line.split("#", 1)[0]):
+            for word in _VARIABLE.findall(line.split("#", 1)[0]):
                 counts[word] = counts.get(word, 0) + 1
         for i, line in enumerate(lines):
             match = _ASSIGN.match(line)
             if match is None or counts.get(match.group(2)) != 2:
                 continue
             indent, name, expr = match.groups()
-            if "offs" not in name and "stride" not in expr:
-                continue  # only address arithmetic: values keep the names that say what they hold
+            address = "offs" in name or "stride" in expr
+            if not address and (named is None or name in named):
+                continue  # a value whose name says what it holds keeps it
             if len(expr) > longest or any(marker in expr for marker in _NOT_INLINED):
                 continue
-            reads = set(_WORD.findall(expr))
+            reads = set(_VARIABLE.findall(expr))
             use = _single_use(lines, i, indent, name, reads)
             if use is None:
                 continue
-            simple = re.fullmatch(r"[\w.]+(\[[^\]]*\])?", expr) is not None
-            replacement = (expr if simple else wrapped(expr)).replace("\\", "\\\\")
-            new = re.sub(rf"\b{name}\b", replacement, lines[use])
-            if len(new) > limit:
+            new = _substituted(lines[use], name, expr)
+            if new is None or len(new) > limit:
                 continue
             lines[use] = new
             del lines[i]
@@ -196,17 +198,106 @@ def inline_single_use(text: str, limit: int, longest: int = 60) -> str:
     return "\n".join(lines)
 
 
+def _substituted(line: str, name: str, expr: str) -> str | None:
+    """`line` reading `expr` where it read `name`, in parentheses only where the statement would otherwise
+    mean something else; None when `line` is not one whole statement (nothing then is moved into it)."""
+    pattern = _variable(name)
+    bare = pattern.sub(lambda _: expr, line)
+    enclosed = pattern.sub(lambda _: wrapped(expr), line)
+    meant = _statement_tree(enclosed)
+    if meant is None:
+        return None
+    return bare if _statement_tree(bare) == meant else enclosed
+
+
+def _statement_tree(line: str) -> str | None:
+    code = line.strip()
+    if code.endswith(":"):  # an `if` header: its body is the next line's
+        code += " pass"
+    try:
+        return ast.dump(ast.parse(code))
+    except SyntaxError:
+        return None
+
+
 def _single_use(lines: list[str], i: int, indent: str, name: str, reads: set[str]) -> int | None:
     """The line after `i` that reads `name`, when it is at `indent` and nothing in between (at any depth)
     assigns a name the expression reads or closes the block `i` is in."""
+    pattern = _variable(name)
     for j in range(i + 1, len(lines)):
         line = lines[j]
         if line.strip() and len(line) - len(line.lstrip()) < len(indent):
             return None  # the block ended first
-        if re.search(rf"\b{name}\b", line):
+        if pattern.search(line):
             same = len(line) - len(line.lstrip()) == len(indent)
             return j if same and not line.lstrip().startswith(("for ", "while ")) else None
-        targets = set(_WORD.findall(line.split(" = ", 1)[0])) if " = " in line else set()
-        if targets & reads:
+        if _assigned(line) & reads:
             return None
     return None
+
+
+def _variable(name: str) -> re.Pattern[str]:
+    """`name` read or bound as a variable: not an attribute (`tl.rsqrt`), not a keyword argument (`mask=`)."""
+    return re.compile(rf"(?<![.\w]){re.escape(name)}\b(?!=[^=])")
+
+
+def _assigned(line: str) -> set[str]:
+    """The names the statement on `line` binds (`a = ...`, `a += ...`, a `for` target); a line that is
+    not one whole statement binds what stands left of its first `=`."""
+    code = line.strip()
+    try:
+        tree = ast.parse(code + " pass" if code.endswith(":") else code)
+    except SyntaxError:
+        return set(_VARIABLE.findall(line.split("=", 1)[0])) if "=" in line else set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def without_redundant_parentheses(text: str) -> str:
+    """`text` with the grouping parentheses no statement needs (`tl.where(mask, (x * x), 0.0)`,
+    `(row * N) + cols`) taken out: the emitter wraps every operand it builds; a reader expects them only
+    where precedence asks for them. A tuple's stay; so does every line that is not one whole statement."""
+    return "\n".join(_line_without_redundant_parentheses(line) for line in text.split("\n"))
+
+
+def _line_without_redundant_parentheses(line: str) -> str:
+    meant = _statement_tree(line) if "(" in line else None
+    if meant is None:
+        return line
+    start = 0
+    while (opened := _grouping_parenthesis(line, start)) >= 0:
+        closed = _closing(line, opened)
+        inside = line[opened + 1 : closed]
+        candidate = f"{line[:opened]}{inside}{line[closed + 1 :]}"
+        tuple_ = len(_split_top_level(inside)) > 1 or inside.rstrip().endswith(",")
+        if not tuple_ and _statement_tree(candidate) == meant:
+            line = candidate
+            start = opened
+        else:
+            start = opened + 1
+    return line
+
+
+def _grouping_parenthesis(line: str, start: int) -> int:
+    """The first `(` at or after `start` that groups (no call's, outside string literals and the
+    comment), or -1."""
+    quote = ""
+    for k in range(len(line)):
+        char = line[k]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return -1
+        elif char == "(" and k >= start and not (k and (line[k - 1].isalnum() or line[k - 1] in "_)]")):
+            return k
+    return -1
+
+
+def _closing(line: str, opened: int) -> int:
+    depth = 0
+    for k in range(opened, len(line)):
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(line[k], 0)
+        if depth == 0:
+            return k
+    return len(line) - 1

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evolution.writers.fusion import naming, symbols
-from evolution.writers.fusion.code_text import inline_single_use
+from evolution.writers.fusion.code_text import inline_single_use, without_redundant_parentheses
 from evolution.writers.fusion.emit import Emitter, Options
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator
@@ -108,15 +109,17 @@ def build_kernel(
     value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, value_names), renamed)
-    # Inlined address arithmetic stays within the line limit, with room for the renaming still to come.
-    text = inline_single_use(text, line_length - 10)
+    # What the reference named keeps its name; other values read once, and address arithmetic, are
+    # inlined within the line limit, with room for the renaming still to come.
+    named = {new for old, new in value_names.items() if (hint := hints.get(old)) and hint[0] >= 3}
+    text = inline_single_use(without_redundant_parentheses(text), line_length - 10, named=named)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
     return KernelCode(
         name=name,
         text=text,
-        params=list(params.params.values()),
+        params=_ordered_params(params),  # the launch passes them in the signature's order
         grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host, _ in grid_params],
         stores=stores,
         holders=holders,
@@ -338,9 +341,17 @@ def _ordered_params(params: KernelParams) -> list[Param]:
 def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
     """Expression (over the launch's own size variables) for the elements of the largest tile a program
     loads (what its threads share; a top-k's compare tiles do not need more warps), else of any tile."""
-    shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.load_shapes})
-    if not shapes:
-        shapes = sorted({" * ".join(shape) for region, _ in plan.regions for shape in region.shapes})
+    tiles = {tuple(shape) for region, _ in plan.regions for shape in region.load_shapes}
+    if not tiles:
+        tiles = {tuple(shape) for region, _ in plan.regions for shape in region.shapes}
+    shapes = sorted(" * ".join(shape) for shape in tiles if not _within_another(shape, tiles))
     if not shapes:
         return "1"
     return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"
+
+
+def _within_another(shape: tuple[str, ...], shapes: set[tuple[str, ...]]) -> bool:
+    """Whether another tile has every extent of `shape` and more: it is never smaller (extents are at
+    least 1), so the largest tile's expression need not name `shape`."""
+    own = Counter(shape)
+    return any(other != shape and not own - Counter(other) for other in shapes)

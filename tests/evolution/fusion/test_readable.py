@@ -212,6 +212,62 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     assert check(root, flat) > 0
 
 
+def test_a_name_crossed_twice_says_once_when_it_runs(rms_task) -> None:
+    """A crossover child crossed again suffixes its parent's `_large` names anew (`BLOCK_large_large2`);
+    flat, each name carries one suffix, for the interval its code runs on."""
+    root, report = rms_task
+    one, half = write(root, report, Knobs()).source, write(root, report, Knobs(warps=0.5)).source
+    two = write(root, report, Knobs(passes="two", block=32, eviction=True)).source
+    inner = build_child(one, two, "add_rmsnorm", Route(1000, False, ""))
+    child = build_child(half, inner, "add_rmsnorm", Route(300, False, ""))
+    assert re.search(r"^def \w+_large_large2\(", child, re.M)
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, "add_rmsnorm")
+    assert flat_block is not None
+    flat = replace_evolve_block(child, flat_block)
+    assert re.findall(r"\w*_(?:small|large)\d*_(?:small|large)\w*", flat) == []
+    assert re.search(r"^def \w+_kernel\w*_large\(", flat, re.M) and "BLOCK_large = " in flat
+    assert check(root, flat, seeds=(0,)) > 0
+
+
+def test_the_launch_reads_like_the_kernel(rms_task) -> None:
+    """Each launch passes the kernel's parameters in the order its signature declares them, and sizes its
+    warps by the tiles no other tile holds all the extents of (`ROWS * N` covers `N`)."""
+    from evolution.writers.fusion.kernel import _within_another
+
+    root, report = rms_task
+    for knobs in (Knobs(), Knobs(rows=2), Knobs(passes="two", block=32)):
+        tree = ast.parse(write(root, report, knobs).source)
+        kernels = {f.name: [a.arg for a in f.args.args] for f in jit_functions_of(tree)}
+        launches = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Subscript)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in kernels
+        ]
+        assert launches, knobs
+        for call in launches:
+            passed = [k.arg for k in call.keywords if k.arg != "num_warps"]
+            assert passed == kernels[call.func.value.id], knobs
+    tiles = {("ROWS", "N_P2"), ("N_P2",), ("ROWS", "G_P2", "S_P2"), ("ROWS", "ROWS")}
+    assert [t for t in sorted(tiles) if not _within_another(t, tiles)] == [
+        ("ROWS", "G_P2", "S_P2"),
+        ("ROWS", "N_P2"),
+        ("ROWS", "ROWS"),
+    ]
+
+
+def jit_functions_of(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list)
+    ]
+
+
 def test_int64_and_int32_offsets_crossed_ship_as_one_kernel(rms_task) -> None:
     """Kernels that differ only in the width of their program index (the index32 knob) are one kernel taking
     INT64_OFFSETS, the index widened under it; each launch passes its kernel's width. Correct on the
@@ -360,7 +416,8 @@ def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
     kernel = "\n".join(
         [
             "def k(x_ptr, x_stride0, N: tl.constexpr):",
-            "    row_offs = tl.program_id(0) * x_stride0",
+            "    row = tl.program_id(0)",
+            "    row_offs = row * x_stride0",
             "    x = tl.load(x_ptr + row_offs)",
             "    scale = x * 2.0",
             "    base_offs = row_offs + N",
@@ -370,11 +427,69 @@ def test_address_arithmetic_is_inlined_and_values_are_not() -> None:
         ]
     )
     inlined = inline_single_use(kernel, 100)
-    assert "x = tl.load(x_ptr + (tl.program_id(0) * x_stride0))" not in inlined  # row_offs is read twice
+    assert "    row = tl.program_id(0)\n    row_offs = row * x_stride0\n" in inlined  # the program's index
     assert "scale = x * 2.0" in inlined  # a value keeps its name
     assert "base_offs = row_offs + N" in inlined  # what it reads is reassigned before its use: not moved
     single = inline_single_use("def k(x_ptr, s):\n    offs = s * 4\n    tl.load(x_ptr + offs)", 100)
-    assert single.splitlines()[1] == "    tl.load(x_ptr + (s * 4))"
+    assert single.splitlines()[1] == "    tl.load(x_ptr + s * 4)"  # no parentheses precedence does not need
+
+
+VALUES = """def k(x_ptr, out_ptr, eps, N: tl.constexpr):
+    cols = tl.arange(0, N)
+    mask = cols < N
+    x = tl.load(x_ptr + cols)
+    x_f32 = x.to(tl.float32)
+    power = x_f32 * x_f32
+    variance = tl.sum(power, axis=0) / N
+    added = variance + eps
+    rsqrt = tl.rsqrt(added)
+    acc = tl.zeros([N], tl.float32)
+    shift = x_f32 - 1.0
+    for start in range(0, N, 4):
+        acc = acc + shift
+    total = acc + 2.0
+    total += 1.0
+    scaled = total * 3.0
+    tl.store(out_ptr + cols, x_f32 * rsqrt + scaled, mask=mask)"""
+
+
+def test_values_the_reference_did_not_name_are_inlined_where_read_once() -> None:
+    """A value named after its op or its expression (`added`, `rsqrt`) read once is written where it is
+    read, as an engine's kernel writes `x * tl.rsqrt(variance + eps)`; a value the reference named stays,
+    and nothing moves into a loop, past a statement that changes what it reads, or into a keyword's name."""
+    from evolution.writers.fusion.code_text import inline_single_use
+
+    inlined = inline_single_use(VALUES, 100, named={"x", "variance"})
+    assert "    variance = tl.sum(x_f32 * x_f32, axis=0) / N\n" in inlined  # `power` inlined
+    assert "x_f32 * tl.rsqrt(variance + eps) + total * 3.0" in inlined  # `tl.rsqrt` is no read of `rsqrt`
+    assert "    shift = x_f32 - 1.0\n    for start" in inlined  # never moved into the loop
+    assert "    total = acc + 2.0\n    total += 1.0\n" in inlined  # read again after its update
+    assert "mask=cols < N" in inlined and "mask=mask" not in inlined  # the keyword keeps its name
+    assert "x_f32 = x.to(tl.float32)" in inlined  # read twice
+    compile(inlined, "<inlined>", "exec")
+    kept = inline_single_use(VALUES, 100)  # no names given: values stay as they are
+    assert "    power = x_f32 * x_f32\n" in kept and "    added = variance + eps\n" in kept
+    narrow = inline_single_use(VALUES, 34, named={"x", "variance"})
+    assert "    added = variance + eps\n" in narrow  # its reader would run past the limit
+
+
+def test_parentheses_stay_only_where_precedence_needs_them() -> None:
+    from evolution.writers.fusion.code_text import without_redundant_parentheses
+
+    cases = {
+        "    y = tl.where(m, (x * x), 0.0)": "    y = tl.where(m, x * x, 0.0)",
+        "    o = (row * N) + (cols * 2)": "    o = row * N + cols * 2",
+        "    z = ((a + b)) * c": "    z = (a + b) * c",
+        "    s = -(K // 2)": "    s = -(K // 2)",
+        "    d = a - (b - c)": "    d = a - (b - c)",
+        "    t = (a, b)": "    t = (a, b)",
+        "    u = (a,)": "    u = (a,)",
+        "    r = tl.rsqrt((v + e))  # (v + e) stays": "    r = tl.rsqrt(v + e)  # (v + e) stays",
+        "    if (a == 0):": "    if a == 0:",
+        "        b = (c +": "        b = (c +",  # not a whole statement
+    }
+    for line, expected in cases.items():
+        assert without_redundant_parentheses(line) == expected, line
 
 
 def test_an_unpacked_output_of_topk_is_named_for_what_it_holds(tmp_path) -> None:
