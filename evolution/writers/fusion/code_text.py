@@ -156,7 +156,17 @@ def fit_docstrings(source: str, limit: int) -> str:
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")
 _VARIABLE = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!=[^=])")  # see _variable
-_NOT_INLINED = ("tl.load", "tl.store", "tl.atomic", "_kb_", "tl.arange", "tl.full", "tl.zeros", "tl.program_id")
+# Never moved: memory, building blocks, tiles the schedule placed, and the program's index (`row`).
+_NOT_INLINED = (
+    "tl.load",
+    "tl.store",
+    "tl.atomic",
+    "_kb_",
+    "tl.arange",
+    "tl.full",
+    "tl.zeros",
+    "tl.program_id",
+)
 
 
 def inline_single_use(text: str, limit: int, longest: int = 60, named: Collection[str] | None = None) -> str:
