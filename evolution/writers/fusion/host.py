@@ -12,7 +12,7 @@ import re
 
 from evolution.writers.fusion import symbols
 from evolution.writers.fusion.errors import LoweringError
-from evolution.writers.fusion.kernel import KernelCode
+from evolution.writers.fusion.kernel import KernelCode, in_signature_order
 from evolution.writers.fusion.model import Graph, OutputNode
 from evolution.writers.fusion.tiles import STORAGE_DTYPE
 
@@ -51,15 +51,18 @@ def host_body(graph: Graph, kernel: KernelCode, device_of: str, *, fixed_warps: 
     # A size the launch alone reads is passed as its expression; one the grid or num_warps also reads is
     # bound once.
     shared = " ".join([kernel.tile_elements, *counts, *(p.host for p in kernel.params)])
-    arguments: list[str] = []
+    # Sizes are bound in the order the kernel found them (a grid count reads its block); the launch passes
+    # them in the signature's.
+    passed_as: dict[str, str] = {}
     for param in kernel.params:
         if param.kind != "size" or param.host == param.name:
-            arguments.append(f"{param.name}={param.host}")
+            passed_as[param.name] = param.host
         elif re.search(rf"\b{param.name}\b", shared):
             lines.append(f"{param.name} = {param.host}")
-            arguments.append(f"{param.name}={param.name}")
+            passed_as[param.name] = param.name
         else:
-            arguments.append(f"{param.name}={param.host}")
+            passed_as[param.name] = param.host
+    arguments = [f"{p.name}={passed_as[p.name]}" for p in in_signature_order(kernel.params)]
     total = " * ".join(counts) or "1"
     warps = "NUM_WARPS" if fixed_warps else f"_num_warps({kernel.tile_elements})"
     if kernel.split_block:  # warps for the full block, then more programs of fewer elements each

@@ -119,7 +119,7 @@ def build_kernel(
     return KernelCode(
         name=name,
         text=text,
-        params=_ordered_params(params),  # the launch passes them in the signature's order
+        params=list(params.params.values()),  # in the order the host binds them
         grid=[(renamed.get(n, n), naming.apply(host, renamed)) for n, host, _ in grid_params],
         stores=stores,
         holders=holders,
@@ -262,7 +262,7 @@ def _item_lists(items: list[str] | list[str | Block]) -> list[list[str] | list[s
 def _kernel_text(
     name: str, params: KernelParams, plan: Plan, grid: list[tuple[str, str, str]], persistent: bool
 ) -> str:
-    ordered = _ordered_params(params)
+    ordered = in_signature_order(list(params.params.values()))
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in ordered)
     lines = ["@triton.jit", f"def {name}({signature}):"]
     prune([region.prologue for region, _ in plan.regions] + [region.root.items for region, _ in plan.regions])
@@ -332,10 +332,11 @@ def _product(counts: list[str]) -> str:
     return counts[0] if len(counts) == 1 else f"({' * '.join(counts)})"
 
 
-def _ordered_params(params: KernelParams) -> list[Param]:
+def in_signature_order(params: list[Param]) -> list[Param]:
+    """Pointers, strides, scalars, run-time sizes, then the constexprs: the kernel's signature, and the
+    order its launch passes them in."""
     rank = {"pointer": 0, "stride": 1, "scalar": 2, "size": 3}
-    items = list(params.params.values())
-    return sorted(items, key=lambda p: (p.constexpr, rank[p.kind]))
+    return sorted(params, key=lambda p: (p.constexpr, rank[p.kind]))
 
 
 def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:

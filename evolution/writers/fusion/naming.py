@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 _FIXED = frozenset({"pid", "rest", "first", "_"})  # "_": an output nothing reads
 _RESERVED = frozenset({"tl", "triton", "torch", "libdevice", *keyword.kwlist, *dir(builtins)})
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
-_FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*")  # not an attribute
+_FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*(?!\w|=[^=])")  # not an attribute, not a keyword's name
 _CASTS = {"tl.int64": "i64", "tl.int32": "i32", "tl.float32": "f32", "tl.int1": "bool", "tl.float64": "f64"}
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin"}
 _MAX_PART = 14  # a derived name built from an operand's name only while that stays short
@@ -64,6 +64,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     taken = set(_FREE_IDENT.findall(kernel_text)) | _RESERVED  # `tl.rsqrt` leaves `rsqrt` free
     bound = _bound_in_order(fn)
     uses = _pointer_uses(fn)
+    guards = _mask_uses(fn)
     mapping: dict[str, str] = {}
     generated = [n for n in bound if n not in _FIXED]
     taken -= set(generated)
@@ -71,7 +72,10 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     lives = _lifetimes(fn)
     holders: dict[str, str] = {}  # a new name -> the generated value that holds it last
     for name in generated:
-        base = identifier(_base_name(name, hints, atoms, uses, mapping, bound.get(name))) or "value"
+        base = _base_name(name, hints, atoms, uses, mapping, bound.get(name))
+        if base == "mask" and name in guards:  # a combined mask is named for the first access it guards
+            base = f"{guards[name]}_mask"
+        base = identifier(base) or "value"
         if name.startswith("pid_") and base in taken:
             # A program's index along an axis named for a size the kernel also takes (a run-time
             # `max_seq_pages`): Triton's own `pid_<axis>`, not a numbered copy of the size's name.
@@ -222,6 +226,31 @@ def _pointer_uses(fn: ast.FunctionDef) -> dict[str, str]:
             left, right = node.left, node.right
             if isinstance(left, ast.Name) and left.id.endswith("_ptr") and isinstance(right, ast.Name):
                 found.setdefault(right.id, left.id.removesuffix("_ptr"))
+    return found
+
+
+def _mask_uses(fn: ast.FunctionDef) -> dict[str, str]:
+    """Name -> the tensor of the first load or store (in the kernel's order) it is the mask of
+    (`tl.load(query_ptr + offs, mask=m)` -> "query")."""
+    accesses = []
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("load", "store")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "tl"
+            and node.args
+        ):
+            pointer = node.args[0]
+            while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, (ast.Add, ast.Sub)):
+                pointer = pointer.left
+            mask = next((k.value for k in node.keywords if k.arg == "mask"), None)
+            if isinstance(pointer, ast.Name) and pointer.id.endswith("_ptr") and isinstance(mask, ast.Name):
+                accesses.append(((node.lineno, node.col_offset), mask.id, pointer.id.removesuffix("_ptr")))
+    found: dict[str, str] = {}
+    for _, mask_name, tensor in sorted(accesses):
+        found.setdefault(mask_name, tensor)
     return found
 
 

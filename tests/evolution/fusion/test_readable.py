@@ -59,6 +59,29 @@ def test_values_are_named_after_what_they_hold() -> None:
     assert "variance = tl.sum(" in renamed and "rsqrt_variance = tl.rsqrt(variance)" in renamed
 
 
+MASKS = """@triton.jit
+def _k(q_ptr, k_ptr, R, N: tl.constexpr):
+    pid = tl.program_id(0)
+    a0_1 = tl.arange(0, N)
+    v2 = (pid < R) & (a0_1 < N)
+    v3 = (a0_1 >= 2) & (a0_1 < N)
+    v4 = v2 & v3
+    q_5 = tl.load(q_ptr + pid * N + a0_1, mask=v2, other=0)
+    q_6 = tl.load(q_ptr + pid * N + a0_1 - 2, mask=v4, other=0)
+    k_7 = tl.load(k_ptr + pid * N + a0_1, mask=v2, other=0)
+    tl.store(k_ptr + pid * N + a0_1, k_7 + q_5 + tl.where(v3, q_6, 0.0), mask=v2)"""
+
+
+def test_a_combined_mask_is_named_for_the_access_it_guards() -> None:
+    """`mask=v2` of a load of `q` first: `q_mask`; another load's own mask `q_mask_2`; a mask no access
+    takes keeps the generic name."""
+    renamed = apply(MASKS, rename_map(MASKS, Hints(), {"a0": "col"}))
+    assert "tl.load(q_ptr + pid * N + offs, mask=q_mask, other=0)" in renamed
+    assert "    q_mask_2 = q_mask & mask\n" in renamed and "offs - 2, mask=q_mask_2, other=0)" in renamed
+    assert "    mask = (offs >= 2) & (offs < N)\n" in renamed  # `mask=` is a keyword, not a name taken
+    assert numbered_names(renamed) == []
+
+
 REBINDING = """@triton.jit
 def _k(x_ptr, r_ptr, out_ptr, N: tl.constexpr):
     pid = tl.program_id(0)
