@@ -216,7 +216,7 @@ class Emitter:
         reduction across the program's warps instead of one per chunk."""
         # The row is walked in chunks (too wide for one register tile), and what the next loop reads needs
         # the whole row's reduction first.
-        why = f"Two passes: this loop's {kind} over every chunk first, as the next loop needs it whole"
+        why = f"Two passes: the whole row's {kind} first, as the next loop needs it"
         with self.preloop(atom, why) as block:
             chunk = lanes()
             parent = self.stack[block.depth - 1]

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import keyword
 import re
+import tokenize
 from dataclasses import dataclass, field
 
 # A name the kernel's frame always has (kept), and names a generated value never takes.
@@ -61,7 +63,8 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     tree = ast.parse(kernel_text)
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
-    taken = set(_FREE_IDENT.findall(kernel_text)) | _RESERVED  # `tl.rsqrt` leaves `rsqrt` free
+    # `tl.rsqrt` leaves `rsqrt` free, and so do the words of a comment (`# ... the whole row's sum`)
+    taken = set(_FREE_IDENT.findall(_without_comments(kernel_text))) | _RESERVED
     bound = _bound_in_order(fn)
     uses = _pointer_uses(fn)
     guards = _mask_uses(fn)
@@ -71,6 +74,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     taken |= _FIXED
     lives = _lifetimes(fn)
     holders: dict[str, str] = {}  # a new name -> the generated value that holds it last
+    latest: dict[str, str] = {}  # a base name -> the last new name given for it (`x_2` once `x` was taken)
     for name in generated:
         base = _base_name(name, hints, atoms, uses, mapping, bound.get(name))
         if base == "mask" and name in guards:  # a combined mask is named for the first access it guards
@@ -80,14 +84,21 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
             # A program's index along an axis named for a size the kernel also takes (a run-time
             # `max_seq_pages`): Triton's own `pid_<axis>`, not a numbered copy of the size's name.
             base = f"pid_{base}"
-        holder = holders.get(base)
-        if holder is not None and _rebinds(name, holder, bound.get(name), hints, lives):
-            new = base  # as the reference rebinds it (`x = x + residual`); the old value is not read again
-        else:
-            new = _unique(base, taken)
+        # As the reference rebinds a name (`x = x + residual`), where the old value is not read again;
+        # the last copy of a name taken elsewhere (a second loop's `x_2`) is rebound the same way.
+        new = next(
+            (
+                held
+                for held in dict.fromkeys((latest.get(base, base), base))
+                if (holder := holders.get(held)) is not None
+                and _rebinds(name, holder, bound.get(name), hints, lives)
+            ),
+            None,
+        ) or _unique(base, taken)
         taken.add(new)
         mapping[name] = new
         holders[new] = name
+        latest[base] = new
     return mapping
 
 
@@ -227,6 +238,14 @@ def _pointer_uses(fn: ast.FunctionDef) -> dict[str, str]:
             if isinstance(left, ast.Name) and left.id.endswith("_ptr") and isinstance(right, ast.Name):
                 found.setdefault(right.id, left.id.removesuffix("_ptr"))
     return found
+
+
+def _without_comments(text: str) -> str:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        return tokenize.untokenize(tok for tok in tokens if tok.type != tokenize.COMMENT)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return text
 
 
 def _mask_uses(fn: ast.FunctionDef) -> dict[str, str]:

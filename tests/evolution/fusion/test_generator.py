@@ -265,7 +265,7 @@ def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:
         assert (
             source.count(" in range(0, ") >= 4
         )  # pre-loops for max, sum, mean, squares, then the store loop
-        assert "# Two passes: this loop's max over every chunk first" in source  # says why it loops twice
+        assert "# Two passes: the whole row's max first" in source  # says why it loops twice
         check(root, source)
     rms_cases = [{"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5}]
     rms = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, rms_cases)

@@ -72,6 +72,36 @@ def _k(q_ptr, k_ptr, R, N: tl.constexpr):
     tl.store(k_ptr + pid * N + a0_1, k_7 + q_5 + tl.where(v3, q_6, 0.0), mask=v2)"""
 
 
+TWO_LOOPS = """@triton.jit
+def _k(x_ptr, out_ptr, N: tl.constexpr, B: tl.constexpr):
+    pid_a0 = tl.program_id(0)
+    # Two passes: the whole row's sum first, as the next loop needs it
+    v1 = tl.zeros([B], tl.float32)
+    for c2 in range(0, N, B):
+        x_3 = tl.load(x_ptr + pid_a0 * N + c2 + tl.arange(0, B))
+        v4 = x_3.to(tl.float32)
+        v1 = v1 + v4 * v4
+    v5 = tl.rsqrt(tl.sum(v1, axis=0))
+    for c6 in range(0, N, B):
+        x_7 = tl.load(x_ptr + pid_a0 * N + c6 + tl.arange(0, B))
+        v8 = x_7.to(tl.float32)
+        v9 = v8 * v5
+        tl.store(out_ptr + pid_a0 * N + c6 + tl.arange(0, B), v9)"""
+
+
+def test_a_second_loop_rebinds_its_own_copy_of_a_name() -> None:
+    """The second pass's `x` is `x_2` (the first pass's is bound in another loop); its new states rebind
+    `x_2` as the first pass's rebind `x`. A comment's words (`row`) take no name."""
+    hints = Hints()
+    for name in ("x_3", "v4", "x_7", "v8", "v9"):
+        hints.add(name, "x", 3)
+    renamed = apply(TWO_LOOPS, rename_map(TWO_LOOPS, hints, {"a0": "row"}))
+    assert "    row = tl.program_id(0)\n" in renamed
+    assert "        x = x.to(tl.float32)\n" in renamed
+    assert "        x_2 = x_2.to(tl.float32)\n        x_2 = x_2 * " in renamed
+    assert numbered_names(renamed) == []
+
+
 def test_a_combined_mask_is_named_for_the_access_it_guards() -> None:
     """`mask=v2` of a load of `q` first: `q_mask`; another load's own mask `q_mask_2`; a mask no access
     takes keeps the generic name."""
