@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from evaluators.candidate import normalize_source
 from evaluators.result import EvalResult
+from evaluators.stats import geometric_mean
 from evolution.config import FeatureDim
 from evolution.errors import SearchConfigError
 
@@ -82,7 +83,7 @@ def _regime_speedup(regime: str) -> Callable[[EvalResult], float]:
         values = [v for v in values if v and v > 0]
         if not values:
             return 0.0
-        return math.exp(sum(math.log(v) for v in values) / len(values))
+        return geometric_mean(values)
 
     return speedup
 
