@@ -156,12 +156,13 @@ def fit_docstrings(source: str, limit: int) -> str:
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")
 _VARIABLE = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!=[^=])")  # see _variable
+_BLOCK_CALL = "_kb_"  # a building block's prefix (writers/fusion/blocks)
 # Never moved: memory, building blocks, tiles the schedule placed, and the program's index (`row`).
 _NOT_INLINED = (
     "tl.load",
     "tl.store",
     "tl.atomic",
-    "_kb_",
+    _BLOCK_CALL,
     "tl.arange",
     "tl.full",
     "tl.zeros",
@@ -169,13 +170,20 @@ _NOT_INLINED = (
 )
 
 
-def inline_single_use(text: str, limit: int, longest: int = 60, named: Collection[str] | None = None) -> str:
+def inline_single_use(
+    text: str,
+    limit: int,
+    longest: int = 60,
+    named: Collection[str] | None = None,
+    call_margin: int = 0,
+) -> str:
     """A kernel's temporaries read once, at the same indentation, inlined into their reader when it stays
     within `limit` characters: an engine's kernel writes `x_ptr + row * stride + cols` and
     `x * tl.rsqrt(variance + eps)` as one expression. `named`: the values whose names say what they hold
     (the reference's own names), kept; every other value read once is inlined. None: only address
     arithmetic (offsets, strides) is. Loads, block calls and aranges are never moved, nor anything past a
-    statement that assigns a name it reads, nor into a loop; parentheses only where precedence needs them."""
+    statement that assigns a name it reads, nor into a loop; parentheses only where precedence needs them.
+    `call_margin`: room kept on a line that calls a building block, whose name a crossover may lengthen."""
     lines = text.split("\n")
     changed = True
     while changed:
@@ -199,7 +207,7 @@ def inline_single_use(text: str, limit: int, longest: int = 60, named: Collectio
             if use is None:
                 continue
             new = _substituted(lines[use], name, expr)
-            if new is None or len(new) > limit:
+            if new is None or len(new) + (call_margin if _BLOCK_CALL in new else 0) > limit:
                 continue
             lines[use] = new
             del lines[i]

@@ -110,9 +110,11 @@ def build_kernel(
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, value_names), renamed)
     # What the reference named keeps its name; other values read once, and address arithmetic, are
-    # inlined within the line limit, with room for the renaming still to come.
+    # inlined within the line limit, with room where a building block's name may grow (a crossover's
+    # `_small`).
     named = {new for old, new in value_names.items() if (hint := hints.get(old)) and hint[0] >= 3}
-    text = inline_single_use(without_redundant_parentheses(text), line_length - 10, named=named)
+    text = without_redundant_parentheses(text)
+    text = inline_single_use(text, line_length, named=named, call_margin=10)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
