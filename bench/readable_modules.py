@@ -9,7 +9,7 @@ leave them under their work folder). Per winner: OUT/<name>.py (the module, laid
 length), its line count against the budget (1.5x the engine's own kernel for the op where one exists, else
 200), and every rule it breaks. `--regenerate` first writes each fusion winner again from its knobs at
 that line length; `--ptx` compiles module and winner for sm_90 (no GPU needed) and compares their PTX,
-case by case.
+case by case (where it differs, whether it holds the same instructions, in another order).
 OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
 OUT/readable_modules.md is the table (also printed). Runs on a CPU.
 """
@@ -78,16 +78,19 @@ def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Pat
     from evaluators.task import load_task
 
     task = load_task(task_dir)
-    launches, differ = 0, []
+    launches, reordered, differ = 0, [], []
     for k, case in enumerate(task.cases):
         module_launches, raw_launches = rules.gpu_launches(
             [(task_dir, module, entry), (task_dir, raw, task.entry)], case=k
         )
         launches += len(raw_launches)
         if [c["ptx"] for c in module_launches] != [c["ptx"] for c in raw_launches]:
-            differ.append(case.name)
+            same = [c["instructions"] for c in module_launches] == [c["instructions"] for c in raw_launches]
+            (reordered if same else differ).append(case.name)
     if differ:
         return f"no ({', '.join(differ)})"
+    if reordered:
+        return f"the same instructions in another order on {', '.join(reordered)}; else yes"
     return f"yes ({launches} launches, {len(task.cases)} cases)"
 
 

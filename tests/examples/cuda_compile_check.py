@@ -44,6 +44,7 @@ POINTER_TYPES = {
     torch.bool: "*i1",
 }
 _compiled: dict[str, str] = {}  # a launch's key -> its PTX digest
+_instructions: dict[str, str] = {}  # a launch's key -> the digest of its instruction counts
 _job = -1  # the index of the job whose launches are being compiled
 
 
@@ -76,10 +77,13 @@ def compile_instead_of_launch(self: JITFunction, *args, grid, warmup, **kwargs):
     cached = key in _compiled
     if not cached:
         compiled = triton.compile(ASTSource(self, signature, constexprs), target=TARGET, options=options)
-        _compiled[key] = _machine_code_digest(compiled.asm["ptx"], self.fn.__name__)
+        ptx = compiled.asm["ptx"]
+        _compiled[key] = _machine_code_digest(ptx, self.fn.__name__)
+        _instructions[key] = _instruction_digest(ptx)
     report = {"job": _job, "kernel": self.fn.__name__, "signature": signature, "options": options}
     report["cached"] = cached
     report["ptx"] = _compiled[key]
+    report["instructions"] = _instructions[key]
     print(json.dumps(report), flush=True)
 
 
@@ -89,6 +93,19 @@ def _machine_code_digest(ptx: str, kernel: str) -> str:
     code = ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]  # DWARF: file names
     kept = [line for line in code.splitlines() if not line.lstrip().startswith((".loc", ".file", "//"))]
     return hashlib.sha256("\n".join(kept).replace(kernel, "KERNEL").encode()).hexdigest()[:16]
+
+
+def _instruction_digest(ptx: str) -> str:
+    """How many times the kernel's code uses each instruction, whatever their order and register numbers:
+    equal for two kernels whose statements the compiler received in another order."""
+    code = ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]
+    counts: dict[str, int] = {}
+    for line in code.splitlines():
+        text = line.strip()
+        if text and not text.startswith((".", "//", "$", "{", "}", "(", ")")) and not text.endswith(":"):
+            opcode = text.split()[0]
+            counts[opcode] = counts.get(opcode, 0) + 1
+    return hashlib.sha256(json.dumps(sorted(counts.items())).encode()).hexdigest()[:16]
 
 
 def _import(path: Path, name: str):

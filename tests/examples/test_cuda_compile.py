@@ -61,3 +61,21 @@ def test_every_candidate_compiles_for_sm90(load_harness, candidate_files, tmp_pa
     } <= kernels
     assert {c["job"] for c in compiled} == set(range(len(jobs)))  # every job launched (and compiled) a kernel
     assert any(not c["cached"] for c in compiled)
+
+
+def test_the_instruction_digest_reads_counts_not_order() -> None:
+    """Two kernels whose statements reach the compiler in another order share the digest of their
+    instruction counts (registers renumbered, lines moved), while their PTX digests differ; one more
+    instruction changes it."""
+    sys.path.insert(0, str(CHECKER.parent))
+    try:
+        import cuda_compile_check as check
+    finally:
+        sys.path.remove(str(CHECKER.parent))
+    head, tail = ".visible .entry k(\n{\n", "$L__BB0_1:\n\tret;\n}"
+    first = head + "\tmul.lo.s32 \t%r5, %r3, 28;\n\tshl.b32 \t%r7, %r3, 1;\n" + tail
+    moved = head + "\tshl.b32 \t%r5, %r3, 1;\n\tmul.lo.s32 \t%r6, %r3, 28;\n" + tail
+    more = first.replace("\tret;", "\tadd.s32 \t%r8, %r7, 1;\n\tret;")
+    assert check._instruction_digest(first) == check._instruction_digest(moved)
+    assert check._machine_code_digest(first, "k") != check._machine_code_digest(moved, "k")
+    assert check._instruction_digest(first) != check._instruction_digest(more)
