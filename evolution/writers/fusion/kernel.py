@@ -17,7 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evolution.writers.fusion import naming, symbols
-from evolution.writers.fusion.code_text import inline_single_use, without_redundant_parentheses
+from evolution.writers.fusion.code_text import (
+    inline_single_use,
+    without_redundant_parentheses,
+    without_round_trips,
+)
 from evolution.writers.fusion.emit import Emitter, Options
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator
@@ -114,7 +118,7 @@ def build_kernel(
     # `_small`).
     named = {new for old, new in value_names.items() if (hint := hints.get(old)) and hint[0] >= 3}
     text = without_redundant_parentheses(text)
-    text = inline_single_use(text, line_length, named=named, call_margin=10)
+    text = without_round_trips(inline_single_use(text, line_length, named=named, call_margin=10))
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block

@@ -526,6 +526,17 @@ def test_values_the_reference_did_not_name_are_inlined_where_read_once() -> None
     assert "    added = variance + eps\n" in narrow  # its reader would run past the limit
 
 
+def test_a_rounded_value_stored_narrow_is_cast_once() -> None:
+    from evolution.writers.fusion.code_text import without_round_trips
+
+    store = "    tl.store(out_ptr + offs, (a + b).to(tl.bfloat16).to(tl.float32).to(tl.bfloat16), mask=m)"
+    assert without_round_trips(store) == "    tl.store(out_ptr + offs, (a + b).to(tl.bfloat16), mask=m)"
+    rounding = "    x = (a + b).to(tl.bfloat16).to(tl.float32)"  # the reference's rounding: kept
+    assert without_round_trips(rounding) == rounding
+    mixed = "    y = a.to(tl.float16).to(tl.float32).to(tl.bfloat16)"  # two roundings: kept
+    assert without_round_trips(mixed) == mixed
+
+
 def test_parentheses_stay_only_where_precedence_needs_them() -> None:
     from evolution.writers.fusion.code_text import without_redundant_parentheses
 
