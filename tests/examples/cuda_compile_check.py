@@ -90,22 +90,28 @@ def compile_instead_of_launch(self: JITFunction, *args, grid, warmup, **kwargs):
 def _machine_code_digest(ptx: str, kernel: str) -> str:
     """The PTX without what names where it came from (source lines, file names, the kernel's name): two
     launches of equal digests run the same instructions, whatever the Python text they were written in."""
-    code = ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]  # DWARF: file names
-    kept = [line for line in code.splitlines() if not line.lstrip().startswith((".loc", ".file", "//"))]
+    kept = [
+        line
+        for line in _without_debug_sections(ptx).splitlines()
+        if not line.lstrip().startswith((".loc", ".file", "//"))
+    ]
     return hashlib.sha256("\n".join(kept).replace(kernel, "KERNEL").encode()).hexdigest()[:16]
 
 
 def _instruction_digest(ptx: str) -> str:
     """How many times the kernel's code uses each instruction, whatever their order and register numbers:
     equal for two kernels whose statements the compiler received in another order."""
-    code = ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]
     counts: dict[str, int] = {}
-    for line in code.splitlines():
+    for line in _without_debug_sections(ptx).splitlines():
         text = line.strip()
         if text and not text.startswith((".", "//", "$", "{", "}", "(", ")")) and not text.endswith(":"):
             opcode = text.split()[0]
             counts[opcode] = counts.get(opcode, 0) + 1
     return hashlib.sha256(json.dumps(sorted(counts.items())).encode()).hexdigest()[:16]
+
+
+def _without_debug_sections(ptx: str) -> str:
+    return ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]  # DWARF: file names
 
 
 def _import(path: Path, name: str):

@@ -228,14 +228,20 @@ def _substituted(line: str, name: str, expr: str) -> str | None:
     return bare if _statement_tree(bare) == meant else enclosed
 
 
-def _statement_tree(line: str) -> str | None:
+def _statement(line: str) -> ast.Module | None:
+    """The one statement on `line` parsed (an `if` header with an empty body), or None."""
     code = line.strip()
     if code.endswith(":"):  # an `if` header: its body is the next line's
         code += " pass"
     try:
-        return ast.dump(ast.parse(code))
+        return ast.parse(code)
     except SyntaxError:
         return None
+
+
+def _statement_tree(line: str) -> str | None:
+    tree = _statement(line)
+    return None if tree is None else ast.dump(tree)
 
 
 def _single_use(lines: list[str], i: int, indent: str, name: str, reads: set[str]) -> int | None:
@@ -262,10 +268,8 @@ def _variable(name: str) -> re.Pattern[str]:
 def _assigned(line: str) -> set[str]:
     """The names the statement on `line` binds (`a = ...`, `a += ...`, a `for` target); a line that is
     not one whole statement binds what stands left of its first `=`."""
-    code = line.strip()
-    try:
-        tree = ast.parse(code + " pass" if code.endswith(":") else code)
-    except SyntaxError:
+    tree = _statement(line)
+    if tree is None:
         return set(_VARIABLE.findall(line.split("=", 1)[0])) if "=" in line else set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 

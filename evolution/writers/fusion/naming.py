@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import ast
 import builtins
-import io
 import keyword
 import re
-import tokenize
 from dataclasses import dataclass, field
 
 # A name the kernel's frame always has (kept), and names a generated value never takes.
 _FIXED = frozenset({"pid", "rest", "first", "_"})  # "_": an output nothing reads
 _RESERVED = frozenset({"tl", "triton", "torch", "libdevice", *keyword.kwlist, *dir(builtins)})
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
-_FREE_IDENT = re.compile(r"(?<![.\w])[A-Za-z_]\w*(?!\w|=[^=])")  # not an attribute, not a keyword's name
 _CASTS = {"tl.int64": "i64", "tl.int32": "i32", "tl.float32": "f32", "tl.int1": "bool", "tl.float64": "f64"}
 _REDUCTIONS = {"sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin"}
 _MAX_PART = 14  # a derived name built from an operand's name only while that stays short
@@ -63,8 +60,12 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     tree = ast.parse(kernel_text)
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
-    # `tl.rsqrt` leaves `rsqrt` free, and so do the words of a comment (`# ... the whole row's sum`)
-    taken = set(_FREE_IDENT.findall(_without_comments(kernel_text))) | _RESERVED
+    # Only what the code itself names: `tl.rsqrt` leaves `rsqrt` free, and so do a keyword (`mask=`) and
+    # the words of a comment (`# ... the whole row's sum`).
+    named = (
+        n.id if isinstance(n, ast.Name) else n.arg for n in ast.walk(fn) if isinstance(n, (ast.Name, ast.arg))
+    )
+    taken = {fn.name, *named} | _RESERVED
     bound = _bound_in_order(fn)
     uses = _pointer_uses(fn)
     guards = _mask_uses(fn)
@@ -238,14 +239,6 @@ def _pointer_uses(fn: ast.FunctionDef) -> dict[str, str]:
             if isinstance(left, ast.Name) and left.id.endswith("_ptr") and isinstance(right, ast.Name):
                 found.setdefault(right.id, left.id.removesuffix("_ptr"))
     return found
-
-
-def _without_comments(text: str) -> str:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        return tokenize.untokenize(tok for tok in tokens if tok.type != tokenize.COMMENT)
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return text
 
 
 def _mask_uses(fn: ast.FunctionDef) -> dict[str, str]:
