@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from evaluators.sandbox import box_env
+
 CHECKER = Path(__file__).with_name("cuda_compile_check.py")
 # One realistic shape per task, plus the launch branches that compile to different code.
 COMPILE_SHAPES = {
@@ -37,7 +39,8 @@ def test_every_candidate_compiles_for_sm90(load_harness, candidate_files, tmp_pa
         task_dir = load_harness(task_name).task.root
         for path in candidate_files(task_name):
             jobs += [{"task": str(task_dir), "candidate": str(path), "params": p} for p in shapes]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # The candidates are imported unboxed (the compiler needs no GPU): no secret goes with them.
+    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_CACHE_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / "kernelbot-triton-cache"))
     proc = subprocess.run(
         [sys.executable, str(CHECKER)],

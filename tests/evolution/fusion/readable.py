@@ -130,6 +130,7 @@ def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list
     import json
     import os
 
+    from evaluators.sandbox import box_env
     from evaluators.task import load_task
 
     checker = Path(__file__).parents[2] / "examples" / "cuda_compile_check.py"
@@ -137,7 +138,8 @@ def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list
     for task_dir, path, entry in jobs:
         params = dict(load_task(task_dir).cases[case].params)
         requests.append({"task": str(task_dir), "candidate": str(path), "params": params, "entry": entry})
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # The candidates are imported unboxed (the compiler needs no GPU): no secret goes with them.
+    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[3]), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(checker)], input=json.dumps(requests), capture_output=True, text=True, env=env
