@@ -5,10 +5,10 @@ rewrite a parent's source on the host (no LLM)."""
 from __future__ import annotations
 
 import abc
-import asyncio
 
 from evaluators.candidate import check_evolve_block, parse_candidate
 from evaluators.errors import CandidateError
+from evolution.source_work import in_source_thread
 from evolution.types import MutationOutcome, MutationRequest, TokenUsage
 
 
@@ -62,7 +62,7 @@ class ParentRewriter(abc.ABC):
             return failed(
                 self.name, f"{self.description} needs a parent candidate (it cannot write a first one)"
             )
-        return await asyncio.to_thread(self.mutate_source, request)
+        return await in_source_thread(self.mutate_source, request)
 
     @abc.abstractmethod
     def mutate_source(self, request: MutationRequest) -> MutationOutcome:

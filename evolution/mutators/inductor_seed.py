@@ -15,7 +15,6 @@ process crashed, output it misread, a converted candidate that does not hold tog
 from __future__ import annotations
 
 import ast
-import asyncio
 import shutil
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from evaluators.subprocesses import run_async
 from evolution.mutators.base import failed
+from evolution.source_work import in_source_thread
 from evolution.types import MutationOutcome, MutationRequest
 from evolution.writers.inductor.kernels import InductorConversionError, InductorUnsupported
 from evolution.writers.inductor.model import CaptureReport
@@ -55,7 +55,7 @@ class InductorSeedMutator:
         if report.error:
             return failed(OPERATOR, f"Inductor seed: {report.error}")
         try:
-            source = await asyncio.to_thread(render_candidate, report, task.name, task.entry)
+            source = await in_source_thread(render_candidate, report, task.name, task.entry)
         except InductorUnsupported as exc:
             return failed(OPERATOR, f"Inductor seed: {exc}")
         except InductorConversionError as exc:

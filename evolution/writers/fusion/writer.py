@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from evaluators.task import Task
+from evolution.source_work import in_source_thread
 from evolution.writers.fusion.generate import LINE_LENGTH, Generated, GenerationError, generate
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.model import TraceReport
@@ -82,7 +83,7 @@ class FusionWriter:
 
     async def write(self, task: Task, report: TraceReport, knobs: Knobs) -> Generated:
         """The candidate for `knobs` (raises GenerationError when the reference is not one it writes)."""
-        return await asyncio.to_thread(
+        return await in_source_thread(
             generate, report, knobs, entry=task.entry, task_name=task.name, line_length=self.line_length
         )
 
