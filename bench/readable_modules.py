@@ -2,14 +2,16 @@
 rules CI applies to the fusion generator (tests/evolution/fusion/readable.py), and the triples
 bench/readable_parity.py times on a GPU.
 
-    PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length 88] [--regenerate] [--ptx]
+    PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length N] [--regenerate] [--ptx]
 
 WORK holds tasks/<name>/ and runs/<name>/best.py (bench/claim_coverage.py and bench/llm_free_acceptance.py
-leave them under their work folder). Per winner: OUT/<name>.py (the module, laid out by ruff at the line
-length), its line count against the budget (1.5x the engine's own kernel for the op where one exists, else
-200), and every rule it breaks. `--regenerate` first writes each fusion winner again from its knobs at
-that line length; `--ptx` compiles module and winner for sm_90 (no GPU needed) and compares their PTX,
-case by case (where it differs, whether it holds the same instructions, in another order).
+leave them under their work folder). Per winner: OUT/<name>.py (the module, laid out by ruff at the
+task's engine's line length unless `--line-length` gives one), its line count against the budget (1.5x the
+engine's own kernel for the op where one exists, else 200), and every rule it breaks. `--regenerate` first
+writes each fusion winner again from its knobs at that line length (a crossover's child is left as the
+search wrote it: its parents' knobs alone do not say where it routes); `--ptx` compiles module and winner
+for sm_90 (no GPU needed) and compares their PTX, case by case (where it differs, whether it holds the
+same instructions, in another order).
 OUT/triples.txt lists `TASK=RAW=MODULE:ENTRY` per winner for `bench/readable_parity.py`;
 OUT/readable_modules.md is the table (also printed). Runs on a CPU.
 """
@@ -22,6 +24,8 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from bench.engine_width import engine_line_length
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*) = ([^\n#]*?)\s*(?:#.*)?$", re.M)  # a module-level constant
@@ -49,15 +53,16 @@ def _own_kernel_lines(rules: ModuleType, name: str) -> int | None:
 def _regenerated(task_dir: Path, source: str, line_length: int) -> str:
     """The fusion winner `source` written again from its knobs at `line_length`: what `kernelbot target`,
     which searches at the engine's line length, would have put in the module (same kernel, laid out for
-    the engine). A winner the fusion writer did not write stays as it is."""
+    the engine). A winner the fusion writer did not write, or a crossover of several of its programs,
+    stays as it is."""
     import asyncio
 
     from evaluators.task import load_task
-    from evolution.writers.fusion.knobs import parse
+    from evolution.writers.fusion.knobs import HEADER, parse
     from evolution.writers.fusion.writer import FusionWriter
 
     knobs = parse(source)
-    if knobs is None:
+    if knobs is None or source.count(HEADER) > 1:
         return source
     task = load_task(task_dir)
     writer = FusionWriter(line_length=line_length)
@@ -98,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--line-length", type=int, default=88, help="the engine's (SGLang, LMDeploy: 88)")
+    parser.add_argument(
+        "--line-length",
+        type=int,
+        default=None,
+        help="default: each task's engine's (SGLang 88, LMDeploy 120; bench/engine_width.py)",
+    )
     parser.add_argument(
         "--regenerate",
         action="store_true",
@@ -121,12 +131,13 @@ def main(argv: list[str] | None = None) -> int:
         name = best.parent.name
         task_dir = options.work / "tasks" / name
         source = best.read_text()
+        width = options.line_length or engine_line_length(task_dir)
         if options.regenerate:
-            source = _regenerated(task_dir, source, options.line_length)
-        module = rules.shipped_module(task_dir, source, options.line_length)
+            source = _regenerated(task_dir, source, width)
+        module = rules.shipped_module(task_dir, source, width)
         path = options.out / f"{name}.py"
         path.write_text(module)
-        problems = rules.problems(module, limit=options.line_length)
+        problems = rules.problems(module, limit=width)
         budget = rules.line_budget(_own_kernel_lines(rules, name))
         lines = len(module.splitlines())
         if lines > budget:
