@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SEARCH_DEFAULT = 110  # evolution.config.MutationConfig.line_length
-
 
 def engine_of(task_dir: Path) -> str | None:
     """The shipped engine profile whose package a task was extracted from (by the release its source
-    names, else the first folder of its path), or None."""
+    names, else the first folder of its path that is one: `python/sglang/...` in SGLang's git layout), or
+    None."""
     from evaluators.task import load_task
     from kernelbot.engines.loader import SHIPPED, load_profile
 
     source = load_task(task_dir).source
     release, pinned, _ = (source.commit or "").partition("==")
     names = [release] if pinned else []
-    names += list(Path(source.path or "").parts[:1])
+    names += list(Path(source.path or "").parts[:-1])
     packages = {load_profile(name).package: name for name in SHIPPED}
     return next((packages[name] for name in names if name in packages), None)
 
 
 def engine_line_length(task_dir: Path) -> int:
+    from evolution.config import MutationConfig
     from kernelbot.engines.loader import load_profile
 
     engine = engine_of(task_dir)
-    return SEARCH_DEFAULT if engine is None else load_profile(engine).formatter.line_length
+    return MutationConfig().line_length if engine is None else load_profile(engine).formatter.line_length

@@ -135,3 +135,36 @@ def test_a_merge_can_recompute_every_bound_under_today_s_rule(tmp_path: Path) ->
     assert row["held"] == 4 and row["bound"] < min(further) and row["cv"] == rows[0]["cv"]
     assert "spread floor: graph 1 %, wall 3 %" in (out / "claim_coverage.md").read_text()
     assert main(["--out", str(tmp_path / "plain"), "--merge", str(run)]) == 1  # as printed: not met
+
+
+def _task_from(tmp_path: Path, name: str, path: str, commit: str) -> Path:
+    """The bundled RMSNorm task with its [source] saying it came from `path` at `commit`."""
+    import re
+    import shutil
+
+    task = tmp_path / name
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "rmsnorm_residual", task)
+    toml = task / "task.toml"
+    text = re.sub(r'(?m)^path = ".*"$', f'path = "{path}"', toml.read_text(), count=1)
+    toml.write_text(re.sub(r'(?m)^commit = ".*"$', f'commit = "{commit}"', text, count=1))
+    return task
+
+
+def test_each_task_is_searched_at_its_engine_s_line_length(tmp_path: Path) -> None:
+    from bench.claim_coverage import _search_config
+    from evolution.config import load_config
+
+    tasks = {
+        "lmdeploy": _task_from(tmp_path, "a", "lmdeploy/pytorch/norm.py", "lmdeploy==0.18.0"),
+        "sglang": _task_from(tmp_path, "b", "python/sglang/srt/layers/layernorm.py", "966ae87"),
+        "example": _task_from(tmp_path, "c", "minisglang/layers/layernorm.py", "7faace0"),
+        "none": _task_from(tmp_path, "d", "vllm/model_executor/layers/layernorm.py", "vllm==0.9.0"),
+    }
+    widths = {
+        k: load_config(_search_config(tmp_path, k, d, "engine")).mutation.line_length
+        for k, d in tasks.items()
+    }
+    assert widths == {"lmdeploy": 120, "sglang": 88, "example": 110, "none": 110}
+    given = _search_config(tmp_path, "given", tasks["lmdeploy"], "96")
+    assert load_config(given).mutation.line_length == 96
+    assert load_config(given).stop.drain_timeout_s > 0  # the drain setting is kept beside it
