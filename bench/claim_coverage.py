@@ -271,18 +271,6 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _search_config(work: Path, name: str, task_dir: Path, line_length: str) -> Path:
-    """The search's config file for one task: the fusion generator writes at the task's engine's line
-    length (`engine`, what `kernelbot target` does: its winner is then the code integrate ships) or at
-    the width given."""
-    from bench.engine_width import engine_line_length
-
-    width = engine_line_length(task_dir) if line_length == "engine" else int(line_length)
-    path = work / f"search_{name}.toml"
-    path.write_text(f"{SEARCH_CONFIG}[mutation]\nline_length = {width}\n")
-    return path
-
-
 def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: Any) -> dict[str, Path]:
     """Fresh tasks extracted, then every task searched at once with the fusion generator alone (with
     `--inductor-seed`, torch.compile's code seeded beside it, as `kernelbot target` does); the task
@@ -300,7 +288,9 @@ def search_winners(names: list[str], task_dirs: list[Path], work: Path, args: An
         for n, rec in fresh.items():
             if not rec.get("ok"):
                 print(f"{n}: not extracted: {rec.get('error') or rec.get('probe')}", flush=True)
-    configs = {n: _search_config(work, n, d, args.line_length) for n, d in dirs.items()}
+    from bench.engine_width import search_config
+
+    configs = {n: search_config(work, n, d, SEARCH_CONFIG, args.line_length) for n, d in dirs.items()}
     evolve = {
         n: [sys.executable, "-m", "kernelbot.cli", "evolve", str(d), "--out", str(runs_dir / n),
             "--time-limit", f"{args.search_seconds}s", "--iterations", "100000", "--workers-per-device",

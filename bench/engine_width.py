@@ -31,3 +31,13 @@ def engine_line_length(task_dir: Path) -> int:
 
     engine = engine_of(task_dir)
     return MutationConfig().line_length if engine is None else load_profile(engine).formatter.line_length
+
+
+def search_config(work: Path, name: str, task_dir: Path, base: str, line_length: str = "engine") -> Path:
+    """WORK/search_<name>.toml for one task's `kernelbot evolve --config`: `base` (a bench's own settings)
+    and the fusion generator's width: the task's engine's (`engine`, what `kernelbot target` does, so the
+    winner is the code integrate ships) or the number given."""
+    width = engine_line_length(task_dir) if line_length == "engine" else int(line_length)
+    path = work / f"search_{name}.toml"
+    path.write_text(f"{base}[mutation]\nline_length = {width}\n")
+    return path

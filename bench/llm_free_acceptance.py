@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.engine_width import search_config
 from bench.fresh_tasks import FRESH_TASKS, extract_fresh
 from evaluators.subprocesses import Started
 
@@ -293,13 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     search_seconds = int(max(30, min(args.search_seconds, clock.left() - 200)))
     report["steps"]["search_seconds"] = search_seconds
     ready = [n for n in names if fresh.get(n, {}).get("ok")]
-    (work / "search.toml").write_text(SEARCH_CONFIG)
+    # each task at its engine's line length, as `kernelbot target` searches
+    configs = {n: search_config(work, n, tasks_dir / n, SEARCH_CONFIG) for n in ready}
     py = sys.executable
     evolve = {
         n: [
             py, "-m", "kernelbot.cli", "evolve", str(tasks_dir / n), "--out", str(runs_dir / n),
             "--time-limit", f"{search_seconds}s", "--iterations", "100000", "--workers-per-device",
-            str(args.workers), "--config", str(work / "search.toml"), "--json",
+            str(args.workers), "--config", str(configs[n]), "--json",
         ]
         for n in ready
     }  # fmt: skip
@@ -356,7 +358,8 @@ def pack(work: Path, out: Path) -> None:
     for name in ("acceptance.md", "acceptance.json"):
         (out / name).write_bytes((work / name).read_bytes())
     with tarfile.open(out / "acceptance.tgz", "w:gz") as tar:
-        for part in ("tasks", "runs", "compare", "logs", "search.toml", "acceptance.json", "acceptance.md"):
+        configs = sorted(p.name for p in work.glob("search_*.toml"))
+        for part in ("tasks", "runs", "compare", "logs", *configs, "acceptance.json", "acceptance.md"):
             if (work / part).exists():
                 tar.add(work / part, arcname=part, filter=_small)
 

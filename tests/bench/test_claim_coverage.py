@@ -151,7 +151,8 @@ def _task_from(tmp_path: Path, name: str, path: str, commit: str) -> Path:
 
 
 def test_each_task_is_searched_at_its_engine_s_line_length(tmp_path: Path) -> None:
-    from bench.claim_coverage import _search_config
+    from bench.claim_coverage import SEARCH_CONFIG
+    from bench.engine_width import search_config
     from evolution.config import load_config
 
     tasks = {
@@ -161,10 +162,10 @@ def test_each_task_is_searched_at_its_engine_s_line_length(tmp_path: Path) -> No
         "none": _task_from(tmp_path, "d", "vllm/model_executor/layers/layernorm.py", "vllm==0.9.0"),
     }
     widths = {
-        k: load_config(_search_config(tmp_path, k, d, "engine")).mutation.line_length
+        k: load_config(search_config(tmp_path, k, d, SEARCH_CONFIG, "engine")).mutation.line_length
         for k, d in tasks.items()
     }
     assert widths == {"lmdeploy": 120, "sglang": 88, "example": 110, "none": 110}
-    given = _search_config(tmp_path, "given", tasks["lmdeploy"], "96")
+    given = search_config(tmp_path, "given", tasks["lmdeploy"], SEARCH_CONFIG, "96")
     assert load_config(given).mutation.line_length == 96
     assert load_config(given).stop.drain_timeout_s > 0  # the drain setting is kept beside it
