@@ -57,6 +57,32 @@ def test_helpers_alike_but_for_their_constant_take_it_as_a_parameter() -> None:
     assert _runs(merged) == _runs(source)
 
 
+def test_a_helper_a_launch_table_passes_its_constant_to_merges_too() -> None:
+    """The large code's launch table threads its constant through the helper (`*, WARPS_SCALE_large=
+    WARPS_SCALE_large`, a local passed where the size asks for another value): one helper still, each call
+    passing what its copy would have read."""
+    source = TWO_CODES.replace("SCALE_SMALL", "0.5").replace("SCALE_LARGE", "2.0")
+    source = source.replace(
+        "def _num_warps_large(elements):",
+        "def _num_warps_large(elements, *, WARPS_SCALE_large=WARPS_SCALE_large):",
+    ).replace(
+        '    return ("twopass", (n + ROWS_large - 1) // ROWS_large, _num_warps_large(ROWS_large * n))',
+        "    warps_scale = 1.0 if n > 8000 else WARPS_SCALE_large\n"
+        '    return ("twopass", (n + ROWS_large - 1) // ROWS_large, '
+        "_num_warps_large(ROWS_large * n, WARPS_SCALE_large=warps_scale))",
+    )
+    merged = host_helpers_merged(source)
+    assert merged.count("def _num_warps(elements, warps_scale):") == 1 and "_num_warps_large" not in merged
+    assert (
+        "_num_warps(ROWS * n, WARPS_SCALE_small)" in merged and "_num_warps(ROWS * n, warps_scale)" in merged
+    )
+    assert _runs(merged) == _runs(source)
+    assert [r[2] for r in _runs(merged)] == [1, 1, 6, 16, 16]  # 9000: 16 warps at scale 1, not 32
+    # A keyword-only parameter of another kind (not the copy's own constant) leaves the copies alone.
+    other = source.replace("*, WARPS_SCALE_large=WARPS_SCALE_large", "*, WARPS_SCALE_large=1.0")
+    assert host_helpers_merged(other).count("def _num_warps_") == 2
+
+
 def test_what_a_merge_would_change_is_left_alone() -> None:
     source = TWO_CODES.replace("SCALE_SMALL", "0.5").replace("SCALE_LARGE", "2.0")
     # The helper's name is taken already.

@@ -193,6 +193,34 @@ def test_hosts_alike_but_for_their_launch_become_one_entry() -> None:
     assert "def _entry" not in (flattened(plain) or "def _entry")
 
 
+def test_hosts_alike_with_a_launch_table_become_one_entry_that_sets_it_by_size() -> None:
+    """PLUS below 64 bytes, TIMES above at SCALE 1 up to 1024 bytes and 3 beyond: one entry still, the large
+    branch setting a local for the constant and passing it on. A statement the hosts share that reads the
+    constant would read the module's value on every size: then the hosts stay."""
+
+    def shared(source: str, head: str = "out = x.clone()") -> str:
+        body = f"    out = {head}\n    out = _host(out)\n    return out".replace("out = out = ", "out = ")
+        return source.replace("def entry(x):\n    return _host(x)", f"def entry(x):\n{body}")
+
+    first = build_child(shared(TIMES), shared(PLUS), "entry", Route(64, True, ""))
+    source = build_child(first, shared(variant(TIMES, 3.0)), "entry", Route(1024, False, ""))
+    flat = flattened(source)
+    assert flat is not None and "def _entry" not in flat and dispatchers(flat) == ["entry"]
+    assert "    if nbytes <= 64:\n        out = _host_small(out)\n    else:\n" in flat
+    assert "        scale = SCALE\n        if nbytes > 1024:\n            scale = 3.0\n" in flat
+    assert "        out = _host_large(out, SCALE=scale)\n    return out\n" in flat
+    for elements in (1, 16, 17, 255, 256, 257, 400):
+        assert run(flat, elements) == run(source, elements), elements
+    assert [run(flat, n) for n in (16, 17, 256, 257)] == [3.0, 2.0, 2.0, 6.0]
+    scaled = "x.clone() * SCALE"
+    first = build_child(shared(TIMES, scaled), shared(PLUS, scaled), "entry", Route(64, True, ""))
+    source = build_child(first, shared(variant(TIMES, 3.0), scaled), "entry", Route(1024, False, ""))
+    flat = flattened(source)
+    assert flat is not None and "def _entry_large(x, *, SCALE=SCALE):" in flat
+    for elements in (1, 16, 17, 256, 257, 400):
+        assert run(flat, elements) == run(source, elements), elements
+
+
 def test_code_no_input_reaches_is_dropped() -> None:
     """The inner crossover sends inputs above 4096 bytes to PLUS, the outer one sends everything above 64
     to other code: PLUS is never run and not shipped; what remains is one code at two launches."""

@@ -15,9 +15,12 @@ one stem and one value are one constant named by the stem (`ROWS = 2`), where no
 binds that name. Helpers the same once each reads its suffixed constant as one parameter are one helper
 taking it (`_num_warps(elements, warps_scale)`), each call passing the constant its copy read
 (`_num_warps(ROWS * X_SIZE1_P2, WARPS_SCALE_small)`); where the constants merged, one helper reading the
-merged constant. Every call computes what it computed before. Only undecorated module-level functions named
-`<stem>_<route suffix>`, called by name with positional arguments and never used otherwise; a stem or
-parameter name already taken leaves them alone. Source text only, never run.
+merged constant. A copy a launch table threads its constant through (`*,
+WARPS_SCALE_large=WARPS_SCALE_large`, called with `WARPS_SCALE_large=warps_scale` where the size asks for
+another value) merges the same way, each call passing the value it gave. Every call computes what it
+computed before. Only undecorated module-level functions named `<stem>_<route suffix>`, called by name with
+positional arguments (and that keyword) and never used otherwise; a stem or parameter name already taken
+leaves them alone. Source text only, never run.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     constants = _constants(module)
     read: dict[str, str] = {}  # copy -> the suffixed constant it reads
+    threaded: dict[str, str] = {}  # copy -> its constant, taken as a keyword-only parameter (a launch table)
     for name in copies:
         suffix = ROUTE_SUFFIX.search(name)
         assert suffix is not None
@@ -65,6 +69,17 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
         if len(own) > 1:
             return module
         read.update({name: own[0]} if own else {})
+        params = functions[name].params
+        if params.kwonly_params:
+            if not own or not _takes_own_constant(params, own[0]):
+                return module
+            threaded[name] = own[0]
+            plain = [
+                *params.params[:-1],
+                *(p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params[-1:]),
+            ]
+            bare = params.with_changes(params=plain, kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
+            functions[name] = functions[name].with_changes(params=bare)
     if read and len(read) != len(copies):
         return module
     stems = {ROUTE_SUFFIX.sub("", c) for c in read.values()}
@@ -81,7 +96,7 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
         )
         for n in copies
     }
-    if len({code(f) for f in renamed.values()}) != 1 or not _only_called(module, set(copies)):
+    if len({code(f) for f in renamed.values()}) != 1 or not _only_called(module, set(copies), threaded):
         return module
     helper = renamed[copies[0]]
     if read:
@@ -94,7 +109,7 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
         for s in module.body
         if not (isinstance(s, cst.FunctionDef) and s.name.value in copies[1:])
     ]
-    return module.with_changes(body=body).visit(_PassConstant(stem, read, set(copies)))
+    return module.with_changes(body=body).visit(_PassConstant(stem, read, set(copies), threaded))
 
 
 def _equal_constants_merged(module: cst.Module) -> cst.Module:
@@ -162,33 +177,53 @@ def _plain(params: cst.Parameters) -> bool:
     )
 
 
-def _only_called(module: cst.Module, functions: set[str]) -> bool:
+def _takes_own_constant(params: cst.Parameters, constant: str) -> bool:
+    """The one keyword-only parameter is `constant`, defaulting to the module's (`*, WARPS_SCALE_large=
+    WARPS_SCALE_large`: a launch table passes the constant through)."""
+    (param,) = params.kwonly_params if len(params.kwonly_params) == 1 else (None,)
+    return (
+        param is not None
+        and param.name.value == constant
+        and param.default is not None
+        and m.matches(param.default, m.Name(constant))
+        and isinstance(params.star_arg, cst.ParamStar)
+    )
+
+
+def _only_called(module: cst.Module, functions: set[str], threaded: dict[str, str]) -> bool:
     """Every use of `functions` outside their own definitions is a call by name with positional arguments
-    only (the constant is passed after them)."""
+    only (the constant is passed after them), but for a `threaded` function's constant by its keyword."""
     uses = sum(1 for n in m.findall(module, m.Name()) if cst.ensure_type(n, cst.Name).value in functions)
     calls = [
         call
         for c in m.findall(module, m.Call(func=m.Name()))
         if cst.ensure_type((call := cst.ensure_type(c, cst.Call)).func, cst.Name).value in functions
     ]
-    positional = all(a.keyword is None and not a.star for call in calls for a in call.args)
+
+    def plain(call: cst.Call, arg: cst.Arg) -> bool:
+        keyword = threaded.get(cst.ensure_type(call.func, cst.Name).value)
+        return not arg.star and (arg.keyword is None or arg.keyword.value == keyword)
+
+    positional = all(plain(call, a) for call in calls for a in call.args)
     return positional and uses == len(calls) + len(functions)  # each definition's own name is one use
 
 
 class _PassConstant(cst.CSTTransformer):
     """Each call of a merged copy calls the helper, passing the constant the copy read where `read` has it."""
 
-    def __init__(self, stem: str, read: dict[str, str], copies: set[str]) -> None:
+    def __init__(self, stem: str, read: dict[str, str], copies: set[str], threaded: dict[str, str]) -> None:
         super().__init__()
-        self.stem, self.read, self.copies = stem, read, copies
+        self.stem, self.read, self.copies, self.threaded = stem, read, copies, threaded
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         func = updated_node.func
         if not isinstance(func, cst.Name) or func.value not in self.copies:
             return updated_node
-        args = list(updated_node.args)
+        keyword = self.threaded.get(func.value)
+        given = [a.value for a in updated_node.args if a.keyword is not None and a.keyword.value == keyword]
+        args = [a for a in updated_node.args if a.keyword is None]
         if func.value in self.read:
             if args:
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.Name(self.read[func.value])))
+            args.append(cst.Arg(given[0] if given else cst.Name(self.read[func.value])))
         return updated_node.with_changes(func=cst.Name(self.stem), args=args)

@@ -12,8 +12,12 @@ and holds:
   constants only host (undecorated) functions read;
 - where one code is left, no dispatcher: the entry is that code's host, which counts the bytes itself and
   sets each varying constant for its interval (`warps_scale = 0.5`), passed to the helpers that read it;
-- where several are, one dispatcher, one test per interval (what most intervals run last, untested), each
-  code taking the constants it varies in as keyword-only parameters (crossover.source's launch table);
+- where several are and their hosts differ only between a shared head and tail (a norm's: outputs
+  allocated alike, one kernel launched or another), no dispatcher either: the entry holds the head, a size
+  test around each code's own statements and the tail, a code's varying constants set by size in its
+  branch;
+- else one dispatcher, one test per interval (what most intervals run last, untested), each code taking
+  the constants it varies in as keyword-only parameters (crossover.source's launch table);
 - the crossover suffixes dropped from names where one copy remains, and each copy of several named for
   when it runs (`_small`, `_medium`, `_large`);
 - each code's host taking only the parameters its code reads (the entry keeps the engine's signature).
@@ -60,6 +64,7 @@ _CODES = """# Each call runs the code, launched with the constants, that the sea
 
 
 _T = TypeVar("_T")
+_Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 def _suffixes(count: int) -> list[str]:
@@ -138,7 +143,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         code = _one_code(code, groups[0], mapping, counted)
     else:
         hosts = [mapping.get(g.order[0], g.order[0]) for g in groups]
-        merged = _one_host(code, block, entry, groups, hosts, counted)
+        merged = _one_host(code, block, entry, groups, hosts, counted, mapping)
         if merged is not None:
             code = merged
         else:
@@ -150,15 +155,21 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
 
 
 def _one_host(
-    code: str, block: str, entry: str, groups: list[Group], hosts: list[str], counted: _Counted
+    code: str,
+    block: str,
+    entry: str,
+    groups: list[Group],
+    hosts: list[str],
+    counted: _Counted,
+    mapping: dict[str, str],
 ) -> str | None:
     """Codes whose hosts differ only in some statements between a shared head and tail (a norm's: the
     outputs allocated alike, one kernel launched or the other) as one entry: the head, the size test
-    around each code's own statements, the tail; the hosts gone. None when the codes launch with constants
-    of their own (a launch table), a host is called with anything but the entry's own parameters, or
-    nothing is shared."""
-    if any(values for group in groups for values in group.calls):
-        return None
+    around each code's own statements, the tail; the hosts gone. A code that launches with constants of
+    its own on some sizes (a launch table) reads them from locals its branch sets by size. None when a
+    host is called with anything but the entry's own parameters and its launch constants, a shared
+    statement reads a launch constant, or nothing is shared."""
+    varied = [{mapping.get(c, c) for values in group.calls for c in values} for group in groups]
     module = cst.parse_module(code)
     defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in hosts}
     if len(defs) != len(hosts) or not all(_named_once(code, h) for h in hosts):
@@ -166,8 +177,8 @@ def _one_host(
     if any(d.decorators or d.asynchronous for d in defs.values()):  # what a decorator adds would be lost
         return None
     if not all(
-        _passes_through(leaf.call, defs[host])
-        for host, g in zip(hosts, groups, strict=True)
+        _passes_through(leaf.call, defs[host], varied[k], mapping)
+        for k, (host, g) in enumerate(zip(hosts, groups, strict=True))
         for leaf in g.leaves
     ):
         return None
@@ -184,18 +195,19 @@ def _one_host(
         tail += 1
     if head + tail == 0:
         return None
-    used = {
-        n.id
-        for h in defs.values()
-        for n in ast.walk(ast.parse(cst.Module([h]).code))
-        if isinstance(n, ast.Name)
-    }
+    shared = cst.Module([*bodies[0][:head], *bodies[0][len(bodies[0]) - tail :]]).code
+    if _names(shared) & set().union(*varied):  # it would read the module's value on every size
+        return None
+    used = set().union(*(_names(cst.Module([h]).code) for h in defs.values()))
     total, item = _counter_names(used)
+    taken = used | {total, item}
     runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
     fallback = _fallback([k for _, _, k in runs])
 
     def own(k: int) -> cst.IndentedBlock:
         statements = bodies[k][head : len(bodies[k]) - tail]
+        if varied[k]:
+            statements = _launch_locals(statements, groups[k], mapping, total, taken)
         return cst.IndentedBlock(statements or [cst.SimpleStatementLine([cst.Pass()])])
 
     first = {k: min(low for low, _, j in runs if j == k) for _, _, k in runs}
@@ -214,9 +226,7 @@ def _one_host(
     return cst.Module(kept).code.rstrip() + "\n\n\n" + _CODES + "\n" + cst.Module([function]).code
 
 
-def _statements(
-    function: cst.FunctionDef,
-) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement] | None:
+def _statements(function: cst.FunctionDef) -> list[_Statement] | None:
     """A function's body, statement by statement (None for a body on the `def` line)."""
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
@@ -224,20 +234,63 @@ def _statements(
     return [s for s in body.body if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
 
 
-def _passes_through(call: ast.Call, host: cst.FunctionDef) -> bool:
-    """The dispatcher's call passes every parameter of the host the entry's parameter of the same name."""
+def _passes_through(call: ast.Call, host: cst.FunctionDef, launch: set[str], mapping: dict[str, str]) -> bool:
+    """The dispatcher's call passes every parameter of the host the entry's parameter of the same name,
+    but for the `launch` constants (the host's launch table; the call names them before renaming)."""
     params = host.params
     if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:  # *args, **kwargs
         return False
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-    every = {*positional, *(p.name.value for p in params.kwonly_params)}
+    every = {*positional, *(p.name.value for p in params.kwonly_params)} - launch
     if len(call.args) > len(positional):
         return False
     passed: list[tuple[str | None, ast.expr]] = [(n, a) for a, n in zip(call.args, positional, strict=False)]
-    passed += [(k.arg, k.value) for k in call.keywords]
+    passed += [(k.arg, k.value) for k in call.keywords if mapping.get(k.arg or "", k.arg) not in launch]
     return {name for name, _ in passed} == every and all(
         isinstance(value, ast.Name) and value.id == name for name, value in passed
     )
+
+
+def _names(text: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+
+
+def _launch_locals(
+    statements: Sequence[_Statement],
+    group: Group,
+    mapping: dict[str, str],
+    total: str,
+    taken: set[str],
+) -> list[_Statement]:
+    """A code's own statements in the one entry, its launch table in front: a local per constant it varies
+    in (`warps_scale = 1.0` above some size), read where its host read the keyword-only parameter. Only
+    inputs of this code's intervals reach them, so a test tells its intervals apart and nothing else."""
+    runs = [
+        (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
+        for leaf, values in zip(group.leaves, group.calls, strict=True)
+    ]
+    table = _intervals(runs)
+    names: dict[str, str] = {}
+    for constant in sorted({c for _, _, values in table for c, _ in values}):
+        name = _SIDE_SUFFIX.sub("", constant).lower() or constant.lower()
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[constant] = name
+    fallback = dict(_fallback([values for _, _, values in table]))
+    lines = [f"{local} = {fallback.get(c, c)}" for c, local in names.items()]
+    for low, high, values in table:
+        chosen = dict(values)
+        if chosen != fallback:
+            lines.append(f"if {_test(low, high, total)}:")
+            lines += [
+                f"    {names[c]} = {chosen.get(c, c)}"
+                for c in names
+                if chosen.get(c, c) != fallback.get(c, c)
+            ]
+    preamble = list(cst.parse_module("\n".join(lines) + "\n").body)
+    renamed = cst.Module(list(statements)).visit(_LocalsRead(names)).body
+    return [*preamble, *renamed]
 
 
 def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], constants: dict[str, str]) -> str:
@@ -439,31 +492,13 @@ def _test(low: int, high: int | None, total: str) -> str:
     return f"{low} < {total} <= {high}"
 
 
-class _SizeTable(cst.CSTTransformer):
-    """The single code's host with its launch table inside: the bytes of its tensor arguments counted, each
-    constant that varies read from a local the table sets (`warps_scale = 0.5` on its interval) and passed
-    on to the helpers that take it."""
+class _LocalsRead(cst.CSTTransformer):
+    """Each read of a launch constant as a read of its local (`locals`: constant -> local); a keyword
+    argument's or a parameter's name stays, so the helpers that take the constant get the local's value."""
 
-    def __init__(
-        self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: _Counted
-    ):
-        self.host = host
-        self.table = table
-        self.counted = counted
-        self.depth = 0
-        self.locals: dict[str, str] = {}
+    def __init__(self, locals_: dict[str, str]) -> None:
+        self.locals = locals_
         self.arg_names: set[int] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.depth += 1
-        if self.depth == 1 and node.name.value == self.host:
-            taken = ParsedCode.parse(cst.Module([node]).code, "the host").names
-            for constant in sorted({c for _, _, values in self.table for c, _ in values}):
-                name = constant.lower()
-                while name in taken:
-                    name += "_"
-                taken.add(name)
-                self.locals[constant] = name
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
@@ -477,6 +512,32 @@ class _SizeTable(cst.CSTTransformer):
         if local is None or id(original_node) in self.arg_names:
             return updated_node
         return updated_node.with_changes(value=local)
+
+
+class _SizeTable(_LocalsRead):
+    """The single code's host with its launch table inside: the bytes of its tensor arguments counted, each
+    constant that varies read from a local the table sets (`warps_scale = 0.5` on its interval) and passed
+    on to the helpers that take it."""
+
+    def __init__(
+        self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: _Counted
+    ):
+        super().__init__({})
+        self.host = host
+        self.table = table
+        self.counted = counted
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+        if self.depth == 1 and node.name.value == self.host:
+            taken = ParsedCode.parse(cst.Module([node]).code, "the host").names
+            for constant in sorted({c for _, _, values in self.table for c, _ in values}):
+                name = constant.lower()
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                self.locals[constant] = name
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
