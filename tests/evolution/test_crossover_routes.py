@@ -103,8 +103,9 @@ def test_nested_crossovers_flatten_into_one_table_that_routes_as_they_did() -> N
     assert [run(flat, n) for n in (16, 64, 256, 257)] == [3.0, 3.0, 2.0, 6.0]
     assert dispatchers(flat) == ["entry"]
     assert "CROSSOVER_BYTES" not in flat and "--- bucket crossover" not in flat
-    # Two structures, two copies, each named for when it runs; TIMES once, its SCALE passed where it differs.
-    assert flat.count("def _scale") == 2
+    # Two structures, two hosts, each named for when it runs; TIMES once, its SCALE passed where it differs;
+    # the helper both read their SCALE through is one, taking it as a parameter.
+    assert flat.count("def _scale") == 1 and "def _scale(n, scale):" in flat
     assert "def _entry_small(x):" in flat and "def _entry_large(x, *, SCALE=SCALE):" in flat
     assert "if nbytes <= 256:\n        return _entry_small(x)" in flat
     assert "if 256 < nbytes <= 1024:\n        return _entry_large(x)\n" in flat

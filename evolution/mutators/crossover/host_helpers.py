@@ -57,29 +57,35 @@ def _suffixed_helpers(module: cst.Module) -> dict[str, list[str]]:
 
 def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
     """`copies` merged into one helper `stem` where their bodies are the same once each reads its suffixed
-    constant (if any) as one parameter."""
+    constant (if any), or the constant a launch table threads through one of them, as one parameter."""
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     constants = _constants(module)
-    read: dict[str, str] = {}  # copy -> the suffixed constant it reads
     threaded: dict[str, str] = {}  # copy -> its constant, taken as a keyword-only parameter (a launch table)
     for name in copies:
-        suffix = ROUTE_SUFFIX.search(name)
-        assert suffix is not None
-        own = [c for c in names(functions[name]) if c in constants and c.endswith(suffix.group(0))]
-        if len(own) > 1:
-            return module
-        read.update({name: own[0]} if own else {})
         params = functions[name].params
         if params.kwonly_params:
-            if not own or not _takes_own_constant(params, own[0]):
+            constant = params.kwonly_params[0].name.value
+            if constant not in constants or not _takes_own_constant(params, constant):
                 return module
-            threaded[name] = own[0]
+            threaded[name] = constant
             plain = [
                 *params.params[:-1],
                 *(p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params[-1:]),
             ]
             bare = params.with_changes(params=plain, kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
             functions[name] = functions[name].with_changes(params=bare)
+    read: dict[str, str] = {}  # copy -> the suffixed (or threaded) constant it reads
+    for name in copies:
+        suffix = ROUTE_SUFFIX.search(name)
+        assert suffix is not None
+        own = [
+            c
+            for c in names(functions[name])
+            if c in constants and (c.endswith(suffix.group(0)) or c in threaded.values())
+        ]
+        if len(own) > 1:
+            return module
+        read.update({name: own[0]} if own else {})
     if read and len(read) != len(copies):
         return module
     stems = {ROUTE_SUFFIX.sub("", c) for c in read.values()}
