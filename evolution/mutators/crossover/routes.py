@@ -37,6 +37,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from evolution.mutators.crossover.alike import RenamedReads
 from evolution.mutators.crossover.host_helpers import host_helpers_merged
 from evolution.mutators.crossover.index_width import index_widths_merged
 from evolution.mutators.crossover.launch_choice import launch_choices
@@ -289,7 +290,7 @@ def _launch_locals(
                 if chosen.get(c, c) != fallback.get(c, c)
             ]
     preamble = list(cst.parse_module("\n".join(lines) + "\n").body)
-    renamed = cst.Module(list(statements)).visit(_LocalsRead(names)).body
+    renamed = cst.Module(list(statements)).visit(RenamedReads(names)).body
     return [*preamble, *renamed]
 
 
@@ -492,29 +493,7 @@ def _test(low: int, high: int | None, total: str) -> str:
     return f"{low} < {total} <= {high}"
 
 
-class _LocalsRead(cst.CSTTransformer):
-    """Each read of a launch constant as a read of its local (`locals`: constant -> local); a keyword
-    argument's or a parameter's name stays, so the helpers that take the constant get the local's value."""
-
-    def __init__(self, locals_: dict[str, str]) -> None:
-        self.locals = locals_
-        self.arg_names: set[int] = set()
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self.arg_names.add(id(node.keyword))
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self.arg_names.add(id(node.name))
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        local = self.locals.get(original_node.value) if self.locals else None
-        if local is None or id(original_node) in self.arg_names:
-            return updated_node
-        return updated_node.with_changes(value=local)
-
-
-class _SizeTable(_LocalsRead):
+class _SizeTable(RenamedReads):
     """The single code's host with its launch table inside: the bytes of its tensor arguments counted, each
     constant that varies read from a local the table sets (`warps_scale = 0.5` on its interval) and passed
     on to the helpers that take it."""
@@ -522,7 +501,7 @@ class _SizeTable(_LocalsRead):
     def __init__(
         self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: _Counted
     ):
-        super().__init__({})
+        super().__init__({})  # the constants' locals, once the host is reached
         self.host = host
         self.table = table
         self.counted = counted
@@ -537,7 +516,7 @@ class _SizeTable(_LocalsRead):
                 while name in taken:
                     name += "_"
                 taken.add(name)
-                self.locals[constant] = name
+                self.renames[constant] = name
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
@@ -549,18 +528,18 @@ class _SizeTable(_LocalsRead):
         total, item = _counter_names(params)
         fallback = dict(_fallback([values for _, _, values in self.table]))
         lines = self.counted.lines(total, item)
-        lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.locals.items()]
+        lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.renames.items()]
         for low, high, values in self.table:
             chosen = dict(values)
             if chosen != fallback:
                 lines.append(f"    if {_test(low, high, total)}:")
                 lines += [
-                    f"        {self.locals[c]} = {chosen.get(c, c)}"
-                    for c in self.locals
+                    f"        {self.renames[c]} = {chosen.get(c, c)}"
+                    for c in self.renames
                     if chosen.get(c, c) != fallback.get(c, c)
                 ]
         preamble = list(cst.parse_module(textwrap.dedent("\n".join(lines))).body)
-        self.locals = {}
+        self.renames = {}
         body = list(updated_node.body.body)
         at = 1 if body and isinstance(body[0], cst.BaseStatement) and _is_docstring(body[0]) else 0
         comment = cst.EmptyLine(comment=cst.Comment(_TABLE_COMMENT))

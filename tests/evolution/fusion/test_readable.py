@@ -206,6 +206,15 @@ def test_a_generated_norm_follows_every_rule_and_stays_correct(rms_task) -> None
     assert check(root, source) > 0
 
 
+def flattened(child: str, entry: str) -> str:
+    """A crossover child with its size routing flattened (evolution.mutators.crossover.routes)."""
+    block = find_evolve_block(child)
+    assert block is not None
+    flat_block = flat_routes(block.text, entry)
+    assert flat_block is not None
+    return replace_evolve_block(child, flat_block)
+
+
 @pytest.mark.slow
 def test_a_crossover_of_two_variants_ships_one_kernel_body(rms_task) -> None:
     root, report = rms_task
@@ -231,11 +240,7 @@ def test_a_crossover_of_crossovers_ships_each_kernel_once(rms_task) -> None:
     unreached = build_child(other, one, "add_rmsnorm", Route(100_000, True, ""))  # other: above 100 kB
     child = build_child(unreached, table, "add_rmsnorm", Route(1200, False, ""))
     assert duplicate_kernels(child) != [] and child.count("element_size()") == 3
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "add_rmsnorm")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "add_rmsnorm")
     assert duplicate_kernels(flat) == [] and problems(flat) == [] and flat.count("element_size()") == 1
     assert len(jit_functions(flat)) == len(jit_functions(one)) and "warps_scale = 0.5" in flat
     assert check(root, flat) > 0
@@ -249,11 +254,7 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     one = write(root, report, Knobs()).source
     two = write(root, report, Knobs(passes="two", block=32, eviction=True)).source
     child = build_child(one, two, "add_rmsnorm", Route(1000, False, ""))
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "add_rmsnorm")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "add_rmsnorm")
     # The two candidates' entries (each picks its kernel by dtype) are gone: the flat entry tests the size,
     # then, on each side, the dtype, as they did.
     assert "def _add_rmsnorm_small(" not in flat and "def _add_rmsnorm_large(" not in flat
@@ -265,6 +266,7 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     assert check(root, flat) > 0
 
 
+@pytest.mark.slow  # the candidates run on the interpreter
 def test_a_launch_table_on_one_side_still_ships_one_entry(rms_task) -> None:
     """One pass at half the warps up to 300 bytes and at the usual warps to 1000, two passes above (the H200
     SGLang RMSNorm winner of 2026-12-05 had this shape): one entry still, the one-pass branch setting its
@@ -274,11 +276,7 @@ def test_a_launch_table_on_one_side_still_ships_one_entry(rms_task) -> None:
     two = write(root, report, Knobs(passes="two", block=32, eviction=True)).source
     table = build_child(one, half, "add_rmsnorm", Route(300, True, ""))
     child = build_child(table, two, "add_rmsnorm", Route(1000, False, ""))
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "add_rmsnorm")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "add_rmsnorm")
     assert not re.search(r"^def _add_rmsnorm_(small|large|launch)\(", flat, re.M)
     branch = re.search(r"^    if nbytes <= 1000:\n((?:        .*\n)+)    else:\n", flat, re.M)
     assert branch is not None and re.search(
@@ -299,11 +297,7 @@ def test_a_name_crossed_twice_says_once_when_it_runs(rms_task) -> None:
     inner = build_child(one, two, "add_rmsnorm", Route(1000, False, ""))
     child = build_child(half, inner, "add_rmsnorm", Route(300, False, ""))
     assert re.search(r"^def \w+_large_large2\(", child, re.M)
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "add_rmsnorm")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "add_rmsnorm")
     assert re.findall(r"\w*_(?:small|large)\d*_(?:small|large)\w*", flat) == []
     assert re.search(r"^def \w+_kernel\w*_large\(", flat, re.M) and "BLOCK_large = " in flat
     assert check(root, flat, seeds=(0,)) > 0
@@ -355,11 +349,7 @@ def test_int64_and_int32_offsets_crossed_ship_as_one_kernel(rms_task) -> None:
     narrow = write(root, report, Knobs()).source
     assert re.search(r"= tl\.program_id\(0\)\.to\(tl\.int64\)$", wide, re.M)
     child = build_child(narrow, wide, "add_rmsnorm", Route(500, True, ""))  # int64 up to 500 bytes
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "add_rmsnorm")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "add_rmsnorm")
     assert duplicate_kernels(flat) == [] and len(jit_functions(flat)) == len(jit_functions(narrow))
     assert flat.count("INT64_OFFSETS: tl.constexpr") == len(jit_functions(narrow))
     assert re.search(
@@ -401,11 +391,7 @@ def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
     twopass = write(root, report, Knobs(topk="twopass")).source
     child = build_child(twopass, bitonic, "route", Route(100, True, ""))  # bitonic up to 100 bytes
     assert len(duplicate_kernels(child)) == 1
-    block = find_evolve_block(child)
-    assert block is not None
-    flat_block = flat_routes(block.text, "route")
-    assert flat_block is not None
-    flat = replace_evolve_block(child, flat_block)
+    flat = flattened(child, "route")
     assert duplicate_kernels(flat) == [] and problems(flat) == []
     kernels = [k for f in jit_functions(flat) if "TOPK_METHOD: tl.constexpr" in (k := ast.unparse(f))]
     assert len(kernels) == 1 and len(re.findall(r"_kernel\[", flat)) == 1
