@@ -19,7 +19,7 @@ from evaluators.errors import CandidateError
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import ParsedCode
 from evolution.writers.fusion.code_text import fit_docstrings
-from evolution.writers.fusion.generate import traced_docstring_start
+from evolution.writers.fusion.generate import is_trace_account, traced_docstring_start
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
@@ -196,7 +196,10 @@ def _module_names(module: cst.Module) -> set[str]:
 
 
 def _existing_docstring(module: cst.Module) -> str:
-    return module.get_docstring() or ""
+    """The candidate's own account of its kernel (a hand-written or LLM-written candidate's), not the fusion
+    writer's note of where it traced the reference: that one names the search's task, not the engine's op."""
+    text = module.get_docstring() or ""
+    return "" if is_trace_account(text) else text
 
 
 def _docstring(

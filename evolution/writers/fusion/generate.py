@@ -61,6 +61,13 @@ def traced_docstring_start(entry: str) -> str:
     return f"{entry} as traced on the cases "
 
 
+def is_trace_account(docstring: str) -> bool:
+    """Whether a module docstring is the one the writer gives a candidate (`One kernel fused from TASK's ATen
+    graph (torch ...)`): where it was traced, for the search's records; the kernel module that ships says
+    what the kernel is for instead (kernelbot.integrate.kernel_module)."""
+    return _TRACE_ACCOUNT.fullmatch(" ".join(docstring.split())) is not None
+
+
 def generate(
     report: TraceReport, knobs: Knobs, *, entry: str, task_name: str, line_length: int = LINE_LENGTH
 ) -> Generated:
@@ -226,8 +233,14 @@ def _shared(kernels: list[KernelCode], plain: str) -> list[KernelCode]:
     return result
 
 
+_ONE_KERNEL, _PER_SPECIALISATION = "One kernel", "A kernel per specialisation whose code differs"
+_TRACE_ACCOUNT = re.compile(
+    rf"(?:{_ONE_KERNEL}|{_PER_SPECIALISATION}) fused from \S+'s ATen graph \(torch \S+\)\."
+)
+
+
 def _header(task_name: str, report: TraceReport, graphs: list[Graph], width: int) -> list[str]:
-    kernels = "One kernel" if len(graphs) == 1 else "A kernel per specialisation whose code differs"
+    kernels = _ONE_KERNEL if len(graphs) == 1 else _PER_SPECIALISATION
     text = f"{kernels} fused from {task_name}'s ATen graph (torch {report.torch_version})."
     return [
         *('"""' + textwrap.fill(text, width - 3)).splitlines(),

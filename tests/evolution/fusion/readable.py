@@ -93,11 +93,16 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
 def search_accounts(module: str, task_entry: str, op: str) -> list[str]:
     """What in a shipped module speaks the search's language rather than the engine's: functions named
     after the task's entry where the op has another name (the extraction's `default_rms_norm_impl_forward`
-    for LMDeploy's RMSNorm, `rms_norm`), the `_kb_` prefix of the writer's building blocks and its "as traced
-    on the cases" docstrings."""
+    for LMDeploy's RMSNorm, `rms_norm`), the `_kb_` prefix of the writer's building blocks, its "as traced
+    on the cases" docstrings and its note of the task whose ATen graph it traced."""
     words = re.compile(rf"(?<![^_]){re.escape(task_entry)}(?![^_])")
     tree = ast.parse(module)
-    found = [
+    found = (
+        ["the module docstring's trace note"]
+        if "'s ATen graph (torch" in (ast.get_docstring(tree) or "")
+        else []
+    )
+    found += [
         f"def {fn.name}"
         for fn in tree.body
         if isinstance(fn, ast.FunctionDef) and task_entry != op and words.search(fn.name)
