@@ -118,19 +118,44 @@ def _wrap(line: str, limit: int) -> list[str]:
     return [line]
 
 
+def _open_brackets(line: str) -> int:
+    """How many brackets `line` leaves open (negative: closes), outside strings and comments."""
+    depth, quote = 0, ""
+    for k, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote and line[k - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            break
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+    return depth
+
+
 def wrap_long_lines(source: str, limit: int) -> str:
     """`source` with every code line over `limit` characters broken at its brackets (docstrings and
     comments are written within the limit where they are made)."""
     out: list[str] = []
     in_string = False
+    inside = 0  # brackets earlier lines left open: a line of items there is broken one item a line
     for line in source.split("\n"):
         quotes = line.count('"""') + line.count("'''")
         if not in_string and len(line) > limit and quotes == 0:
-            out.extend(_wrap(line, limit))
+            wrapped = _wrap(line, limit)
+            items = _split_top_level(line.strip()[:-1]) if line.rstrip().endswith(",") else []
+            if wrapped == [line] and inside > 0 and _open_brackets(line) == 0 and len(items) > 1:
+                indent = line[: len(line) - len(line.lstrip())]
+                wrapped = [f"{indent}{item}," for item in items]
+            out.extend(wrapped)
         else:
             out.append(line)
         if quotes % 2 == 1:
             in_string = not in_string
+        elif not in_string and quotes == 0:
+            inside = max(inside + _open_brackets(line), 0)
     return "\n".join(out)
 
 

@@ -38,7 +38,9 @@ def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) 
     """The host variable of a fresh output: the reference's name for the value (`topk_weights`, found on
     the node or on what it casts or scales, up to three ops back), the name of the op's output for one
     output of a several-output op (`topk_ids`: the reference unpacked it, so no variable of its own names
-    it, and the op's input is not what it holds), else `out` (the graph's only output) or `out<k>`."""
+    it, and the op's input is not what it holds), that name with `_out` where an argument already has it (a
+    norm returns the `x` and `residual` it rebound: `x_out`, `residual_out`), else `out` (the graph's only
+    output) or `out<k>`."""
     node = nodes.get(name)
     label = ""
     for _ in range(4):
@@ -52,8 +54,10 @@ def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) 
         source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
         node = nodes.get(source["node"]) if source is not None else None
     reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
-    if label and label.isidentifier() and label not in reserved and not label.isupper():
-        return label
+    if label and label.isidentifier() and not label.isupper():
+        for candidate in (label, f"{label}_out"):
+            if candidate not in reserved:
+                return candidate
     fresh = [o for o in graph.outputs if isinstance(o, dict) and "node" in o]
     return "out" if len(fresh) == 1 and "out" not in reserved else f"out{k}"
 

@@ -149,6 +149,12 @@ def test_long_statements_are_broken_at_their_brackets() -> None:
     compile(wrapped, "<wrapped>", "exec")
     assert max(len(line) for line in wrapped.splitlines()) <= 30
     assert '        "a, (b",' in wrapped  # a string's commas and brackets stay inside it
+    # A line of parameters inside the bracket its `def` opened (a merge added one below it): one a line.
+    signature = "def k(\n    alpha_ptr, beta_ptr, gamma_ptr, N: tl.constexpr,\n    EXTRA: tl.constexpr\n):\n"
+    wrapped = wrap_long_lines(signature, 30)
+    assert "(\n    alpha_ptr,\n    beta_ptr,\n    gamma_ptr,\n    N: tl.constexpr,\n    EXTRA: tl" in wrapped
+    tuple_statement = "values = alpha_value, beta_value, gamma_value,\n"  # a statement, not a continuation
+    assert wrap_long_lines(tuple_statement, 30) == tuple_statement
 
 
 RMS_REFERENCE = """
