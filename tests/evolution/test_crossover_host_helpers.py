@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evolution.mutators.crossover.host_helpers import host_helpers_merged
+from evolution.mutators.crossover.host_helpers import host_helpers_merged, threaded_constants_as_parameters
 
 TWO_CODES = """
 ROWS_small = 2  # rows per program
@@ -109,3 +109,40 @@ def test_a_keyword_spelled_like_a_merged_constant_stays() -> None:
     spelled = source + "\n\ndef spelled(n):\n    return dict(ROWS_small=n, rows=ROWS_small)\n"
     merged = host_helpers_merged(spelled)
     assert "return dict(ROWS_small=n, rows=ROWS)" in merged
+
+
+THREADED = """
+WARPS_SCALE = 2.0
+
+
+def _num_warps(elements, *, WARPS_SCALE=WARPS_SCALE):
+    return min(max(int(elements // 512 * WARPS_SCALE), 1), 32)
+
+
+def _launch(n, *, WARPS_SCALE=WARPS_SCALE):
+    return ("kernel", _num_warps(n, WARPS_SCALE=WARPS_SCALE))
+
+
+def route(n):
+    warps_scale = WARPS_SCALE
+    if n > 8000:
+        warps_scale = 1.0
+    if n <= 1000:
+        return ("small", _num_warps(n))
+    if n <= 4000:
+        return _launch(n, WARPS_SCALE=0.5)
+    return ("large", _num_warps(n, WARPS_SCALE=warps_scale))
+"""
+
+
+def test_a_constant_threaded_through_a_helper_becomes_its_parameter() -> None:
+    """A launch table's constant, threaded through a helper as `*, WARPS_SCALE=WARPS_SCALE`, is the helper's
+    last plain parameter: each call passes the variable it named, or the module's constant where it named
+    none. A function called with a literal (`_launch(n, WARPS_SCALE=0.5)`) keeps its keyword."""
+    plain = threaded_constants_as_parameters(THREADED)
+    assert "def _num_warps(elements, warps_scale):" in plain and "int(elements // 512 * warps_scale)" in plain
+    assert '("small", _num_warps(n, WARPS_SCALE))' in plain
+    assert '("large", _num_warps(n, warps_scale))' in plain
+    assert "def _launch(n, *, WARPS_SCALE=WARPS_SCALE):" in plain and "_launch(n, WARPS_SCALE=0.5)" in plain
+    assert '("kernel", _num_warps(n, WARPS_SCALE))' in plain
+    assert _runs(plain) == _runs(THREADED) and [r[1] for r in _runs(plain)] == [1, 2, 1, 17, 32]

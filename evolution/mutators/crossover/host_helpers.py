@@ -20,7 +20,9 @@ WARPS_SCALE_large=WARPS_SCALE_large`, called with `WARPS_SCALE_large=warps_scale
 another value) merges the same way, each call passing the value it gave. Every call computes what it
 computed before. Only undecorated module-level functions named `<stem>_<route suffix>`, called by name with
 positional arguments (and that keyword) and never used otherwise; a stem or parameter name already taken
-leaves them alone. Source text only, never run.
+leaves them alone. Last, a helper still taking a threaded constant as `*, WARPS_SCALE=WARPS_SCALE` takes it
+as a plain parameter (`def _num_warps(elements, warps_scale)`) where every call passes a variable or nothing
+(`threaded_constants_as_parameters`). Source text only, never run.
 """
 
 from __future__ import annotations
@@ -41,6 +43,60 @@ def host_helpers_merged(source: str) -> str:
     for stem, copies in _suffixed_helpers(merged).items():
         merged = _merged(merged, stem, copies)
     return merged.code if merged.code != module.code else source
+
+
+def threaded_constants_as_parameters(source: str) -> str:
+    """`source` (a flat module's text) with each host helper a launch table threads a constant through
+    (`def _num_warps(elements, *, WARPS_SCALE=WARPS_SCALE)`, called as `_num_warps(n, WARPS_SCALE=
+    warps_scale)`) taking it as a plain last parameter named for its stem (`def _num_warps(elements,
+    warps_scale)`, `_num_warps(n, warps_scale)`), where every call passes it as a variable or not at all (then
+    the module's constant); a call passing a literal (`_entry_large(x, SCALE=3.0)`) keeps its keyword, so
+    its function stays as it is."""
+    module = cst.parse_module(source)
+    for name in [s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and not s.decorators]:
+        module = _threaded_as_parameter(module, name)
+    return module.code if module.code != source else source
+
+
+def _threaded_as_parameter(module: cst.Module, name: str) -> cst.Module:
+    function = next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name)
+    params = function.params
+    if len(params.kwonly_params) != 1:
+        return module
+    constant = params.kwonly_params[0].name.value
+    parameter = ROUTE_SUFFIX.sub("", constant).lower()
+    bare = params.with_changes(kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
+    if (
+        constant not in _constants(module)
+        or not _takes_own_constant(params, constant)
+        or not _plain(bare)
+        or parameter in names(function)
+        or not _only_called(module, {name}, {name: constant})
+    ):
+        return module
+    passed = [
+        cst.ensure_type(arg, cst.Arg).value
+        for call in m.findall(module, m.Call(func=m.Name(name)))
+        for arg in cst.ensure_type(call, cst.Call).args
+        if arg.keyword is not None
+    ]
+    if not all(isinstance(value, cst.Name) for value in passed):
+        return module
+    added = [
+        *bare.params[:-1],
+        *(
+            p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for p in bare.params[-1:]
+        ),
+        cst.Param(cst.Name(parameter)),
+    ]
+    rewritten = function.with_changes(params=bare.with_changes(params=added)).visit(
+        RenamedReads({constant: parameter})
+    )
+    body = [rewritten if s is function else s for s in module.body]
+    return module.with_changes(body=body).visit(
+        _PassConstant(name, {name: constant}, {name}, {name: constant})
+    )
 
 
 def _suffixed_helpers(module: cst.Module) -> dict[str, list[str]]:
