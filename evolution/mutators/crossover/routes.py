@@ -271,6 +271,18 @@ def _launch_locals(
         for leaf, values in zip(group.leaves, group.calls, strict=True)
     ]
     table = _intervals(runs)
+    names = _local_names(table, taken)
+    preamble = list(cst.parse_module("\n".join(_table_lines(names, table, total)) + "\n").body)
+    renamed = cst.Module(list(statements)).visit(RenamedReads(names)).body
+    return [*preamble, *renamed]
+
+
+_Table = list[tuple[int, int | None, tuple[tuple[str, str], ...]]]  # (low, high, (constant, value)...)
+
+
+def _local_names(table: _Table, taken: set[str]) -> dict[str, str]:
+    """Constant -> the local a launch table sets it in: its name in lower case, without a route suffix
+    (`warps_scale`), never one `taken` (which it joins)."""
     names: dict[str, str] = {}
     for constant in sorted({c for _, _, values in table for c, _ in values}):
         name = _SIDE_SUFFIX.sub("", constant).lower() or constant.lower()
@@ -278,6 +290,12 @@ def _launch_locals(
             name += "_"
         taken.add(name)
         names[constant] = name
+    return names
+
+
+def _table_lines(names: dict[str, str], table: _Table, total: str) -> list[str]:
+    """A launch table as statements: each local at the value most intervals take, then a test per interval
+    that takes others, setting those."""
     fallback = dict(_fallback([values for _, _, values in table]))
     lines = [f"{local} = {fallback.get(c, c)}" for c, local in names.items()]
     for low, high, values in table:
@@ -289,9 +307,7 @@ def _launch_locals(
                 for c in names
                 if chosen.get(c, c) != fallback.get(c, c)
             ]
-    preamble = list(cst.parse_module("\n".join(lines) + "\n").body)
-    renamed = cst.Module(list(statements)).visit(RenamedReads(names)).body
-    return [*preamble, *renamed]
+    return lines
 
 
 def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], constants: dict[str, str]) -> str:
@@ -498,9 +514,7 @@ class _SizeTable(RenamedReads):
     constant that varies read from a local the table sets (`warps_scale = 0.5` on its interval) and passed
     on to the helpers that take it."""
 
-    def __init__(
-        self, host: str, table: list[tuple[int, int | None, tuple[tuple[str, str], ...]]], counted: _Counted
-    ):
+    def __init__(self, host: str, table: _Table, counted: _Counted):
         super().__init__({})  # the constants' locals, once the host is reached
         self.host = host
         self.table = table
@@ -511,12 +525,7 @@ class _SizeTable(RenamedReads):
         self.depth += 1
         if self.depth == 1 and node.name.value == self.host:
             taken = ParsedCode.parse(cst.Module([node]).code, "the host").names
-            for constant in sorted({c for _, _, values in self.table for c, _ in values}):
-                name = constant.lower()
-                while name in taken:
-                    name += "_"
-                taken.add(name)
-                self.renames[constant] = name
+            self.renames = _local_names(self.table, taken)
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
@@ -526,18 +535,8 @@ class _SizeTable(RenamedReads):
             return updated_node
         params = {p.name.value for p in [*original_node.params.params, *original_node.params.kwonly_params]}
         total, item = _counter_names(params)
-        fallback = dict(_fallback([values for _, _, values in self.table]))
         lines = self.counted.lines(total, item)
-        lines += [f"    {local} = {fallback.get(c, c)}" for c, local in self.renames.items()]
-        for low, high, values in self.table:
-            chosen = dict(values)
-            if chosen != fallback:
-                lines.append(f"    if {_test(low, high, total)}:")
-                lines += [
-                    f"        {self.renames[c]} = {chosen.get(c, c)}"
-                    for c in self.renames
-                    if chosen.get(c, c) != fallback.get(c, c)
-                ]
+        lines += [f"    {line}" for line in _table_lines(self.renames, self.table, total)]
         preamble = list(cst.parse_module(textwrap.dedent("\n".join(lines))).body)
         self.renames = {}
         body = list(updated_node.body.body)
