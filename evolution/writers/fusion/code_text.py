@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 
 def literal(value: float | int | bool, dtype: str) -> str:
@@ -63,15 +63,23 @@ def _balanced(text: str) -> bool:
 _CLOSER = {"(": ")", "[": "]", "{": "}"}
 
 
-def _split_top_level(text: str) -> list[str]:
-    """`text` split at its commas outside brackets and strings."""
-    parts, depth, quote, start = [], 0, "", 0
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
+    """Each character of `text` outside its string literals (quotes included), with its index."""
+    quote = ""
     for k, char in enumerate(text):
         if quote:
             quote = "" if char == quote and text[k - 1] != "\\" else quote
         elif char in "'\"":
             quote = char
-        elif char in "([{":
+        else:
+            yield k, char
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`text` split at its commas outside brackets and strings."""
+    parts, depth, start = [], 0, 0
+    for k, char in _outside_strings(text):
+        if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
@@ -87,13 +95,9 @@ def _wrap(line: str, limit: int) -> list[str]:
     contents on one line of their own where they fit, else one item a line (as black and ruff write it);
     the line itself when it has no such group."""
     indent = line[: len(line) - len(line.lstrip())]
-    depth, quote, opened = 0, "", -1
-    for k, char in enumerate(line):
-        if quote:
-            quote = "" if char == quote and line[k - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#":
+    depth, opened = 0, -1
+    for k, char in _outside_strings(line):
+        if char == "#":
             return [line]  # a comment: left as it is
         elif char in "([{":
             if depth == 0:
@@ -120,18 +124,11 @@ def _wrap(line: str, limit: int) -> list[str]:
 
 def _open_brackets(line: str) -> int:
     """How many brackets `line` leaves open (negative: closes), outside strings and comments."""
-    depth, quote = 0, ""
-    for k, char in enumerate(line):
-        if quote:
-            quote = "" if char == quote and line[k - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#":
+    depth = 0
+    for _, char in _outside_strings(line):
+        if char == "#":
             break
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
+        depth += (char in "([{") - (char in ")]}")
     return depth
 
 
