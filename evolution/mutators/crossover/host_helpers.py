@@ -65,7 +65,7 @@ def _threaded_as_parameter(module: cst.Module, name: str) -> cst.Module:
         return module
     constant = params.kwonly_params[0].name.value
     parameter = ROUTE_SUFFIX.sub("", constant).lower()
-    bare = params.with_changes(kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
+    bare = _bare(params)
     if (
         constant not in _constants(module)
         or not _takes_own_constant(params, constant)
@@ -82,14 +82,7 @@ def _threaded_as_parameter(module: cst.Module, name: str) -> cst.Module:
     ]
     if not all(isinstance(value, cst.Name) for value in passed):
         return module
-    added = [
-        *bare.params[:-1],
-        *(
-            p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            for p in bare.params[-1:]
-        ),
-        cst.Param(cst.Name(parameter)),
-    ]
+    added = [*bare.params, cst.Param(cst.Name(parameter))]
     rewritten = function.with_changes(params=bare.with_changes(params=added)).visit(
         RenamedReads({constant: parameter})
     )
@@ -124,12 +117,7 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
             if constant not in constants or not _takes_own_constant(params, constant):
                 return module
             threaded[name] = constant
-            plain = [
-                *params.params[:-1],
-                *(p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params[-1:]),
-            ]
-            bare = params.with_changes(params=plain, kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
-            functions[name] = functions[name].with_changes(params=bare)
+            functions[name] = functions[name].with_changes(params=_bare(params))
     read: dict[str, str] = {}  # copy -> the suffixed (or threaded) constant it reads
     for name in copies:
         suffix = ROUTE_SUFFIX.search(name)
@@ -237,6 +225,15 @@ def _plain(params: cst.Parameters) -> bool:
         and not isinstance(params.star_arg, cst.Param | cst.ParamStar)
         and all(p.default is None for p in params.params)
     )
+
+
+def _bare(params: cst.Parameters) -> cst.Parameters:
+    """`params` without its keyword-only part (the `*` with it), no comma left after the last."""
+    plain = [
+        *params.params[:-1],
+        *(p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params.params[-1:]),
+    ]
+    return params.with_changes(params=plain, kwonly_params=[], star_arg=cst.MaybeSentinel.DEFAULT)
 
 
 def _takes_own_constant(params: cst.Parameters, constant: str) -> bool:
