@@ -201,14 +201,14 @@ def _one_host(
         return None
     used = set().union(*(_names(cst.Module([h]).code) for h in defs.values()))
     total, item = _counter_names(used)
-    taken = used | {total, item}
+    taken = used | {total, item}  # each branch names its locals apart from these, not from another branch's
     runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
     fallback = _fallback([k for _, _, k in runs])
 
     def own(k: int) -> cst.IndentedBlock:
         statements = bodies[k][head : len(bodies[k]) - tail]
         if varied[k]:
-            statements = _launch_locals(statements, groups[k], mapping, total, taken)
+            statements = _launch_locals(statements, groups[k], mapping, total, set(taken))
         return cst.IndentedBlock(statements or [cst.SimpleStatementLine([cst.Pass()])])
 
     first = {k: min(low for low, _, j in runs if j == k) for _, _, k in runs}
