@@ -146,3 +146,9 @@ def test_a_constant_threaded_through_a_helper_becomes_its_parameter() -> None:
     assert "def _launch(n, *, WARPS_SCALE=WARPS_SCALE):" in plain and "_launch(n, WARPS_SCALE=0.5)" in plain
     assert '("kernel", _num_warps(n, WARPS_SCALE))' in plain
     assert _runs(plain) == _runs(THREADED) and [r[1] for r in _runs(plain)] == [1, 2, 1, 17, 32]
+    # A call giving no value, in a function that binds the constant's name itself: passing the name there
+    # would pass that binding, not the module's constant, so the helper stays as it is.
+    shadowed = THREADED + "\n\ndef other(n, WARPS_SCALE):\n    return _num_warps(n)\n"
+    assert "def _num_warps(elements, *, WARPS_SCALE=WARPS_SCALE):" in threaded_constants_as_parameters(
+        shadowed
+    )

@@ -80,7 +80,9 @@ def _threaded_as_parameter(module: cst.Module, name: str) -> cst.Module:
         for arg in cst.ensure_type(call, cst.Call).args
         if arg.keyword is not None
     ]
-    if not all(isinstance(value, cst.Name) for value in passed):
+    if not all(isinstance(value, cst.Name) for value in passed) or _shadowed(
+        module, {name: constant}, {name: constant}
+    ):
         return module
     added = [*bare.params, cst.Param(cst.Name(parameter))]
     rewritten = function.with_changes(params=bare.with_changes(params=added)).visit(
@@ -147,6 +149,8 @@ def _merged(module: cst.Module, stem: str, copies: list[str]) -> cst.Module:
         for n in copies
     }
     if len({code(f) for f in renamed.values()}) != 1 or not _only_called(module, set(copies), threaded):
+        return module
+    if _shadowed(module, read, threaded):
         return module
     helper = renamed[copies[0]]
     if read:
@@ -265,6 +269,28 @@ def _only_called(module: cst.Module, functions: set[str], threaded: dict[str, st
 
     positional = all(plain(call, a) for call in calls for a in call.args)
     return positional and uses == len(calls) + len(functions)  # each definition's own name is one use
+
+
+def _shadowed(module: cst.Module, read: dict[str, str], threaded: dict[str, str]) -> bool:
+    """Whether a call of a function in `read` that gives no value for its constant (`_num_warps(n)`, which
+    the merge makes `_num_warps(n, WARPS_SCALE)`) stands in a function binding that name itself (a parameter
+    or a local `WARPS_SCALE`): passed there, it would be that binding, not the module's constant."""
+    for outer in module.body:
+        if not isinstance(outer, cst.FunctionDef):
+            continue
+        params = outer.params
+        bound = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        bound |= {
+            code(cst.ensure_type(t, cst.AssignTarget).target)
+            for t in m.findall(outer.body, m.AssignTarget(target=m.Name()))
+        }
+        for found in m.findall(outer.body, m.Call(func=m.Name())):
+            call = cst.ensure_type(found, cst.Call)
+            callee = cst.ensure_type(call.func, cst.Name).value
+            given = any(a.keyword is not None and a.keyword.value == threaded.get(callee) for a in call.args)
+            if callee in read and not given and read[callee] in bound:
+                return True
+    return False
 
 
 class _PassConstant(cst.CSTTransformer):
