@@ -37,7 +37,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import RenamedReads
+from evolution.mutators.crossover.alike import RenamedReads, names
 from evolution.mutators.crossover.host_helpers import host_helpers_merged, threaded_constants_as_parameters
 from evolution.mutators.crossover.index_width import index_widths_merged
 from evolution.mutators.crossover.launch_choice import launch_choices
@@ -196,10 +196,10 @@ def _one_host(
         tail += 1
     if head + tail == 0:
         return None
-    shared = cst.Module([*bodies[0][:head], *bodies[0][len(bodies[0]) - tail :]]).code
-    if _names(shared) & set().union(*varied):  # it would read the module's value on every size
+    shared = cst.Module([*bodies[0][:head], *bodies[0][len(bodies[0]) - tail :]])
+    if names(shared) & set().union(*varied):  # it would read the module's value on every size
         return None
-    used = set().union(*(_names(cst.Module([h]).code) for h in defs.values()))
+    used = set().union(*(names(h) for h in defs.values()))
     total, item = _counter_names(used)
     taken = used | {total, item}  # each branch names its locals apart from these, not from another branch's
     runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
@@ -252,10 +252,6 @@ def _passes_through(call: ast.Call, host: cst.FunctionDef, launch: set[str], map
     )
 
 
-def _names(text: str) -> set[str]:
-    return {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-
-
 def _launch_locals(
     statements: Sequence[_Statement],
     group: Group,
@@ -271,9 +267,9 @@ def _launch_locals(
         for leaf, values in zip(group.leaves, group.calls, strict=True)
     ]
     table = _intervals(runs)
-    names = _local_names(table, taken)
-    preamble = list(cst.parse_module("\n".join(_table_lines(names, table, total)) + "\n").body)
-    renamed = cst.Module(list(statements)).visit(RenamedReads(names)).body
+    locals_ = _local_names(table, taken)
+    preamble = list(cst.parse_module("\n".join(_table_lines(locals_, table, total)) + "\n").body)
+    renamed = cst.Module(list(statements)).visit(RenamedReads(locals_)).body
     return [*preamble, *renamed]
 
 
