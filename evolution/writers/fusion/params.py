@@ -17,6 +17,9 @@ import sympy
 from evolution.writers.fusion import symbols
 from evolution.writers.fusion.code_text import unwrapped
 
+# A composed size name longer than this is replaced by a numbered one: it would lengthen every line it is in.
+_MAX_COMPOSED = 28
+
 
 @dataclass
 class Param:
@@ -97,19 +100,43 @@ class KernelParams:
         return found
 
     def _size_name(self, expr: sympy.Expr, static: bool) -> str:
-        source = self.symbol_sources.get(expr.name, "") if isinstance(expr, sympy.Symbol) else ""
-        if not source.isidentifier() and str(expr) in self.size_names:  # the reference's name for it
-            name = self.size_names[str(expr)]
-            name = name.upper() if static else name
-        elif source:
-            text = re.sub(r"\W+", "_", source).strip("_")
-            text = text.replace("_shape_", "_size")
-            name = text.upper() if static else text
-        else:
-            name = f"SIZE_{next(self._counter)}" if static else f"size_{next(self._counter)}"
+        name = self._word(expr)
+        if name is None:
+            name = f"size_{next(self._counter)}"
+        name = name.upper() if static else name
         while name in self.params:
             name += "_"
         return name
+
+    def _word(self, expr: sympy.Expr) -> str | None:
+        """The name of a size: the reference's own, the host expression's, or one composed from the names of
+        the sizes it is computed from (`half_head_dim`, `experts_per_expert_group`); None where a part has no
+        name or the name would be longer than a reader takes in at a glance."""
+        source = self.symbol_sources.get(expr.name, "") if isinstance(expr, sympy.Symbol) else ""
+        if not source.isidentifier() and str(expr) in self.size_names:  # the reference's name for it
+            return self.size_names[str(expr)]
+        if source:
+            return re.sub(r"\W+", "_", source).strip("_").replace("_shape_", "_size")
+        name = self._composed(expr)
+        return name if name is not None and len(name) <= _MAX_COMPOSED else None
+
+    def _composed(self, expr: sympy.Expr) -> str | None:
+        if expr.could_extract_minus_sign():
+            inner = self._word(-expr)
+            return f"neg_{inner}" if inner else None
+        if isinstance(expr, sympy.floor):
+            numerator, denominator = sympy.fraction(sympy.together(expr.args[0]))
+            top = self._word(numerator)
+            if top and denominator == 2:
+                return f"half_{top}"
+            bottom = self._word(denominator) if not denominator.is_Integer else None
+            if top and bottom:  # num_experts // num_expert_group: the size of an expert group
+                return f"{bottom.removeprefix('num_')}_size"
+            return None
+        if isinstance(expr, sympy.Mul) and len(expr.args) == 2:
+            words = [self._word(factor) for factor in expr.args]
+            return "_times_".join(w for w in words if w) if all(words) else None
+        return None
 
     def _describe(self, expr: sympy.Expr) -> str:
         names = {s: self.symbol_sources.get(s, s) for s in symbols.symbols_of(expr)}

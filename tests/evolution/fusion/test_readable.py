@@ -690,6 +690,24 @@ def test_a_size_the_reference_names_names_its_parameter_and_axis() -> None:
     assert _named_sizes(taken, sources, names)[0] == "x_size1 = x.shape[1]"
 
 
+def test_a_size_computed_from_named_sizes_is_named_from_them() -> None:
+    """A size the reference leaves unnamed (`view(n, num_expert_group, -1)`, `x.shape[-1] // 2`) is named
+    from the sizes it is computed from rather than numbered; a part without a name, or a name too long to
+    read at a glance, still gives a numbered one."""
+    from evolution.writers.fusion.params import KernelParams
+    from evolution.writers.fusion.symbols import parse
+
+    sources = {"s0": "x.shape[0]", "s1": "x.shape[1]", "s2": "num_expert_group", "s3": "q.shape[2]"}
+    params = KernelParams({**sources, "s4": "q.shape[1]"}, {"s0"}, {"s1": "num_experts"})
+    assert params.size(parse("floor(s1/s2)")) == "EXPERT_GROUP_SIZE"
+    assert params.size(parse("floor(s3/2)")) == "HALF_Q_SIZE2"
+    assert params.size(parse("-floor(s3/2)")) == "NEG_HALF_Q_SIZE2"
+    assert params.size(parse("s3*s4")) == "Q_SIZE2_TIMES_Q_SIZE1"
+    assert params.size(parse("floor(s0/2)")) == "half_x_size0"  # a dynamic size stays lower case
+    assert params.size(parse("s1*s3*s4")) == "SIZE_0"  # three factors: no composed name
+    assert params.size(parse("floor(s1/3)")) == "SIZE_1"
+
+
 # A warps scale left at 1.0 is folded out of the module that ships (writers.fusion.unit_scale): on the
 # generator's own output the helper returns the same warps for every size and the candidate stays correct;
 # any other scale, or a constant something else reads, stays.
