@@ -75,17 +75,17 @@ def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
             yield k, char
 
 
-def _split_top_level(text: str) -> list[str]:
-    """`text` split at its commas outside brackets and strings."""
+def _split_top_level(text: str, separator: str = ",") -> list[str]:
+    """`text` split at each `separator` outside brackets and strings."""
     parts, depth, start = [], 0, 0
     for k, char in _outside_strings(text):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
-        elif char == "," and depth == 0:
+        elif depth == 0 and k >= start and text.startswith(separator, k):
             parts.append(text[start:k].strip())
-            start = k + 1
+            start = k + len(separator)
     parts.append(text[start:].strip())
     return [p for p in parts if p]
 
@@ -93,7 +93,26 @@ def _split_top_level(text: str) -> list[str]:
 def _wrap(line: str, limit: int) -> list[str]:
     """One statement longer than `limit` broken after the opening bracket whose group runs to its end: its
     contents on one line of their own where they fit, else one item a line (as black and ruff write it);
-    the line itself when it has no such group."""
+    an assignment of an operator's result has its value put in parentheses instead where that split would
+    leave its head too long, open a subscript (`offs[` / `None, :` / `]`) or follow two top-level `+`
+    (as black and ruff do), broken before each top-level `+` where it does not fit; else the line itself."""
+    lines = _wrap_at_bracket(line, limit)
+    assign = _ASSIGN.match(line)
+    if assign is None or len(_split_top_level(assign[3], " ")) < 2:
+        return lines  # not an assignment, or a call's or a subscript's value: broken at its last bracket
+    indent, target, value = assign.groups()
+    terms = _split_top_level(value, " + ")
+    if len(lines) > 1 and len(lines[0]) <= limit and not lines[0].endswith("[") and len(terms) < 3:
+        return lines
+    if len(indent) + 4 + len(value) <= limit:
+        return [f"{indent}{target} = (", f"{indent}    {value}", f"{indent})"]
+    if len(terms) < 2:
+        return lines
+    body = [f"{indent}    {terms[0]}", *(f"{indent}    + {term}" for term in terms[1:])]
+    return [f"{indent}{target} = (", *body, f"{indent})"]
+
+
+def _wrap_at_bracket(line: str, limit: int) -> list[str]:
     indent = line[: len(line) - len(line.lstrip())]
     depth, opened = 0, -1
     for k, char in _outside_strings(line):

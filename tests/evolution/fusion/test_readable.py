@@ -155,6 +155,16 @@ def test_long_statements_are_broken_at_their_brackets() -> None:
     assert "(\n    alpha_ptr,\n    beta_ptr,\n    gamma_ptr,\n    N: tl.constexpr,\n    EXTRA: tl" in wrapped
     tuple_statement = "values = alpha_value, beta_value, gamma_value,\n"  # a statement, not a continuation
     assert wrap_long_lines(tuple_statement, 30) == tuple_statement
+    # A sum whose last term is subscripted: broken after that bracket, the head would still be too long;
+    # the value goes in parentheses, one term a line where it does not fit on one (as ruff writes it).
+    offsets = "    q_offs = row * Q_ROW + offs_head[:, None] * HEAD_DIM + offs_dim[None, :]\n"
+    assert wrap_long_lines(offsets, 60) == (
+        "    q_offs = (\n        row * Q_ROW\n        + offs_head[:, None] * HEAD_DIM\n"
+        "        + offs_dim[None, :]\n    )\n"
+    )
+    assert wrap_long_lines(offsets, 72) == (
+        "    q_offs = (\n        row * Q_ROW + offs_head[:, None] * HEAD_DIM + offs_dim[None, :]\n    )\n"
+    )
 
 
 RMS_REFERENCE = """
