@@ -98,8 +98,9 @@ def _wrap(line: str, limit: int) -> list[str]:
     (as black and ruff do), broken before each top-level `+` where it does not fit; else the line itself."""
     lines = _wrap_at_bracket(line, limit)
     assign = _ASSIGN.match(line)
-    if assign is None or len(_split_top_level(assign[3], " ")) < 2:
-        return lines  # not an assignment, or a call's or a subscript's value: broken at its last bracket
+    if assign is None or _open_brackets(line) != 0 or len(_split_top_level(assign[3], " ")) < 2:
+        # not a whole assignment (a line an earlier wrap left open), or a call's or a subscript's value
+        return lines
     indent, target, value = assign.groups()
     terms = _split_top_level(value, " + ")
     if len(lines) > 1 and len(lines[0]) <= limit and not lines[0].endswith("[") and len(terms) < 3:

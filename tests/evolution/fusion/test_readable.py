@@ -165,6 +165,9 @@ def test_long_statements_are_broken_at_their_brackets() -> None:
     assert wrap_long_lines(offsets, 72) == (
         "    q_offs = (\n        row * Q_ROW + offs_head[:, None] * HEAD_DIM + offs_dim[None, :]\n    )\n"
     )
+    # A line an earlier layout left open at a bracket is not a statement of its own: it stays as it is.
+    opened = "    q_offs = row * Q_ROW + offs_head[:, None] * HEAD_DIM + offs_dim[\n        None, :\n    ]\n"
+    assert wrap_long_lines(opened, 60) == opened
 
 
 RMS_REFERENCE = """
