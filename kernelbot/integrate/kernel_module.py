@@ -38,6 +38,7 @@ from kernelbot.integrate.templates_env import fit_comments
 _GUARD_HELPERS = ("ENABLED", "_is_checked_tensor")
 _BLOCK_PREFIX = "_kb_"  # the fusion writer's building blocks (evolution/writers/fusion/blocks)
 _SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
+_SUFFIXED_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*_[a-z][a-z0-9]*")  # ROWS_large, WARPS_SCALE_small2
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ def _named_for_the_op(module: cst.Module, entry: str, names: KernelNames, taken:
     routes `_<entry>_small`) named after the op instead (`_rms_norm_kernel`, `_rms_norm_small`): the entry
     is a name the extraction made up, the op's is the engine's own. The fusion writer's building blocks
     lose the prefix that kept them apart from the reference's names in a candidate (`_kb_pack` ->
-    `_pack`): the module holds no reference code. A name already taken stays."""
+    `_pack`): the module holds no reference code. A module constant a crossover suffixed for when it runs
+    is written in capitals whole (`ROWS_large` -> `ROWS_LARGE`). A name already taken stays."""
     stem = names.entry.removesuffix("_triton")
     words = re.compile(rf"(?<![^_]){re.escape(entry)}(?![^_])")  # the entry's words, whole
     renames: dict[str, str] = {}
@@ -117,11 +119,24 @@ def _named_for_the_op(module: cst.Module, entry: str, names: KernelNames, taken:
             name = statement.name.value
             new = "_" + name.removeprefix(_BLOCK_PREFIX) if name.startswith(_BLOCK_PREFIX) else name
             new = words.sub(stem, new, count=1)
-            if new != name and new not in taken and new not in renames.values():
-                renames[name] = new
+        elif isinstance(statement, cst.SimpleStatementLine) and (name := _constant(statement)):
+            new = name.upper() if _SUFFIXED_CONSTANT.fullmatch(name) else name
+        else:
+            continue
+        if new != name and new not in taken and new not in renames.values():
+            renames[name] = new
     if not renames:
         return module
     return cst.parse_module(ParsedCode.parse(module.code, "the kernel module").renamed(renames))
+
+
+def _constant(statement: cst.SimpleStatementLine) -> str:
+    """The name `statement` binds when it is one `NAME = value`, else ""."""
+    assign = statement.body[0]
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+        target = assign.targets[0].target
+        return target.value if isinstance(target, cst.Name) else ""
+    return ""
 
 
 def _without_unused_imports(module: cst.Module) -> cst.Module:

@@ -3,6 +3,7 @@ without it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,6 @@ def test_the_kernel_module_of_a_nested_crossover_routes_from_one_table() -> None
     for kernel in ("def _silu_and_mul_flat_kernel", "def _silu_and_mul_kernel"):
         assert module.count(kernel) == 1, kernel
     assert "def silu_and_mul_triton(" in module and "1-D grid of output elements" not in module
+    # The constants a crossover suffixed for when they run are written in capitals whole (PEP 8).
+    assert re.findall(r"^[A-Z][A-Z0-9_]*_[a-z]\w* = ", module, re.MULTILINE) == []
+    assert re.search(r"^MEDIUM_WARPS_[A-Z]+ = 4$", module, re.MULTILINE)
