@@ -351,10 +351,18 @@ def _tile_elements(params: KernelParams, plan: Plan, knobs: Knobs) -> str:
     tiles = {tuple(shape) for region, _ in plan.regions for shape in region.load_shapes}
     if not tiles:
         tiles = {tuple(shape) for region, _ in plan.regions for shape in region.shapes}
-    shapes = sorted(" * ".join(shape) for shape in tiles if not _within_another(shape, tiles))
-    if not shapes:
+    largest = [shape for shape in tiles if not _within_another(shape, tiles)]
+    if not largest:
         return "1"
-    return shapes[0] if len(shapes) == 1 else f"max({', '.join(shapes)})"
+    if len(largest) == 1:
+        return " * ".join(largest[0])
+    # An extent every tile has (a program's ROWS) multiplies the maximum once: `ROWS * max(E, G * S)`.
+    common = Counter(largest[0])
+    for shape in largest[1:]:
+        common &= Counter(shape)
+    rests = sorted(" * ".join((Counter(shape) - common).elements()) or "1" for shape in largest)
+    factor = "".join(f"{extent} * " for extent in sorted(common.elements()))
+    return f"{factor}max({', '.join(rests)})"
 
 
 def _within_another(shape: tuple[str, ...], shapes: set[tuple[str, ...]]) -> bool:

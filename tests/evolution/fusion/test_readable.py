@@ -721,6 +721,24 @@ def test_a_size_computed_from_named_sizes_is_named_from_them() -> None:
     assert params.size(parse("floor(s1/3)")) == "SIZE_1"
 
 
+def test_the_warps_of_several_tiles_multiply_their_common_extent_once() -> None:
+    """The launch's warps follow the largest register tile; an extent every tile has (the program's rows)
+    multiplies the maximum once instead of each of its terms."""
+    from types import SimpleNamespace
+
+    from evolution.writers.fusion.kernel import _tile_elements
+
+    def plan(*shapes: tuple[str, ...]) -> SimpleNamespace:
+        return SimpleNamespace(regions=[(SimpleNamespace(load_shapes=list(shapes), shapes=[]), None)])
+
+    rows = plan(("ROWS", "E_P2"), ("ROWS", "G_P2", "S_P2"), ("ROWS", "K_P2"), ("ROWS", "K_P2"))
+    assert _tile_elements(None, rows, None) == "ROWS * max(E_P2, G_P2 * S_P2, K_P2)"
+    assert (
+        _tile_elements(None, plan(("ROWS", "E_P2"), ("ROWS",)), None) == "ROWS * E_P2"
+    )  # one holds the other
+    assert _tile_elements(None, plan(("E_P2",), ("G_P2", "S_P2")), None) == "max(E_P2, G_P2 * S_P2)"
+
+
 # A warps scale left at 1.0 is folded out of the module that ships (writers.fusion.unit_scale): on the
 # generator's own output the helper returns the same warps for every size and the candidate stays correct;
 # any other scale, or a constant something else reads, stays.
