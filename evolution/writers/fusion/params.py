@@ -110,7 +110,7 @@ class KernelParams:
 
     def _word(self, expr: sympy.Expr) -> str | None:
         """The name of a size: the reference's own, the host expression's, or one composed from the names of
-        the sizes it is computed from (`half_head_dim`, `experts_per_expert_group`); None where a part has no
+        the sizes it is computed from (`half_head_dim`, `expert_group_size`); None where a part has no
         name or the name would be longer than a reader takes in at a glance."""
         source = self.symbol_sources.get(expr.name, "") if isinstance(expr, sympy.Symbol) else ""
         if not source.isidentifier() and str(expr) in self.size_names:  # the reference's name for it
