@@ -116,3 +116,21 @@ def test_the_kernel_module_of_a_nested_crossover_routes_from_one_table() -> None
     # The constants a crossover suffixed for when they run are written in capitals whole (PEP 8).
     assert re.findall(r"^[A-Z][A-Z0-9_]*_[a-z]\w* = ", module, re.MULTILINE) == []
     assert re.search(r"^MEDIUM_WARPS_[A-Z]+ = 4$", module, re.MULTILINE)
+
+
+def test_the_module_docstring_gives_the_cases_as_the_values_of_their_parameters() -> None:
+    """`tokens 1, 64; hidden 4096, 7168` says what eight names like `tokens1_hidden4096` spell out; captured
+    cases, which have no parameters, keep their names."""
+    from evaluators.task import Case
+    from kernelbot.integrate.kernel_module import _cases
+
+    grid = tuple(
+        Case(f"tokens{t}_hidden{h}", {"tokens": t, "hidden": h, "dtype": d})
+        for t in (64, 1)
+        for h in (7168, 4096)
+        for d in ("bfloat16", "float16")
+    )
+    assert _cases(grid) == "8 cases (tokens 1, 64; hidden 4096, 7168; dtype bfloat16, float16)"
+    assert _cases(grid[:1]) == "1 case (tokens 64; hidden 7168; dtype bfloat16)"
+    captured = (Case("decode_step", {}, Path("captured/decode_step.pt")), grid[0])
+    assert _cases(captured) == "the cases decode_step, tokens64_hidden7168"
