@@ -33,20 +33,29 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import RenamedReads, names
+from evolution.mutators.crossover.alike import names
 from evolution.mutators.crossover.host_helpers import host_helpers_merged, threaded_constants_as_parameters
 from evolution.mutators.crossover.index_width import index_widths_merged
 from evolution.mutators.crossover.launch_choice import launch_choices
+from evolution.mutators.crossover.size_tests import (
+    SIDE_SUFFIX,
+    Counted,
+    SizeTable,
+    Statement,
+    counter_names,
+    intervals,
+    launch_locals,
+    size_test,
+    untested,
+)
 from evolution.mutators.crossover.source import (
     CrossoverError,
     LaunchTable,
     ParsedCode,
     ThreadConstants,
-    byte_count,
     def_line,
     launch_table,
     literal,
@@ -57,15 +66,8 @@ from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
 _CROSSOVER_HEADER = re.compile(r"^# --- bucket crossover: .*\n", re.MULTILINE)
-# Every crossover suffix a name gathered: a child crossed again suffixes its parent's `_large` anew.
-_SIDE_SUFFIX = re.compile(r"(?:_(?:small|large)\d*)+$")
-_TABLE_COMMENT = "# Launch constants by input size (bytes of the tensor arguments), as the search timed them."
 _CODES = """# Each call runs the code, launched with the constants, that the search timed fastest on inputs of
 # its size: the bytes of its tensor arguments."""
-
-
-_T = TypeVar("_T")
-_Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 def _suffixes(count: int) -> list[str]:
@@ -90,18 +92,6 @@ def _statement_chunks(text: str) -> list[tuple[ast.stmt, str]]:
 def _entry_head(block: str, entry: str) -> str:
     module = cst.parse_module(block)
     return def_line(next(s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == entry))
-
-
-@dataclass(frozen=True)
-class _Counted:
-    """The arguments a flat module counts the input bytes over (a tuple's text); `only_tensors` when a guard
-    lets nothing but tensors through them (one sum, no test of each)."""
-
-    tensors: str
-    only_tensors: bool = False
-
-    def lines(self, total: str, item: str) -> list[str]:
-        return byte_count(total, item, self.tensors, only_tensors=self.only_tensors)
 
 
 def flat_routes(block: str, entry: str, tensors: Sequence[str] | None = None) -> str | None:
@@ -136,9 +126,9 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     code = _launch_tables(code, groups, mapping, constants)
 
     counted = (
-        _Counted(ast.unparse(tree.tensors))
+        Counted(ast.unparse(tree.tensors))
         if tensors is None
-        else _Counted(f"({', '.join(tensors)}{',' * (len(tensors) == 1)})", only_tensors=True)
+        else Counted(f"({', '.join(tensors)}{',' * (len(tensors) == 1)})", only_tensors=True)
     )
     if len(groups) == 1:
         code = _one_code(code, groups[0], mapping, counted)
@@ -161,7 +151,7 @@ def _one_host(
     entry: str,
     groups: list[Group],
     hosts: list[str],
-    counted: _Counted,
+    counted: Counted,
     mapping: dict[str, str],
 ) -> str | None:
     """Codes whose hosts differ only in some statements between a shared head and tail (a norm's: the
@@ -200,21 +190,21 @@ def _one_host(
     if names(shared) & set().union(*varied):  # it would read the module's value on every size
         return None
     used = set().union(*(names(h) for h in defs.values()))
-    total, item = _counter_names(used)
+    total, item = counter_names(used)
     taken = used | {total, item}  # each branch names its locals apart from these, not from another branch's
-    runs = _intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
-    fallback = _fallback([k for _, _, k in runs])
+    runs = intervals([(leaf.high, k) for k, group in enumerate(groups) for leaf in group.leaves])
+    fallback = untested([k for _, _, k in runs])
 
     def own(k: int) -> cst.IndentedBlock:
         statements = bodies[k][head : len(bodies[k]) - tail]
         if varied[k]:
-            statements = _launch_locals(statements, groups[k], mapping, total, set(taken))
+            statements = launch_locals(statements, groups[k], mapping, total, set(taken))
         return cst.IndentedBlock(statements or [cst.SimpleStatementLine([cst.Pass()])])
 
     first = {k: min(low for low, _, j in runs if j == k) for _, _, k in runs}
     branch: cst.If | cst.Else = cst.Else(own(fallback))
     for k in sorted((k for k in first if k != fallback), key=first.__getitem__, reverse=True):
-        test = " or ".join(_test(low, high, total) for low, high, j in runs if j == k)
+        test = " or ".join(size_test(low, high, total) for low, high, j in runs if j == k)
         branch = cst.If(cst.parse_expression(test), own(k), orelse=branch)
     if not isinstance(branch, cst.If):  # every interval runs one code: nothing to test
         return None
@@ -227,7 +217,7 @@ def _one_host(
     return cst.Module(kept).code.rstrip() + "\n\n\n" + _CODES + "\n" + cst.Module([function]).code
 
 
-def _statements(function: cst.FunctionDef) -> list[_Statement] | None:
+def _statements(function: cst.FunctionDef) -> list[Statement] | None:
     """A function's body, statement by statement (None for a body on the `def` line)."""
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
@@ -250,60 +240,6 @@ def _passes_through(call: ast.Call, host: cst.FunctionDef, launch: set[str], map
     return {name for name, _ in passed} == every and all(
         isinstance(value, ast.Name) and value.id == name for name, value in passed
     )
-
-
-def _launch_locals(
-    statements: Sequence[_Statement],
-    group: Group,
-    mapping: dict[str, str],
-    total: str,
-    taken: set[str],
-) -> list[_Statement]:
-    """A code's own statements in the one entry, its launch table in front: a local per constant it varies
-    in (`warps_scale = 1.0` above some size), read where its host read the keyword-only parameter. Only
-    inputs of this code's intervals reach them, so a test tells its intervals apart and nothing else."""
-    runs = [
-        (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
-        for leaf, values in zip(group.leaves, group.calls, strict=True)
-    ]
-    table = _intervals(runs)
-    locals_ = _local_names(table, taken)
-    preamble = list(cst.parse_module("\n".join(_table_lines(locals_, table, total)) + "\n").body)
-    renamed = cst.Module(list(statements)).visit(RenamedReads(locals_)).body
-    return [*preamble, *renamed]
-
-
-_Table = list[tuple[int, int | None, tuple[tuple[str, str], ...]]]  # (low, high, (constant, value)...)
-
-
-def _local_names(table: _Table, taken: set[str]) -> dict[str, str]:
-    """Constant -> the local a launch table sets it in: its name in lower case, without a route suffix
-    (`warps_scale`), never one `taken` (which it joins)."""
-    names: dict[str, str] = {}
-    for constant in sorted({c for _, _, values in table for c, _ in values}):
-        name = _SIDE_SUFFIX.sub("", constant).lower() or constant.lower()
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        names[constant] = name
-    return names
-
-
-def _table_lines(names: dict[str, str], table: _Table, total: str) -> list[str]:
-    """A launch table as statements: each local at the value most intervals take, then a test per interval
-    that takes others, setting those."""
-    fallback = dict(_fallback([values for _, _, values in table]))
-    lines = [f"{local} = {fallback.get(c, c)}" for c, local in names.items()]
-    for low, high, values in table:
-        chosen = dict(values)
-        if chosen != fallback:
-            lines.append(f"if {_test(low, high, total)}:")
-            lines += [
-                f"    {names[c]} = {chosen.get(c, c)}"
-                for c in names
-                if chosen.get(c, c) != fallback.get(c, c)
-            ]
-    return lines
 
 
 def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], constants: dict[str, str]) -> str:
@@ -329,17 +265,17 @@ def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], cons
     return code
 
 
-def _one_code(code: str, group: Group, mapping: dict[str, str], counted: _Counted) -> str:
+def _one_code(code: str, group: Group, mapping: dict[str, str], counted: Counted) -> str:
     """One code left: its host is the entry, and picks the constants of each interval itself."""
     runs = [
         (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
         for leaf, values in zip(group.leaves, group.calls, strict=True)
     ]
-    table = _intervals(runs)
+    table = intervals(runs)
     if len(table) == 1 and not table[0][2]:
         return code
     host = mapping.get(group.order[0], group.order[0])
-    return cst.parse_module(code).visit(_SizeTable(host, table, counted)).code
+    return cst.parse_module(code).visit(SizeTable(host, table, counted)).code
 
 
 def _dispatcher(
@@ -348,7 +284,7 @@ def _dispatcher(
     groups: list[Group],
     mapping: dict[str, str],
     params: set[str],
-    counted: _Counted,
+    counted: Counted,
     signatures: dict[str, _Signature],
 ) -> str:
     """The one dispatcher of several codes: per interval, in increasing size, the code it runs and the
@@ -364,13 +300,13 @@ def _dispatcher(
                 ast.keyword(mapping.get(c, c), ast.parse(v, mode="eval").body) for c, v in values.items()
             ]
             calls.append((leaf.high, ast.unparse(ast.Call(host, args, passed + varied))))
-    merged = _intervals(calls)
-    fallback = _fallback([what for _, _, what in merged])
-    total, item = _counter_names(params)
+    merged = intervals(calls)
+    fallback = untested([what for _, _, what in merged])
+    total, item = counter_names(params)
     tests = []
     for low, high, what in merged:
         if what != fallback:
-            tests += [f"    if {_test(low, high, total)}:", f"        return {what}"]
+            tests += [f"    if {size_test(low, high, total)}:", f"        return {what}"]
     lines = [
         "",
         "",
@@ -467,89 +403,9 @@ class _DropParams(cst.CSTTransformer):
         return updated_node.with_changes(params=params)
 
 
-def _counter_names(taken: set[str]) -> tuple[str, str]:
-    """The byte counter's total and loop variable: `nbytes` and `arg` unless the code already uses them."""
-    return ("nbytes", "arg") if not taken & {"nbytes", "arg"} else ("nbytes_", "arg_")
-
-
 def _named_once(code: str, name: str) -> bool:
     """`name` occurs once in `code`: a host's own `def`, called by nothing but the dispatcher."""
     return len(re.findall(rf"\b{name}\b", code)) == 1
-
-
-def _intervals(runs: list[tuple[int | None, _T]]) -> list[tuple[int, int | None, _T]]:
-    """(high, what runs) per leaf -> (low, high, what runs) in increasing size, neighbours of one joined."""
-    runs = sorted(runs, key=lambda r: float("inf") if r[0] is None else r[0])
-    merged: list[tuple[int, int | None, _T]] = []
-    for high, what in runs:
-        if merged and merged[-1][2] == what:
-            merged[-1] = (merged[-1][0], high, what)
-        else:
-            low = merged[-1][1] if merged else -1
-            assert low is not None
-            merged.append((low, high, what))
-    return merged
-
-
-def _fallback(runs: list[_T]) -> _T:
-    """What most intervals run, on a tie the module's own constants (an empty set of them), then the largest
-    inputs': the case no test is written for."""
-    return max(runs, key=lambda r: (runs.count(r), r == (), runs.index(r) == len(runs) - 1))
-
-
-def _test(low: int, high: int | None, total: str) -> str:
-    if low < 0:
-        return f"{total} <= {high}"
-    if high is None:
-        return f"{total} > {low}"
-    return f"{low} < {total} <= {high}"
-
-
-class _SizeTable(RenamedReads):
-    """The single code's host with its launch table inside: the bytes of its tensor arguments counted, each
-    constant that varies read from a local the table sets (`warps_scale = 0.5` on its interval) and passed
-    on to the helpers that take it."""
-
-    def __init__(self, host: str, table: _Table, counted: _Counted):
-        super().__init__({})  # the constants' locals, once the host is reached
-        self.host = host
-        self.table = table
-        self.counted = counted
-        self.depth = 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.depth += 1
-        if self.depth == 1 and node.name.value == self.host:
-            taken = ParsedCode.parse(cst.Module([node]).code, "the host").names
-            self.renames = _local_names(self.table, taken)
-
-    def leave_FunctionDef(
-        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
-    ) -> cst.FunctionDef:
-        self.depth -= 1
-        if self.depth or original_node.name.value != self.host:
-            return updated_node
-        params = {p.name.value for p in [*original_node.params.params, *original_node.params.kwonly_params]}
-        total, item = _counter_names(params)
-        lines = self.counted.lines(total, item)
-        lines += [f"    {line}" for line in _table_lines(self.renames, self.table, total)]
-        preamble = list(cst.parse_module(textwrap.dedent("\n".join(lines))).body)
-        self.renames = {}
-        body = list(updated_node.body.body)
-        at = 1 if body and isinstance(body[0], cst.BaseStatement) and _is_docstring(body[0]) else 0
-        comment = cst.EmptyLine(comment=cst.Comment(_TABLE_COMMENT))
-        preamble[0] = preamble[0].with_changes(leading_lines=[comment])
-        return updated_node.with_changes(
-            body=updated_node.body.with_changes(body=[*body[:at], *preamble, *body[at:]])
-        )
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def _readable_names(
@@ -564,8 +420,7 @@ def _readable_names(
         g.order[0]: entry if single else f"_{entry}{suffixes[k] or '_launch'}" for k, g in enumerate(groups)
     }
     wanted = {
-        name: hosts.get(name)
-        or _SIDE_SUFFIX.sub("", name) + (suffixes[min(users)] if len(users) == 1 else "")
+        name: hosts.get(name) or SIDE_SUFFIX.sub("", name) + (suffixes[min(users)] if len(users) == 1 else "")
         for name, users in kept.items()
     }
     # Never a name something else in the code uses, nor one two kept names would share (the renaming is
