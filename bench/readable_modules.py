@@ -99,7 +99,7 @@ def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Pat
     return f"yes ({launches} launches, {len(task.cases)} cases)"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path)
     parser.add_argument("out", type=Path)
@@ -118,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ptx", action="store_true", help="compile the module and the winner for sm_90 and compare their PTX"
     )
-    options = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
     rules = _rules()
     options.out.mkdir(parents=True, exist_ok=True)
     rows = [

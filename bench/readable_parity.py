@@ -6,7 +6,8 @@ acceptance asks for 1 %). Each `TASK=RAW=READABLE[:ENTRY]` triple is timed with 
 stage (evaluators.timing.time_cases, as bench/vs_compile.py does): the raw winner is the baseline, the
 readable module the contender, so speedup = raw time / readable time and parity is [0.99, 1.01]. Every
 timed call of the readable module is re-checked against the eager reference. ENTRY defaults to the task's
-entry (give the module's public name, e.g. `rms_norm_triton`, for an integrated module).
+entry (give the module's public name, e.g. `rms_norm_triton`, for an integrated module); `--modules DIR`
+takes the triples bench/readable_modules.py wrote there.
 
     PYTHONPATH=. python bench/readable_parity.py --out bench-out/readable_parity \
         TASK_DIR=RUN/search/best.py=RUN/worktree/pkg/kernel_triton.py:kernel_triton
@@ -124,14 +125,30 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("triples", nargs="+", metavar="TASK=RAW=READABLE[:ENTRY]")
+    parser.add_argument("triples", nargs="*", metavar="TASK=RAW=READABLE[:ENTRY]")
+    parser.add_argument(
+        "--modules",
+        type=Path,
+        metavar="DIR",
+        help="also every triple bench/readable_modules.py wrote there (DIR/triples.txt, one a line)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-out/readable_parity"))
     parser.add_argument("--check-only", action="store_true", help="compare outputs, time nothing")
     add_set_option(parser, 'timing.regimes=["graph"]')
-    options = parser.parse_args(argv)
-    triples = [_parse(t) for t in options.triples]
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    listed = list(options.triples)
+    if options.modules is not None:
+        listed += (options.modules / "triples.txt").read_text().split()
+    if not listed:
+        print("error: no module to time: give TASK=RAW=READABLE triples or --modules DIR", file=sys.stderr)
+        return 2
+    triples = [_parse(t) for t in listed]
     options.out.mkdir(parents=True, exist_ok=True)
     if options.check_only:
         results = [check(*t) for t in triples]

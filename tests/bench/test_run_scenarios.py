@@ -134,6 +134,7 @@ def test_bad_arguments_get_one_line_and_exit_2(args: tuple[str, ...], message: s
         ("real-kernels", ()),
         ("acceptance", ()),
         ("claim-coverage", ("FRESH=sglang_silu_and_mul", "TASKS=", "REMEASURE=10")),
+        ("readable", ("FRESH=sglang_rmsnorm_residual,lmdeploy_softmax_topk", "SEARCH_S=100")),
         (
             "stability",
             (

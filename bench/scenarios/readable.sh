@@ -1,0 +1,22 @@
+# Sourced by bench/run.sh, which provides step, task_dirs, pack and the variables below.
+## readable: the module a pull request would carry, for fresh engine functions (docs/fusion.md, "Readable
+##   output"). FRESH (bench/fresh_tasks.py) extracted from their releases and searched from nothing at once
+##   (no candidates/, no --seed, no LLM; torch.compile's code seeded beside the fusion generator, each at
+##   its engine's line length, as `kernelbot target` does), each winner confirmed against eager and
+##   torch.compile in PROCESSES fresh processes a column (the claims a bundle prints); then the module
+##   `kernelbot integrate` writes for each winner checked against the readable-output rules and the line
+##   budget (bench/readable_modules.py) and timed against the raw winner in one process, graph regime
+##   (bench/readable_parity.py; parity is [0.99, 1.01]).
+## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
+## FRESH=sglang_rmsnorm_residual  fresh functions (comma-separated; three or four share one call)
+## SEARCH_S=120  seconds per search
+## PROCESSES=3  fresh processes per confirmed column
+## SOURCES=.devsite/sources.tar.xz  the releases' sources, packed (bench/fresh_tasks.py --pack-sources)
+## LIMIT=560  seconds for the whole run
+
+step claim_coverage $((LIMIT - 180)) env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/claim_coverage.py \
+  --out "$BENCH_OUT/claims" --fresh "$FRESH" --inductor-seed --search-seconds "$SEARCH_S" --remeasure 0 \
+  --min-processes "$PROCESSES" --max-processes "$PROCESSES" --sources "$SOURCES" --deadline $((LIMIT - 250))
+step readable_modules 60 "$PYTHON" bench/readable_modules.py "$BENCH_OUT/claims/work" "$BENCH_OUT/modules"
+step readable_parity 110 env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/readable_parity.py \
+  --modules "$BENCH_OUT/modules" --out "$BENCH_OUT/parity"
