@@ -48,6 +48,7 @@ from evolution.mutators.crossover.size_tests import (
     counter_names,
     intervals,
     launch_locals,
+    launch_table_of,
     size_test,
     untested,
 )
@@ -267,11 +268,7 @@ def _launch_tables(code: str, groups: list[Group], mapping: dict[str, str], cons
 
 def _one_code(code: str, group: Group, mapping: dict[str, str], counted: Counted) -> str:
     """One code left: its host is the entry, and picks the constants of each interval itself."""
-    runs = [
-        (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
-        for leaf, values in zip(group.leaves, group.calls, strict=True)
-    ]
-    table = intervals(runs)
+    table = launch_table_of(group, mapping)
     if len(table) == 1 and not table[0][2]:
         return code
     host = mapping.get(group.order[0], group.order[0])

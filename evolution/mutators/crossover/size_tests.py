@@ -50,15 +50,21 @@ def launch_locals(
     """A code's own statements in the one entry, its launch table in front: a local per constant it varies
     in (`warps_scale = 1.0` above some size), read where its host read the keyword-only parameter. Only
     inputs of this code's intervals reach them, so a test tells its intervals apart and nothing else."""
-    runs = [
-        (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
-        for leaf, values in zip(group.leaves, group.calls, strict=True)
-    ]
-    table = intervals(runs)
+    table = launch_table_of(group, mapping)
     locals_ = local_names(table, taken)
     preamble = list(cst.parse_module("\n".join(table_lines(locals_, table, total)) + "\n").body)
     renamed = cst.Module(list(statements)).visit(RenamedReads(locals_)).body
     return [*preamble, *renamed]
+
+
+def launch_table_of(group: Group, mapping: dict[str, str]) -> Table:
+    """The constants (renamed by `mapping`) each of a code's leaves launches with, by interval of input
+    bytes, neighbours launching alike joined."""
+    runs = [
+        (leaf.high, tuple(sorted((mapping.get(c, c), v) for c, v in values.items())))
+        for leaf, values in zip(group.leaves, group.calls, strict=True)
+    ]
+    return intervals(runs)
 
 
 def local_names(table: Table, taken: set[str]) -> dict[str, str]:
