@@ -68,11 +68,18 @@ pack() {  # after every step, so a run cut short by a time limit still leaves wh
   [ -n "$BENCH_PACK" ] && [ "$DRY_RUN" != 1 ] || return 0
   local tmp="$BENCH_PACK/.results-$SCENARIO.$BASHPID.tgz"
   mkdir -p "$BENCH_PACK"
-  tar -czf "$tmp" -C "$(dirname "$BENCH_OUT")" "$(basename "$BENCH_OUT")" 2>/dev/null &&
+  # Caches (compiled kernels, kernelbot's source cache) stay behind: they can be rebuilt and would push the
+  # archive past what a device call brings back.
+  tar -czf "$tmp" --exclude=cache --exclude='*.sqlite-wal' --exclude='*.sqlite-shm' \
+    -C "$(dirname "$BENCH_OUT")" "$(basename "$BENCH_OUT")" 2>/dev/null &&
     mv -f "$tmp" "$BENCH_PACK/results-$SCENARIO.tgz"
   cp "$BENCH_OUT/summary.txt" "$BENCH_PACK/summary-$SCENARIO.txt" 2>/dev/null
-  find "$BENCH_OUT" -name '*.md' -exec sh -c 'for f; do echo "<!-- $f -->"; cat "$f"; done' _ {} + \
-    >"$BENCH_PACK/reports-$SCENARIO.md" 2>/dev/null
+  {  # every report, then the end of every step's log: why a step failed reads without the archive
+    find "$BENCH_OUT" -name '*.md' -exec sh -c 'for f; do echo "<!-- $f -->"; cat "$f"; done' _ {} +
+    for f in "$BENCH_OUT"/*.log; do
+      [ -f "$f" ] && { echo "<!-- $f, last 30 lines -->"; tail -n 30 "$f"; }
+    done
+  } >"$BENCH_PACK/reports-$SCENARIO.md" 2>/dev/null
   return 0
 }
 

@@ -8,7 +8,8 @@
 ##   budget (bench/readable_modules.py) and timed against the raw winner in one process, graph regime
 ##   (bench/readable_parity.py; parity is [0.99, 1.01]).
 ## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
-## FRESH=sglang_rmsnorm_residual  fresh functions (comma-separated; three or four share one call)
+## FRESH=sglang_rmsnorm_residual  fresh functions (comma-separated; two share a 600 s call: one confirmation
+##   takes about two minutes)
 ## SEARCH_S=120  seconds per search
 ## PROCESSES=3  fresh processes per confirmed column
 ## SOURCES=.devsite/sources.tar.xz  the releases' sources, packed (bench/fresh_tasks.py --pack-sources)

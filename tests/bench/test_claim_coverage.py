@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 
 from bench.claim_coverage import coverage, main, markdown, process_seconds, summary
@@ -82,6 +83,21 @@ def test_claims_are_checked_against_every_further_process() -> None:
     assert line in table
 
 
+def test_a_run_with_no_re_measurement_prints_its_confirmed_bounds() -> None:
+    """--remeasure 0 (bench/run.sh readable): the table shows each column's bounds per regime, and counts
+    the cases whose bound lies below 1 -- a winner behind torch.compile is visible without re-measuring."""
+    confirmed = report()
+    winner = {"name": "w", "confirm": asdict(confirmed), "why": "confirmed, not re-measured"}
+    table = markdown({"meta": {"device": "H200"}, "winners": [winner], "summary": {}})
+    eager = confirmed.columns[0].cells[0].lower
+    assert f"| w | eager | graph | 1 | {eager:.3f}x (a) | 1.50-1.50x | 0 |" in table
+    compiled = confirmed.columns[1].cells[0].lower
+    assert f"| w | compile | graph | 1 | {compiled:.3f}x (a) | 1.00-1.00x | 1 |" in table
+    assert "| w | – | – | 0 | – | – | confirmed, not re-measured |" in table
+    unmeasured = {"name": "u", "why": "not started: the deadline had passed"}
+    assert "lowest bound" not in markdown({"meta": {}, "winners": [unmeasured], "summary": {}})
+
+
 def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
     confirmed = report()
     bound = confirmed.columns[0].cells[0].lower
@@ -110,7 +126,6 @@ def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
 def test_a_merge_can_recompute_every_bound_under_today_s_rule(tmp_path: Path) -> None:
     """--rebound: the bounds come from the confirmations' own per-process speedups under this checkout's
     stop rule (its spread floors), and each re-measured process is checked against the new bound."""
-    from dataclasses import asdict
 
     bare = StopRule(graph_spread_floor=0.0, wall_spread_floor=0.0)
     speedups = [1.50, 1.501, 1.499]  # one batch agreeing within 0.1 %

@@ -183,6 +183,8 @@ def test_a_real_run_writes_env_summary_and_the_pack(tmp_path) -> None:
     (task / "candidates").mkdir()
     (task / "candidate.py").rename(task / "candidates" / "candidate.py")
     out, pack = tmp_path / "out", tmp_path / "pack"
+    (out / "work" / "cache").mkdir(parents=True)  # a source cache, as claim_coverage keeps one: not packed
+    (out / "work" / "cache" / "big.bin").write_bytes(b"0" * 1024)
     done = run_sh(
         "throughput",
         "BACKEND=triton-interpret",
@@ -208,7 +210,10 @@ def test_a_real_run_writes_env_summary_and_the_pack(tmp_path) -> None:
         "summary-throughput.txt",
     ]
     with tarfile.open(pack / "results-throughput.tgz") as packed:
-        assert "out/throughput_1/throughput.json" in packed.getnames()
+        names = packed.getnames()
+    assert "out/throughput_1/throughput.json" in names and not any("cache" in n for n in names)
+    reports = (pack / "reports-throughput.md").read_text()
+    assert f"<!-- {out}/throughput_1.log, last 30 lines -->" in reports
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the stability run would really run")
