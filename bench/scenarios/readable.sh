@@ -18,6 +18,8 @@
 step claim_coverage $((LIMIT - 180)) env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/claim_coverage.py \
   --out "$BENCH_OUT/claims" --fresh "$FRESH" --inductor-seed --search-seconds "$SEARCH_S" --remeasure 0 \
   --min-processes "$PROCESSES" --max-processes "$PROCESSES" --sources "$SOURCES" --deadline $((LIMIT - 250))
-step readable_modules 60 "$PYTHON" bench/readable_modules.py "$BENCH_OUT/claims/work" "$BENCH_OUT/modules"
+# The engines' own kernels (the line budget) are read from the releases claim_coverage unpacked.
+step readable_modules 60 env KERNELBOT_CACHE="${KERNELBOT_CACHE:-$BENCH_OUT/claims/work/cache}" "$PYTHON" \
+  bench/readable_modules.py "$BENCH_OUT/claims/work" "$BENCH_OUT/modules"
 step readable_parity 110 env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/readable_parity.py \
   --modules "$BENCH_OUT/modules" --out "$BENCH_OUT/parity"

@@ -1,8 +1,9 @@
 """Builds the new kernel module from the winning candidate: its code with the search's markers stripped, its
-size routing flattened (crossover.routes: one table, one copy of each code) and a warps scale left at 1.0
-folded (writers.fusion.unit_scale), the entry renamed to a public name, a docstring saying what it
-computes, where it came from and what it was checked on, and the guard (guard_source) appended. Formatting
-is left to the repository's formatter."""
+size routing flattened (crossover.routes: one table, one copy of each code), a warps scale left at 1.0
+folded (writers.fusion.unit_scale), kernels that are one code under two names made one
+(merge_twin_kernels), the entry renamed to a public name, a docstring saying what it computes, where it
+came from and what it was checked on, and the guard (guard_source) appended. Formatting is left to the
+repository's formatter."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
+from kernelbot.integrate.merge_twin_kernels import merged_twin_kernels
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 from kernelbot.integrate.set_function_docstring import (
     DropDocstringsTransformer,
@@ -82,6 +84,7 @@ def build_kernel_module(
         )
     docstring = _docstring(view, envelope, names, summary, how, line_length)
     module = module.visit(StripEvolveMarkersTransformer())
+    module = merged_twin_kernels(module)
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(
