@@ -8,17 +8,10 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+import libcst.matchers as m
 
+from evolution.mutators.crossover.alike import JIT_DECORATOR
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
-
-
-def _is_jit(decorator: cst.Decorator) -> bool:
-    target = decorator.decorator
-    return (
-        isinstance(target, cst.Attribute)
-        and target.attr.value == "jit"
-        and (isinstance(target.value, cst.Name) and target.value.value == "triton")
-    )
 
 
 def twin_kernels(module: cst.Module) -> dict[str, str]:
@@ -27,7 +20,9 @@ def twin_kernels(module: cst.Module) -> dict[str, str]:
     first: dict[str, str] = {}
     twins: dict[str, str] = {}
     for statement in module.body:
-        if not isinstance(statement, cst.FunctionDef) or not any(map(_is_jit, statement.decorators)):
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        if not any(m.matches(d, JIT_DECORATOR) for d in statement.decorators):
             continue
         # Comments above the def (Inductor's "Fused by Inductor from ...") are not the kernel's code.
         anonymous = statement.with_changes(name=cst.Name("_kernel"), leading_lines=())

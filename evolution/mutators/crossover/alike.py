@@ -13,7 +13,7 @@ import libcst as cst
 import libcst.matchers as m
 
 ROUTE_SUFFIX = re.compile(r"_(small|medium|large|size\d+)$")
-_JIT = m.Decorator(m.Attribute(m.Name("triton"), m.Name("jit")))
+JIT_DECORATOR = m.Decorator(m.Attribute(m.Name("triton"), m.Name("jit")))
 _EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 # The added parameter goes on a line of its own: the kernel's parameter line stays within the line length.
 _COMMA = cst.Comma(
@@ -30,7 +30,7 @@ def jit_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
     return {
         s.name.value: s
         for s in module.body
-        if isinstance(s, cst.FunctionDef) and any(m.matches(d, _JIT) for d in s.decorators)
+        if isinstance(s, cst.FunctionDef) and any(m.matches(d, JIT_DECORATOR) for d in s.decorators)
     }
 
 
