@@ -1,9 +1,10 @@
 """Builds the new kernel module from the winning candidate: its code with the search's markers stripped, its
 size routing flattened (crossover.routes: one table, one copy of each code), a warps scale left at 1.0
 folded (writers.fusion.unit_scale), kernels that are one code under two names made one
-(merge_twin_kernels), the entry renamed to a public name, a docstring saying what it computes, where it
-came from and what it was checked on, and the guard (guard_source) appended. Formatting is left to the
-repository's formatter."""
+(merge_twin_kernels), an Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
+and the reference's arguments (inductor_names), the entry renamed to a public name, a docstring saying
+what it computes, where it came from and what it was checked on, and the guard (guard_source) appended.
+Formatting is left to the repository's formatter."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from extractors.signature import entry_signature
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
+from kernelbot.integrate.inductor_names import inductor_names
 from kernelbot.integrate.merge_twin_kernels import merged_twin_kernels
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 from kernelbot.integrate.set_function_docstring import (
@@ -85,6 +87,7 @@ def build_kernel_module(
     docstring = _docstring(view, envelope, names, summary, how, line_length)
     module = module.visit(StripEvolveMarkersTransformer())
     module = merged_twin_kernels(module)
+    module = inductor_names(module, names.entry.removesuffix("_triton"))
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(

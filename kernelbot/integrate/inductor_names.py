@@ -1,0 +1,337 @@
+"""Names from the reference for the kernels of a winner seeded from torch.compile's code.
+
+Inductor names what it writes for its own bookkeeping: a kernel for the aten ops it fuses
+(`_poi_fused_add_copy_mul_neg_slice_unsqueeze_0`), a pointer for its place in the kernel's signature
+(`in_ptr0`, `out_ptr0`), a buffer for its number (`buf8`), a value for its order (`tmp15`). A reviewer reads
+the module against the reference, so the module that ships names
+- a kernel for the op (`_apply_rotary_emb_kernel`), or for what it does where that is only a copy
+  (`_copy_kernel`: Inductor writes an in-place result back with one);
+- a pointer for the argument its launches pass (`query_ptr`; `query_or_key_ptr` for a kernel launched
+  for both, `query_or_key_out_ptr` where both end alike);
+- a buffer for the input whose result it holds (`query_out`);
+- a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load or its
+  one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), and
+  a value stored through a pointer for where it goes (`query_or_key_out`).
+Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, the
+other loads of a pointer loaded more than once, Inductor's index and temporary arithmetic) stay as Inductor
+wrote them rather than be guessed; so does any name whose new one is taken.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from evolution.mutators.crossover.alike import JIT_DECORATOR
+from kernelbot.integrate.rename_function import RenameFunctionTransformer
+
+INDUCTOR_KERNEL = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*")
+_POINTER = re.compile(r"(?:in_out|in|out)_ptr\d+")
+_IN_POINTER = re.compile(r"in_ptr\d+")
+_OUT_POINTER = re.compile(r"(?:in_out|out)_ptr\d+")
+_BUFFER = re.compile(r"buf\d+")
+_TEMPORARY = re.compile(r"tmp\d+")
+# What a copy kernel calls: its index arithmetic, one load and one store.
+_COPY_CALLS = frozenset({"tl.program_id", "tl.arange", "tl.load", "tl.store", "to"})
+
+
+@dataclass(frozen=True)
+class _Launch:
+    kernel: str
+    args: tuple[str | None, ...]  # positional arguments, by name where one is a plain name
+
+
+class _NameCollector(cst.CSTVisitor):
+    """Every identifier in a node, attribute members and keywords included: a new name clashes with none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+class _LaunchCollector(cst.CSTVisitor):
+    """`kernel[grid](...)` calls of the given kernels, in source order."""
+
+    def __init__(self, kernels: set[str]) -> None:
+        super().__init__()
+        self.kernels = kernels
+        self.launches: list[_Launch] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Subscript)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.kernels
+        ):
+            args = tuple(
+                a.value.value if isinstance(a.value, cst.Name) else None
+                for a in node.args
+                if a.keyword is None and a.star == ""
+            )
+            self.launches.append(_Launch(func.value.value, args))
+
+
+class _CallCollector(cst.CSTVisitor):
+    """What a kernel calls (`tl.load`, `to`), and its loads as (target, pointer) where a load's value is bound
+    to one name and its address is `pointer` or `pointer + offset`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        self.loads: list[tuple[str | None, str | None]] = []
+        self.stored: list[str | None] = []
+        self.stores: list[tuple[str | None, str | None]] = []  # (value, pointer)
+        self.elements: list[str | None] = []  # targets of loads at `pointer + index`, the lane's own element
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = _dotted(node.func)
+        self.calls.append(name)
+        if name == "tl.store" and len(node.args) >= 2:
+            value = node.args[1].value
+            self.stored.append(value.value if isinstance(value, cst.Name) else None)
+            self.stores.append((self.stored[-1], _base_pointer(node.args[0].value)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        load = _load_call(node.value)
+        if load is None:
+            return
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        bound = target.value if isinstance(target, cst.Name) else None
+        address = load.args[0].value if load.args else None
+        self.loads.append((bound, _base_pointer(address) if address else None))
+        if address is not None and _is_element(address):
+            self.elements.append(bound)
+
+
+def inductor_names(module: cst.Module, stem: str) -> cst.Module:
+    """`module` with its Inductor-named kernels, their pointers and loads, and the buffers their launches
+    fill named as the module docstring says; `stem` is the op's name (`apply_rotary_emb`)."""
+    kernels = {
+        s.name.value: s
+        for s in module.body
+        if isinstance(s, cst.FunctionDef)
+        and any(m.matches(d, JIT_DECORATOR) for d in s.decorators)
+        and INDUCTOR_KERNEL.fullmatch(s.name.value)
+    }
+    if not kernels:
+        return module
+    hosts = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in kernels]
+    launches: list[_Launch] = []
+    renamed_hosts: dict[str, cst.FunctionDef] = {}
+    for host in hosts:
+        collector = _LaunchCollector(set(kernels))
+        host.visit(collector)
+        if not collector.launches:
+            continue
+        buffers = _buffer_names(collector.launches, kernels, _names_in(host))
+        launches += [
+            _Launch(launch.kernel, tuple(buffers.get(a, a) if a else a for a in launch.args))
+            for launch in collector.launches
+        ]
+        renamed_hosts[host.name.value] = _renamed(host, buffers)
+    renamed_kernels = {
+        name: _renamed(kernel, _kernel_local_names(kernel, [la for la in launches if la.kernel == name]))
+        for name, kernel in kernels.items()
+    }
+    module = module.with_changes(
+        body=[
+            renamed_kernels.get(s.name.value, renamed_hosts.get(s.name.value, s))
+            if isinstance(s, cst.FunctionDef)
+            else s
+            for s in module.body
+        ]
+    )
+    new_names = _kernel_names(renamed_kernels, stem, _names_in(module))
+    for old, new in new_names.items():
+        module = module.visit(RenameFunctionTransformer(old, new))
+    return module.visit(_CommentRenamer(new_names)) if new_names else module
+
+
+def _buffer_names(
+    launches: list[_Launch], kernels: dict[str, cst.FunctionDef], taken: set[str]
+) -> dict[str, str]:
+    """bufN -> `<input>_out`, for each buffer a launch fills from an input it reads first."""
+    names: dict[str, str] = {}
+    for launch in launches:
+        params = _positional_params(kernels[launch.kernel])
+        pairs = list(zip(params, launch.args, strict=False))
+        source = next(
+            (
+                names.get(arg, arg)
+                for param, arg in pairs
+                if arg and _IN_POINTER.fullmatch(param) and not (_BUFFER.fullmatch(arg) and arg not in names)
+            ),
+            None,
+        )
+        for param, arg in pairs:
+            if (
+                source
+                and arg
+                and _OUT_POINTER.fullmatch(param)
+                and _BUFFER.fullmatch(arg)
+                and arg not in names
+            ):
+                new = f"{source}_out"
+                if new not in taken and new not in names.values():
+                    names[arg] = new
+    return names
+
+
+def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dict[str, str]:
+    """The kernel's pointers named for what its launches pass, a value loaded from one of them for what it
+    points at and the value stored through one for where it goes (the module docstring's rules)."""
+    taken = _names_in(kernel)
+    names: dict[str, str] = {}
+    for index, param in enumerate(_positional_params(kernel)):
+        if not _POINTER.fullmatch(param) or not launches:
+            continue
+        passed = [la.args[index] if index < len(la.args) else None for la in launches]
+        base = _shared_name([p for p in passed if p is not None]) if None not in passed else None
+        if base and f"{base}_ptr" not in taken and f"{base}_ptr" not in names.values():
+            names[param] = f"{base}_ptr"
+    collector = _CallCollector()
+    kernel.visit(collector)
+    pointers = Counter(pointer for _, pointer in collector.loads)
+    targets = Counter(target for target, _ in collector.loads)
+    elements = Counter(pointer for target, pointer in collector.loads if target in collector.elements)
+    for target, pointer in collector.loads:
+        new = names.get(pointer or "", "").removesuffix("_ptr")
+        # A pointer loaded more than once (the rotary's other half): its lane's own element takes the name.
+        once = pointers[pointer] == 1 or (target in collector.elements and elements[pointer] == 1)
+        if (
+            new
+            and target
+            and _TEMPORARY.fullmatch(target)
+            and once
+            and targets[target] == 1
+            and new not in taken
+            and new not in names.values()
+        ):
+            names[target] = new
+    # The value a kernel stores once through a pointer it stores nothing else through (`tmp17`, the result).
+    through = Counter(pointer for _, pointer in collector.stores)
+    for value, pointer in collector.stores:
+        new = names.get(pointer or "", "").removesuffix("_ptr")
+        if (
+            new
+            and value
+            and _TEMPORARY.fullmatch(value)
+            and through[pointer] == 1
+            and collector.stored.count(value) == 1
+            and new not in taken
+            and new not in names.values()
+        ):
+            names[value] = new
+    return names
+
+
+def _shared_name(passed: list[str]) -> str | None:
+    """One name for what the launches pass: the argument itself, or for two, both joined by `or` with the
+    words they end on shared (`query_out`, `key_out` -> `query_or_key_out`)."""
+    distinct = list(dict.fromkeys(passed))
+    if len(distinct) == 1:
+        return distinct[0]
+    if len(distinct) != 2:
+        return None
+    a, b = (name.split("_") for name in distinct)
+    shared: list[str] = []
+    while len(a) > 1 and len(b) > 1 and a[-1] == b[-1]:
+        shared.insert(0, a.pop())
+        b.pop()
+    return "_".join(["_".join(a), "or", "_".join(b), *shared])
+
+
+def _kernel_names(kernels: dict[str, cst.FunctionDef], stem: str, taken: set[str]) -> dict[str, str]:
+    """Each kernel's new name: `_copy_kernel` for a copy, `_<op>_kernel` for the first that computes, the
+    Inductor name kept where the name is taken."""
+    names: dict[str, str] = {}
+    for old, kernel in kernels.items():
+        new = "_copy_kernel" if _is_copy(kernel) else f"_{stem}_kernel"
+        if new not in taken and new not in names.values():
+            names[old] = new
+    return names
+
+
+def _is_copy(kernel: cst.FunctionDef) -> bool:
+    collector = _CallCollector()
+    kernel.visit(collector)
+    loaded = [target for target, _ in collector.loads]
+    return (
+        set(collector.calls) <= _COPY_CALLS
+        and len(loaded) == 1
+        and collector.stored == loaded
+        and loaded[0] is not None
+    )
+
+
+class _CommentRenamer(cst.CSTTransformer):
+    def __init__(self, names: dict[str, str]) -> None:
+        super().__init__()
+        self.names = names
+        self._words = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+    def leave_Comment(self, original_node: cst.Comment, updated_node: cst.Comment) -> cst.Comment:
+        return updated_node.with_changes(
+            value=self._words.sub(lambda w: self.names[w[1]], updated_node.value)
+        )
+
+
+def _renamed(function: cst.FunctionDef, names: dict[str, str]) -> cst.FunctionDef:
+    for old, new in names.items():
+        renamed = function.visit(RenameFunctionTransformer(old, new))
+        assert isinstance(renamed, cst.FunctionDef)  # the transformer renames; it never removes
+        function = renamed
+    return function
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    collector = _NameCollector()
+    node.visit(collector)
+    return collector.names
+
+
+def _positional_params(function: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    """`tl.load` for tl.load, `to` for any `<value>.to` (a cast), "" for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        if isinstance(node.value, cst.Name):
+            return f"{node.value.value}.{node.attr.value}"
+        return node.attr.value
+    return ""
+
+
+def _load_call(value: cst.BaseExpression) -> cst.Call | None:
+    """The `tl.load(...)` call of `tl.load(...)` or `tl.load(...).to(dtype)`, else None."""
+    if isinstance(value, cst.Call) and _dotted(value.func) == "to" and isinstance(value.func, cst.Attribute):
+        value = value.func.value
+    return value if isinstance(value, cst.Call) and _dotted(value.func) == "tl.load" else None
+
+
+def _is_element(address: cst.BaseExpression) -> bool:
+    """Whether `address` is `pointer + index`, two plain names (Inductor's load of a lane's own element)."""
+    return (
+        isinstance(address, cst.BinaryOperation)
+        and isinstance(address.operator, cst.Add)
+        and isinstance(address.left, cst.Name)
+        and isinstance(address.right, cst.Name)
+    )
+
+
+def _base_pointer(address: cst.BaseExpression) -> str | None:
+    """`ptr` for an address `ptr` or `ptr + offset` (Inductor's form), else None."""
+    while isinstance(address, cst.BinaryOperation) and isinstance(address.operator, cst.Add):
+        address = address.left
+    return address.value if isinstance(address, cst.Name) else None

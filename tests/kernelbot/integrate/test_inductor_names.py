@@ -1,0 +1,146 @@
+"""Names from the reference in a module made from torch.compile's code: Inductor's kernels, pointers, buffers
+and loads (`_poi_fused_..._0`, `in_ptr0`, `buf3`, `tmp0`) are named for the op and the arguments; what
+cannot be told stays; the renamed module computes what Inductor's did (Triton's interpreter)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from kernelbot.integrate.inductor_names import inductor_names
+from kernelbot.integrate.merge_twin_kernels import merged_twin_kernels
+
+# Inductor's form for an in-place op on two arguments (the rotary's query and key, shrunk): per argument a
+# kernel that computes into a fresh buffer from the argument and a table read twice, then one that copies
+# the buffer back; the two computing kernels are one code under two names.
+SOURCE = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+    K0_XBLOCK = 64  # _poi_fused_add_mul_0: XBLOCK
+
+
+    # Fused by Inductor from aten.mul, aten.add
+    @triton.jit
+    def _poi_fused_add_mul_0(in_ptr0, in_ptr1, out_ptr0, ks0, xnumel, XBLOCK: tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = xindex < xnumel
+        x1 = xindex
+        x0 = xindex % ks0
+        tmp0 = tl.load(in_ptr0 + x1, xmask).to(tl.float32)
+        tmp1 = tl.load(in_ptr0 + (x1 + 1), (x0 + 1 < ks0) & xmask, other=0.0).to(tl.float32)
+        tmp2 = tl.load(in_ptr1 + x0, xmask)
+        tmp3 = tmp0 * tmp2 + tmp1
+        tl.store(out_ptr0 + x1, tmp3, xmask)
+
+
+    @triton.jit
+    def _poi_fused_copy_1(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+        x0 = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = x0 < xnumel
+        tmp0 = tl.load(in_ptr0 + x0, xmask)
+        tl.store(out_ptr0 + x0, tmp0, xmask)
+
+
+    @triton.jit
+    def _poi_fused_add_mul_2(in_ptr0, in_ptr1, out_ptr0, ks0, xnumel, XBLOCK: tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = xindex < xnumel
+        x1 = xindex
+        x0 = xindex % ks0
+        tmp0 = tl.load(in_ptr0 + x1, xmask).to(tl.float32)
+        tmp1 = tl.load(in_ptr0 + (x1 + 1), (x0 + 1 < ks0) & xmask, other=0.0).to(tl.float32)
+        tmp2 = tl.load(in_ptr1 + x0, xmask)
+        tmp3 = tmp0 * tmp2 + tmp1
+        tl.store(out_ptr0 + x1, tmp3, xmask)
+
+
+    def entry(query, key, scale):
+        buf0 = torch.empty_like(query)
+        # _poi_fused_add_mul_0: the query
+        _poi_fused_add_mul_0[(triton.cdiv(query.numel(), K0_XBLOCK),)](
+            query, scale, buf0, query.shape[-1], query.numel(), XBLOCK=K0_XBLOCK
+        )
+        _poi_fused_copy_1[(triton.cdiv(query.numel(), 64),)](buf0, query, query.numel(), XBLOCK=64)
+        buf2 = torch.empty_like(key)
+        _poi_fused_add_mul_2[(triton.cdiv(key.numel(), 32),)](
+            key, scale, buf2, key.shape[-1], key.numel(), XBLOCK=32
+        )
+        _poi_fused_copy_1[(triton.cdiv(key.numel(), 64),)](buf2, key, key.numel(), XBLOCK=64)
+        return query, key
+    """
+)
+
+
+def _shipped(source: str) -> str:
+    return inductor_names(merged_twin_kernels(cst.parse_module(source)), "rotate").code
+
+
+def test_kernels_pointers_buffers_and_loads_are_named_for_the_op_and_its_arguments() -> None:
+    shipped = _shipped(SOURCE)
+    assert re.findall(r"\b(?:_poi_fused\w*|(?:in|out)_ptr\d+|buf\d+)", shipped) == []
+    # The kernel launched for the query and for the key names both; the one that writes back is a copy.
+    assert (
+        "def _rotate_kernel(query_or_key_ptr, scale_ptr, query_or_key_out_ptr, ks0, xnumel, XBLOCK" in shipped
+    )
+    assert "def _copy_kernel(query_or_key_out_ptr, query_or_key_ptr, xnumel, XBLOCK" in shipped
+    assert "query_out = torch.empty_like(query)" in shipped and "key_out = torch.empty_like(key)" in shipped
+    assert "_copy_kernel[(triton.cdiv(key.numel(), 64),)](key_out, key, key.numel(), XBLOCK=64)" in shipped
+    # Loads: the lane's own element and the pointer loaded once are named; the neighbour's stays Inductor's.
+    assert "query_or_key = tl.load(query_or_key_ptr + x1, xmask)" in shipped
+    assert "scale = tl.load(scale_ptr + x0, xmask)" in shipped
+    assert "tmp1 = tl.load(query_or_key_ptr + (x1 + 1)" in shipped
+    assert "query_or_key_out = query_or_key * scale + tmp1" in shipped
+    assert "tl.store(query_or_key_out_ptr + x1, query_or_key_out, xmask)" in shipped
+    # Comments follow the kernels' names.
+    assert "K0_XBLOCK = 64  # _rotate_kernel: XBLOCK" in shipped and "# _rotate_kernel: the query" in shipped
+
+
+def test_a_name_already_taken_stays_as_inductor_wrote_it() -> None:
+    taken = SOURCE.replace("def entry(query, key, scale):", "def entry(query, key, scale, scale_ptr=None):")
+    taken = taken.replace(
+        "buf0 = torch.empty_like(query)", "buf0 = torch.empty_like(query)\n    query_out = 0"
+    )
+    shipped = _shipped(taken.replace("K0_XBLOCK = 64", "_copy_kernel = None\nK0_XBLOCK = 64"))
+    assert "def _poi_fused_copy_1(" in shipped  # the copy's name is the module's already
+    assert "buf0 = torch.empty_like(query)" in shipped and "key_out = torch.empty_like(key)" in shipped
+    # The kernel's own names decide its pointers: scale_ptr is free inside it, so it is taken.
+    assert "def _rotate_kernel(query_or_key_ptr, scale_ptr, " in shipped
+
+
+def test_a_module_the_fusion_writer_wrote_is_left_as_it_is() -> None:
+    source = SOURCE.replace("_poi_fused_add_mul_0", "_rotate_kernel").replace(
+        "_poi_fused_add_mul_2", "_rotate_2"
+    )
+    source = source.replace("_poi_fused_copy_1", "_copy_back")
+    module = cst.parse_module(source)
+    assert inductor_names(module, "rotate").code == source
+
+
+def test_the_renamed_module_computes_what_inductors_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    results = []
+    for name, text in (("inductor_named", SOURCE), ("reference_named", _shipped(SOURCE))):
+        (tmp_path / f"{name}.py").write_text(text)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        module = __import__(name)
+        query = torch.arange(24, dtype=torch.float32).reshape(3, 8)
+        key = torch.arange(16, dtype=torch.float32).reshape(2, 8) - 5.0
+        results.append(module.entry(query, key, torch.linspace(0.5, 2.0, 8)))
+        sys.modules.pop(name)
+    (q0, k0), (q1, k1) = results
+    torch.testing.assert_close(q1, q0)
+    torch.testing.assert_close(k1, k0)
+    expected = torch.arange(16, dtype=torch.float32).reshape(2, 8) - 5.0
+    rolled = torch.cat([expected[:, 1:], torch.zeros(2, 1)], dim=1)
+    torch.testing.assert_close(k1, expected * torch.linspace(0.5, 2.0, 8) + rolled)
