@@ -14,6 +14,9 @@ import tokenize
 from pathlib import Path
 
 NUMBERED = re.compile(r"v\d+|a\d+_\d+")
+# Inductor's bookkeeping names that the integration names for the op and its arguments
+# (kernelbot/integrate/inductor_names.py); its index and temporary arithmetic (x0, tmp3) may stay.
+INDUCTOR_NAMES = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*|(?:in_out|in|out)_ptr\d+|buf\d+")
 INTERPRETER_BRANCHES = ("is_available(", "TRITON_INTERPRET", "EMULATE", "_interpreted(")
 LINE_LIMIT = 110  # the example engine's ruff line length (examples/minirepo/pyproject.toml)
 # The engines' own kernels for these ops are 100-200 lines; the generated MoE router (its top-k building
@@ -31,9 +34,9 @@ OWN_KERNELS = {
 BUDGET_WITHOUT_OWN_KERNEL = 200
 
 
-def numbered_names(source: str) -> list[str]:
+def numbered_names(source: str, pattern: re.Pattern[str] = NUMBERED) -> list[str]:
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return sorted({t.string for t in tokens if t.type == tokenize.NAME and NUMBERED.fullmatch(t.string)})
+    return sorted({t.string for t in tokens if t.type == tokenize.NAME and pattern.fullmatch(t.string)})
 
 
 def _normalised(fn: ast.FunctionDef) -> str:
@@ -76,6 +79,9 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
     names = numbered_names(source)
     if names:
         found.append(f"numbered names: {', '.join(names[:8])}")
+    inductors = numbered_names(source, INDUCTOR_NAMES)
+    if inductors:
+        found.append(f"Inductor's names: {', '.join(inductors[:8])}")
     for first, second in duplicate_kernels(source):
         found.append(f"{first} and {second} have one body")
     for marker in INTERPRETER_BRANCHES:

@@ -43,6 +43,10 @@ def test_the_checker_finds_each_rule_broken() -> None:
     assert any("interpreter" in p for p in problems("EMULATE = not torch.cuda.is_available()\n"))
     assert any("over 10 characters" in p for p in problems("x = 12345678901\n", limit=10))
     assert any("lines (at most 3)" in p for p in problems("a = 1\n" * 4, max_lines=3))
+    inductor = "_poi_fused_add_0[grid](in_ptr0, buf3, tmp0, x0)\n"
+    assert [p for p in problems(inductor) if "Inductor" in p] == [
+        "Inductor's names: _poi_fused_add_0, buf3, in_ptr0"
+    ]
 
 
 def test_values_are_named_after_what_they_hold() -> None:
