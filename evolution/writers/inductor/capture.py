@@ -19,13 +19,14 @@ import ast
 import inspect
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from evolution.writers.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 from evolution.writers.inductor.settings import inductor_settings
-from evolution.writers.tracing.cases import choose_cases
+from evolution.writers.tracing.cases import PROXIES, choose_cases, proxied
 from evolution.writers.tracing.errors import TraceError, first_of, one_line, root_cause
 from evolution.writers.tracing.results import result_structure
 from evolution.writers.tracing.signature import entry_function, resolve_defaults
@@ -69,7 +70,10 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
                 continue
             seen.add(key)
             variant = "-".join(dict.fromkeys(dtypes.values()))
-            captures.append(_capture_case(reference, case.name, variant, args, kwargs, dtypes, device))
+            capture = _capture_case(reference, case.name, variant, args, kwargs, dtypes, device)
+            fixed = _fixed_inputs(task, case, reference, capture.inputs, device)
+            inputs = tuple(replace(i, dynamic=i.expr not in fixed) for i in capture.inputs)
+            captures.append(replace(capture, inputs=inputs))
     except CaptureError as exc:
         return CaptureReport(error=str(exc), torch_version=torch.__version__, device=device)
     except KernelbotError as exc:  # the task's reference or inputs fail to load or run
@@ -94,6 +98,33 @@ def bound_arguments(reference: Any, args: tuple, kwargs: dict) -> dict[str, Any]
         raise CaptureError(f"the case's inputs do not fit the reference's signature: {exc}") from exc
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def _fixed_inputs(
+    task: Any, case: Any, reference: Any, inputs: tuple[GraphInput, ...], device: str
+) -> set[str]:
+    """The int inputs (sizes, int arguments) whose value stays put when the case's dynamic keys move to
+    other values and its inputs are drawn with another seed; none where the inputs cannot be built that
+    way (a captured case, a size the inputs refuse), so that nothing is fixed that may vary."""
+    ints = [i.expr for i in inputs if i.kind == "symint"]
+    if not ints or case.is_captured:  # a recorded call's inputs do not move with its keys
+        return set()
+    settings = [(case, 0), (case, 1)]
+    if any(k in case.params for k in task.dynamic):
+        settings += [(proxied(task, case, p), 0) for p in PROXIES[:2]]
+    seen: dict[str, set[str]] = {expr: set() for expr in ints}
+    for variant, seed in settings:
+        try:
+            args, kwargs = task.make_inputs(variant, seed, device)
+            arguments = bound_arguments(reference, args, kwargs)
+        except Exception:  # the inputs do not take that size: what varies cannot be told
+            return set()
+        for expr in ints:
+            try:
+                seen[expr].add(repr(eval(expr, {"__builtins__": {}}, dict(arguments))))
+            except Exception:
+                seen[expr].add(f"unreadable at {variant.name}, seed {seed}")
+    return {expr for expr, values in seen.items() if len(values) == 1}
 
 
 # --- one capture ----------------------------------------------------------------------------------------

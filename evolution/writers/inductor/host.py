@@ -37,6 +37,9 @@ _ALLOWED_METHODS = frozenset({"size", "stride", "item", "storage_offset", "numel
 _ALLOWED_QUALIFIED = frozenset(
     {"torch.empty_strided", "torch.as_strided", "triton.cdiv", "triton.next_power_of_2"}
 )
+_SIZE_FUNCTIONS = frozenset({"min", "max", "int", "triton.cdiv", "triton.next_power_of_2"})
+# Inductor's size parameters: its symbols (`ks0`) and its axes' extents (`xnumel`, `r0_numel`, `rnumel`).
+SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r\d*_?numel")
 _ATEN_ROOTS = ("torch.ops.", "aten.", "extern_kernels.", "torch._ops.", "inductor_ops.", "torch.")
 _FALLBACK_ROOTS = ("torch.ops.", "aten.", "extern_kernels.")
 _SIZE_SOURCE = re.compile(r"^(\w+)\.shape\[(\d+)\]$")
@@ -55,6 +58,9 @@ class HostCode:
     body: list[str] = field(default_factory=list)  # lines of the host function body (4-space indented)
     tunables: list[Tunable] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)  # kernel name -> "aten.slice, aten.silu, ..."
+    # kernel name -> its size parameters (`ks0`, `r0_numel`) every launch passes a value fixed for the
+    # served model (a head size, a hidden size), which the kernel may take as tl.constexpr
+    fixed_sizes: dict[str, set[str]] = field(default_factory=dict)
     uses_math: bool = False
 
 
@@ -123,6 +129,9 @@ class _Translator:
         self.scalars: set[str] = set()  # graph inputs that are Python scalars wrapped as 0-d tensors
         self.size_tuples: dict[str, str] = {}  # `arg2_1_size` -> the argument whose .size() it holds
         self.readable: set[str] = set()  # `x_size0`-style names already assigned
+        # The int graph inputs the capture found fixed, and what each host local was assigned (once).
+        self.fixed = {i.expr for i in capture.inputs if i.kind == "symint" and not i.dynamic}
+        self.sources: dict[str, ast.expr | None] = {}
         self.returned = False
 
     # --- statements -------------------------------------------------------------------------------------
@@ -208,9 +217,35 @@ class _Translator:
                 self.names[target] = ast.Name(readable, ast.Load())
                 if readable not in self.readable:
                     self.readable.add(readable)
+                    self._remember(readable, replacement)
                     self._emit(ast.Assign([ast.Name(readable, ast.Store())], replacement))
                 return
-        self._emit(self._rewrite(stmt))
+        rewritten = self._rewrite(stmt)
+        if isinstance(rewritten, ast.Assign) and isinstance(rewritten.targets[0], ast.Name):
+            self._remember(rewritten.targets[0].id, rewritten.value)
+        self._emit(rewritten)
+
+    def _remember(self, local: str, value: ast.expr) -> None:
+        # A local assigned twice stands for no one expression.
+        self.sources[local] = None if local in self.sources else value
+
+    def _is_fixed(self, node: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether `node` (host code) has one value for the served model: built from fixed int inputs and
+        literals by arithmetic, min/max and Triton's size helpers."""
+        if _unparse(node) in self.fixed:
+            return True
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, int) and not isinstance(node.value, bool)
+        if isinstance(node, ast.Name):
+            source = self.sources.get(node.id)
+            return node.id not in seen and source is not None and self._is_fixed(source, seen | {node.id})
+        if isinstance(node, ast.BinOp):
+            return self._is_fixed(node.left, seen) and self._is_fixed(node.right, seen)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_fixed(node.operand, seen)
+        if isinstance(node, ast.Call) and _unparse(node.func) in _SIZE_FUNCTIONS and not node.keywords:
+            return all(self._is_fixed(a, seen) for a in node.args)
+        return False
 
     def _allocation(self, call: ast.Call) -> ast.expr:
         size, stride, dtype = (self._rewrite(copy.deepcopy(a)) for a in call.args[:3])
@@ -239,6 +274,8 @@ class _Translator:
             )
         args = [self._rewrite(copy.deepcopy(a)) for a in call.args]
         bound = dict(zip(runtime_params, args, strict=True))
+        fixed = {p for p, a in bound.items() if SIZE_PARAM.fullmatch(p) and self._is_fixed(a)}
+        self.host.fixed_sizes[kernel.name] = self.host.fixed_sizes.get(kernel.name, fixed) & fixed
         index = self._kernel_index(kernel)
         tag = f"{self.prefix}K{index}"
         keywords: list[ast.keyword] = []

@@ -24,6 +24,10 @@ class GraphInput:
         str  # "tensor" | "symint" (a size, stride or int argument) | "scalar" (a float/int wrapped as tensor)
     )
     expr: str  # e.g. "x", "x.shape[0]", "eps"
+    # Whether the value can change from call to call of one served model: it follows the task's dynamic
+    # keys (tokens) or the inputs' random draws. True unless the capture showed it fixed; a size that is
+    # not may be a kernel's tl.constexpr (one compilation per model, not one per call).
+    dynamic: bool = True
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import re
 
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
+from evolution.writers.inductor.constexpr_sizes import with_constexpr_sizes
 from evolution.writers.inductor.helpers import helper_sources
 from evolution.writers.inductor.host import HostCode, translate_host
 from evolution.writers.inductor.kernels import (
@@ -59,7 +60,9 @@ def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
                 lines.append(
                     f"# Fused by Inductor from {origin}" + (f" ({capture.variant})" if multi else "")
                 )
-            lines.append(kernel.source)
+            lines.append(
+                with_constexpr_sizes(kernel.source, kernel.name, host.fixed_sizes.get(kernel.name, set()))
+            )
     for capture, host, function in parts:
         lines += ["", ""]
         if multi:
