@@ -35,6 +35,7 @@ _IN_POINTER = re.compile(r"in_ptr\d+")
 _OUT_POINTER = re.compile(r"(?:in_out|out)_ptr\d+")
 _BUFFER = re.compile(r"buf\d+")
 _TEMPORARY = re.compile(r"tmp\d+")
+_VARIANT = re.compile(r"(?:_(?:bf16|fp16|fp32|fp64|int\d+|bool))+$")
 # What a copy kernel calls: its index arithmetic, one load and one store.
 _COPY_CALLS = frozenset({"tl.program_id", "tl.arange", "tl.load", "tl.store", "to"})
 
@@ -250,11 +251,12 @@ def _shared_name(passed: list[str]) -> str | None:
 
 
 def _kernel_names(kernels: dict[str, cst.FunctionDef], stem: str, taken: set[str]) -> dict[str, str]:
-    """Each kernel's new name: `_copy_kernel` for a copy, `_<op>_kernel` for the first that computes, the
-    Inductor name kept where the name is taken."""
+    """Each kernel's new name: `_copy_kernel` for a copy, `_<op>_kernel` for the first that computes, with
+    a dtype specialisation's suffix; the Inductor name kept where the new one is taken."""
     names: dict[str, str] = {}
     for old, kernel in kernels.items():
-        new = "_copy_kernel" if _is_copy(kernel) else f"_{stem}_kernel"
+        variant = _VARIANT.search(old)  # the Inductor seed's dtype specialisation (`_bf16`)
+        new = ("_copy_kernel" if _is_copy(kernel) else f"_{stem}_kernel") + (variant[0] if variant else "")
         if new not in taken and new not in names.values():
             names[old] = new
     return names

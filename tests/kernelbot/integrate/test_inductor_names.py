@@ -144,3 +144,17 @@ def test_the_renamed_module_computes_what_inductors_did(
     expected = torch.arange(16, dtype=torch.float32).reshape(2, 8) - 5.0
     rolled = torch.cat([expected[:, 1:], torch.zeros(2, 1)], dim=1)
     torch.testing.assert_close(k1, expected * torch.linspace(0.5, 2.0, 8) + rolled)
+
+
+def test_each_dtype_specialisation_keeps_its_suffix() -> None:
+    specialised = SOURCE.replace("_poi_fused_add_mul_0", "_poi_fused_add_mul_0_fp32").replace(
+        "_poi_fused_add_mul_2", "_poi_fused_add_mul_0_bf16"
+    )
+    # Not twins: the bf16 kernel differs (it casts its result).
+    specialised = specialised.replace(
+        "tl.store(out_ptr0 + x1, tmp3, xmask)\n\n\ndef entry",
+        "tl.store(out_ptr0 + x1, tmp3.to(tl.bfloat16), xmask)\n\n\ndef entry",
+    )
+    shipped = _shipped(specialised)
+    assert "def _rotate_kernel_fp32(query_ptr, scale_ptr, query_out_ptr," in shipped
+    assert "def _rotate_kernel_bf16(key_ptr, scale_ptr, key_out_ptr," in shipped
