@@ -39,7 +39,7 @@ _ALLOWED_QUALIFIED = frozenset(
 )
 _SIZE_FUNCTIONS = frozenset({"min", "max", "int", "triton.cdiv", "triton.next_power_of_2"})
 # Inductor's size parameters: its symbols (`ks0`) and its axes' extents (`xnumel`, `r0_numel`, `rnumel`).
-SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r\d*_?numel")
+_SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r\d*_?numel")
 _ATEN_ROOTS = ("torch.ops.", "aten.", "extern_kernels.", "torch._ops.", "inductor_ops.", "torch.")
 _FALLBACK_ROOTS = ("torch.ops.", "aten.", "extern_kernels.")
 _SIZE_SOURCE = re.compile(r"^(\w+)\.shape\[(\d+)\]$")
@@ -274,7 +274,7 @@ class _Translator:
             )
         args = [self._rewrite(copy.deepcopy(a)) for a in call.args]
         bound = dict(zip(runtime_params, args, strict=True))
-        fixed = {p for p, a in bound.items() if SIZE_PARAM.fullmatch(p) and self._is_fixed(a)}
+        fixed = {p for p, a in bound.items() if _SIZE_PARAM.fullmatch(p) and self._is_fixed(a)}
         self.host.fixed_sizes[kernel.name] = self.host.fixed_sizes.get(kernel.name, fixed) & fixed
         index = self._kernel_index(kernel)
         tag = f"{self.prefix}K{index}"
