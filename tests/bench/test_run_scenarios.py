@@ -103,6 +103,7 @@ def test_list_shows_every_scenario_with_its_parameters() -> None:
         (("throughput", "WORKRES=4"), "error: throughput takes no parameter WORKRES"),
         (("search", "DRY_RUN=1", "TASKS=silu_and_mul,nope"), "error: TASKS: 'nope' is neither"),
         (("vs-compile", "DRY_RUN=1", "PAIRS=silu_and_mul=missing.py"), "error: PAIRS: no candidate file"),
+        (("readable", "DRY_RUN=1", "SEARCH_S=300", "LIMIT=590"), "error: SEARCH_S=300 leaves no time"),
         ((), "usage: bench/run.sh"),
     ],
 )
