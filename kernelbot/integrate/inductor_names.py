@@ -24,9 +24,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import JIT_DECORATOR
+from evolution.mutators.crossover.alike import jit_functions
+from evolution.mutators.crossover.alike import names as all_names
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 
 INDUCTOR_KERNEL = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*")
@@ -44,17 +44,6 @@ _COPY_CALLS = frozenset({"tl.program_id", "tl.arange", "tl.load", "tl.store", "t
 class _Launch:
     kernel: str
     args: tuple[str | None, ...]  # positional arguments, by name where one is a plain name
-
-
-class _NameCollector(cst.CSTVisitor):
-    """Every identifier in a node, attribute members and keywords included: a new name clashes with none."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
 
 
 class _LaunchCollector(cst.CSTVisitor):
@@ -115,13 +104,7 @@ class _CallCollector(cst.CSTVisitor):
 def inductor_names(module: cst.Module, stem: str) -> cst.Module:
     """`module` with its Inductor-named kernels, their pointers and loads, and the buffers their launches
     fill named as the module docstring says; `stem` is the op's name (`apply_rotary_emb`)."""
-    kernels = {
-        s.name.value: s
-        for s in module.body
-        if isinstance(s, cst.FunctionDef)
-        and any(m.matches(d, JIT_DECORATOR) for d in s.decorators)
-        and INDUCTOR_KERNEL.fullmatch(s.name.value)
-    }
+    kernels = {name: f for name, f in jit_functions(module).items() if INDUCTOR_KERNEL.fullmatch(name)}
     if not kernels:
         return module
     hosts = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in kernels]
@@ -132,7 +115,7 @@ def inductor_names(module: cst.Module, stem: str) -> cst.Module:
         host.visit(collector)
         if not collector.launches:
             continue
-        buffers = _buffer_names(collector.launches, kernels, _names_in(host))
+        buffers = _buffer_names(collector.launches, kernels, all_names(host))
         launches += [
             _Launch(launch.kernel, tuple(buffers.get(a, a) if a else a for a in launch.args))
             for launch in collector.launches
@@ -150,7 +133,7 @@ def inductor_names(module: cst.Module, stem: str) -> cst.Module:
             for s in module.body
         ]
     )
-    new_names = _kernel_names(renamed_kernels, stem, _names_in(module))
+    new_names = _kernel_names(renamed_kernels, stem, all_names(module))
     for old, new in new_names.items():
         module = module.visit(RenameFunctionTransformer(old, new))
     return module.visit(_CommentRenamer(new_names)) if new_names else module
@@ -189,7 +172,7 @@ def _buffer_names(
 def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dict[str, str]:
     """The kernel's pointers named for what its launches pass, a value loaded from one of them for what it
     points at and the value stored through one for where it goes (the module docstring's rules)."""
-    taken = _names_in(kernel)
+    taken = all_names(kernel)  # attribute members and keywords too: a new name clashes with none
     names: dict[str, str] = {}
     for index, param in enumerate(_positional_params(kernel)):
         if not _POINTER.fullmatch(param) or not launches:
@@ -292,12 +275,6 @@ def _renamed(function: cst.FunctionDef, names: dict[str, str]) -> cst.FunctionDe
         assert isinstance(renamed, cst.FunctionDef)  # the transformer renames; it never removes
         function = renamed
     return function
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    collector = _NameCollector()
-    node.visit(collector)
-    return collector.names
 
 
 def _positional_params(function: cst.FunctionDef) -> list[str]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import JIT_DECORATOR
+from evolution.mutators.crossover.alike import jit_functions
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 
 
@@ -19,18 +18,13 @@ def twin_kernels(module: cst.Module) -> dict[str, str]:
     to that earlier one's name."""
     first: dict[str, str] = {}
     twins: dict[str, str] = {}
-    for statement in module.body:
-        if not isinstance(statement, cst.FunctionDef):
-            continue
-        if not any(m.matches(d, JIT_DECORATOR) for d in statement.decorators):
-            continue
+    for name, kernel in jit_functions(module).items():
         # Comments above the def (Inductor's "Fused by Inductor from ...") are not the kernel's code.
-        anonymous = statement.with_changes(name=cst.Name("_kernel"), leading_lines=())
-        key = module.code_for_node(anonymous)
+        key = module.code_for_node(kernel.with_changes(name=cst.Name("_kernel"), leading_lines=()))
         if key in first:
-            twins[statement.name.value] = first[key]
+            twins[name] = first[key]
         else:
-            first[key] = statement.name.value
+            first[key] = name
     return twins
 
 
