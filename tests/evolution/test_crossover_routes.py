@@ -278,12 +278,15 @@ import triton.language as tl
 
 @triton.jit
 def _kb_topk_rows_small(x, valid, K: tl.constexpr, KP: tl.constexpr):
+    '''Rounds of a max, each winner masked out.'''
     return x, valid
 
 
 @triton.jit
-def _kb_topk_rows_threshold_medium(x, valid, K: tl.constexpr, KP: tl.constexpr):
-    return x, valid
+def _kb_topk_rows_threshold_medium(rows, ok, K: tl.constexpr, KP: tl.constexpr):
+    '''Rounds of a max below the last winner: the candidates stay read-only, so no tile is rewritten in
+    any of the rounds, however many there are.'''
+    return rows + 1, ok
 
 
 @triton.jit
@@ -334,8 +337,25 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
     assert "_route_kernel_small" not in merged and "_route_kernel_medium" not in merged
     kernel = merged[merged.index("def _route_kernel(") : merged.index("def _route_kernel_large(")]
     assert "N: tl.constexpr,\n    TOPK_METHOD: tl.constexpr):" in kernel
-    assert 'if TOPK_METHOD == "mask":\n        values, ids = _kb_topk_rows(' in kernel
-    assert "    else:\n        values, ids = _kb_topk_rows_threshold(" in kernel
+    # One call, of one function for both blocks: each block's body under its method, its docstring the
+    # branch's comment (wrapped to fit 88 columns), the second's parameters read under the first's names.
+    assert (
+        "    values, ids = _kb_topk_rows_by_method(x[None, :], x[None, :] > 0, 2, 2, TOPK_METHOD)\n" in kernel
+    )
+    chooser = merged[merged.index("def _kb_topk_rows_by_method(") : merged.index("def _route_kernel(")]
+    assert chooser.startswith(
+        "def _kb_topk_rows_by_method(x, valid, K: tl.constexpr, KP: tl.constexpr, METHOD: tl.constexpr):"
+    )
+    assert '    if METHOD == "mask":\n        # mask: Rounds of a max, each winner masked out.\n' in chooser
+    assert "        return x, valid\n    else:\n        # threshold: Rounds of a max below" in chooser
+    assert "are.\n        return x + 1, valid\n" in chooser
+    comments = [line.strip().removeprefix("# ") for line in chooser.splitlines() if "#" in line]
+    assert " ".join(comments[1:]) == (
+        "threshold: Rounds of a max below the last winner: the candidates stay read-only, so no tile is"
+        " rewritten in any of the rounds, however many there are."
+    )
+    assert max(len(line) for line in chooser.splitlines() if "#" in line) <= 88
+    assert "_kb_topk_rows_small" not in merged and "_kb_topk_rows_threshold" not in merged  # no caller left
     assert '_route_kernel[(1,)](x_ptr=x, out_ptr=out, N=8, TOPK_METHOD="mask", num_warps=1)' in merged
     assert 'TOPK_METHOD="threshold", num_warps=1)' in merged and "elif nbytes <= 4096:" in merged
     assert "def _kb_topk_rows_twopass_large(" in merged  # the other structure's block keeps its name
@@ -346,8 +366,8 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
 
 
 def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_share() -> None:
-    """bf16 and fp32 kernels, each crossed on its top-k method, call the same blocks: both pairs merge, the
-    second after the first renamed those blocks, every branch calling a block that exists."""
+    """bf16 and fp32 kernels, each crossed on its top-k method, call the same blocks: both pairs merge and
+    call one function for those blocks (the second merge finds the first's), and blocks no kernel calls go."""
     two = THREE_KERNELS.replace("_route_kernel_large", "_route_kernel_x").replace(
         "_kb_topk_rows_twopass_large(x[None", "_kb_topk_rows_small(x[None"
     )
@@ -367,9 +387,10 @@ def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_sh
     assert not {"_route_fp32_kernel_small", "_route_fp32_kernel_medium"} & defined
     for kernel in ("_route_kernel", "_route_fp32_kernel"):
         body = merged[merged.index(f"def {kernel}(") :].split("\n\n\n")[0]
-        assert 'if TOPK_METHOD == "mask":' in body, body
-        assert set(re.findall(r"(_kb_\w+)\(", body)) == {"_kb_topk_rows", "_kb_topk_rows_threshold"}
-    assert set(re.findall(r"(_kb_\w+)\(", merged)) <= defined
+        assert set(re.findall(r"(_kb_\w+)\(", body)) == {"_kb_topk_rows_by_method"}, body
+    # The third kernel's block stays for it; the others had no caller left.
+    assert {d for d in defined if d.startswith("_kb_")} == {"_kb_topk_rows_by_method", "_kb_topk_rows_small"}
+    assert merged.count("def _kb_topk_rows_by_method(") == 1
 
 
 TWO_LAUNCHES = """

@@ -3,20 +3,27 @@
 A crossover of two fusion candidates whose top-k knob differs (`mask`, `threshold`, `twopass`, `bitonic`:
 which building block keeps the candidates, writers.fusion.lower.select.TOPK_BLOCKS) leaves two kernels whose
 bodies are the same but for the block they call; a reviewer reads the same kernel twice. Here they become
-one kernel with a `TOPK_METHOD: tl.constexpr` parameter, each call of a block under
-`if TOPK_METHOD == "...":` (Triton compiles only the branch a launch's value selects, so each size runs the
-code it ran before), the launches passing the method by name. Where the entry's size test then only picks
-the method (and other launch values), crossover/launch_choice.py writes it as that choice:
-`topk_method = "bitonic" if nbytes <= ... else "twopass"` and one launch. Source text only, never run.
+one kernel with a `TOPK_METHOD: tl.constexpr` parameter, and the blocks one function that takes the method
+too: `_kb_topk_rows_by_method(x, valid, K, KP, METHOD)`, each block's body under `if METHOD == "...":` with
+its docstring as the branch's comment, so each call of a block stays one call. Triton compiles only the
+branch a launch's value selects, so each size runs the code it ran before; the launches pass the method by
+name. Where the entry's size test then only picks the method (and other launch values),
+crossover/launch_choice.py writes it as that choice: `topk_method = "bitonic" if nbytes <= ... else
+"twopass"` and one launch. Source text only, never run.
 """
 
 from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
 
 import libcst as cst
 
 from evolution.mutators.crossover.alike import (
     ROUTE_SUFFIX,
     Renamed,
+    RenamedReads,
+    Statement,
     called,
     code,
     jit_functions,
@@ -27,6 +34,12 @@ from evolution.mutators.crossover.source import ParsedCode
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
 
 PARAM = "TOPK_METHOD"
+CHOOSER = "_kb_topk_rows_by_method"  # the one function for the blocks of merged kernels
+CHOOSER_PARAM = "METHOD"
+CHOOSER_DOC = "Top-k of each row of x by the method the launch names (one compiled per method)."
+# Comments are left as written by the formatters: inside the chooser's branch (8 columns), at most the
+# narrowest engine line length (SGLang's 88).
+COMMENT_WIDTH = 88 - 8 - 2
 _METHOD_OF_BLOCK = {block: method for method, block in TOPK_BLOCKS.items()}
 
 
@@ -50,7 +63,9 @@ def _alike(module: cst.Module) -> list[tuple[str, str]] | None:
         calls = [c for c in called(kernel) if c in blocks]
         if name in blocks or not kernel.params.params or len({blocks[c] for c in calls}) != 1:
             continue
-        alike.setdefault(_without_blocks(kernel, blocks), []).append((name, blocks[calls[0]]))
+        # The blocks' parameter count joins the key: one chooser takes them all (_chooser).
+        key = f"{len(jit[calls[0]].params.params)}:{_without_blocks(kernel, blocks)}"
+        alike.setdefault(key, []).append((name, blocks[calls[0]]))
     return next(
         (g for g in alike.values() if len(g) > 1 and len({method for _, method in g}) == len(g)), None
     )
@@ -76,17 +91,111 @@ def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
     jit = jit_functions(module)
     blocks = _blocks(jit)
     block_of = {method: next(c for c in called(jit[k]) if c in blocks) for k, method in group}
+    chooser = _chooser({method: jit[block] for method, block in block_of.items()})
+    chooser_name = _chooser_name(module, chooser)
     merged, name = one_kernel(
         module,
         {k: f'"{method}"' for k, method in group},
         PARAM,
         lambda kernel: cst.ensure_type(
-            kernel.body.visit(_EachBlockCall(block_of, set(blocks))), cst.IndentedBlock
+            kernel.body.visit(_ChooserCalls(set(blocks), chooser_name)), cst.IndentedBlock
         ),
     )
+    merged = _with_chooser(merged, chooser.with_changes(name=cst.Name(chooser_name)), name)
     # Renamed as a crossover renames a module's definitions: by scope, the definition and its readers only.
     renames = _unsuffixed(merged, name)
     return cst.parse_module(ParsedCode.parse(merged.code, "the merged module").renamed(renames))
+
+
+def _chooser(block_of: dict[str, cst.FunctionDef]) -> cst.FunctionDef:
+    """One jit function for the blocks of `block_of` (method -> block): their parameters and `METHOD`, and
+    each block's body (its docstring the branch's comment) under `if METHOD == "<method>":`, the last under
+    `else:`. The blocks' parameters are named alike (writers/fusion/blocks/topk.py); a block whose names
+    differ reads the first's."""
+    first = next(iter(block_of.values()))
+    params = [p.name.value for p in first.params.params]
+    branches: list[tuple[str, list[cst.BaseStatement]]] = []
+    for method, block in block_of.items():
+        own = {
+            p.name.value: new
+            for p, new in zip(block.params.params, params, strict=True)
+            if p.name.value != new
+        }
+        body = cst.ensure_type(block.body.visit(RenamedReads(own)), cst.IndentedBlock).body
+        doc = _docstring(body)
+        statements = list(body[1:] if doc is not None else body)
+        comment = [cst.EmptyLine(comment=cst.Comment(f"# {line}")) for line in _comment_lines(method, doc)]
+        statements[0] = statements[0].with_changes(leading_lines=comment)
+        branches.append((method, statements))
+    orelse: cst.If | cst.Else = cst.Else(cst.IndentedBlock(branches[-1][1]))
+    for method, statements in reversed(branches[:-1]):
+        test = cst.parse_expression(f'{CHOOSER_PARAM} == "{method}"')
+        orelse = cst.If(test, cst.IndentedBlock(statements), orelse=orelse)
+    *head, last = first.params.params
+    added = cst.Param(
+        cst.Name(CHOOSER_PARAM), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))
+    )
+    docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(f'"""{CHOOSER_DOC}"""'))])
+    return first.with_changes(
+        name=cst.Name(CHOOSER),
+        params=first.params.with_changes(
+            params=[*head, last.with_changes(comma=cst.MaybeSentinel.DEFAULT), added]
+        ),
+        body=cst.IndentedBlock([docstring, orelse]),
+        leading_lines=[],
+    )
+
+
+def _docstring(body: Sequence[cst.BaseStatement]) -> str | None:
+    head = body[0] if body else None
+    if isinstance(head, cst.SimpleStatementLine) and len(head.body) == 1:
+        value = head.body[0]
+        if isinstance(value, cst.Expr) and isinstance(value.value, cst.SimpleString):
+            text = value.value.evaluated_value
+            return text if isinstance(text, str) else None
+    return None
+
+
+def _comment_lines(method: str, doc: str | None) -> list[str]:
+    """`<method>: <the block's docstring>` on lines that fit the narrowest engine's line length inside the
+    branch (formatters leave comments as they are)."""
+    text = f"{method}: {' '.join(doc.split())}" if doc else method
+    return textwrap.wrap(text, COMMENT_WIDTH, break_on_hyphens=False)
+
+
+def _chooser_name(module: cst.Module, chooser: cst.FunctionDef) -> str:
+    """The name of a jit function of `module` that is `chooser` already (a crossover of another
+    specialisation on the same methods wrote it), else the first free one of CHOOSER, CHOOSER_2, ..."""
+    text = code(chooser)
+    for name, fn in jit_functions(module).items():
+        if (
+            name.startswith(CHOOSER)
+            and code(fn.with_changes(name=cst.Name(CHOOSER), leading_lines=[])) == text
+        ):
+            return name
+    taken = names(module)
+    return next(n for n in (CHOOSER, *(f"{CHOOSER}_{k}" for k in range(2, 100))) if n not in taken)
+
+
+def _with_chooser(module: cst.Module, chooser: cst.FunctionDef, kernel: str) -> cst.Module:
+    """`module` with `chooser` before `kernel` (unless the module has it) and without the top-k blocks
+    nothing calls any more."""
+    jit = jit_functions(module)
+    out: list[Statement] = []
+    for statement in module.body:
+        if (
+            isinstance(statement, cst.FunctionDef)
+            and statement.name.value == kernel
+            and chooser.name.value not in jit
+        ):
+            out.append(chooser.with_changes(leading_lines=statement.leading_lines))
+        out.append(statement)
+    module = module.with_changes(body=out)
+    calls = [c for fn in jit_functions(module).values() for c in called(fn)]
+    unused = {name for name in _blocks(jit_functions(module)) if name not in calls}
+    return module.with_changes(
+        body=[s for s in module.body if not (isinstance(s, cst.FunctionDef) and s.name.value in unused)]
+    )
 
 
 def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
@@ -109,27 +218,17 @@ def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
     return renames
 
 
-class _EachBlockCall(cst.CSTTransformer):
-    """Each statement that calls a top-k block becomes one branch per method, on `TOPK_METHOD`."""
+class _ChooserCalls(cst.CSTTransformer):
+    """`block(x, valid, K, KP)` -> `chooser(x, valid, K, KP, TOPK_METHOD)` for each top-k block."""
 
-    def __init__(self, block_of: dict[str, str], blocks: set[str]) -> None:
-        self.block_of = block_of
+    def __init__(self, blocks: set[str], chooser: str) -> None:
         self.blocks = blocks
+        self.chooser = chooser
 
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.BaseStatement:
-        if not any(c in self.blocks for c in called(updated_node)):
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = updated_node.func
+        if not (isinstance(func, cst.Name) and func.value in self.blocks):
             return updated_node
-        methods = list(self.block_of.items())
-        branch: cst.If | cst.Else = cst.Else(self._body(updated_node, methods[-1][1]))
-        for method, block in reversed(methods[:-1]):
-            test = cst.parse_expression(f'{PARAM} == "{method}"')
-            branch = cst.If(test, self._body(updated_node, block), orelse=branch)
-        return cst.ensure_type(branch, cst.If).with_changes(leading_lines=updated_node.leading_lines)
-
-    def _body(self, statement: cst.SimpleStatementLine, block: str) -> cst.IndentedBlock:
-        renamed = statement.visit(Renamed(dict.fromkeys(self.blocks, block)))
-        return cst.IndentedBlock(
-            [cst.ensure_type(renamed, cst.SimpleStatementLine).with_changes(leading_lines=[])]
-        )
+        *head, last = updated_node.args
+        args = [*head, last.with_changes(comma=cst.MaybeSentinel.DEFAULT), cst.Arg(cst.Name(PARAM))]
+        return updated_node.with_changes(func=cst.Name(self.chooser), args=args)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 from fusion_tasks import check, trace, write, write_task
-from readable import duplicate_kernels, jit_functions, numbered_names, problems
+from readable import duplicate_kernels, gpu_launches, jit_functions, numbered_names, problems
 
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.mutators.crossover.routes import flat_routes
@@ -406,9 +406,11 @@ TOPK_INPUTS = """
 
 def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
     """A crossover of two candidates that differ only in their top-k method (bitonic sorts for small
-    inputs, two-pass rounds above) is one kernel taking TOPK_METHOD, each block call under its branch; the
-    entry picks the method by size and launches once. Correct on the interpreter on both sides."""
-    root = write_task(tmp_path / "route", "route", TOPK_REFERENCE, TOPK_INPUTS, [{"name": "t4", "tokens": 4}])
+    inputs, two-pass rounds above) is one kernel taking TOPK_METHOD, and its block calls one function
+    holding both blocks, each under its method; the entry picks the method by size and launches once.
+    Correct on the interpreter on both sides, and each side compiles (sm_90) to its own candidate's PTX."""
+    cases = [{"name": "t1", "tokens": 1}, {"name": "t4", "tokens": 4}]
+    root = write_task(tmp_path / "route", "route", TOPK_REFERENCE, TOPK_INPUTS, cases)
     report = trace(root)
     bitonic = write(root, report, Knobs(topk="bitonic")).source
     twopass = write(root, report, Knobs(topk="twopass")).source
@@ -418,11 +420,20 @@ def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
     assert duplicate_kernels(flat) == [] and problems(flat) == []
     kernels = [k for f in jit_functions(flat) if "TOPK_METHOD: tl.constexpr" in (k := ast.unparse(f))]
     assert len(kernels) == 1 and len(re.findall(r"_kernel\[", flat)) == 1
-    assert re.search(r'^    if TOPK_METHOD == "(bitonic|twopass)":$', flat, re.M)
+    assert re.search(r'^    if METHOD == "(bitonic|twopass)":$', flat, re.M)
+    assert re.search(r"^        # (bitonic|twopass): ", flat, re.M)
+    assert re.search(r"= _kb_topk_rows_by_method\(\s*weights\[None, :\][^=]*, 2, 2, TOPK_METHOD\s*\)", flat)
     assert '    topk_method = "bitonic" if nbytes <= 100 else "twopass"\n' in flat
-    assert "def _kb_topk_rows_bitonic(" in flat and "def _kb_topk_rows_twopass(" in flat
+    assert "def _kb_topk_rows_bitonic(" not in flat and "def _kb_topk_rows_twopass(" not in flat
     assert not re.search(r"\b\w+_(small|large)\b", flat)
     assert check(root, flat, seeds=(0,)) > 0  # tokens 1 (32 bytes, bitonic), 4 and 6 (two passes)
+    files = {"flat": flat, "bitonic": bitonic, "twopass": twopass}
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    jobs = [(root, tmp_path / f"{name}.py", "route") for name in files]
+    for case, method in ((0, "bitonic"), (1, "twopass")):
+        merged, bitonic_ptx, twopass_ptx = gpu_launches(jobs, case)
+        assert [c["ptx"] for c in merged] == [c["ptx"] for c in (bitonic_ptx, twopass_ptx)[case]], method
 
 
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter
