@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import jit_functions
+from evolution.mutators.crossover.alike import ROUTE_SUFFIX, jit_functions
 from evolution.mutators.crossover.alike import names as all_names
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 
@@ -136,7 +136,20 @@ def inductor_names(module: cst.Module, stem: str) -> cst.Module:
     new_names = _kernel_names(renamed_kernels, stem, all_names(module))
     for old, new in new_names.items():
         module = module.visit(RenameFunctionTransformer(old, new))
-    return module.visit(_CommentRenamer(new_names)) if new_names else module
+    return module.visit(_CommentRenamer(_comment_names(new_names, set(kernels)))) if new_names else module
+
+
+def _comment_names(new_names: dict[str, str], kernels: set[str]) -> dict[str, str]:
+    """What comments call each renamed kernel: its name, and the name the Inductor seed gave it where a
+    crossover suffixed the definition for the sizes it runs (`_poi_fused_mul_silu_slice_0_large`, its
+    launch parameters' comments still saying `_poi_fused_mul_silu_slice_0`), unless two kernels have it."""
+    seeded = {old: ROUTE_SUFFIX.sub("", old) for old in kernels}
+    count = Counter(seeded.values())
+    names = dict(new_names)
+    for old, new in new_names.items():
+        if seeded[old] != old and seeded[old] not in kernels and count[seeded[old]] == 1:
+            names[seeded[old]] = new
+    return names
 
 
 def _buffer_names(

@@ -39,6 +39,14 @@ def numbered_names(source: str, pattern: re.Pattern[str] = NUMBERED) -> list[str
     return sorted({t.string for t in tokens if t.type == tokenize.NAME and pattern.fullmatch(t.string)})
 
 
+def names_in_comments(source: str, pattern: re.Pattern[str]) -> list[str]:
+    """The words of the source's comments that `pattern` matches whole (a kernel a comment still names)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    comments = [t.string for t in tokens if t.type == tokenize.COMMENT]
+    words = {w for c in comments for w in re.findall(r"\w+", c)}
+    return sorted(w for w in words if pattern.fullmatch(w))
+
+
 def _normalised(fn: ast.FunctionDef) -> str:
     """The body of `fn` with every name replaced by its order of first appearance (renaming-blind)."""
     body = copy.deepcopy(fn)
@@ -79,7 +87,7 @@ def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES
     names = numbered_names(source)
     if names:
         found.append(f"numbered names: {', '.join(names[:8])}")
-    inductors = numbered_names(source, INDUCTOR_NAMES)
+    inductors = sorted({*numbered_names(source, INDUCTOR_NAMES), *names_in_comments(source, INDUCTOR_NAMES)})
     if inductors:
         found.append(f"Inductor's names: {', '.join(inductors[:8])}")
     for first, second in duplicate_kernels(source):

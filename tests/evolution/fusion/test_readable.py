@@ -47,6 +47,8 @@ def test_the_checker_finds_each_rule_broken() -> None:
     assert [p for p in problems(inductor) if "Inductor" in p] == [
         "Inductor's names: _poi_fused_add_0, buf3, in_ptr0"
     ]
+    commented = "XBLOCK = 1024  # _poi_fused_mul_silu_slice_0: XBLOCK\n"
+    assert "Inductor's names: _poi_fused_mul_silu_slice_0" in problems(commented)
 
 
 def test_values_are_named_after_what_they_hold() -> None:

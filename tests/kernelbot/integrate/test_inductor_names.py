@@ -158,3 +158,15 @@ def test_each_dtype_specialisation_keeps_its_suffix() -> None:
     shipped = _shipped(specialised)
     assert "def _rotate_kernel_fp32(query_ptr, scale_ptr, query_out_ptr," in shipped
     assert "def _rotate_kernel_bf16(key_ptr, scale_ptr, key_out_ptr," in shipped
+
+
+def test_comments_that_name_a_kernel_a_crossover_suffixed_follow_it() -> None:
+    """A crossover suffixes the Inductor kernel it keeps for large inputs (`..._0_large`) and not the
+    comments the seed wrote about it: those name the kernel the module ships too."""
+    large = SOURCE.replace("def _poi_fused_add_mul_0(", "def _poi_fused_add_mul_0_large(").replace(
+        "_poi_fused_add_mul_0[(", "_poi_fused_add_mul_0_large[("
+    )
+    shipped = _shipped(large)
+    assert "_poi_fused" not in shipped
+    assert "K0_XBLOCK = 64  # _rotate_kernel: XBLOCK" in shipped
+    assert "# _rotate_kernel: the query" in shipped
