@@ -203,9 +203,17 @@ def _one_host(
         return cst.IndentedBlock(statements or [cst.SimpleStatementLine([cst.Pass()])])
 
     first = {k: min(low for low, _, j in runs if j == k) for _, _, k in runs}
+    tested = sorted((k for k in first if k != fallback), key=first.__getitem__)
+
+    def lower(low: int, k: int) -> int:
+        """`low`, or -1 where every smaller interval's code is tested in a branch before k's: the chain
+        reaches k's test only above it."""
+        below = {j for _, high, j in runs if high is not None and high <= low}
+        return -1 if all(j in tested[: tested.index(k)] for j in below) else low
+
     branch: cst.If | cst.Else = cst.Else(own(fallback))
-    for k in sorted((k for k in first if k != fallback), key=first.__getitem__, reverse=True):
-        test = " or ".join(size_test(low, high, total) for low, high, j in runs if j == k)
+    for k in reversed(tested):
+        test = " or ".join(size_test(lower(low, k), high, total) for low, high, j in runs if j == k)
         branch = cst.If(cst.parse_expression(test), own(k), orelse=branch)
     if not isinstance(branch, cst.If):  # every interval runs one code: nothing to test
         return None
@@ -301,9 +309,11 @@ def _dispatcher(
     fallback = untested([what for _, _, what in merged])
     total, item = counter_names(params)
     tests = []
+    returned = True  # every smaller input has returned above: a test needs no lower end
     for low, high, what in merged:
         if what != fallback:
-            tests += [f"    if {size_test(low, high, total)}:", f"        return {what}"]
+            tests += [f"    if {size_test(-1 if returned else low, high, total)}:", f"        return {what}"]
+        returned = returned and what != fallback
     lines = [
         "",
         "",
