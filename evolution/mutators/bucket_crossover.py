@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import libcst as cst
+
 from evaluators.candidate import find_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.result import EvalResult
@@ -49,12 +51,19 @@ from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
 from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
+from evolution.mutators.crossover.alike import code, jit_functions
+from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
 MIN_GAIN = 0.01
+# A split whose child ships a kernel its parent does not (a second structure, where the routing flattened
+# as integrate flattens it keeps two kernel bodies) must gain 5 % on the cases it routes: a reviewer reads
+# every kernel a pull request adds, and a second body of a hundred lines for 1-4 % on some sizes does not
+# pay for itself (the SGLang router's two-body winner: 352 lines against 186).
+STRUCTURE_GAIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,25 @@ def _faster_in_time(cases: list[str], parent_us: dict[str, float], partner_us: d
     if not all(n in parent_us and n in partner_us for n in cases):
         return True
     return geometric_mean([parent_us[n] / partner_us[n] for n in cases]) >= 1.0 + MIN_GAIN
+
+
+def kernel_bodies(source: str, entry: str) -> int:
+    """The distinct kernels (`@triton.jit` functions other than the fusion writer's `_kb_` building blocks)
+    of the candidate's EVOLVE-BLOCK with its size routing flattened as `kernelbot integrate` flattens it:
+    constants that differ by size are a launch table, kernels alike but for their top-k method one kernel."""
+    block = find_evolve_block(source)
+    text = block.text if block is not None else source
+    try:
+        module = cst.parse_module(flat_routes(text, entry) or text)
+    except cst.ParserSyntaxError:
+        return 0
+    return len(
+        {
+            code(fn.with_changes(name=cst.Name("_kernel"), leading_lines=[]))
+            for name, fn in jit_functions(module).items()
+            if not name.startswith("_kb_")
+        }
+    )
 
 
 def _between(low: int, high: int) -> int:
@@ -211,6 +239,13 @@ class BucketCrossoverMutator(ParentRewriter):
                     continue
                 if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
                     reasons.append(f"{split.partner.id}: the routed child was already proposed")
+                    continue
+                routed_gain = geometric_mean([theirs[n] / speedups[n] for n in split.b_cases]) - 1.0
+                if routed_gain < STRUCTURE_GAIN and kernel_bodies(made, entry) > kernel_bodies(source, entry):
+                    reasons.append(
+                        f"{split.partner.id}: a second kernel body for {routed_gain:.1%} on the cases it "
+                        f"routes (at least {STRUCTURE_GAIN:.0%})"
+                    )
                     continue
                 partner_own = times[split.partner.id]
                 return made, (

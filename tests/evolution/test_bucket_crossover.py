@@ -27,7 +27,13 @@ from evaluators.static.checks import check_static
 from evaluators.task import Task, load_task
 from evolution.config import DEFAULT_WEIGHTS, SearchConfig
 from evolution.dedup import candidate_sha
-from evolution.mutators.bucket_crossover import MIN_GAIN, OPERATOR, BucketCrossoverMutator
+from evolution.mutators.bucket_crossover import (
+    MIN_GAIN,
+    OPERATOR,
+    STRUCTURE_GAIN,
+    BucketCrossoverMutator,
+    kernel_bodies,
+)
 from evolution.operators import build_operators
 from evolution.types import MutationRequest, Program
 
@@ -255,6 +261,27 @@ def test_gain_below_the_minimum_is_a_failed_outcome(silu):
     )
     child, error = cross(a, b, task=silu)
     assert child is None and "no size split beats the parent by 1%" in error
+
+
+def test_a_second_kernel_body_needs_the_larger_gain(silu):
+    """B, another kernel, is 3 % faster on the small cases: above MIN_GAIN, below STRUCTURE_GAIN, so no child
+    carries its body beside A's; B's own code at another block size (a launch table, one body) gains the
+    same 3 % and is routed."""
+    source_b = candidate("silu_and_mul", SILU_B)
+    retuned = source_b.replace("LARGE_BLOCK = 2048", "LARGE_BLOCK = 4096")
+    assert kernel_bodies(candidate("silu_and_mul", SILU_A), "silu_and_mul") == 1
+
+    def small(p: dict) -> bool:
+        return p["tokens"] < 1024
+
+    gain = 1.0 + (MIN_GAIN + STRUCTURE_GAIN) / 2
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.0)
+    child, error = cross(a, timed(silu, source_b, lambda p: gain if small(p) else 0.9), task=silu)
+    assert child is None and "a second kernel body for 3.0% on the cases it routes (at least 5%)" in error
+    b = timed(silu, source_b, lambda p: 1.0)
+    child, error = cross(b, timed(silu, retuned, lambda p: gain if small(p) else 0.9), task=silu)
+    assert error == "" and child is not None
+    assert kernel_bodies(child, "silu_and_mul") == kernel_bodies(source_b, "silu_and_mul")
 
 
 def test_a_gain_on_the_largest_case_alone_is_routed(silu):
