@@ -368,7 +368,7 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
 
 def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_share() -> None:
     """bf16 and fp32 kernels, each crossed on its top-k method, call the same blocks: both pairs merge and
-    call one function for those blocks (the second merge finds the first's), and blocks no kernel calls go."""
+    call one function for those blocks (the second merge finds the first's)."""
     two = THREE_KERNELS.replace("_route_kernel_large", "_route_kernel_x").replace(
         "_kb_topk_rows_twopass_large(x[None", "_kb_topk_rows_small(x[None"
     )
@@ -389,9 +389,14 @@ def test_two_specialisations_crossed_on_top_k_both_merge_with_the_blocks_they_sh
     for kernel in ("_route_kernel", "_route_fp32_kernel"):
         body = merged[merged.index(f"def {kernel}(") :].split("\n\n\n")[0]
         assert set(re.findall(r"(_kb_\w+)\(", body)) == {"_kb_topk_rows_by_method"}, body
-    # The third kernel's block stays for it; the others had no caller left.
-    assert {d for d in defined if d.startswith("_kb_")} == {"_kb_topk_rows_by_method", "_kb_topk_rows_small"}
+    # The third kernel calls the mask block too: the one chooser calls the blocks by name rather than hold
+    # a second copy of a body.
     assert merged.count("def _kb_topk_rows_by_method(") == 1
+    chooser = merged[merged.index("def _kb_topk_rows_by_method(") :].split("\n\n\n")[0]
+    assert '    if METHOD == "mask":\n        return _kb_topk_rows(x, valid, K, KP)\n' in chooser
+    assert "    else:\n        return _kb_topk_rows_threshold(x, valid, K, KP)" in chooser
+    assert "values, ids = _kb_topk_rows(x[None, :]" in merged[merged.index("def _route_kernel_x(") :]
+    assert {"_kb_topk_rows", "_kb_topk_rows_threshold"} <= defined
 
 
 TWO_LAUNCHES = """

@@ -5,7 +5,8 @@ which building block keeps the candidates, writers.fusion.lower.select.TOPK_BLOC
 bodies are the same but for the block they call; a reviewer reads the same kernel twice. Here they become
 one kernel with a `TOPK_METHOD: tl.constexpr` parameter, and the blocks one function that takes the method
 too: `_kb_topk_rows_by_method(x, valid, K, KP, METHOD)`, each block's body under `if METHOD == "...":` with
-its docstring as the branch's comment, so each call of a block stays one call. Triton compiles only the
+its docstring as the branch's comment (or, where another kernel calls a block too, each block called there
+by name: one copy of each body), so each call of a block stays one call. Triton compiles only the
 branch a launch's value selects, so each size runs the code it ran before; the launches pass the method by
 name. Where the entry's size test then only picks the method (and other launch values),
 crossover/launch_choice.py writes it as that choice: `topk_method = "bitonic" if nbytes <= ... else
@@ -50,6 +51,7 @@ def topk_methods_merged(source: str) -> str:
     module = cst.parse_module(source)
     while (group := _alike(module)) is not None:
         module = _merged(module, group)
+    module = _inlined(module)
     return module.code if module.code != source else source
 
 
@@ -91,7 +93,7 @@ def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
     jit = jit_functions(module)
     blocks = _blocks(jit)
     block_of = {method: next(c for c in called(jit[k]) if c in blocks) for k, method in group}
-    chooser = _chooser({method: jit[block] for method, block in block_of.items()})
+    chooser = _chooser(block_of, list(jit[next(iter(block_of.values()))].params.params))
     chooser_name = _chooser_name(module, chooser)
     merged, name = one_kernel(
         module,
@@ -107,43 +109,91 @@ def _merged(module: cst.Module, group: list[tuple[str, str]]) -> cst.Module:
     return cst.parse_module(ParsedCode.parse(merged.code, "the merged module").renamed(renames))
 
 
-def _chooser(block_of: dict[str, cst.FunctionDef]) -> cst.FunctionDef:
-    """One jit function for the blocks of `block_of` (method -> block): their parameters and `METHOD`, and
-    each block's body (its docstring the branch's comment) under `if METHOD == "<method>":`, the last under
-    `else:`. The blocks' parameters are named alike (writers/fusion/blocks/topk.py); a block whose names
-    differ reads the first's."""
-    first = next(iter(block_of.values()))
-    params = [p.name.value for p in first.params.params]
-    branches: list[tuple[str, list[cst.BaseStatement]]] = []
-    for method, block in block_of.items():
+def _chooser(block_of: dict[str, str], params: list[cst.Param]) -> cst.FunctionDef:
+    """One jit function for the blocks of `block_of` (method -> block name): the blocks' parameters
+    (`params`, the first's) and `METHOD`, each block called under `if METHOD == "<method>":`, the last
+    under `else:`. `_inlined` later writes each block's body there instead where nothing else calls it."""
+    args = ", ".join(p.name.value for p in params)
+    branches = list(block_of.items())
+    orelse: cst.If | cst.Else = cst.Else(_returning(f"{branches[-1][1]}({args})"))
+    for method, block in reversed(branches[:-1]):
+        test = cst.parse_expression(f'{CHOOSER_PARAM} == "{method}"')
+        orelse = cst.If(test, _returning(f"{block}({args})"), orelse=orelse)
+    *head, last = params
+    added = cst.Param(
+        cst.Name(CHOOSER_PARAM), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))
+    )
+    docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(f'"""{CHOOSER_DOC}"""'))])
+    signature = cst.Parameters([*head, last.with_changes(comma=cst.MaybeSentinel.DEFAULT), added])
+    return cst.FunctionDef(
+        name=cst.Name(CHOOSER),
+        params=signature,
+        body=cst.IndentedBlock([docstring, orelse]),
+        decorators=[cst.Decorator(cst.parse_expression("triton.jit"))],
+    )
+
+
+def _returning(call: str) -> cst.IndentedBlock:
+    return cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(cst.parse_expression(call))])])
+
+
+def _inlined(module: cst.Module) -> cst.Module:
+    """Each chooser whose blocks nothing else calls with the blocks' bodies in its branches (each block's
+    docstring the branch's comment, its parameters read under the chooser's names) and without the blocks;
+    a chooser whose blocks other kernels call too keeps calling them (one copy of each body either way)."""
+    jit = jit_functions(module)
+    for chooser in [name for name in jit if name.startswith(CHOOSER)]:
+        blocks = set(called(jit[chooser]))
+        callers = {name for name, fn in jit.items() if blocks & set(called(fn))}
+        if callers != {chooser} or not blocks <= set(jit):
+            continue
+        module = module.visit(_BodiesInlined(chooser, {b: jit[b] for b in blocks}))
+        module = module.with_changes(
+            body=[s for s in module.body if not (isinstance(s, cst.FunctionDef) and s.name.value in blocks)]
+        )
+        jit = jit_functions(module)
+    return module
+
+
+class _BodiesInlined(cst.CSTTransformer):
+    """In the chooser, `return block(x, valid, K, KP)` -> the block's body, its docstring a comment."""
+
+    def __init__(self, chooser: str, blocks: dict[str, cst.FunctionDef]) -> None:
+        self.chooser = chooser
+        self.blocks = blocks
+        self.inside = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.inside = node.name.value == self.chooser
+        return self.inside
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        if not self.inside or len(updated_node.body) != 1:
+            return updated_node
+        line = updated_node.body[0]
+        if not (isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Return)):
+            return updated_node
+        call = line.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            return updated_node
+        block = self.blocks.get(call.func.value)
+        if block is None:
+            return updated_node
+        passed = [cst.ensure_type(a.value, cst.Name).value for a in call.args]
         own = {
             p.name.value: new
-            for p, new in zip(block.params.params, params, strict=True)
+            for p, new in zip(block.params.params, passed, strict=True)
             if p.name.value != new
         }
         body = cst.ensure_type(block.body.visit(RenamedReads(own)), cst.IndentedBlock).body
         doc = _docstring(body)
         statements = list(body[1:] if doc is not None else body)
-        comment = [cst.EmptyLine(comment=cst.Comment(f"# {line}")) for line in _comment_lines(method, doc)]
+        method = _block_method(call.func.value) or ""
+        comment = [cst.EmptyLine(comment=cst.Comment(f"# {text}")) for text in _comment_lines(method, doc)]
         statements[0] = statements[0].with_changes(leading_lines=comment)
-        branches.append((method, statements))
-    orelse: cst.If | cst.Else = cst.Else(cst.IndentedBlock(branches[-1][1]))
-    for method, statements in reversed(branches[:-1]):
-        test = cst.parse_expression(f'{CHOOSER_PARAM} == "{method}"')
-        orelse = cst.If(test, cst.IndentedBlock(statements), orelse=orelse)
-    *head, last = first.params.params
-    added = cst.Param(
-        cst.Name(CHOOSER_PARAM), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))
-    )
-    docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(f'"""{CHOOSER_DOC}"""'))])
-    return first.with_changes(
-        name=cst.Name(CHOOSER),
-        params=first.params.with_changes(
-            params=[*head, last.with_changes(comma=cst.MaybeSentinel.DEFAULT), added]
-        ),
-        body=cst.IndentedBlock([docstring, orelse]),
-        leading_lines=[],
-    )
+        return updated_node.with_changes(body=statements)
 
 
 def _docstring(body: Sequence[cst.BaseStatement]) -> str | None:
@@ -178,8 +228,7 @@ def _chooser_name(module: cst.Module, chooser: cst.FunctionDef) -> str:
 
 
 def _with_chooser(module: cst.Module, chooser: cst.FunctionDef, kernel: str) -> cst.Module:
-    """`module` with `chooser` before `kernel` (unless the module has it) and without the top-k blocks
-    nothing calls any more."""
+    """`module` with `chooser` before `kernel`, unless the module has it."""
     jit = jit_functions(module)
     out: list[Statement] = []
     for statement in module.body:
@@ -190,12 +239,7 @@ def _with_chooser(module: cst.Module, chooser: cst.FunctionDef, kernel: str) -> 
         ):
             out.append(chooser.with_changes(leading_lines=statement.leading_lines))
         out.append(statement)
-    module = module.with_changes(body=out)
-    calls = [c for fn in jit_functions(module).values() for c in called(fn)]
-    unused = {name for name in _blocks(jit_functions(module)) if name not in calls}
-    return module.with_changes(
-        body=[s for s in module.body if not (isinstance(s, cst.FunctionDef) and s.name.value in unused)]
-    )
+    return module.with_changes(body=out)
 
 
 def _unsuffixed(module: cst.Module, kernel: str) -> dict[str, str]:
