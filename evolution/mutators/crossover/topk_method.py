@@ -128,7 +128,7 @@ def _chooser(block_of: dict[str, str], params: list[cst.Param]) -> cst.FunctionD
     return cst.FunctionDef(
         name=cst.Name(CHOOSER),
         params=signature,
-        body=cst.IndentedBlock([docstring, orelse]),
+        body=cst.IndentedBlock([docstring, cst.ensure_type(orelse, cst.If)]),  # two methods or more
         decorators=[cst.Decorator(cst.parse_expression("triton.jit"))],
     )
 
