@@ -119,12 +119,12 @@ def kernel_bodies(source: str, entry: str) -> int:
     """The distinct kernels (`@triton.jit` functions other than the fusion writer's `_kb_` building blocks)
     of the candidate's EVOLVE-BLOCK with its size routing flattened as `kernelbot integrate` flattens it:
     constants that differ by size are a launch table, kernels alike but for their top-k method one kernel."""
-    block = find_evolve_block(source)
-    text = block.text if block is not None else source
     try:
+        block = find_evolve_block(source)
+        text = block.text if block is not None else source
         module = cst.parse_module(flat_routes(text, entry) or text)
-    except cst.ParserSyntaxError:
-        return 0
+    except (CandidateError, cst.ParserSyntaxError):
+        return 0  # counted as fewer than any child has: a second body then has to earn STRUCTURE_GAIN
     return len(
         {
             code(fn.with_changes(name=cst.Name("_kernel"), leading_lines=[]))
