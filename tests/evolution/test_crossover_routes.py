@@ -466,16 +466,48 @@ def test_a_size_test_that_only_chooses_launch_values_is_written_as_that_choice()
     for numel in (4, 100, 1000):
         before, after = _launches(TWO_LAUNCHES, numel), _launches(chosen, numel)
         assert before == after and len(before) == 1, numel
-    # A name the function uses already, or a branch launching another kernel: left as it was.
+    # A name the function uses already: left as it was.
     taken = TWO_LAUNCHES.replace(
         "    nbytes = x.numel() * 4\n", "    nbytes = x.numel() * 4\n    num_warps = 2\n"
     )
     assert launch_choices(taken) == taken
+
+
+def test_the_tail_of_a_chain_that_only_chooses_becomes_its_else() -> None:
+    """The smallest inputs launch another kernel; the two larger branches launch one kernel alike but for
+    the warps: they become the chain's else, choosing the warps by their test, and every size launches what
+    it launched before. With a branch between them launching yet another kernel, nothing changes."""
+    from evolution.mutators.crossover.launch_choice import launch_choices
+
     other = TWO_LAUNCHES.replace(
         '_kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic"',
         '_other[(1,)](x_ptr=x, N=8, TOPK_METHOD="bitonic"',
     )
-    assert launch_choices(other) == other
+    chosen = launch_choices(other)
+    assert "    if nbytes <= 100:\n        if x.numel() > 0:\n            _other[(1,)](" in chosen
+    assert (
+        "    else:\n        num_warps = _num_warps_small(8) if nbytes <= 1000 else _num_warps_large(8)\n"
+        in chosen
+    )
+    assert chosen.count("_kernel[(1,)](") == 1 and "elif" not in chosen
+
+    def launches(text: str, numel: int) -> list[tuple[str, dict]]:
+        import torch
+
+        kernel, another = _Recorder(), _Recorder()
+        scope: dict = {"_kernel": kernel, "_other": another}
+        exec(text, scope)
+        scope["route"](torch.zeros(numel))
+        return [("_kernel", c) for c in kernel.launches] + [("_other", c) for c in another.launches]
+
+    for numel in (4, 25, 26, 250, 251, 1000):
+        before, after = launches(other, numel), launches(chosen, numel)
+        assert before == after and len(before) == 1, numel
+    between = other.replace(
+        '_kernel[(1,)](x_ptr=x, N=8, TOPK_METHOD="twopass", num_warps=_num_warps_small(8))',
+        '_third[(1,)](x_ptr=x, N=8, TOPK_METHOD="twopass", num_warps=_num_warps_small(8))',
+    )
+    assert launch_choices(between) == between
 
 
 ROWS_LAUNCHES = """

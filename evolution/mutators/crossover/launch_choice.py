@@ -13,9 +13,12 @@ is chosen first, by the same tests in the same order (`topk_method = "bitonic" i
 "twopass"`, `num_warps = ...`), and the branch's statements follow once, passing the chosen values: each
 size runs what it ran before. A keyword whose value is a module constant in every branch (`ROWS=ROWS_small`)
 gives its local to the branch's other reads of that constant too (`programs = triton.cdiv(n, rows)`), so
-that a grid sized by it is written once as well. Only a whole if/elif/else chain whose every branch holds
-one launch, the same statements otherwise; a local name the function already uses is not taken, and a value
-that reads a name the branches bind is not chosen ahead of them. Source text only, never run.
+that a grid sized by it is written once as well. A whole if/elif/else chain whose every branch holds one
+launch, the same statements otherwise, or else the longest tail of one (an `elif` onwards) that does: the
+branches before it stay and the choice becomes their `else` (a router's small inputs launch another kernel,
+its larger ones one kernel with one of two top-k methods). A local name the function already uses is not
+taken, and a value that reads a name the branches bind is not chosen ahead of them. Source text only, never
+run.
 """
 
 from __future__ import annotations
@@ -68,34 +71,60 @@ class LaunchChoice(cst.CSTTransformer):
         branches = _branches(updated_node)
         if branches is None or not self._taken or id(original_node) in self._elifs:
             return updated_node
+        whole = self._chosen(branches)
+        if whole is not None:
+            whole[0] = whole[0].with_changes(leading_lines=updated_node.leading_lines)
+            return cst.FlattenSentinel(whole)
+        # Else the longest tail of the chain (an elif onwards, to the else) that only chooses: the branches
+        # before it stay, and it becomes their else.
+        for k in range(1, len(branches) - 1):
+            tail = self._chosen(branches[k:])
+            if tail is not None:
+                return _chain(branches[:k], cst.IndentedBlock(tail), updated_node)
+        return updated_node
+
+    def _chosen(
+        self, branches: list[tuple[cst.BaseExpression | None, cst.BaseSuite]]
+    ) -> list[cst.BaseStatement] | None:
+        """The statements that choose the differing keywords' values by the branches' tests, then the
+        branches' statements once; None unless the branches are one launch each, alike but for those."""
         values = [_launch_keywords(body) for _, body in branches]
         if any(v is None for v in values) or len({tuple(v) for v in values if v is not None}) != 1:
-            return updated_node
+            return None
         known = [v for v in values if v is not None]
         differing = [kw for kw in known[0] if len({v[kw] for v in known}) > 1]
         locals_ = {kw: kw.lower() for kw in differing}
         if not differing or set(locals_.values()) & self._taken[-1]:
-            return updated_node
+            return None
         constants = [kw for kw in differing if all(v[kw].isidentifier() for v in known)]
         once = [
             _passed(body, locals_, {v[kw]: locals_[kw] for kw in constants})
             for (_, body), v in zip(branches, known, strict=True)
         ]
         if len({code(b) for b in once}) != 1:
-            return updated_node
+            return None
         bound = set().union(*(_bound(body) for _, body in branches))
         if any(identifiers(cst.parse_expression(v[kw])) & bound for v in known for kw in differing):
-            return updated_node  # chosen ahead of the branch, the value would read a name not yet bound
-        assigns = []
+            return None  # chosen ahead of the branch, the value would read a name not yet bound
+        assigns: list[cst.BaseStatement] = []
         for kw in differing:
             choice = known[-1][kw]
             for (test, _), value in zip(reversed(branches[:-1]), reversed(known[:-1]), strict=True):
                 assert test is not None
                 choice = f"{value[kw]} if {code(test)} else {choice}"
             assigns.append(cst.parse_statement(f"{locals_[kw]} = {choice}\n"))
-        assigns[0] = assigns[0].with_changes(leading_lines=updated_node.leading_lines)
-        body = cst.ensure_type(once[0], cst.IndentedBlock).body
-        return cst.FlattenSentinel([*assigns, *body])
+        return [*assigns, *cst.ensure_type(once[0], cst.IndentedBlock).body]
+
+
+def _chain(
+    head: list[tuple[cst.BaseExpression | None, cst.BaseSuite]], last: cst.IndentedBlock, node: cst.If
+) -> cst.If:
+    """`node`'s chain cut to the branches of `head` (each with a test), `last` its else."""
+    chain: cst.If | cst.Else = cst.Else(last)
+    for test, body in reversed(head):
+        assert test is not None
+        chain = cst.If(test, body, orelse=chain)
+    return cst.ensure_type(chain, cst.If).with_changes(leading_lines=node.leading_lines)
 
 
 def _branches(node: cst.If) -> list[tuple[cst.BaseExpression | None, cst.BaseSuite]] | None:
