@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from evolution.mutators.crossover.alike import is_docstring
+
 
 class SetModuleDocstringTransformer(cst.CSTTransformer):
     def __init__(self, text: str, header: str = "") -> None:
@@ -27,16 +29,6 @@ class SetModuleDocstringTransformer(cst.CSTTransformer):
         present = {h.comment.value for h in header if h.comment is not None}
         new = [cst.EmptyLine(comment=cst.Comment(ln)) for ln in lines if ln not in present]
         return updated_node.with_changes(body=body, header=[*new, *header])
-
-
-def is_docstring(statement: cst.CSTNode) -> bool:
-    """A statement that is a string literal alone: the docstring when it comes first in a body."""
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
 
 
 def quoted(text: str) -> str:

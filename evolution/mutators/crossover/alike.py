@@ -56,6 +56,16 @@ def code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def is_docstring(statement: cst.CSTNode) -> bool:
+    """A statement that is a string literal alone: the docstring when it comes first in a body."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
 class Renamed(cst.CSTTransformer):
     def __init__(self, renames: dict[str, str]) -> None:
         self.renames = renames

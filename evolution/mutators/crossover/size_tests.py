@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import RenamedReads
+from evolution.mutators.crossover.alike import RenamedReads, is_docstring
 from evolution.mutators.crossover.source import ParsedCode, byte_count
 from evolution.mutators.crossover.tree import Group
 
@@ -161,17 +161,9 @@ class SizeTable(RenamedReads):
         preamble = list(cst.parse_module(textwrap.dedent("\n".join(lines))).body)
         self.renames = {}
         body = list(updated_node.body.body)
-        at = 1 if body and isinstance(body[0], cst.BaseStatement) and _is_docstring(body[0]) else 0
+        at = 1 if body and isinstance(body[0], cst.BaseStatement) and is_docstring(body[0]) else 0
         comment = cst.EmptyLine(comment=cst.Comment(_TABLE_COMMENT))
         preamble[0] = preamble[0].with_changes(leading_lines=[comment])
         return updated_node.with_changes(
             body=updated_node.body.with_changes(body=[*body[:at], *preamble, *body[at:]])
         )
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )

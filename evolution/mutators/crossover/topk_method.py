@@ -27,6 +27,7 @@ from evolution.mutators.crossover.alike import (
     Statement,
     called,
     code,
+    is_docstring,
     jit_functions,
     names,
     one_kernel,
@@ -197,13 +198,12 @@ class _BodiesInlined(cst.CSTTransformer):
 
 
 def _docstring(body: Sequence[cst.BaseStatement]) -> str | None:
-    head = body[0] if body else None
-    if isinstance(head, cst.SimpleStatementLine) and len(head.body) == 1:
-        value = head.body[0]
-        if isinstance(value, cst.Expr) and isinstance(value.value, cst.SimpleString):
-            text = value.value.evaluated_value
-            return text if isinstance(text, str) else None
-    return None
+    """The text of the body's docstring; None without one (or for one written as concatenated strings)."""
+    if not body or not is_docstring(body[0]):
+        return None
+    value = cst.ensure_type(cst.ensure_type(body[0], cst.SimpleStatementLine).body[0], cst.Expr).value
+    text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+    return text if isinstance(text, str) else None
 
 
 def _comment_lines(method: str, doc: str | None) -> list[str]:
