@@ -51,7 +51,7 @@ from evaluators.stats import geometric_mean
 from evaluators.task import Case, Task, load_captured
 from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
-from evolution.mutators.crossover.alike import code, jit_functions
+from evolution.mutators.crossover.alike import body_key, jit_functions
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
@@ -62,7 +62,7 @@ MIN_GAIN = 0.01
 # A split whose child ships a kernel its parent does not (a second structure, where the routing flattened
 # as integrate flattens it keeps two kernel bodies) must gain 5 % on the cases it routes: a reviewer reads
 # every kernel a pull request adds, and a second body of a hundred lines for 1-4 % on some sizes does not
-# pay for itself (an H100 search of SGLang's SiLU-and-mul shipped three bodies, 214 lines, for 1-5 %).
+# pay for itself (a search of SGLang's SiLU-and-mul shipped three bodies, 214 lines, for gains below it).
 STRUCTURE_GAIN = 0.05
 
 
@@ -125,13 +125,7 @@ def kernel_bodies(source: str, entry: str) -> int:
         module = cst.parse_module(flat_routes(text, entry) or text)
     except (CandidateError, cst.ParserSyntaxError):
         return 0  # counted as fewer than any child has: a second body then has to earn STRUCTURE_GAIN
-    return len(
-        {
-            code(fn.with_changes(name=cst.Name("_kernel"), leading_lines=[]))
-            for name, fn in jit_functions(module).items()
-            if not name.startswith("_kb_")
-        }
-    )
+    return len({body_key(fn) for name, fn in jit_functions(module).items() if not name.startswith("_kb_")})
 
 
 def _between(low: int, high: int) -> int:

@@ -27,7 +27,7 @@ import libcst as cst
 
 from evolution.mutators.crossover.alike import ROUTE_SUFFIX, jit_functions
 from evolution.mutators.crossover.alike import names as all_names
-from kernelbot.integrate.rename_function import RenameFunctionTransformer
+from kernelbot.integrate.rename_function import CommentWordsRenamer, RenameFunctionTransformer
 
 INDUCTOR_KERNEL = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*")
 _POINTER = re.compile(r"(?:in_out|in|out)_ptr\d+")
@@ -136,7 +136,7 @@ def inductor_names(module: cst.Module, stem: str) -> cst.Module:
     new_names = _kernel_names(renamed_kernels, stem, all_names(module))
     for old, new in new_names.items():
         module = module.visit(RenameFunctionTransformer(old, new))
-    return module.visit(_CommentRenamer(_comment_names(new_names, set(kernels)))) if new_names else module
+    return module.visit(CommentWordsRenamer(_comment_names(new_names, set(kernels)))) if new_names else module
 
 
 def _comment_names(new_names: dict[str, str], kernels: set[str]) -> dict[str, str]:
@@ -268,18 +268,6 @@ def _is_copy(kernel: cst.FunctionDef) -> bool:
         and collector.stored == loaded
         and loaded[0] is not None
     )
-
-
-class _CommentRenamer(cst.CSTTransformer):
-    def __init__(self, names: dict[str, str]) -> None:
-        super().__init__()
-        self.names = names
-        self._words = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-
-    def leave_Comment(self, original_node: cst.Comment, updated_node: cst.Comment) -> cst.Comment:
-        return updated_node.with_changes(
-            value=self._words.sub(lambda w: self.names[w[1]], updated_node.value)
-        )
 
 
 def _renamed(function: cst.FunctionDef, names: dict[str, str]) -> cst.FunctionDef:

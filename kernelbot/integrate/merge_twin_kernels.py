@@ -5,12 +5,10 @@ with its own block and warps. References to a dropped twin, comments included, n
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from evolution.mutators.crossover.alike import jit_functions
-from kernelbot.integrate.rename_function import RenameFunctionTransformer
+from evolution.mutators.crossover.alike import body_key, jit_functions
+from kernelbot.integrate.rename_function import CommentWordsRenamer, RenameFunctionTransformer
 
 
 def twin_kernels(module: cst.Module) -> dict[str, str]:
@@ -19,8 +17,7 @@ def twin_kernels(module: cst.Module) -> dict[str, str]:
     first: dict[str, str] = {}
     twins: dict[str, str] = {}
     for name, kernel in jit_functions(module).items():
-        # Comments above the def (Inductor's "Fused by Inductor from ...") are not the kernel's code.
-        key = module.code_for_node(kernel.with_changes(name=cst.Name("_kernel"), leading_lines=()))
+        key = body_key(kernel)
         if key in first:
             twins[name] = first[key]
         else:
@@ -28,22 +25,17 @@ def twin_kernels(module: cst.Module) -> dict[str, str]:
     return twins
 
 
-class MergeTwinKernelsTransformer(cst.CSTTransformer):
+class MergeTwinKernelsTransformer(CommentWordsRenamer):
+    """Drops each twin's definition; comments that name it name the kept one."""
+
     def __init__(self, twins: dict[str, str]) -> None:
-        super().__init__()
+        super().__init__(twins)
         self.twins = twins
-        self._words = re.compile(r"\b(" + "|".join(map(re.escape, twins)) + r")\b") if twins else None
 
     def leave_FunctionDef(
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef | cst.RemovalSentinel:
         return cst.RemoveFromParent() if updated_node.name.value in self.twins else updated_node
-
-    def leave_Comment(self, original_node: cst.Comment, updated_node: cst.Comment) -> cst.Comment:
-        if self._words is None:
-            return updated_node
-        renamed = self._words.sub(lambda m: self.twins[m[1]], updated_node.value)
-        return updated_node.with_changes(value=renamed)
 
 
 def merged_twin_kernels(module: cst.Module) -> cst.Module:

@@ -1,7 +1,9 @@
-"""Transformer: renames a module-level function and every reference to it in the module (the candidate's
-entry becomes a public name that says what it is)."""
+"""Transformers: renames a module-level function and every reference to it in the module (the candidate's
+entry becomes a public name that says what it is), and the words of comments that name renamed functions."""
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -24,3 +26,19 @@ class RenameFunctionTransformer(cst.CSTTransformer):
         if updated_node.value == self.old and id(original_node) not in self._skip:
             return updated_node.with_changes(value=self.new)
         return updated_node
+
+
+class CommentWordsRenamer(cst.CSTTransformer):
+    """Each whole word of a comment that `names` maps (old -> new), renamed: a comment speaks of the
+    function by its new name too."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        super().__init__()
+        self.names = names
+        self._words = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
+
+    def leave_Comment(self, original_node: cst.Comment, updated_node: cst.Comment) -> cst.Comment:
+        if self._words is None:
+            return updated_node
+        renamed = self._words.sub(lambda w: self.names[w[1]], updated_node.value)
+        return updated_node.with_changes(value=renamed)

@@ -56,6 +56,12 @@ def code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def body_key(function: cst.FunctionDef) -> str:
+    """The function's code but for its name: equal for one code under two names. Comments above the def
+    (Inductor's "Fused by Inductor from ...") are not its code."""
+    return code(function.with_changes(name=cst.Name("_kernel"), leading_lines=()))
+
+
 def is_docstring(statement: cst.CSTNode) -> bool:
     """A statement that is a string literal alone: the docstring when it comes first in a body."""
     return (
