@@ -62,17 +62,18 @@ def build_kernel_module(
     line_length: int,
     header: str = "",
 ) -> str:
-    # The fusion generator's knob line is the search's bookkeeping, not the module's.
-    candidate_source = _SEARCH_NOTES.sub("", candidate_source)
     try:
         module = cst.parse_module(candidate_source)
     except cst.ParserSyntaxError as exc:
         raise IntegrationError(
             f"the candidate is not valid Python: {exc.message} (line {exc.raw_line})"
         ) from exc
+    # The fusion generator's knob lines are the search's bookkeeping, not the module's: the flattening reads
+    # them (what sets a crossover's kernels apart, crossover/kernel_notes.py), then they go.
+    flat = _flat_routes(candidate_source, view.task.entry, [t.name for t in envelope.tensors])
+    flat, candidate_source = _SEARCH_NOTES.sub("", flat), _SEARCH_NOTES.sub("", candidate_source)
     # A flattened winner may have lost the code its file's docstring describes (a crossover parent's, no
     # input reached): that account is left out rather than risk a false one.
-    flat = _flat_routes(candidate_source, view.task.entry, [t.name for t in envelope.tensors])
     how = _existing_docstring(module) if flat == candidate_source else ""
     # A warps scale the search left at 1.0 is a knob that does nothing in the module that ships.
     module = cst.parse_module(unit_scales_folded(flat))

@@ -39,6 +39,7 @@ import libcst as cst
 from evolution.mutators.crossover.alike import names
 from evolution.mutators.crossover.host_helpers import host_helpers_merged, threaded_constants_as_parameters
 from evolution.mutators.crossover.index_width import index_widths_merged
+from evolution.mutators.crossover.kernel_notes import kernels_noted
 from evolution.mutators.crossover.launch_choice import launch_choices
 from evolution.mutators.crossover.size_tests import (
     SIDE_SUFFIX,
@@ -143,6 +144,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
             dispatcher = _dispatcher(block, entry, groups, mapping, tree.params, counted, signatures)
             code = code.rstrip() + "\n" + dispatcher
         code = launch_choices(host_helpers_merged(index_widths_merged(topk_methods_merged(code))))
+        code = kernels_noted(code, block, mapping)
     return wrap_long_lines(threaded_constants_as_parameters(code.rstrip() + "\n"), LINE_LENGTH)
 
 

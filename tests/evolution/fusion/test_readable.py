@@ -286,6 +286,20 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
     assert flat.count("element_size()") == 1 and len(jit_functions(flat)) == 2 * len(jit_functions(one))
     size_test = re.search(r"^    if nbytes <= 1000:\n(        .*\n)+    else:\n(        .*\n)+", flat, re.M)
     assert size_test is not None and "_add_rmsnorm_bf16_large(" in size_test.group(0)
+    # Each kernel says what sets it apart from the other side's, as its code shows it.
+    notes = {
+        f.name: " ".join((ast.get_docstring(f) or "").split())
+        for f in jit_functions(flat)
+        if not f.name.startswith("_kb_")
+    }
+    assert len(notes) == 4
+    for name, note in notes.items():
+        if name.endswith("_large"):  # two passes, with the hints that keep the first pass's loads in L2
+            assert note.startswith("Walks each row twice in chunks") and "evict_first" in note, name
+        else:
+            assert (
+                note == "Holds each row whole in registers: one read of it. Its loads carry no cache hints."
+            )
     # Every rule but the module's length: this task's kernels are written once per dtype, four in all.
     assert problems(flat, max_lines=len(flat.splitlines())) == []
     assert check(root, flat) > 0

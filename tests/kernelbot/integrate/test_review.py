@@ -103,13 +103,20 @@ def test_the_kernel_module_of_a_nested_crossover_routes_from_one_table() -> None
     grid = (TASK / "candidates" / "silu_and_mul_triton.py").read_text()
     flat = (TASK / "candidates" / "silu_and_mul_flat_triton.py").read_text()
     entry = view.task.entry
+    # Knob lines, as the fusion writer's candidates carry: the flattening reads them, the module drops them.
+    grid, flat = (
+        c.replace("# EVOLVE-BLOCK-START\n", "# EVOLVE-BLOCK-START\n# fusion-knobs: {}\n")
+        for c in (grid, flat)
+    )
     first = build_child(grid, flat, entry, Route(65536, True, ""))
     winner = build_child(first, flat, entry, Route(4096, True, ""))
+    assert winner.count("# fusion-knobs: {}") == 3
     assert winner.count("def _silu_and_mul_flat_kernel") == 2 and winner.count("element_size()") == 2
     names = KernelNames("silu_and_mul_triton", "can_use_silu_and_mul_triton")
     envelope = Envelope("cuda", (), (), tuple(view.task.dynamic))
     module = build_kernel_module(winner, view, envelope, names, summary="", line_length=88)
     assert module.count("element_size()") == 1 and "CROSSOVER_BYTES" not in module
+    assert "fusion-knobs" not in module
     for kernel in ("def _silu_and_mul_flat_kernel", "def _silu_and_mul_kernel"):
         assert module.count(kernel) == 1, kernel
     assert "def silu_and_mul_triton(" in module and "1-D grid of output elements" not in module
