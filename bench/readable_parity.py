@@ -4,10 +4,11 @@ The module `kernelbot integrate` writes is built from the winner: markers and th
 the writer chose, the entry renamed, a guard added. Its kernels must run as fast as the winner's (the
 acceptance asks for 1 %). Each `TASK=RAW=READABLE[:ENTRY]` triple is timed with the evaluator's own timing
 stage (evaluators.timing.time_cases, as bench/vs_compile.py does): the raw winner is the baseline, the
-readable module the contender, so speedup = raw time / readable time and parity is [0.99, 1.01]. Every
-timed call of the readable module is re-checked against the eager reference. ENTRY defaults to the task's
-entry (give the module's public name, e.g. `rms_norm_triton`, for an integrated module); `--modules DIR`
-takes the triples bench/readable_modules.py wrote there.
+readable module the contender, then the other way round (the geometric mean of the two cancels what favours
+one side of a pair), so speedup = raw time / readable time and parity is [0.99, 1.01]. Every timed call of
+the contender is re-checked against the eager reference. ENTRY defaults to the task's entry (give the
+module's public name, e.g. `rms_norm_triton`, for an integrated module); `--modules DIR` takes the triples
+bench/readable_modules.py wrote there.
 
     PYTHONPATH=. python bench/readable_parity.py --out bench-out/readable_parity \
         TASK_DIR=RUN/search/best.py=RUN/worktree/pkg/kernel_triton.py:kernel_triton
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,9 @@ def check(task_dir: Path, raw_path: Path, readable_path: Path, entry: str) -> di
 
 
 def measure(task_dir: Path, raw_path: Path, readable_path: Path, entry: str, config: Any) -> dict[str, Any]:
+    """Both orders: the raw winner as the baseline and the module as the contender, then the sides swapped.
+    Whatever favours one side of a pair (where its inputs sit, which side a round times first) then counts
+    once for each, and the geometric mean of the two ratios cancels it; each order's own figure is kept."""
     from bench.vs_compile import _time_pair
     from evaluators.backends import require_backend
     from evaluators.task import load_task
@@ -84,22 +89,39 @@ def measure(task_dir: Path, raw_path: Path, readable_path: Path, entry: str, con
     task = load_task(task_dir)
     backend = require_backend("triton-cuda")
     backend.init_device()
-    _, raw = _load(raw_path, task.entry)
+    raw_module, raw = _load(raw_path, task.entry)
     module, readable = _load(readable_path, entry or task.entry)
-    report = _time_pair(task, list(task.cases), backend, raw, readable, module, readable_path, config)
-    rows = {
-        case: {
-            regime: {"speedup": t.speedup, "ci": [t.ci_low, t.ci_high], "raw_us": t.reference.median_us}
-            for regime, t in regimes.items()
-        }
-        for case, regimes in report.timings.items()
-    }
+    cases = list(task.cases)
+    forward = _time_pair(task, cases, backend, raw, readable, module, readable_path, config)
+    swapped = _time_pair(task, cases, backend, readable, raw, raw_module, raw_path, config)
+    rows: dict[str, dict[str, Any]] = {}
+    for case, regimes in forward.timings.items():
+        for regime, t in regimes.items():
+            back = swapped.timings.get(case, {}).get(regime)
+            if back is None:
+                continue
+            rows.setdefault(case, {})[regime] = both_orders(
+                (t.speedup, t.ci_low, t.ci_high), (back.speedup, back.ci_low, back.ci_high)
+            ) | {"raw_us": t.reference.median_us}
     return {
         "task": task.name,
         "regime": task.regime,
-        "passed": report.passed,
-        "reason": report.reason,
+        "passed": forward.passed and swapped.passed,
+        "reason": forward.reason or swapped.reason,
         "cases": rows,
+    }
+
+
+def both_orders(forward: tuple[float, float, float], swapped: tuple[float, float, float]) -> dict[str, Any]:
+    """raw / readable from (speedup, ci low, ci high) of the raw-baseline pair and of the swapped pair
+    (readable / raw there): the geometric mean of the two estimates, its interval from the two intervals'
+    ends, and each order's own figure as raw / readable."""
+    speedup, low, high = forward
+    back, back_low, back_high = swapped
+    return {
+        "speedup": math.sqrt(speedup / back),
+        "ci": [math.sqrt(low / back_high), math.sqrt(high / back_low)],
+        "orders": [speedup, 1.0 / back],
     }
 
 
@@ -109,18 +131,20 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         f"- GPU: {meta['device']}; torch {meta['torch']}, triton {meta['triton']}; date {meta['date']}",
         f"- command: `{meta['command']}`",
-        "- speedup = raw winner time / readable module time (median of paired ratios, 95 % CI); parity: the",
-        "  CI inside [0.99, 1.01]",
+        "- speedup = raw winner time / readable module time: the geometric mean of two pairings, the raw",
+        "  winner as the baseline and then the module (median of paired ratios each, 95 % CIs combined);",
+        "  each order's own figure beside it. Parity: the CI inside [0.99, 1.01]",
         "",
-        "| task | case | regime | readable vs raw | raw us |",
-        "| --- | --- | --- | --- | --- |",
+        "| task | case | regime | readable vs raw | raw as baseline / module as baseline | raw us |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         for case, regimes in row.get("cases", {}).items():
             for regime, t in regimes.items():
+                orders = " / ".join(f"{o:.3f}x" for o in t["orders"])
                 lines.append(
                     f"| {row['task']} | {case} | {regime} | {t['speedup']:.3f}x "
-                    f"[{t['ci'][0]:.3f}, {t['ci'][1]:.3f}] | {t['raw_us']:.2f} |"
+                    f"[{t['ci'][0]:.3f}, {t['ci'][1]:.3f}] | {orders} | {t['raw_us']:.2f} |"
                 )
     return "\n".join(lines) + "\n"
 

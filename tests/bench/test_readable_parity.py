@@ -32,3 +32,25 @@ def test_no_triple_at_all_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.
     assert readable_parity.main(["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no module to time") and len(err.splitlines()) == 1
+
+
+def test_what_favours_the_contender_cancels_over_both_orders() -> None:
+    """Whatever favours one side of a pair (2 % here) shows in each order for the other code; the geometric
+    mean of the two orders keeps only the module's own difference (3 % faster here), and the interval is
+    built from the two intervals' ends."""
+    bias, gain = 1.02, 1.03
+    forward = (
+        gain * bias,
+        gain * bias * 0.99,
+        gain * bias * 1.01,
+    )  # raw / readable, the module the contender
+    swapped = (bias / gain, bias / gain * 0.99, bias / gain * 1.01)  # readable / raw, the raw the contender
+    both = readable_parity.both_orders(forward, swapped)
+    assert both["speedup"] == pytest.approx(gain)
+    assert both["ci"] == pytest.approx([gain * (0.99 / 1.01) ** 0.5, gain * (1.01 / 0.99) ** 0.5])
+    assert both["orders"] == pytest.approx([gain * bias, gain / bias])
+    meta = {"device": "GPU", "torch": "t", "triton": "tr", "date": "d", "command": "c"}
+    table = readable_parity.markdown(
+        [{"task": "op", "cases": {"c1": {"graph": both | {"raw_us": 2.0}}}}], meta
+    )
+    assert "| op | c1 | graph | 1.030x [1.020, 1.040] | 1.051x / 1.010x | 2.00 |" in table
