@@ -418,6 +418,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --tasks: no task.toml in {missing}", file=sys.stderr)
         return 2
     work = args.out / "work"
+    searched = [*names, *(d.name for d in task_dirs)]
+    earlier = [n for n in searched if (work / "runs" / n).exists()]
+    if earlier:  # `kernelbot evolve` refuses it, and the earlier search's best.py would be confirmed instead
+        print(
+            f"error: {work / 'runs'} holds an earlier search of {', '.join(earlier)}; give another --out",
+            file=sys.stderr,
+        )
+        return 2
     os.environ.setdefault("KERNELBOT_CACHE", str(work / "cache"))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     if names or task_dirs:

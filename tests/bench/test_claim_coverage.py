@@ -184,3 +184,14 @@ def test_each_task_is_searched_at_its_engine_s_line_length(tmp_path: Path) -> No
     given = search_config(tmp_path, "given", tasks["lmdeploy"], SEARCH_CONFIG, "96")
     assert load_config(given).mutation.line_length == 96
     assert load_config(given).stop.drain_timeout_s > 0  # the drain setting is kept beside it
+
+
+def test_an_out_that_holds_an_earlier_search_of_a_task_is_refused(tmp_path: Path, capsys) -> None:
+    """`kernelbot evolve` will not search into a run folder again; the earlier search's winner would then be
+    confirmed as if it were this run's. One line and exit 2, before anything is extracted or searched."""
+    (tmp_path / "work" / "runs" / "sglang_silu_and_mul").mkdir(parents=True)
+    argv = ["--out", str(tmp_path), "--fresh", "sglang_silu_and_mul", "--search-seconds", "5"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "holds an earlier search of sglang_silu_and_mul; give another --out" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "work" / "tasks").exists()
