@@ -5,8 +5,8 @@
 ##   its engine's line length, as `kernelbot target` does), each winner confirmed against eager and
 ##   torch.compile in PROCESSES fresh processes a column (the claims a bundle prints); then the module
 ##   `kernelbot integrate` writes for each winner checked against the readable-output rules and the line
-##   budget (bench/readable_modules.py) and timed against the raw winner in one process, graph regime, in
-##   both orders (bench/readable_parity.py; parity is [0.99, 1.01]).
+##   budget (bench/readable_modules.py) and timed against the raw winner in one process, both regimes,
+##   both orders (bench/readable_parity.py; parity is [0.99, 1.01], read in the graph regime).
 ## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
 ## FRESH=sglang_rmsnorm_residual  fresh functions (comma-separated; two share a 600 s call: one confirmation
 ##   takes about two minutes)
