@@ -8,9 +8,8 @@ kernel gets a docstring that states, in words, the value of every structural kno
 another kernel of the module, for instance a gather shuffled in registers against one loaded again from
 memory, or one pass over each row against two. A phrase is written only where both kernels' code shows
 their values (a `tl.gather` against none, a chunk loop, cache hints): a knob that left the code as it was
-says nothing. A module with a
-kernel that the fusion writer did not write (no knob line: an Inductor seed, an LLM's code) is left as it
-is. Source text only, never run.
+says nothing. A module with a kernel the fusion writer did not write (no knob line: an Inductor seed, an
+LLM's code) is left as it is. Source text only, never run.
 """
 
 from __future__ import annotations
@@ -175,7 +174,7 @@ def _shared(knobs: list[Knobs]) -> dict[str, object]:
     return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
 
 
-def docstring_lines(text: str, width: int = DOC_WIDTH) -> str:
+def _docstring_literal(text: str, width: int = DOC_WIDTH) -> str:
     """`text` as a docstring's literal, wrapped to `width` columns after a 4-column indent."""
     lines = textwrap.wrap(f'"""{text}"""', width, break_on_hyphens=False)
     return "\n    ".join(lines)
@@ -199,5 +198,5 @@ class _Docstrings(cst.CSTTransformer):
             or (body.body and is_docstring(body.body[0]))
         ):
             return updated_node
-        docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(docstring_lines(note)))])
+        docstring = cst.SimpleStatementLine([cst.Expr(cst.SimpleString(_docstring_literal(note)))])
         return updated_node.with_changes(body=body.with_changes(body=[docstring, *body.body]))
