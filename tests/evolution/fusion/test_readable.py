@@ -227,6 +227,7 @@ def test_a_generated_norm_follows_every_rule_and_stays_correct(rms_task) -> None
     for name in ("x_ptr", "residual_ptr", "weight_ptr", "variance", "_add_rmsnorm_bf16_kernel"):
         assert name in source, name
     assert "_stride" not in source  # row-major inputs: strides follow from the sizes the kernel has
+    assert "* 1.0" not in source  # the mean divides by the row's size as it is
     assert "fusion-knobs: {}" in source  # default knobs: nothing to record
     assert check(root, source) > 0
 

@@ -117,9 +117,11 @@ def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     dtype = ev.result_dtype(node)
     total = reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, "sum")
     if node.target.startswith("aten.mean"):
-        total = ev.emitter.binary(
-            "({a} / {b})", total, ev.emitter.cast(count(ev, source, dims), dtype), dtype
-        )
+        # A size divides a float sum as it is (Triton promotes it): `/ N`, not `/ (N * 1.0)`.
+        divisor = count(ev, source, dims)
+        if not (divisor.is_scalar and dtype in ("fp32", "fp64") and total.dtype == dtype):
+            divisor = ev.emitter.cast(divisor, dtype)
+        total = ev.emitter.binary("({a} / {b})", total, divisor, dtype)
     return finish(ev, node, total)
 
 
