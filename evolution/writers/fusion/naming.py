@@ -346,6 +346,9 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
         comparator = value.comparators[0]
         zero = isinstance(comparator, ast.Constant) and comparator.value == 0
         cmp_op = type(value.ops[0])
+        bound = comparator.id if isinstance(comparator, ast.Name) and comparator.id.isupper() else ""
+        if cmp_op is ast.Lt and bound and len(bound) <= 2 * _MAX_PART:  # below a named size: half an axis
+            return f"below_{bound.lower()}"
         if cmp_op is ast.Lt and left:
             return f"{left}_in_bounds" if _short(left) else "in_bounds"
         if zero and cmp_op in (ast.NotEq, ast.Eq):

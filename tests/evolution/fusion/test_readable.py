@@ -454,6 +454,30 @@ def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
 
 
 @pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter
+def test_a_piece_at_the_start_of_an_axis_is_tested_at_its_end_only(tmp_path) -> None:
+    """A rotate-half's pieces: the one that starts at 0 needs no `position >= 0` test (the lanes count up
+    from 0); the other keeps both ends, and the two halves are named for what they test."""
+    reference = (
+        "import torch\n\n\ndef rotate_half(x):\n    d = x.shape[-1] // 2\n"
+        "    return torch.cat((-x[..., d:], x[..., :d]), dim=-1)\n"
+    )
+    inputs = """
+    import torch
+
+
+    def make_inputs(case, seed, device):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(case["tokens"], 64, generator=g).to(device),), {}
+    """
+    root = write_task(
+        tmp_path / "rotate_half", "rotate_half", reference, inputs, [{"name": "t3", "tokens": 3}]
+    )
+    source = write(root, trace(root)).source
+    assert ">= 0)" not in source and re.search(r">= \w+\) & \(\w+ < ", source), source
+    assert check(root, source) > 0
+
+
+@pytest.mark.slow  # one trace (Dynamo, seconds) and the candidate on the interpreter
 def test_a_strided_input_keeps_its_strides_and_a_contiguous_one_takes_none(tmp_path) -> None:
     reference = "def scaled_sum(x, y):\n    return x * 2.0 + y\n"
     inputs = """

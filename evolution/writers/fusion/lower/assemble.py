@@ -12,9 +12,28 @@ from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
 from evolution.writers.fusion.lower.args import node_arg, normal_dim, slice_bounds
 from evolution.writers.fusion.model import Node
-from evolution.writers.fusion.tiles import Index, Tile
+from evolution.writers.fusion.tiles import Affine, Index, IndexExpr, Tile
 
 LOWERINGS = LoweringTable()
+
+
+def _within(ev: Evaluator, entry: IndexExpr, start: sympy.Expr, end: sympy.Expr) -> Tile:
+    """The test that `entry` lies in [start, end): `position < end` alone where the lower end cannot fail
+    (it is 0 and the index counts up from 0: atoms with non-negative coefficients, a non-negative offset)."""
+    position = ev.index_tile(entry)
+    from_zero = (
+        sympy.sympify(start) == 0
+        and isinstance(entry, Affine)
+        and all(coef.is_nonnegative for _, coef in entry.terms)
+        and bool(entry.const.is_nonnegative)
+    )
+    above = None
+    if not from_zero:
+        above = ev.emitter.binary(
+            "({a} >= {b})", position, Tile(ev.emitter.params.size(start), (), "i32"), "i1"
+        )
+    below = ev.emitter.binary("({a} < {b})", position, Tile(ev.emitter.params.size(end), (), "i32"), "i1")
+    return below if above is None else ev.emitter.binary("({a} & {b})", above, below, "i1")
 
 
 @LOWERINGS.register("aten.cat.default")
@@ -22,18 +41,12 @@ def _cat(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     pieces = [p for p in node.args[0] if ev.hints(p) and 0 not in ev.hints(p)]
     rank = len(index)
     dim = normal_dim(int(node.args[1]) if len(node.args) > 1 else int(node.kwargs.get("dim", 0)), rank)
-    position = ev.index_tile(index[dim])
     dtype = ev.result_dtype(node)
     start = sympy.Integer(0)
     result: Tile | None = None
     for piece in pieces:
         size = ev.shape(piece)[dim]
-        lo = Tile(ev.emitter.params.size(start), (), "i32")
-        hi = Tile(ev.emitter.params.size(start + size), (), "i32")
-        inside = ev.emitter.binary("({a} >= {b})", position, lo, "i1")
-        inside = ev.emitter.binary(
-            "({a} & {b})", inside, ev.emitter.binary("({a} < {b})", position, hi, "i1"), "i1"
-        )
+        inside = _within(ev, index[dim], start, start + size)
         piece_guard = inside if guard is None else ev.emitter.binary("({a} & {b})", guard, inside, "i1")
         entry = indexing.offset(ev.emitter, index[dim], -start)
         value = ev.emitter.cast(ev.eval(piece, (*index[:dim], entry, *index[dim + 1 :]), piece_guard), dtype)
@@ -56,10 +69,7 @@ def _slice_scatter(ev: Evaluator, node: Node, index: Index, guard: Tile | None) 
     dtype = ev.result_dtype(node)
     if ev.hint(start) == 0 and ev.hint(end) == ev.hint(shape[dim]) and step == 1:
         return ev.emitter.cast(ev.eval(source, index, guard), dtype)
-    position = ev.index_tile(index[dim])
-    inside = ev.emitter.binary("({a} >= {b})", position, Tile(ev.emitter.params.size(start), (), "i32"), "i1")
-    below = ev.emitter.binary("({a} < {b})", position, Tile(ev.emitter.params.size(end), (), "i32"), "i1")
-    inside = ev.emitter.binary("({a} & {b})", inside, below, "i1")
+    inside = _within(ev, index[dim], start, end)
     entry = indexing.offset(ev.emitter, index[dim], -start)
     if step != 1:
         step_tile = Tile(ev.emitter.params.size(step), (), "i32")
