@@ -66,3 +66,26 @@ def test_a_kernel_without_knobs_one_body_or_the_same_structure_leave_the_module_
         "x = tl.load(x_ptr + tl.arange(0, N))\n    tl.store(out_ptr + tl.arange(0, N), x)",
     )
     assert kernels_noted(twins, BLOCK, MAPPING) == twins  # one body under two names
+
+
+INDUCTOR_SIDE = """
+
+# --- bucket crossover: candidate B's code, its module-level names suffixed ---
+# Fused by Inductor from aten.gather
+@triton.jit
+def _poi_fused_gather_0_large2(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N) // 2)
+    tl.store(out_ptr + tl.arange(0, N), x)
+"""
+
+
+def test_an_inductor_kernel_says_what_it_is_and_the_fusion_kernels_are_told_apart() -> None:
+    """A third side seeded from torch.compile's code has no knob line; the comment above it says what it
+    is, so the two fusion kernels are still noted against each other, and it gets no docstring."""
+    block = BLOCK + INDUCTOR_SIDE
+    mapping = MAPPING | {"_poi_fused_gather_0_large2": "_poi_fused_gather_0_large2"}
+    docs = docstrings(kernels_noted(flat_of(block), block, mapping))
+    assert docs["_poi_fused_gather_0_large2"] is None
+    assert docs["_k_small"] is not None and docs["_k_small"].startswith("Regroups values it already holds")
+    unexplained = block.replace("# Fused by Inductor from aten.gather\n", "")  # an LLM's kernel, say
+    assert kernels_noted(flat_of(unexplained), unexplained, mapping) == flat_of(unexplained)

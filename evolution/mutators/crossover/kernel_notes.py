@@ -8,8 +8,9 @@ kernel gets a docstring that states, in words, the value of every structural kno
 another kernel of the module, for instance a gather shuffled in registers against one loaded again from
 memory, or one pass over each row against two. A phrase is written only where both kernels' code shows
 their values (a `tl.gather` against none, a chunk loop, cache hints): a knob that left the code as it was
-says nothing. A module with a kernel the fusion writer did not write (no knob line: an Inductor seed, an
-LLM's code) is left as it is. Source text only, never run.
+says nothing. An Inductor seed's kernel (no knob line) says what it is in the comment above it and is left
+out of the comparison; a module with any other kernel the fusion writer did not write (an LLM's) is left as
+it is. Source text only, never run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import libcst as cst
 from evolution.mutators.crossover.alike import ROUTE_SUFFIX, body_key, code, is_docstring, jit_functions
 from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
+from evolution.writers.inductor.render import ORIGIN_COMMENT
 
 _SECTION = re.compile(r"^# --- bucket crossover: .*$", re.MULTILINE)
 _KERNEL_DEF = re.compile(r"^@triton\.jit\s*\ndef (\w+)\(", re.MULTILINE)
@@ -123,10 +125,14 @@ def kernels_noted(flat: str, block: str, mapping: dict[str, str]) -> str:
     if len(kernels) < 2 or len({body_key(jit[k]) for k in kernels}) < len(kernels):
         return flat
     sources = _sources(kernels, knobs_by_kernel(block), mapping)
-    known = {k: [one for one in knobs if one is not None] for k, knobs in sources.items()}
-    if any(not known[k] or len(known[k]) < len(sources[k]) for k in kernels):
+    unknown = [k for k in kernels if not sources[k] or None in sources[k]]
+    if any(not _says_it_is_inductors(jit[k]) for k in unknown):
         return flat
-    shared = {k: _shared(knobs) for k, knobs in known.items()}
+    # Inductor's kernels say what they are above their def; the fusion writer's are told apart here.
+    kernels = [k for k in kernels if k not in unknown]
+    if len(kernels) < 2:
+        return flat
+    shared = {k: _shared([one for one in sources[k] if one is not None]) for k in kernels}
     texts = {k: code(jit[k]) for k in kernels}
     notes: dict[str, str] = {}
     for kernel in kernels:
@@ -149,6 +155,12 @@ def kernels_noted(flat: str, block: str, mapping: dict[str, str]) -> str:
     if not notes:
         return flat
     return module.visit(_Docstrings(notes)).code
+
+
+def _says_it_is_inductors(kernel: cst.FunctionDef) -> bool:
+    """A kernel seeded from torch.compile's code, which says so in the comment above it."""
+    comments = [line.comment.value for line in kernel.leading_lines if line.comment is not None]
+    return any(c.startswith(ORIGIN_COMMENT) for c in comments)
 
 
 def _sources(

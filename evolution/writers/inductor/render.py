@@ -26,6 +26,8 @@ from evolution.writers.inductor.model import Capture, CaptureReport, OutputNode
 from evolution.writers.inductor.signature import entry_signature
 from evolution.writers.inductor.wrapper import kernel_sources
 
+ORIGIN_COMMENT = "# Fused by Inductor from"  # above each kernel whose ATen ops Inductor names
+
 _MODULE_NAMES = frozenset({"torch", "triton", "tl", "math", "libdevice"})
 _METADATA_READ = re.compile(r"^    (\w+) = \w+\.(?:shape\[\d+\]|device)$")
 _SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
@@ -57,9 +59,7 @@ def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
             origin = host.origins.get(kernel.name, "")
             lines += ["", ""]
             if origin:
-                lines.append(
-                    f"# Fused by Inductor from {origin}" + (f" ({capture.variant})" if multi else "")
-                )
+                lines.append(f"{ORIGIN_COMMENT} {origin}" + (f" ({capture.variant})" if multi else ""))
             lines.append(
                 with_constexpr_sizes(kernel.source, kernel.name, host.fixed_sizes.get(kernel.name, set()))
             )
