@@ -31,6 +31,7 @@ from evolution.writers.fusion.lower import LOWERINGS
 from evolution.writers.fusion.memory import store_tensor
 from evolution.writers.fusion.model import Graph
 from evolution.writers.fusion.params import KernelParams, Param
+from evolution.writers.fusion.rebind_order import reads_before_rebinding
 from evolution.writers.fusion.region import Block
 from evolution.writers.fusion.rows import (
     GridAxis,
@@ -110,6 +111,8 @@ def build_kernel(
     tile_elements = _tile_elements(params, plan, knobs)
     # Readable names: values after what they hold, axes after their role (naming.py).
     atoms = _atom_names(table, plan, params)
+    reference = {n: h[1] for n in hints.by_name if (h := hints.get(n)) is not None and h[0] >= 3}
+    text = reads_before_rebinding(text, reference)  # the reference's order: `x` rebound, no `x_2`
     value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, value_names), renamed)

@@ -1,0 +1,91 @@
+"""Read a value before the reference rebinds its name, as the reference does.
+
+The emitter writes each stored value where its store needs it, at the end of the kernel. A norm's residual
+is the sum `x + residual` rounded to the input's dtype, and it is stored last. The reference computes it
+before it rebinds `x` to the normalised row:
+
+    x = x + residual.to(torch.float32)
+    residual = x.to(orig_dtype)
+    ...
+    x = x * torch.rsqrt(variance + self.variance_epsilon)
+
+Written at the end, the rounding still reads the old `x` after the new one is bound, so naming.py cannot
+give the new value the reference's name and writes `x_2`. Here such a statement moves up to just before
+the first rebinding of a name it reads. Only a pure statement moves: one name bound from Triton math and
+casts, with no load, store or call of another function. It moves only in the kernel's own statement list,
+never above what it reads. Triton orders the instructions itself, so the kernel computes the same values.
+"""
+
+from __future__ import annotations
+
+import ast
+
+_EFFECTS = ("load", "store", "atomic", "debug_barrier", "device_print", "device_assert", "inline_asm")
+
+
+def reads_before_rebinding(kernel_text: str, reference_names: dict[str, str]) -> str:
+    """`kernel_text` (one @triton.jit function, values in SSA form) with each pure top-level statement that
+    reads a value the reference later rebinds moved to just before that rebinding. `reference_names` maps a
+    value to the reference variable it holds (`v7` -> `x`)."""
+    tree = ast.parse(kernel_text)
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        return kernel_text
+    lines = kernel_text.splitlines(keepends=True)
+    body = list(fn.body)
+    order = list(range(len(body)))  # statement positions in the order they are written
+    for k in range(len(body)):
+        statement = body[k]
+        if not _pure_assignment(statement):
+            continue
+        assert isinstance(statement, ast.Assign)
+        reads = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+        rebound = {reference_names[r] for r in reads if r in reference_names}
+        at = order.index(k)
+        target = None
+        for earlier in range(at - 1, -1, -1):
+            bound = _bound(body[order[earlier]])
+            if bound & reads:
+                break  # never above what it reads
+            if any(reference_names.get(b) in rebound for b in bound):
+                target = earlier
+        if target is not None:
+            order.insert(target, order.pop(at))
+    if order == list(range(len(body))):
+        return kernel_text
+    # Each statement with the comment lines above it and the blank lines after it, up to the next one.
+    starts = [_start(lines, s) for s in body]
+    ends = [*starts[1:], body[-1].end_lineno or body[-1].lineno]
+    head, tail = "".join(lines[: starts[0]]), "".join(lines[ends[-1] :])
+    chunks = ["".join(lines[a:b]) for a, b in zip(starts, ends, strict=True)]
+    chunks = [c if c.endswith("\n") else c + "\n" for c in chunks]
+    return head + "".join(chunks[i] for i in order) + tail
+
+
+def _pure_assignment(statement: ast.stmt) -> bool:
+    """`name = expression` of Triton math and casts only: no memory access, no call of another function."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return False
+    for node in ast.walk(statement.value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not isinstance(func, ast.Attribute) or func.attr.startswith(_EFFECTS):
+                return False
+    return True
+
+
+def _bound(statement: ast.stmt) -> set[str]:
+    """Every name a statement binds, its nested blocks included."""
+    return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _start(lines: list[str], statement: ast.stmt) -> int:
+    """The statement's first line (0-based), the comment lines right above it included."""
+    start = statement.lineno - 1
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    return start
