@@ -55,6 +55,7 @@ from evolution.mutators.crossover.alike import body_key, jit_functions
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
+from evolution.writers.fusion.blocks import BLOCK_PREFIX
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
@@ -125,7 +126,9 @@ def kernel_bodies(source: str, entry: str) -> int:
         module = cst.parse_module(flat_routes(text, entry) or text)
     except (CandidateError, cst.ParserSyntaxError):
         return 0  # counted as fewer than any child has: a second body then has to earn STRUCTURE_GAIN
-    return len({body_key(fn) for name, fn in jit_functions(module).items() if not name.startswith("_kb_")})
+    return len(
+        {body_key(fn) for name, fn in jit_functions(module).items() if not name.startswith(BLOCK_PREFIX)}
+    )
 
 
 def _between(low: int, high: int) -> int:

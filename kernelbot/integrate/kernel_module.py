@@ -21,6 +21,7 @@ from evaluators.errors import CandidateError
 from evaluators.task import Case
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import ParsedCode
+from evolution.writers.fusion.blocks import BLOCK_PREFIX
 from evolution.writers.fusion.code_text import fit_docstrings
 from evolution.writers.fusion.generate import is_trace_account, traced_docstring_start
 from evolution.writers.fusion.unit_scale import unit_scales_folded
@@ -41,7 +42,6 @@ from kernelbot.integrate.task_view import TaskView
 from kernelbot.integrate.templates_env import fit_comments
 
 _GUARD_HELPERS = ("ENABLED", "_is_checked_tensor")
-_BLOCK_PREFIX = "_kb_"  # the fusion writer's building blocks (evolution/writers/fusion/blocks)
 _SEARCH_NOTES = re.compile(r"^[ \t]*# fusion-knobs: .*\n", re.MULTILINE)
 _SUFFIXED_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*_[a-z][a-z0-9]*")  # ROWS_large, WARPS_SCALE_small2
 
@@ -125,7 +125,7 @@ def _named_for_the_op(module: cst.Module, entry: str, names: KernelNames, taken:
     for statement in module.body:
         if isinstance(statement, cst.FunctionDef) and statement.name.value != entry:
             name = statement.name.value
-            new = "_" + name.removeprefix(_BLOCK_PREFIX) if name.startswith(_BLOCK_PREFIX) else name
+            new = "_" + name.removeprefix(BLOCK_PREFIX) if name.startswith(BLOCK_PREFIX) else name
             new = words.sub(stem, new, count=1)
         elif isinstance(statement, cst.SimpleStatementLine) and (name := _constant(statement)):
             new = name.upper() if _SUFFIXED_CONSTANT.fullmatch(name) else name

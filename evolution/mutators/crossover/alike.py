@@ -12,7 +12,8 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
-ROUTE_SUFFIX = re.compile(r"_(small|medium|large|size\d+)$")
+ROUTE_WORDS = r"small|medium|large|size\d+"  # what a crossover names each code for (crossover.routes)
+ROUTE_SUFFIX = re.compile(rf"_({ROUTE_WORDS})$")
 JIT_DECORATOR = m.Decorator(m.Attribute(m.Name("triton"), m.Name("jit")))
 _EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 # The added parameter goes on a line of its own: the kernel's parameter line stays within the line length.

@@ -22,15 +22,22 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import ROUTE_SUFFIX, body_key, code, is_docstring, jit_functions
+from evolution.mutators.crossover.alike import (
+    ROUTE_SUFFIX,
+    ROUTE_WORDS,
+    body_key,
+    code,
+    is_docstring,
+    jit_functions,
+)
+from evolution.mutators.crossover.source import SECTION
+from evolution.writers.fusion.blocks import BLOCK_PREFIX
 from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.lower.select import TOPK_BLOCKS
 from evolution.writers.inductor.render import ORIGIN_COMMENT
 
-_SECTION = re.compile(r"^# --- bucket crossover: .*$", re.MULTILINE)
 _KERNEL_DEF = re.compile(r"^@triton\.jit\s*\ndef (\w+)\(", re.MULTILINE)
 _CHUNK_LOOP = re.compile(r"\bfor \w+ in range\(0, ")
-_BUILDING_BLOCK = "_kb_"
 # A docstring line fits the narrowest engine's line length (SGLang's 88) inside a kernel (4 columns).
 DOC_WIDTH = 88 - 4
 
@@ -99,13 +106,13 @@ _PHRASES: dict[str, _Phrase] = {
 
 def _calls_block(block: str, text: str) -> bool:
     """Whether `text` calls the building block `block` (under a size suffix a crossover gave it, or none)."""
-    return re.search(rf"\b{block}(?:_(?:small|medium|large|size\d+))?\(", text) is not None
+    return re.search(rf"\b{block}(?:_(?:{ROUTE_WORDS}))?\(", text) is not None
 
 
 def knobs_by_kernel(block: str) -> dict[str, Knobs | None]:
     """Each kernel a crossover child's block defines -> the knobs of the section it came from (None where
     that section has no knob line)."""
-    starts = [0, *(m.start() for m in _SECTION.finditer(block))]
+    starts = [0, *(m.start() for m in SECTION.finditer(block))]
     found: dict[str, Knobs | None] = {}
     for start, end in zip(starts, [*starts[1:], len(block)], strict=True):
         section = block[start:end]
@@ -121,7 +128,7 @@ def kernels_noted(flat: str, block: str, mapping: dict[str, str]) -> str:
     one kernel body, a kernel without knobs or nothing to say."""
     module = cst.parse_module(flat)
     jit = jit_functions(module)
-    kernels = [name for name in jit if not name.startswith(_BUILDING_BLOCK)]
+    kernels = [name for name in jit if not name.startswith(BLOCK_PREFIX)]
     if len(kernels) < 2 or len({body_key(jit[k]) for k in kernels}) < len(kernels):
         return flat
     sources = _sources(kernels, knobs_by_kernel(block), mapping)

@@ -54,6 +54,7 @@ from evolution.mutators.crossover.size_tests import (
     untested,
 )
 from evolution.mutators.crossover.source import (
+    SECTION,
     CrossoverError,
     LaunchTable,
     ParsedCode,
@@ -67,7 +68,6 @@ from evolution.mutators.crossover.tree import Group, RoutingError, read_routing
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
-_CROSSOVER_HEADER = re.compile(r"^# --- bucket crossover: .*\n", re.MULTILINE)
 _CODES = """# Each call runs the code, launched with the constants, that the search timed fastest on inputs of
 # its size: the bytes of its tensor arguments."""
 
@@ -118,7 +118,7 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         for name in group.order:
             kept.setdefault(name, set()).add(k)
     chunks = [
-        _CROSSOVER_HEADER.sub("", chunk)
+        SECTION.sub("", chunk)
         for node, chunk in _statement_chunks(tree.text)
         if not (_bound_names(node) and not (_bound_names(node) & set(kept)))
     ]

@@ -32,6 +32,9 @@ from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
 _CODE = cst.Module([])
+# Where candidate B's code starts in a child's block (each crossover of a crossover adds one more).
+SECTION_HEADER = "# --- bucket crossover: candidate B's code, its module-level names suffixed ---"
+SECTION = re.compile(r"^# --- bucket crossover: .*\n", re.MULTILINE)
 _EQUAL = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
@@ -466,7 +469,7 @@ def build_child(a_source: str, b_source: str, entry: str, route: Route) -> str:
     dispatcher = _size_dispatcher(
         summary, constant, route, signature, names, f"{small}({call})", f"{large}({call})"
     )
-    header = "\n\n\n# --- bucket crossover: candidate B's code, its module-level names suffixed ---\n"
+    header = f"\n\n\n{SECTION_HEADER}\n"
     b_part = "".join(f"{s}\n" for s in [*added, *(["import torch"] if needs_torch else [])])
     b_text = _without(b_code.renamed(b_map), shared)
     block = a_code.renamed({entry: a_name}).rstrip() + header + b_part + b_text.strip()

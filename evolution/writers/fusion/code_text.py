@@ -9,6 +9,8 @@ import re
 import textwrap
 from collections.abc import Collection, Iterator
 
+from evolution.writers.fusion.blocks import BLOCK_PREFIX
+
 
 def literal(value: float | int | bool, dtype: str) -> str:
     if dtype == "i1":
@@ -198,13 +200,12 @@ def fit_docstrings(source: str, limit: int) -> str:
 
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*) = (.+)$")
 _VARIABLE = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!=[^=])")  # see _variable
-_BLOCK_CALL = "_kb_"  # a building block's prefix (writers/fusion/blocks)
 # Never moved: memory, building blocks, tiles the schedule placed, and the program's index (`row`).
 _NOT_INLINED = (
     "tl.load",
     "tl.store",
     "tl.atomic",
-    _BLOCK_CALL,
+    BLOCK_PREFIX,
     "tl.arange",
     "tl.full",
     "tl.zeros",
@@ -249,7 +250,7 @@ def inline_single_use(
             if use is None:
                 continue
             new = _substituted(lines[use], name, expr)
-            if new is None or len(new) + (call_margin if _BLOCK_CALL in new else 0) > limit:
+            if new is None or len(new) + (call_margin if BLOCK_PREFIX in new else 0) > limit:
                 continue
             lines[use] = new
             del lines[i]

@@ -111,8 +111,8 @@ def build_kernel(
     tile_elements = _tile_elements(params, plan, knobs)
     # Readable names: values after what they hold, axes after their role (naming.py).
     atoms = _atom_names(table, plan, params)
-    reference = {n: h[1] for n in hints.by_name if (h := hints.get(n)) is not None and h[0] >= 3}
-    text = reads_before_rebinding(text, reference)  # the reference's order: `x` rebound, no `x_2`
+    # In the reference's order where a value is rebound: `x` again, not `x_2` (rebind_order.py).
+    text = reads_before_rebinding(text, hints.from_reference())
     value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}
     text = naming.apply(naming.apply(text, value_names), renamed)

@@ -42,6 +42,10 @@ class Hints:
         if base and (current is None or priority > current[0]):
             self.by_name[name] = (priority, base)
 
+    def from_reference(self) -> dict[str, str]:
+        """Each value that holds a variable of the reference -> that variable's name."""
+        return {n: hint[1] for n in self.by_name if (hint := self.get(n)) is not None and hint[0] >= 3}
+
     def get(self, name: str) -> tuple[int, str] | None:
         own = self.by_name.get(name)
         wide = self.by_name.get(self.widened.get(name, ""))

@@ -10,8 +10,9 @@ import functools
 import re
 from pathlib import Path
 
+BLOCK_PREFIX = "_kb_"  # every building block's name starts with it
 _FILES = ("arith.py", "keys.py", "topk.py", "sort.py", "scan.py", "gather.py")
-_CALLED = re.compile(r"\b(_kb_\w+)\b")
+_CALLED = re.compile(rf"\b({BLOCK_PREFIX}\w+)\b")
 
 
 @functools.lru_cache(maxsize=1)
@@ -23,7 +24,7 @@ def _blocks() -> dict[str, tuple[str, frozenset[str]]]:
         text = path.read_text()
         lines = text.splitlines()
         for node in ast.parse(text).body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("_kb_"):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith(BLOCK_PREFIX):
                 start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
                 source = "\n".join(lines[start : node.end_lineno])
                 calls = frozenset(n for n in _CALLED.findall(source) if n != node.name)
