@@ -23,10 +23,11 @@ LINE_LIMIT = 110  # the example engine's ruff line length (examples/minirepo/pyp
 # blocks included) and the two-dtype activations are still above 200, hence the bound of 250.
 MAX_LINES = 250
 # The module integrate writes is at most 1.5x the lines of the engine's own Triton kernel for the same op
-# (where one exists: (release, file)), else at most 200 lines. DeepSeek-V3's biased grouped top-k is
-# LMDeploy's noaux_tc router; SGLang's activation kernel is gelu_and_mul only, no silu_and_mul.
+# (where one exists: (release, file)), else at most 200 lines. SGLang serves the biased grouped top-k
+# (DeepSeek-V3's router) on GPUs with its own Triton kernel, moe_fused_gate.py (biased_grouped_topk_gpu
+# imports it); its activation kernel is gelu_and_mul only, no silu_and_mul.
 OWN_KERNELS = {
-    "sglang_biased_grouped_topk": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/moe/route_noaux_tc.py"),
+    "sglang_biased_grouped_topk": ("sglang==0.5.23", "sglang/kernels/ops/moe/moe_fused_gate.py"),
     "lmdeploy_softmax_topk": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/moe/route_noaux_tc.py"),
     "lmdeploy_rmsnorm_residual": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/rms_norm.py"),
     "lmdeploy_apply_rotary": ("lmdeploy==0.18.0", "lmdeploy/pytorch/kernels/cuda/apply_rotary_pos_emb.py"),
