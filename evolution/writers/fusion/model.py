@@ -69,6 +69,7 @@ class Node:
     kwargs: dict[str, Any]
     outputs: tuple[TensorMeta, ...]  # one per tensor the op returns (topk: values, indices)
     label: str = ""  # the reference's variable that holds this value (`variance`), when one does
+    aliases: tuple[str, ...] = ()  # its other names in the reference (`residual = x`)
 
     @property
     def meta(self) -> TensorMeta:
@@ -83,6 +84,7 @@ class Node:
             kwargs=dict(data.get("kwargs", {})),
             outputs=tuple(TensorMeta.from_dict(m) for m in data.get("outputs", [])),
             label=str(data.get("label", "")),
+            aliases=tuple(str(a) for a in data.get("aliases", [])),
         )
 
 

@@ -39,25 +39,25 @@ def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) 
     the node or on what it casts or scales, up to three ops back), the name of the op's output for one
     output of a several-output op (`topk_ids`: the reference unpacked it, so no variable of its own names
     it, and the op's input is not what it holds), that name with `_out` where an argument already has it (a
-    norm returns the `x` and `residual` it rebound: `x_out`, `residual_out`), else `out` (the graph's only
-    output) or `out<k>`."""
+    norm returns the `x` and `residual` it rebound: `x_out`, `residual_out`; a name the reference gave
+    only by `residual = x` counts), else `out` (the graph's only output) or `out<k>`."""
     node = nodes.get(name)
-    label = ""
+    labels: tuple[str, ...] = ()
     for _ in range(4):
         if node is None or node.label:
-            label = node.label if node is not None else ""
+            labels = (node.label, *node.aliases) if node is not None else ()
             break
         if node.target == "getitem" and isinstance(node.args[0], dict):
             made_by = nodes.get(node.args[0].get("node"))
-            label = op_name(made_by.target, int(node.args[1])) if made_by is not None else ""
+            labels = (op_name(made_by.target, int(node.args[1])),) if made_by is not None else ()
             break
         source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
         node = nodes.get(source["node"]) if source is not None else None
     reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
-    if label and label.isidentifier() and not label.isupper():
-        for candidate in (label, f"{label}_out"):
-            if candidate not in reserved:
-                return candidate
+    usable = [label for label in labels if label and label.isidentifier() and not label.isupper()]
+    for candidate in [*usable, *(f"{label}_out" for label in usable)]:
+        if candidate not in reserved:
+            return candidate
     fresh = [o for o in graph.outputs if isinstance(o, dict) and "node" in o]
     return "out" if len(fresh) == 1 and "out" not in reserved else f"out{k}"
 

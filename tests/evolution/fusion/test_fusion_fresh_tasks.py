@@ -216,6 +216,13 @@ def test_the_shipped_module_is_named_for_the_op(seeds, shipped, target: Target) 
     assert search_accounts(shipped(target), entry, op) == []
 
 
+def test_the_outputs_are_named_as_the_reference_returns_them(shipped) -> None:
+    """LMDeploy's RMSNorm returns `x, residual`, the second a name given only by `residual = x`: the
+    module allocates and returns `x_out` and `residual_out`, not `out1`."""
+    module = shipped(next(t for t in TARGETS if t.name == "lmdeploy_rmsnorm_residual"))
+    assert "return (x_out, residual_out)" in module and "out1" not in module
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_engine_line_length(seeds, shipped, target: Target) -> None:
     source = seeds(target)[1]

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from evolution.writers.fusion.trace.host_values import HostValues, is_host_node, unbacked_symbol
-from evolution.writers.fusion.trace.labels import source_labels
+from evolution.writers.fusion.trace.labels import source_aliases, source_labels
 from evolution.writers.fusion.trace.sizes import size_names
 from evolution.writers.fusion.trace.sym_text import sym_text
 from evolution.writers.tracing.errors import TraceError
@@ -75,6 +75,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
     written: dict[str, str] = {}  # a copy_ into an input -> the input (a returned copy_ returns the input)
     calls = [n for n in fw.graph.nodes if n.op == "call_function"]
     labels = source_labels(calls)
+    aliases = source_aliases(calls, labels)
     host = HostValues({p["name"]: p["source"] for p in inputs if p["source"]})
     host.placeholder_shapes = {p["name"]: p["meta"]["shape"] for p in inputs if p.get("meta")}
     for node in fw.graph.nodes:
@@ -114,6 +115,7 @@ def graph_dict(fw: Any, sources: list[tuple[str, bool]], reference: Any) -> dict
                 "kwargs": {k: _encode(v) for k, v in node.kwargs.items()},
                 "outputs": _metas(value),
                 **({"label": labels[node.name]} if node.name in labels else {}),
+                **({"aliases": list(aliases[node.name])} if node.name in aliases else {}),
             }
         )
         host.node(nodes[-1])

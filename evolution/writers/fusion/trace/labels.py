@@ -5,6 +5,10 @@ reference's file around that line, when it assigns one plain name (`variance = x
 the last node the statement made: the value the name holds. Nodes of a statement without a single target
 (`return ...`, `x1, x2 = ...`) and nodes a decomposition made (no stack trace) keep no label; the code
 writer names those after their op.
+
+A statement that only gives a value a second name (`residual = x`) makes no node; `source_aliases` keeps
+that name for the node the first one named, so an output the reference returns under the second name
+(`return x, residual`) is named for it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,23 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=32)
+def alias_statements(path: str) -> tuple[tuple[int, str, str], ...]:
+    """(line, new name, old name) of every `new = old` statement of the file at `path`."""
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple(
+        (node.lineno, node.targets[0].id, node.value.id)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Name)
+    )
+
+
 def statement_of(stack_trace: str) -> tuple[str, int, str] | None:
     """(file, first line, assigned name) of the innermost statement of the trace's last frame."""
     frames = _FRAME.findall(stack_trace or "")
@@ -64,3 +85,20 @@ def source_labels(nodes: list[Any]) -> dict[str, str]:
         path, first, name = statement
         last[(path, first)] = (node.name, name)
     return {node: name for node, name in last.values() if name}
+
+
+def source_aliases(nodes: list[Any], labels: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """FX node name -> the reference's other names for its value: each `new = old` statement of the file
+    names the last labelled node (in graph order) whose statement is `old = ...` above it."""
+    placed = []  # (node, path, first line of its statement), for the labelled nodes
+    for node in nodes:
+        statement = statement_of(node.meta.get("stack_trace") or "")
+        if statement is not None and node.name in labels:
+            placed.append((node.name, statement[0], statement[1]))
+    found: dict[str, list[str]] = {}
+    for path in dict.fromkeys(p for _, p, _ in placed):
+        for line, new, old in alias_statements(path):
+            held = [n for n, p, first in placed if p == path and first < line and labels[n] == old]
+            if held and new != labels[held[-1]] and new not in found.get(held[-1], []):
+                found.setdefault(held[-1], []).append(new)
+    return {node: tuple(names) for node, names in found.items()}
