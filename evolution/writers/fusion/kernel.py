@@ -31,7 +31,7 @@ from evolution.writers.fusion.lower import LOWERINGS
 from evolution.writers.fusion.memory import store_tensor
 from evolution.writers.fusion.model import Graph
 from evolution.writers.fusion.params import KernelParams, Param
-from evolution.writers.fusion.rebind_order import reads_before_rebinding
+from evolution.writers.fusion.rebind_order import reads_before_rebinding, stored_values
 from evolution.writers.fusion.region import Block
 from evolution.writers.fusion.rows import (
     GridAxis,
@@ -112,6 +112,9 @@ def build_kernel(
     # Readable names: values after what they hold, axes after their role (naming.py).
     atoms = _atom_names(table, plan, params)
     # In the reference's order where a value is rebound: `x` again, not `x_2` (rebind_order.py).
+    text, stored = stored_values(text, hints.from_reference())
+    for stored_name, base in stored.items():
+        hints.add(stored_name, base, 3)
     text = reads_before_rebinding(text, hints.from_reference())
     value_names = naming.rename_map(text, hints, atoms)
     renamed = {p: naming.atom_text(p, atoms) for p in params.params if p.startswith(("GRID_", "BLOCK_"))}

@@ -14,11 +14,17 @@ give the new value the reference's name and writes `x_2`. Here such a statement 
 the first rebinding of a name it reads. Only a pure statement moves: one name bound from Triton math and
 casts, with no load, store or call of another function. It moves only in the kernel's own statement list,
 never above what it reads. Triton orders the instructions itself, so the kernel computes the same values.
+
+A store can read the old value too: LMDeploy's norm keeps the sum under a second name (`residual = x`)
+and returns it, so the kernel stores the old `x` into `residual_out` at the end. `stored_values` first
+binds such a store's value to a name of its own, named for the output it is written to (`residual`), which
+then moves like any pure statement: `residual = x.to(tl.bfloat16)` before `x = x * tl.rsqrt(...)`.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 _EFFECTS = ("load", "store", "atomic", "debug_barrier", "device_print", "device_assert", "inline_asm")
 
@@ -62,6 +68,65 @@ def reads_before_rebinding(kernel_text: str, reference_names: dict[str, str]) ->
     return head + "".join(chunks[i] for i in order) + tail
 
 
+def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """`kernel_text` with the value of each top-level store that reads a value the reference rebinds before
+    the store bound to a new name on the line above it, and for each new name the name of the value it
+    holds: the output's (`residual` for `residual_out_ptr`, where the reference has a `residual`)."""
+    tree = ast.parse(kernel_text)
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        return kernel_text, {}
+    lines = kernel_text.splitlines(keepends=True)
+    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    named: dict[str, str] = {}
+    edits: list[tuple[ast.stmt, ast.expr, str]] = []
+    for k, statement in enumerate(fn.body):
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.store" and len(call.args) >= 2):
+            continue
+        value = call.args[1]
+        if isinstance(value, ast.Name) or statement.lineno != statement.end_lineno or not _pure(value):
+            continue
+        reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        rebound = {reference_names[r] for r in reads if r in reference_names}
+        since = _after_last(fn.body[:k], reads)
+        if not any(reference_names.get(b) in rebound for s in since for b in _bound(s)):
+            continue
+        base = _output_base(call.args[0], set(reference_names.values()))
+        if base is None:
+            continue
+        name = next(f"stored{j}" for j in range(len(taken) + 1) if f"stored{j}" not in taken)
+        taken.add(name)
+        named[name] = base
+        edits.append((statement, value, name))
+    for statement, value, name in reversed(edits):
+        row = statement.lineno - 1
+        line = lines[row]
+        indent = line[: len(line) - len(line.lstrip())]
+        text = ast.get_source_segment(kernel_text, value) or ""
+        start, end = value.col_offset, value.end_col_offset or value.col_offset
+        lines[row] = f"{indent}{name} = {text}\n" + line[:start] + name + line[end:]
+    return "".join(lines), named
+
+
+def _after_last(statements: list[ast.stmt], reads: set[str]) -> list[ast.stmt]:
+    """The statements after the last one that binds a name of `reads`."""
+    last = max((k for k, s in enumerate(statements) if _bound(s) & reads), default=-1)
+    return statements[last + 1 :]
+
+
+def _output_base(pointer: ast.expr, reference: set[str]) -> str | None:
+    """The name of the output a store's pointer expression writes: `residual` for `residual_out_ptr + ...`
+    where the reference has a `residual`, else the output's own name; None for a numbered `out1`."""
+    pointers = [n.id for n in ast.walk(pointer) if isinstance(n, ast.Name) and n.id.endswith("_ptr")]
+    if len(pointers) != 1:
+        return None
+    output = pointers[0].removesuffix("_ptr")
+    if output.endswith("_out") and output.removesuffix("_out") in reference:
+        return output.removesuffix("_out")
+    return None if re.fullmatch(r"out\d*", output) else output
+
+
 def _pure_assignment(statement: ast.stmt) -> bool:
     """`name = expression` of Triton math and casts only: no memory access, no call of another function."""
     if not (
@@ -70,7 +135,11 @@ def _pure_assignment(statement: ast.stmt) -> bool:
         and isinstance(statement.targets[0], ast.Name)
     ):
         return False
-    for node in ast.walk(statement.value):
+    return _pure(statement.value)
+
+
+def _pure(value: ast.expr) -> bool:
+    for node in ast.walk(value):
         if isinstance(node, ast.Call):
             func = node.func
             if not isinstance(func, ast.Attribute) or func.attr.startswith(_EFFECTS):

@@ -218,9 +218,11 @@ def test_the_shipped_module_is_named_for_the_op(seeds, shipped, target: Target) 
 
 def test_the_outputs_are_named_as_the_reference_returns_them(shipped) -> None:
     """LMDeploy's RMSNorm returns `x, residual`, the second a name given only by `residual = x`: the
-    module allocates and returns `x_out` and `residual_out`, not `out1`."""
+    module allocates and returns `x_out` and `residual_out`, not `out1`, and its kernel holds the sum as
+    `residual` before `x` is rebound, not as an `x` that the normalised row becomes `x_2` beside."""
     module = shipped(next(t for t in TARGETS if t.name == "lmdeploy_rmsnorm_residual"))
     assert "return (x_out, residual_out)" in module and "out1" not in module
+    assert "residual = x.to(tl.bfloat16)" in module and "x_2" not in module
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])

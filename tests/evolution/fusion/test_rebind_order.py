@@ -4,7 +4,7 @@ a norm's `residual = x.to(...)` before `x = x * tl.rsqrt(...)`, no `x_2`."""
 
 from __future__ import annotations
 
-from evolution.writers.fusion.rebind_order import reads_before_rebinding
+from evolution.writers.fusion.rebind_order import reads_before_rebinding, stored_values
 
 NORM = """@triton.jit
 def _k(x_ptr, r_ptr, out_ptr, res_ptr, N: tl.constexpr):
@@ -37,3 +37,37 @@ def test_loads_stores_and_statements_without_a_rebound_read_stay() -> None:
     assert reads_before_rebinding(loaded, REFERENCE) == loaded  # a load keeps its place
     other = {k: v for k, v in REFERENCE.items() if k not in ("v4", "v5")}  # `x` not rebound
     assert reads_before_rebinding(NORM, other) == NORM
+
+
+# LMDeploy's norm: `residual = x` names the sum a second time, and the kernel stores the old `x` last.
+ALIASED = """@triton.jit
+def _k(x_ptr, r_ptr, x_out_ptr, residual_out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x_1 = tl.load(x_ptr + offs)
+    residual_2 = tl.load(r_ptr + offs)
+    v3 = (x_1.to(tl.float32) + residual_2.to(tl.float32)).to(tl.bfloat16).to(tl.float32)
+    v4 = tl.sum(v3 * v3, axis=0) / N
+    v5 = v3 * tl.rsqrt(v4)
+    tl.store(x_out_ptr + offs, v5.to(tl.bfloat16))
+    tl.store(residual_out_ptr + offs, v3.to(tl.bfloat16), mask=offs < N)
+"""
+ALIASED_NAMES = {"x_1": "x", "residual_2": "residual", "v3": "x", "v4": "variance", "v5": "x"}
+
+
+def test_a_stored_read_of_the_old_value_is_bound_and_named_for_its_output() -> None:
+    split, named = stored_values(ALIASED, ALIASED_NAMES)
+    assert named == {"stored0": "residual"}
+    bound = "    stored0 = v3.to(tl.bfloat16)\n"
+    assert bound + "    tl.store(residual_out_ptr + offs, stored0, mask=offs < N)" in split
+    assert "tl.store(x_out_ptr + offs, v5.to(tl.bfloat16))" in split  # reads the newest `x`: stays
+    moved = reads_before_rebinding(split, {**ALIASED_NAMES, **named})
+    lines = [line.strip() for line in moved.splitlines()]
+    assert lines.index("stored0 = v3.to(tl.bfloat16)") < lines.index("v5 = v3 * tl.rsqrt(v4)")
+
+
+def test_a_store_is_left_whole_without_a_rebinding_or_an_output_name() -> None:
+    assert stored_values(ALIASED, {**ALIASED_NAMES, "v5": "normed"}) == (ALIASED, {})  # `x` not rebound
+    numbered = ALIASED.replace("residual_out_ptr", "out1_ptr")
+    assert stored_values(numbered, ALIASED_NAMES) == (numbered, {})  # no name to give it
+    loaded = ALIASED.replace("v3.to(tl.bfloat16), mask", "tl.load(r_ptr + offs) + v3, mask")
+    assert stored_values(loaded, ALIASED_NAMES) == (loaded, {})  # a load is not moved
