@@ -111,6 +111,7 @@ def build_kernel(
     tile_elements = _tile_elements(params, plan, knobs)
     # Readable names: values after what they hold, axes after their role (naming.py).
     atoms = _atom_names(table, plan, params)
+    _name_row_blocks(text, plan, hints)
     # In the reference's order where a value is rebound: `x` again, not `x_2` (rebind_order.py).
     text, stored = stored_values(text, hints.from_reference())
     for stored_name, base in stored.items():
@@ -142,12 +143,14 @@ def build_kernel(
 
 
 def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str, str]:
-    """Atom -> a name for its role: `row` for the one row axis of the grid, `col` for the one axis a
-    program holds (or blocks) along a row, else the size parameter of its extent (`topk`; `experts` for
-    `num_experts`)."""
+    """Atom -> a name for its role: `row` for the one row axis of the grid (one row a program or ROWS),
+    `col` for the one axis a program holds (or blocks) along a row, else the size parameter of its extent
+    (`topk`; `experts` for `num_experts`)."""
     grid = {axis.atom.name: axis for axis in plan.grid}
-    rows = [a for a in table.atoms if a.name in grid and not grid[a.name].block]
-    cols = [a for a in table.atoms if a.name not in grid or grid[a.name].block]
+    # A grid axis a program takes ROWS of (a knob) is still the rows' axis.
+    row_axes = {name for name, axis in grid.items() if axis.block in ("", "ROWS")}
+    rows = [a for a in table.atoms if a.name in row_axes]
+    cols = [a for a in table.atoms if a.name not in row_axes]
     names: dict[str, str] = {}
     taken: set[str] = set()
     for group, single in ((rows, "row"), (cols, "col")):
@@ -169,6 +172,19 @@ def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str,
             taken.add(name)
             names[atom.name] = name
     return names
+
+
+def _name_row_blocks(text: str, plan: Plan, hints: naming.Hints) -> None:
+    """Where a program takes ROWS rows, its index is the block's (`pid`, or `block` where the kernel's
+    `pid` is the launch's flat index) and `pid * ROWS + tl.arange(0, ROWS)` holds its rows (`rows`), as
+    hand-written kernels name them, not a `row` that is a block."""
+    for axis in plan.grid:
+        if axis.block != "ROWS":
+            continue
+        index = f"pid_{axis.atom.name}"
+        hints.add(index, "block" if re.search(r"\bpid\b", text) else "pid", 3)
+        for bound in re.finditer(rf"^\s*(\w+) = \(?{index} \* ROWS\)? \+ tl\.arange\(0, ROWS\)", text, re.M):
+            hints.add(bound.group(1), "rows", 3)
 
 
 def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:

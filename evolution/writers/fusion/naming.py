@@ -66,9 +66,9 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     assert isinstance(fn, ast.FunctionDef)
     # Only what the code itself names: `tl.rsqrt` leaves `rsqrt` free, and so do a keyword (`mask=`) and
     # the words of a comment (`# ... the whole row's sum`).
-    named = (
+    named = {
         n.id if isinstance(n, ast.Name) else n.arg for n in ast.walk(fn) if isinstance(n, (ast.Name, ast.arg))
-    )
+    }
     taken = {fn.name, *named} | _RESERVED
     bound = _bound_in_order(fn)
     uses = _pointer_uses(fn)
@@ -76,7 +76,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     mapping: dict[str, str] = {}
     generated = [n for n in bound if n not in _FIXED]
     taken -= set(generated)
-    taken |= _FIXED
+    taken |= _FIXED & named  # a fixed name the kernel does not use is free (a block's `pid`)
     lives = _lifetimes(fn)
     holders: dict[str, str] = {}  # a new name -> the generated value that holds it last
     latest: dict[str, str] = {}  # a base name -> the last new name given for it (`x_2` once `x` was taken)
@@ -278,9 +278,9 @@ def _base_name(
     mapping: dict[str, str],
     value: ast.expr | None,
 ) -> str:
-    if name.startswith("pid_"):  # a program's index along an axis: the row it handles
-        return atom_text(name.removeprefix("pid_"), atoms)
     hint = hints.get(name)
+    if name.startswith("pid_"):  # a program's index along an axis: the row it handles, or a block of rows
+        return hint[1] if hint is not None and hint[0] >= 3 else atom_text(name.removeprefix("pid_"), atoms)
     if hint is not None and hint[0] >= 2:
         return atom_text(hint[1], atoms)
     if name in uses:

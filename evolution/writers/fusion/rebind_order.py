@@ -12,8 +12,9 @@ before it rebinds `x` to the normalised row:
 Written at the end, the rounding still reads the old `x` after the new one is bound, so naming.py cannot
 give the new value the reference's name and writes `x_2`. Here such a statement moves up to just before
 the first rebinding of a name it reads. Only a pure statement moves: one name bound from Triton math and
-casts, with no load, store or call of another function. It moves only in the kernel's own statement list,
-never above what it reads. Triton orders the instructions itself, so the kernel computes the same values.
+casts, with no load, store or call of another function. It moves only within its own statement list (the
+kernel's, or a loop's body), never above what it reads. Triton orders the instructions itself, so the
+kernel computes the same values.
 
 A store can read the old value too: LMDeploy's norm keeps the sum under a second name (`residual = x`)
 and returns it, so the kernel stores the old `x` into `residual_out` at the end. `stored_values` first
@@ -30,15 +31,36 @@ _EFFECTS = ("load", "store", "atomic", "debug_barrier", "device_print", "device_
 
 
 def reads_before_rebinding(kernel_text: str, reference_names: dict[str, str]) -> str:
-    """`kernel_text` (one @triton.jit function, values in SSA form) with each pure top-level statement that
-    reads a value the reference later rebinds moved to just before that rebinding. `reference_names` maps a
-    value to the reference variable it holds (`v7` -> `x`)."""
-    tree = ast.parse(kernel_text)
-    fn = tree.body[0]
-    if not isinstance(fn, ast.FunctionDef):
-        return kernel_text
+    """`kernel_text` (one @triton.jit function, values in SSA form) with each pure statement that reads a
+    value the reference later rebinds in its statement list (the kernel's, or a loop's body: a persistent
+    kernel's rows) moved to just before that rebinding. `reference_names` maps a value to the reference
+    variable it holds (`v7` -> `x`)."""
+    for _ in range(kernel_text.count("\n") + 1):  # one statement list reordered a round
+        tree = ast.parse(kernel_text)
+        fn = tree.body[0]
+        if not isinstance(fn, ast.FunctionDef):
+            return kernel_text
+        for body in _statement_lists(fn):
+            moved = _reordered(kernel_text, body, reference_names)
+            if moved != kernel_text:
+                kernel_text = moved
+                break
+        else:
+            return kernel_text
+    return kernel_text
+
+
+def _statement_lists(fn: ast.FunctionDef) -> list[list[ast.stmt]]:
+    """The function's body and every block nested in it."""
+    found = [fn.body]
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.For, ast.While, ast.If)) and node is not fn:
+            found += [b for b in (node.body, node.orelse) if b]
+    return found
+
+
+def _reordered(kernel_text: str, body: list[ast.stmt], reference_names: dict[str, str]) -> str:
     lines = kernel_text.splitlines(keepends=True)
-    body = list(fn.body)
     order = list(range(len(body)))  # statement positions in the order they are written
     for k in range(len(body)):
         statement = body[k]
@@ -69,9 +91,10 @@ def reads_before_rebinding(kernel_text: str, reference_names: dict[str, str]) ->
 
 
 def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """`kernel_text` with the value of each top-level store that reads a value the reference rebinds before
-    the store bound to a new name on the line above it, and for each new name the name of the value it
-    holds: the output's (`residual` for `residual_out_ptr`, where the reference has a `residual`)."""
+    """`kernel_text` with the value of each store that reads a value the reference rebinds before the store
+    (in the store's statement list) bound to a new name on the line above it, and for each new name the
+    name of the value it holds: the output's (`residual` for `residual_out_ptr`, where the reference has a
+    `residual`)."""
     tree = ast.parse(kernel_text)
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
@@ -80,7 +103,7 @@ def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[st
     taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     named: dict[str, str] = {}
     edits: list[tuple[ast.stmt, ast.expr, str]] = []
-    for k, statement in enumerate(fn.body):
+    for body, k, statement in ((b, k, s) for b in _statement_lists(fn) for k, s in enumerate(b)):
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.store" and len(call.args) >= 2):
             continue
@@ -89,7 +112,7 @@ def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[st
             continue
         reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
         rebound = {reference_names[r] for r in reads if r in reference_names}
-        since = _after_last(fn.body[:k], reads)
+        since = _after_last(body[:k], reads)
         if not any(reference_names.get(b) in rebound for s in since for b in _bound(s)):
             continue
         base = _output_base(call.args[0], set(reference_names.values()))
@@ -99,7 +122,7 @@ def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[st
         taken.add(name)
         named[name] = base
         edits.append((statement, value, name))
-    for statement, value, name in reversed(edits):
+    for statement, value, name in sorted(edits, key=lambda edit: -edit[0].lineno):
         row = statement.lineno - 1
         line = lines[row]
         indent = line[: len(line) - len(line.lstrip())]

@@ -343,6 +343,20 @@ def test_a_name_crossed_twice_says_once_when_it_runs(rms_task) -> None:
     assert check(root, flat, seeds=(0,)) > 0
 
 
+def test_a_block_of_rows_is_named_as_one(rms_task) -> None:
+    """With ROWS rows a program, the program's index is a block's (`pid`; `block` beside a persistent loop's
+    `pid`) and its rows are `rows`, not a `row` that is a block; the sum the reference names again by
+    `residual = x` is bound as `residual` before `x` is rebound, in a persistent loop's body too."""
+    root, report = rms_task
+    rows = write(root, report, Knobs(rows=2)).source
+    assert "    pid = tl.program_id(0)\n    rows = pid * ROWS + tl.arange(0, ROWS)\n" in rows
+    persistent = write(root, report, Knobs(rows=2, persistent=4)).source
+    assert "        block = pid % GRID_ROW\n        rows = block * ROWS + tl.arange(0, ROWS)\n" in persistent
+    for source in (rows, persistent):
+        assert "pid_" not in source and "x_2" not in source
+        assert re.search(r"residual = x\.to\(.*\n\s+x = x \* tl\.rsqrt", source)
+
+
 def test_the_launch_reads_like_the_kernel(rms_task) -> None:
     """Each launch passes the kernel's parameters in the order its signature declares them, and sizes its
     warps by the tiles no other tile holds all the extents of (`ROWS * N` covers `N`)."""

@@ -71,3 +71,28 @@ def test_a_store_is_left_whole_without_a_rebinding_or_an_output_name() -> None:
     assert stored_values(numbered, ALIASED_NAMES) == (numbered, {})  # no name to give it
     loaded = ALIASED.replace("v3.to(tl.bfloat16), mask", "tl.load(r_ptr + offs) + v3, mask")
     assert stored_values(loaded, ALIASED_NAMES) == (loaded, {})  # a load is not moved
+
+
+LOOPED = """@triton.jit
+def _k(x_ptr, r_ptr, x_out_ptr, residual_out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    first = tl.program_id(0)
+    for pid in range(first, 8, 4):
+        x_1 = tl.load(x_ptr + pid * N + offs)
+        residual_2 = tl.load(r_ptr + pid * N + offs)
+        v3 = (x_1.to(tl.float32) + residual_2.to(tl.float32)).to(tl.bfloat16).to(tl.float32)
+        v4 = tl.sum(v3 * v3, axis=0) / N
+        v5 = v3 * tl.rsqrt(v4)
+        tl.store(x_out_ptr + pid * N + offs, v5.to(tl.bfloat16))
+        tl.store(residual_out_ptr + pid * N + offs, v3.to(tl.bfloat16))
+"""
+
+
+def test_a_persistent_loop_body_is_reordered_like_the_kernel() -> None:
+    """A persistent kernel's rows are a loop's body: the store's value is bound and moved there too."""
+    split, named = stored_values(LOOPED, ALIASED_NAMES)
+    assert named == {"stored0": "residual"}
+    moved = reads_before_rebinding(split, {**ALIASED_NAMES, **named})
+    lines = [line.strip() for line in moved.splitlines()]
+    assert lines.index("stored0 = v3.to(tl.bfloat16)") < lines.index("v5 = v3 * tl.rsqrt(v4)")
+    assert "        stored0 = v3.to(tl.bfloat16)\n" in moved  # in the loop's body
