@@ -24,7 +24,7 @@ from typing import Any
 from evaluators.candidate import EVOLVE_END, EVOLVE_START, parse_candidate
 from evaluators.errors import CandidateError
 from evolution.writers.fusion import blocks, symbols
-from evolution.writers.fusion.code_text import fit_docstrings, wrap_long_lines
+from evolution.writers.fusion.code_text import fit_docstrings, without_redundant_parentheses, wrap_long_lines
 from evolution.writers.fusion.dispatch import predicates
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.host import host_body, returned
@@ -298,6 +298,7 @@ def _host_function(
     if result != "None":
         body.append(f"return {result}")
     body = _unpacked_shapes(_inline_read_once(_named_sizes(body, graph.symbols, graph.size_names)), graph)
+    body = [_without_grouping(line) for line in body]
     body = _shared_shape(body, width - 4, set(graph.arg_kinds))
     if count == 1:
         returns = f" -> {report.returns}" if report.returns else ""
@@ -311,6 +312,16 @@ def _host_function(
         subsequent_indent="    ",
     )
     return [head, *doc.splitlines(), *(f"    {line}" for line in body)]
+
+
+def _without_grouping(line: str) -> str:
+    """A host line without the parentheses an inlined size brought that nothing needs
+    (`triton.next_power_of_2((x_size1 // 2))`), a launch's `NAME=value,` line included."""
+    keyword = re.fullmatch(r"(\s*)(\w+)=(.+),", line)
+    if keyword is None:
+        return without_redundant_parentheses(line)
+    value = without_redundant_parentheses(f"_ = {keyword[3]}").removeprefix("_ = ")
+    return f"{keyword[1]}{keyword[2]}={value},"
 
 
 def _dispatcher(

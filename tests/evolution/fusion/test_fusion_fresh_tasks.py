@@ -226,6 +226,19 @@ def test_the_outputs_are_named_as_the_reference_returns_them(shipped) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_the_entry_has_no_parentheses_it_does_not_need(seeds, shipped, target: Target) -> None:
+    """A size inlined into the host's lines brings no grouping with it (`triton.cdiv(x_size1 // 2,
+    BLOCK_COL)`, not `triton.cdiv((x_size1 // 2), BLOCK_COL)`)."""
+    from evolution.writers.fusion.generate import _without_grouping
+
+    entry = shipped_entry(seeds(target)[0])
+    tree = ast.parse(shipped(target))
+    fn = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == entry)
+    lines = shipped(target).splitlines()[fn.lineno - 1 : fn.end_lineno]
+    assert [line for line in lines if _without_grouping(line) != line] == []
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_engine_line_length(seeds, shipped, target: Target) -> None:
     source = seeds(target)[1]
     width = engine_line_length(target)
