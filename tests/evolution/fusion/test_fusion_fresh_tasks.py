@@ -225,6 +225,15 @@ def test_the_outputs_are_named_as_the_reference_returns_them(shipped) -> None:
     assert "residual = x.to(tl.bfloat16)" in module and "x_2" not in module
 
 
+def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:
+    """Advanced indexing counts negative indices from the end; the wrapped values are the same indices,
+    so the decode metadata's module rebinds `req_pool_indices` and `strided_indices`, no `index_2`."""
+    module = shipped(next(t for t in TARGETS if t.name == "sglang_decode_metadata"))
+    for name in ("req_pool_indices", "strided_indices"):
+        assert re.search(rf"{name} = {name} \+ tl\.where\(\s*{name} < 0", module), name
+    assert not re.search(r"\bindex(_\d+)?\b", module)
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_entry_has_no_parentheses_it_does_not_need(seeds, shipped, target: Target) -> None:
     """A size inlined into the host's lines brings no grouping with it (`triton.cdiv(x_size1 // 2,

@@ -22,10 +22,14 @@ def data_index(ev: Evaluator, tile: Tile, size: sympy.Expr | None = None) -> Com
         tile = ev.emitter.cast(tile, "i32")
     if size is not None:
         bound = Tile(ev.emitter.params.size(size), (), tile.dtype)
+        named = ev.emitter.hints.get(tile.code)
         # `i + tl.where(i < 0, n, 0)` rather than `tl.where(i < 0, i + n, i)`: as many operations, and a line
         # that fits where the select of a sum and the index is broken over three
         tile = ev.emitter.binary("{a} + tl.where({a} < 0, {b}, 0)", tile, bound, tile.dtype)
-        ev.emitter.name_value(tile, "index", 2)
+        # The same indices, negative ones counted from the end: they keep the name they were loaded as
+        # (`req_pool_indices = req_pool_indices + tl.where(...)`).
+        priority, base = named if named is not None and named[0] >= 3 else (2, "index")
+        ev.emitter.name_value(tile, base, priority)
     return Computed(tile)
 
 
