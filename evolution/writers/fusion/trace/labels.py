@@ -23,14 +23,19 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
 
 
 @functools.lru_cache(maxsize=32)
-def statements(path: str) -> tuple[tuple[int, int, str], ...]:
-    """(first line, last line, assigned name or "") of every statement of the file at `path`."""
+def _nodes(path: str) -> tuple[ast.AST, ...]:
+    """Every node of the file at `path` (none where it cannot be read or parsed)."""
     try:
-        tree = ast.parse(Path(path).read_text())
+        return tuple(ast.walk(ast.parse(Path(path).read_text())))
     except (OSError, SyntaxError, ValueError):
         return ()
+
+
+@functools.lru_cache(maxsize=32)
+def statements(path: str) -> tuple[tuple[int, int, str], ...]:
+    """(first line, last line, assigned name or "") of every statement of the file at `path`."""
     found = []
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if not isinstance(node, ast.stmt):
             continue
         target: ast.expr | None = None
@@ -46,13 +51,9 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
 @functools.lru_cache(maxsize=32)
 def alias_statements(path: str) -> tuple[tuple[int, str, str], ...]:
     """(line, new name, old name) of every `new = old` statement of the file at `path`."""
-    try:
-        tree = ast.parse(Path(path).read_text())
-    except (OSError, SyntaxError, ValueError):
-        return ()
     return tuple(
         (node.lineno, node.targets[0].id, node.value.id)
-        for node in ast.walk(tree)
+        for node in _nodes(path)
         if isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
