@@ -374,5 +374,45 @@ _ROUND_TRIP = re.compile(r"\.to\(tl\.(bfloat16|float16)\)\.to\(tl\.float32\)\.to
 def without_round_trips(text: str) -> str:
     """`text` with `v.to(tl.bfloat16).to(tl.float32).to(tl.bfloat16)` as `v.to(tl.bfloat16)`: a value
     rounded as the reference rounds it, inlined into a store that narrows it again (float32 holds every
-    bfloat16 and float16 exactly, so the round trip changes nothing)."""
-    return _ROUND_TRIP.sub(lambda m: f".to(tl.{m.group(1)})", text)
+    bfloat16 and float16 exactly, so the round trip changes nothing). A named value rounded so and read
+    only narrowed again is held narrow (`held_narrow`)."""
+    return held_narrow(_ROUND_TRIP.sub(lambda m: f".to(tl.{m.group(1)})", text))
+
+
+_WIDENED = re.compile(r"^(\s*)(\w+) = (.+)\.to\(tl\.(bfloat16|float16)\)\.to\(tl\.float32\)$")
+
+
+def held_narrow(text: str) -> str:
+    """`text` with `residual = x.to(tl.bfloat16).to(tl.float32)`, where every later read of `residual` (up
+    to its next binding) is `residual.to(tl.bfloat16)`, written `residual = x.to(tl.bfloat16)` and read as
+    `residual`: the reference's `residual = x.to(orig_dtype)`, stored as it is. Only a binding in the
+    function's own body (a loop's may be read again above it in the next round)."""
+    lines = text.split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines if line[:1].isspace() and line.strip()]
+    body = min(indents, default=0)  # the function's own statements
+    for i, line in enumerate(lines):
+        held = _WIDENED.match(line)
+        if held is None or len(held[1]) != body:
+            continue
+        name, dtype = held[2], held[4]
+        anywhere = re.compile(rf"(?<![.\w]){name}\b")
+        narrowed = re.compile(rf"(?<![.\w]){name}\.to\(tl\.{dtype}\)")
+        reads: list[int] = []
+        for j in range(i + 1, len(lines)):
+            if re.match(rf"\s*for {name}\b", lines[j]):
+                break
+            rebinding = re.match(rf"\s*{name} = (.*)$", lines[j])
+            part = rebinding[1] if rebinding else lines[j]
+            if len(anywhere.findall(part)) != len(narrowed.findall(part)):
+                reads = []  # read as float32 somewhere: kept as it is
+                break
+            if narrowed.search(part):
+                reads.append(j)
+            if rebinding:
+                break
+        if not reads:
+            continue
+        lines[i] = f"{held[1]}{name} = {held[3]}.to(tl.{dtype})"
+        for j in reads:
+            lines[j] = narrowed.sub(name, lines[j])
+    return "\n".join(lines)

@@ -659,6 +659,28 @@ def test_a_rounded_value_stored_narrow_is_cast_once() -> None:
     assert without_round_trips(mixed) == mixed
 
 
+def test_a_named_value_read_only_narrowed_is_held_narrow() -> None:
+    """SGLang's norm: `residual = x.to(orig_dtype)`, stored as it is. Read as float32 anywhere, or bound in
+    a loop's body, it keeps its rounding to float32."""
+    from evolution.writers.fusion.code_text import held_narrow
+
+    kernel = [
+        "def _k(x_ptr, out_ptr):",
+        "    x = tl.load(x_ptr).to(tl.float32)",
+        "    residual = x.to(tl.bfloat16).to(tl.float32)",
+        "    x = x * 2",
+        "    tl.store(out_ptr, residual.to(tl.bfloat16))",
+    ]
+    held = held_narrow("\n".join(kernel)).split("\n")
+    assert held[2] == "    residual = x.to(tl.bfloat16)" and held[4] == "    tl.store(out_ptr, residual)"
+    wide = "\n".join([*kernel, "    tl.store(out_ptr + 1, residual * 2)"])
+    assert held_narrow(wide) == wide
+    looped = "\n".join(kernel[:2] + ["    for i in range(2):"] + ["    " + line for line in kernel[2:]])
+    assert held_narrow(looped) == looped
+    rebound = "\n".join([*kernel, "    residual = residual + 1", "    tl.store(out_ptr, residual)"])
+    assert held_narrow(rebound) == rebound  # the rebinding reads it as float32
+
+
 def test_parentheses_stay_only_where_precedence_needs_them() -> None:
     from evolution.writers.fusion.code_text import without_redundant_parentheses
 
