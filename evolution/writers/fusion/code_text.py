@@ -399,12 +399,12 @@ def held_narrow(text: str) -> str:
         narrowed = re.compile(rf"(?<![.\w]){name}\.to\(tl\.{dtype}\)")
         reads: list[int] = []
         for j in range(i + 1, len(lines)):
-            if re.match(rf"\s*for {name}\b", lines[j]):
-                break
-            rebinding = re.match(rf"\s*{name} = (.*)$", lines[j])
-            part = rebinding[1] if rebinding else lines[j]
-            if len(anywhere.findall(part)) != len(narrowed.findall(part)):
-                reads = []  # read as float32 somewhere: kept as it is
+            rebinding = re.match(rf"(\s*)(?:for {name}\b|{name} = )(.*)$", lines[j])
+            part = rebinding[2] if rebinding else lines[j]
+            if len(anywhere.findall(part)) != len(narrowed.findall(part)) or (
+                rebinding and len(rebinding[1]) != body
+            ):
+                reads = []  # read as float32 somewhere, or rebound on one path only: kept as it is
                 break
             if narrowed.search(part):
                 reads.append(j)

@@ -679,6 +679,9 @@ def test_a_named_value_read_only_narrowed_is_held_narrow() -> None:
     assert held_narrow(looped) == looped
     rebound = "\n".join([*kernel, "    residual = residual + 1", "    tl.store(out_ptr, residual)"])
     assert held_narrow(rebound) == rebound  # the rebinding reads it as float32
+    branch = ["    if x > 0:", "        residual = x", "    tl.store(out_ptr, residual * 2)"]
+    one_path = "\n".join(kernel[:3] + kernel[4:] + branch)
+    assert held_narrow(one_path) == one_path  # rebound on one path only
 
 
 def test_parentheses_stay_only_where_precedence_needs_them() -> None:
