@@ -108,7 +108,7 @@ def stored_values(kernel_text: str, reference_names: dict[str, str]) -> tuple[st
         if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.store" and len(call.args) >= 2):
             continue
         value = call.args[1]
-        if isinstance(value, ast.Name) or statement.lineno != statement.end_lineno or not _pure(value):
+        if statement.lineno != statement.end_lineno or not _pure(value):
             continue
         reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
         rebound = {reference_names[r] for r in reads if r in reference_names}

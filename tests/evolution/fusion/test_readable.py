@@ -549,24 +549,27 @@ def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
 
 def test_trace_aliases_give_a_node_the_second_name_of_its_value(tmp_path) -> None:
     """`residual = x` makes no node: the name goes to the node `x` held there (the add, not the later
-    cast `x` is rebound to), and an alias of a name no node holds yet names nothing."""
+    cast `x` is rebound to), and so does a call that made no node; an alias of a name no node holds yet
+    names nothing."""
     from types import SimpleNamespace
 
     from evolution.writers.fusion.trace.labels import source_aliases, source_labels
 
     path = tmp_path / "reference.py"
     lines = ["def f(x, residual):", "    early = x", "    x = x + residual", "    residual = x"]
-    lines += ["    x = x.float()", "    x = x * 2", "    return x, residual"]
+    lines += ["    same = x.to(x.dtype)", "    x = x.float()", "    x = x * 2"]
+    lines.append("    return x, residual, same")
     path.write_text("\n".join(lines) + "\n")
 
     def node(name: str, line: int) -> SimpleNamespace:
         trace = f'  File "{path}", line {line}, in f\n    ...\n'
         return SimpleNamespace(name=name, meta={"stack_trace": trace})
 
-    nodes = [node("add", 3), node("_to_copy", 5), node("mul", 6)]
+    # A cast to the dtype x has makes no node: `same` is a second name too; `x.float()` made one.
+    nodes = [node("add", 3), node("_to_copy", 6), node("mul", 7)]
     labels = source_labels(nodes)
     assert labels == {"add": "x", "_to_copy": "x", "mul": "x"}
-    assert source_aliases(nodes, labels) == {"add": ("residual",)}
+    assert source_aliases(nodes, labels) == {"add": ("residual", "same")}
 
 
 def test_specialisations_are_named_for_when_they_run() -> None:

@@ -96,3 +96,13 @@ def test_a_persistent_loop_body_is_reordered_like_the_kernel() -> None:
     lines = [line.strip() for line in moved.splitlines()]
     assert lines.index("stored0 = v3.to(tl.bfloat16)") < lines.index("v5 = v3 * tl.rsqrt(v4)")
     assert "        stored0 = v3.to(tl.bfloat16)\n" in moved  # in the loop's body
+
+
+def test_a_stored_name_gets_the_output_name_as_an_alias() -> None:
+    """In float32 the example engine's norm: `residual = x.to(orig_dtype)` is no cast at all, so the store
+    reads the old `x` itself; it is stored as `residual = x`, bound before `x` is rebound."""
+    bare = ALIASED.replace("v3.to(tl.bfloat16), mask=offs < N", "v3, mask=offs < N")
+    split, named = stored_values(bare, ALIASED_NAMES)
+    assert named == {"stored0": "residual"} and "    stored0 = v3\n" in split
+    lines = [line.strip() for line in reads_before_rebinding(split, {**ALIASED_NAMES, **named}).splitlines()]
+    assert lines.index("stored0 = v3") < lines.index("v5 = v3 * tl.rsqrt(v4)")

@@ -6,9 +6,9 @@ the last node the statement made: the value the name holds. Nodes of a statement
 (`return ...`, `x1, x2 = ...`) and nodes a decomposition made (no stack trace) keep no label; the code
 writer names those after their op.
 
-A statement that only gives a value a second name (`residual = x`) makes no node; `source_aliases` keeps
-that name for the node the first one named, so an output the reference returns under the second name
-(`return x, residual`) is named for it.
+A statement that only gives a value a second name (`residual = x`, or `residual = x.to(orig_dtype)` where
+x already has that dtype) makes no node; `source_aliases` keeps that name for the node the first one named,
+so an output the reference returns under the second name (`return x, residual`) is named for it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
+# Methods that return the tensor itself where it already has the dtype and layout asked for.
+_SAME_VALUE_METHODS = frozenset({"to", "type", "type_as", "float", "half", "bfloat16", "contiguous"})
 
 
 @functools.lru_cache(maxsize=32)
@@ -50,15 +52,25 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
 
 @functools.lru_cache(maxsize=32)
 def alias_statements(path: str) -> tuple[tuple[int, str, str], ...]:
-    """(line, new name, old name) of every `new = old` statement of the file at `path`."""
-    return tuple(
-        (node.lineno, node.targets[0].id, node.value.id)
-        for node in _nodes(path)
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Name)
-    )
+    """(line, new name, old name) of every `new = old` statement of the file at `path`, and of every `new =
+    old.to(...)` one (a cast or layout method: an alias where the call made no node, as a cast to the dtype
+    the value already has)."""
+    found = []
+    for node in _nodes(path):
+        if not (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        root = node.value
+        while (
+            isinstance(root, ast.Call)
+            and isinstance(root.func, ast.Attribute)
+            and root.func.attr in _SAME_VALUE_METHODS
+        ):
+            root = root.func.value
+        if isinstance(root, ast.Name):
+            found.append((node.lineno, node.targets[0].id, root.id))
+    return tuple(found)
 
 
 def statement_of(stack_trace: str) -> tuple[str, int, str] | None:
@@ -92,13 +104,18 @@ def source_aliases(nodes: list[Any], labels: dict[str, str]) -> dict[str, tuple[
     """FX node name -> the reference's other names for its value: each `new = old` statement of the file
     names the last labelled node (in graph order) whose statement is `old = ...` above it."""
     placed = []  # (node, path, first line of its statement), for the labelled nodes
+    made = set()  # (path, first line) of each statement that made a node
     for node in nodes:
         statement = statement_of(node.meta.get("stack_trace") or "")
-        if statement is not None and node.name in labels:
-            placed.append((node.name, statement[0], statement[1]))
+        if statement is not None:
+            made.add(statement[:2])
+            if node.name in labels:
+                placed.append((node.name, statement[0], statement[1]))
     found: dict[str, list[str]] = {}
     for path in dict.fromkeys(p for _, p, _ in placed):
         for line, new, old in alias_statements(path):
+            if (path, line) in made:
+                continue  # a new value, not a second name
             held = [n for n, p, first in placed if p == path and first < line and labels[n] == old]
             if held and new != labels[held[-1]] and new not in found.get(held[-1], []):
                 found.setdefault(held[-1], []).append(new)
