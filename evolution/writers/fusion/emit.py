@@ -260,6 +260,8 @@ class Emitter:
         elif binding.kind == "block":
             code = f"pid_{atom.name} * {binding.block} + tl.arange(0, {binding.block})"
             tile = self.let(code, (atom,), "i32", frozenset({atom}), prefix=f"{atom.name}_")
+            if binding.block == "ROWS":  # a program's rows, as hand-written kernels name them
+                self.name_value(tile, "rows", 3)
         else:
             tile = self.let(
                 f"tl.arange(0, {self.params.pad(atom.extent)})", (atom,), "i32", frozenset(), f"{atom.name}_"

@@ -175,16 +175,12 @@ def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str,
 
 
 def _name_row_blocks(text: str, plan: Plan, hints: naming.Hints) -> None:
-    """Where a program takes ROWS rows, its index is the block's (`pid`, or `block` where the kernel's
-    `pid` is the launch's flat index) and `pid * ROWS + tl.arange(0, ROWS)` holds its rows (`rows`), as
-    hand-written kernels name them, not a `row` that is a block."""
+    """Where a program takes ROWS rows (`rows = pid * ROWS + tl.arange(0, ROWS)`, named by the emitter),
+    its index is the block's: `pid`, or `block` where the kernel's `pid` is the launch's flat index; not a
+    `row` that is a block."""
     for axis in plan.grid:
-        if axis.block != "ROWS":
-            continue
-        index = f"pid_{axis.atom.name}"
-        hints.add(index, "block" if re.search(r"\bpid\b", text) else "pid", 3)
-        for bound in re.finditer(rf"^\s*(\w+) = \(?{index} \* ROWS\)? \+ tl\.arange\(0, ROWS\)", text, re.M):
-            hints.add(bound.group(1), "rows", 3)
+        if axis.block == "ROWS":
+            hints.add(f"pid_{axis.atom.name}", "block" if re.search(r"\bpid\b", text) else "pid", 3)
 
 
 def _store(ev: Evaluator, plan: StorePlan, value: object) -> None:
