@@ -38,6 +38,7 @@ class Options:
 
 _INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_CAST_OF_NAME = re.compile(r"([A-Za-z_]\w*)\.to\(tl\.\w+\)")  # a bound value cast to another dtype
 
 
 class Emitter:
@@ -66,6 +67,7 @@ class Emitter:
         # reads `c`; and a bool tested against zero (`x != 0`) -> the opposite test, for its negation.
         self._from_bool: dict[str, Tile] = {}
         self._widened: dict[str, Tile] = {}  # an int tile cast to a wider int -> the tile it was cast from
+        self._cast_of: dict[str, str] = {}  # a bound cast (`v4 = v3.to(tl.float32)`) -> what it casts
         self._negated: dict[str, str] = {}
 
     # --- bookkeeping -------------------------------------------------------------------------------------
@@ -118,6 +120,8 @@ class Emitter:
         name = self.fresh(prefix)
         self._hint_kind(name, prefix)
         self._place(target, f"{name} = {code}", grid)
+        if cast := _CAST_OF_NAME.fullmatch(code):
+            self._cast_of[name] = cast[1]
         self._defined[name] = target
         tile = Tile(name, atoms, dtype, grid)
         if atoms:
@@ -139,6 +143,13 @@ class Emitter:
         """Say what a bound value holds (the reference's variable, the op that made it)."""
         if tile.code in self._defined:
             self.hints.add(tile.code, base, priority)
+
+    def name_loaded(self, tile: Tile, base: str, priority: int) -> None:
+        """Say what a value read from memory holds, naming the load itself where `tile` is its cast to the
+        compute dtype: `gate = tl.load(...)`, `gate_f32 = gate.to(tl.float32)`."""
+        loaded = self._cast_of.get(tile.code, tile.code)
+        if loaded in self._defined:
+            self.hints.add(loaded, base, priority)
 
     def statement(self, text: str, grid: frozenset[Atom]) -> None:
         """A statement written by hand (`a, b = block(x)`): placed like a let, its targets defined there."""

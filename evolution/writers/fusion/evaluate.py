@@ -23,6 +23,7 @@ from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.memory import load_tensor
 from evolution.writers.fusion.model import Graph, Node, Placeholder, TensorMeta
 from evolution.writers.fusion.params import Param
+from evolution.writers.fusion.parts import part_names
 from evolution.writers.fusion.tiles import (
     Affine,
     Atom,
@@ -92,6 +93,7 @@ class Evaluator:
         self.recorder = recorder  # the row analysis's dry run collects facts here
         self.nodes = {n.name: n for n in graph.nodes}
         self.placeholders = {p.name: p for p in graph.placeholders}
+        self.parts = part_names(graph)  # `gate`, `up`: halves of one argument (parts.py)
         self._cache: dict[tuple, Tile] = {}
 
     # --- graph facts -------------------------------------------------------------------------------------
@@ -192,6 +194,8 @@ class Evaluator:
         """Tell the emitter what a node's value is called: the reference's variable, else its op."""
         if node.label and output == 0:
             self.emitter.name_value(tile, node.label, 3)
+        if node.name in self.parts:  # over the name of the argument the half is loaded from
+            self.emitter.name_loaded(tile, self.parts[node.name], 4)
         op = op_name(node.target, output)
         if op:
             self.emitter.name_value(tile, op, 2)
@@ -285,6 +289,10 @@ _OP_NAMES = {
 }
 _PASS_THROUGH = (
     "getitem",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "unbind",
     "view",
     "_to_copy",
     "convert_element_type",

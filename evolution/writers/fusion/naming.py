@@ -30,8 +30,9 @@ _MAX_PART = 14  # a derived name built from an operand's name only while that st
 
 @dataclass
 class Hints:
-    """What the emitter and evaluator knew about each bound name (priority, base name): 3 from the
-    reference, 2 from the op, 1 from the emitter's kind of value."""
+    """What the emitter and evaluator knew about each bound name (priority, base name): 4 for a part of an
+    argument the reference reads apart (`gate`, `up`: parts.py), 3 from the reference, 2 from the op, 1
+    from the emitter's kind of value."""
 
     by_name: dict[str, tuple[int, str]] = field(default_factory=dict)
     # A narrow int read in place of its widened copy -> that copy, whose name from the reference it takes.
@@ -71,7 +72,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     }
     taken = {fn.name, *named} | _RESERVED
     bound = _bound_in_order(fn)
-    uses = _pointer_uses(fn)
+    uses = _pointer_uses(fn) | _part_offsets(fn, hints)
     guards = _mask_uses(fn)
     mapping: dict[str, str] = {}
     generated = [n for n in bound if n not in _FIXED]
@@ -242,6 +243,25 @@ def _pointer_uses(fn: ast.FunctionDef) -> dict[str, str]:
             left, right = node.left, node.right
             if isinstance(left, ast.Name) and left.id.endswith("_ptr") and isinstance(right, ast.Name):
                 found.setdefault(right.id, left.id.removesuffix("_ptr"))
+    return found
+
+
+def _part_offsets(fn: ast.FunctionDef, hints: Hints) -> dict[str, str]:
+    """Offsets -> the part of a tensor that the load reading at them holds (`v9 = tl.load(x_ptr + v8)`,
+    `v9` the `up` half: `up_offs`, not a second `x_offs`)."""
+    found: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+            continue
+        target, call = node.targets[0], node.value
+        hint = hints.get(target.id) if isinstance(target, ast.Name) else None
+        if hint is None or hint[0] < 4 or ast.unparse(call.func) != "tl.load" or not call.args:
+            continue
+        pointer = call.args[0]
+        if not (isinstance(pointer, ast.BinOp) and isinstance(pointer.op, ast.Add)):
+            continue
+        if isinstance(pointer.right, ast.Name):
+            found.setdefault(pointer.right.id, hint[1])
     return found
 
 

@@ -52,7 +52,10 @@ def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) 
             labels = (op_name(made_by.target, int(node.args[1])),) if made_by is not None else ()
             break
         source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
-        node = nodes.get(source["node"]) if source is not None else None
+        scales = node.target.startswith(("aten.mul.", "aten.div."))
+        if source is None or not (scales or not op_name(node.target, 0)):
+            break  # past a cast or a scaling only: `silu(gate) * up` is not `gate`
+        node = nodes.get(source["node"])
     reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
     usable = [label for label in labels if label and label.isidentifier() and not label.isupper()]
     for candidate in [*usable, *(f"{label}_out" for label in usable)]:

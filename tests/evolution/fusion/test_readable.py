@@ -17,6 +17,7 @@ from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import Route, build_child
 from evolution.writers.fusion.code_text import wrap_long_lines
+from evolution.writers.fusion.generate import generate
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.naming import Hints, apply, rename_map
 from evolution.writers.fusion.unit_scale import unit_scales_folded
@@ -921,3 +922,40 @@ def test_each_crossover_copy_is_folded_on_its_own() -> None:
 
 def test_source_that_does_not_parse_is_returned_as_it_is() -> None:
     assert unit_scales_folded("def broken(:\n") == "def broken(:\n"
+
+
+GLU_REFERENCES = {
+    "sliced": "d = x.shape[-1] // 2\n    return F.silu(x[..., :d]) * x[..., d:]",
+    "chunked": "gate_proj, up_proj = x.chunk(2, -1)\n    return F.silu(gate_proj) * up_proj",
+}
+GLU_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(case["tokens"], 2 * case["d"], generator=g).to(torch.bfloat16).to(device),), {}
+"""
+
+
+@pytest.mark.slow  # two traces (Dynamo, seconds), the candidates run on the interpreter
+@pytest.mark.parametrize("split", sorted(GLU_REFERENCES))
+def test_the_halves_of_a_gated_activation_are_gate_and_up(tmp_path, split: str) -> None:
+    """Both halves are loads of `x`: they read as `gate` and `up` (their offsets `gate_offs`, `up_offs`), not
+    `x` and `x_2`, however the reference splits them; the output is `out`, not named after the `split` op or
+    the activation's operand."""
+    body = GLU_REFERENCES[split]
+    reference = f"import torch\nimport torch.nn.functional as F\n\n\ndef glu(x):\n    {body}\n"
+    cases = [{"name": "t3_d24", "tokens": 3, "d": 24}]
+    root = write_task(tmp_path / split, "glu", reference, GLU_INPUTS, cases)
+    report = trace(root)
+    for knobs in (Knobs(), Knobs(rows=2)):
+        source = write(root, report, knobs).source
+        assert re.search(r"^\s+gate = tl\.load\(x_ptr \+ ", source, re.M), source
+        assert re.search(r"^\s+up = tl\.load\(x_ptr \+ ", source, re.M), source
+        assert not re.search(r"\bx_2\b|\bsplit_", source) and "out_ptr" in source
+        assert "x_offs" not in source
+        check(root, source, seeds=(0,))
+    # At SGLang's 88 columns the 2-D offsets are bound, each named for its half.
+    narrow = generate(report, Knobs(rows=2), entry="glu", task_name="glu", line_length=88).source
+    assert "gate_offs = " in narrow and "up_offs = " in narrow and "x_offs" not in narrow

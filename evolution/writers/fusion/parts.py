@@ -1,0 +1,70 @@
+"""Names for the parts of one argument that the reference reads apart.
+
+A gated activation takes one tensor holding two projections side by side and multiplies the activation of
+the first by the second: `F.silu(x[..., :d]) * x[..., d:]`, or `gate, up = x.chunk(2, -1)`. Both halves
+are loads of the same argument, so without this they read as `x` and `x_2`. The engines' own kernels call
+them `gate` and `up` (LMDeploy's `activation.py`, the SwiGLU papers), and so does a reviewer; the reference
+rarely names them itself, since a tuple unpacking or an inline slice gives the trace no variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evolution.writers.fusion.model import Graph, Node
+
+# Activations that gate the other half (SwiGLU, GeGLU, ReGLU and the sigmoid GLU).
+GATE_ACTIVATIONS = frozenset(
+    {"aten.silu.default", "aten.gelu.default", "aten.relu.default", "aten.sigmoid.default"}
+)
+_CASTS = ("aten._to_copy.default", "prims.convert_element_type.default", "aten.to.dtype")
+_PART_OPS = ("aten.slice.Tensor", "aten.slice_copy.Tensor", "getitem")
+
+
+def part_names(graph: Graph) -> dict[str, str]:
+    """Node -> the name of the part it holds, for each half of a gated activation: the one the activation
+    reads is `gate`, the one it multiplies is `up`."""
+    nodes = {n.name: n for n in graph.nodes}
+    names: dict[str, str] = {}
+    for node in graph.nodes:
+        if node.target != "aten.mul.Tensor" or len(node.args) != 2:
+            continue
+        for gated, other in (node.args, node.args[::-1]):
+            activation = _through_casts(nodes, gated)
+            if activation is None or activation.target not in GATE_ACTIVATIONS or not activation.args:
+                continue
+            gate, up = _part(nodes, activation.args[0]), _part(nodes, other)
+            if gate is not None and up is not None and gate[1] == up[1] and gate[0] != up[0]:
+                names.setdefault(gate[0], "gate")
+                names.setdefault(up[0], "up")
+                break
+    return names
+
+
+def _node(nodes: dict[str, Node], ref: Any) -> Node | None:
+    return nodes.get(ref["node"]) if isinstance(ref, dict) and "node" in ref else None
+
+
+def _through_casts(nodes: dict[str, Node], ref: Any) -> Node | None:
+    """The node `ref` holds, looking through dtype casts."""
+    node = _node(nodes, ref)
+    while node is not None and node.target in _CASTS and node.args:
+        node = _node(nodes, node.args[0])
+    return node
+
+
+def _part(nodes: dict[str, Node], ref: Any) -> tuple[str, str] | None:
+    """(node, the value it is a part of) where `ref` (through casts) is a slice of a value or a piece of
+    its `split`/`chunk`; None otherwise."""
+    node = _through_casts(nodes, ref)
+    if node is None or node.target not in _PART_OPS or not node.args:
+        return None
+    whole = node.args[0]
+    if node.target == "getitem":
+        split = _node(nodes, whole)
+        if split is None or not split.target.startswith(("aten.split", "aten.chunk")) or not split.args:
+            return None
+        whole = split.args[0]
+    if not isinstance(whole, dict) or "node" not in whole:
+        return None
+    return node.name, f"{whole['node']}:{whole.get('output', 0)}"
