@@ -385,24 +385,27 @@ _WIDENED = re.compile(r"^(\s*)(\w+) = (.+)\.to\(tl\.(bfloat16|float16)\)\.to\(tl
 def held_narrow(text: str) -> str:
     """`text` with `residual = x.to(tl.bfloat16).to(tl.float32)`, where every later read of `residual` (up
     to its next binding) is `residual.to(tl.bfloat16)`, written `residual = x.to(tl.bfloat16)` and read as
-    `residual`: the reference's `residual = x.to(orig_dtype)`, stored as it is. Only a binding in the
-    function's own body (a loop's may be read again above it in the next round)."""
+    `residual`: the reference's `residual = x.to(orig_dtype)`, stored as it is. A binding in the function's
+    own body, or in a loop's body where each round binds the name before reading it (a value the next
+    round reads above its binding is left as it is)."""
     lines = text.split("\n")
     indents = [len(line) - len(line.lstrip()) for line in lines if line[:1].isspace() and line.strip()]
     body = min(indents, default=0)  # the function's own statements
     for i, line in enumerate(lines):
         held = _WIDENED.match(line)
-        if held is None or len(held[1]) != body:
+        if held is None:
             continue
-        name, dtype = held[2], held[4]
+        indent, name, dtype = len(held[1]), held[2], held[4]
         anywhere = re.compile(rf"(?<![.\w]){name}\b")
+        if indent != body and not _bound_first_each_round(lines, i, anywhere):
+            continue
         narrowed = re.compile(rf"(?<![.\w]){name}\.to\(tl\.{dtype}\)")
         reads: list[int] = []
         for j in range(i + 1, len(lines)):
             rebinding = re.match(rf"(\s*)(?:for {name}\b|{name} = )(.*)$", lines[j])
             part = rebinding[2] if rebinding else lines[j]
             if len(anywhere.findall(part)) != len(narrowed.findall(part)) or (
-                rebinding and len(rebinding[1]) != body
+                rebinding and len(rebinding[1]) != indent
             ):
                 reads = []  # read as float32 somewhere, or rebound on one path only: kept as it is
                 break
@@ -416,3 +419,22 @@ def held_narrow(text: str) -> str:
         for j in reads:
             lines[j] = narrowed.sub(name, lines[j])
     return "\n".join(lines)
+
+
+def _bound_first_each_round(lines: list[str], i: int, name: re.Pattern[str]) -> bool:
+    """Whether line `i` is in a loop's own body (not in a branch), and each round of the loop binds the
+    name of line `i` before any read of it: no round reads the value the round before left."""
+    indent = _indent(lines[i])
+    header = next((k for k in range(i - 1, -1, -1) if lines[k].strip() and _indent(lines[k]) < indent), None)
+    if header is None or not re.match(r"\s*(for|while)\b", lines[header]) or name.search(lines[header]):
+        return False
+    for k in range(header + 1, i + 1):
+        if name.search(lines[k]) is None:
+            continue
+        binding = re.match(rf"\s{{{indent}}}{name.pattern} = (.*)$", lines[k])
+        return binding is not None and name.search(binding[1]) is None
+    return False
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())

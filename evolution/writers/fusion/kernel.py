@@ -126,6 +126,7 @@ def build_kernel(
     named = {new for old, new in value_names.items() if (hint := hints.get(old)) and hint[0] >= 3}
     text = without_redundant_parentheses(text)
     text = without_round_trips(inline_single_use(text, line_length, named=named, call_margin=10))
+    text = naming.names_freed_by_loops(text)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block

@@ -165,6 +165,67 @@ def _lifetimes(fn: ast.FunctionDef) -> dict[str, _Lifetime]:
     return found
 
 
+def names_freed_by_loops(kernel_text: str) -> str:
+    """`kernel_text` with a numbered name (`x_2`) given back its base (`x`) where the base is bound and read
+    only inside a loop that has ended before the numbered one is first bound: a two-pass norm's second loop
+    reads `x`, `offs_col`, `col_start` again, as a person would write it. (Run after the inlining, which
+    counts a name's reads over the whole kernel.)"""
+    text = kernel_text
+    while True:
+        fn = ast.parse(text).body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        scopes, first = _loop_scopes(fn)
+        freed = next(
+            (
+                (name, m[1])
+                for name, line in sorted(first.items(), key=lambda kv: kv[1])
+                if (m := re.fullmatch(r"(\w+)_\d+", name)) and m[1] in scopes and scopes[m[1]] < line
+            ),
+            None,
+        )
+        if freed is None:
+            return text
+        text = apply(text, {freed[0]: freed[1]})
+
+
+def _loop_scopes(fn: ast.FunctionDef) -> tuple[dict[str, int], dict[str, int]]:
+    """Per name bound in a loop (its body or its variable) and bound and read nowhere else: the last line of
+    that innermost loop; and per name, the line of its first binding."""
+    spans: dict[str, list[int]] = {}  # every line that binds or reads the name
+    first: dict[str, int] = {}
+    loops: dict[str, ast.For] = {}  # the innermost loop around a name's first binding
+
+    def visit(statements: list[ast.stmt], loop: ast.For | None) -> None:
+        for statement in statements:
+            targets: list[ast.expr] = []
+            if isinstance(statement, ast.Assign):
+                targets = statement.targets
+            elif isinstance(statement, ast.For):
+                targets = [statement.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and name.id not in first:
+                        first[name.id] = statement.lineno
+                        if loop is not None or isinstance(statement, ast.For):
+                            loops[name.id] = statement if isinstance(statement, ast.For) else loop
+            if isinstance(statement, ast.For):
+                visit(statement.body, statement)
+            elif isinstance(statement, ast.If):
+                visit(statement.body, loop)
+                visit(statement.orelse, loop)
+
+    visit(fn.body, None)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            spans.setdefault(node.id, []).append(node.lineno)
+    scopes = {
+        name: loop.end_lineno or loop.lineno
+        for name, loop in loops.items()
+        if all(loop.lineno <= line <= (loop.end_lineno or loop.lineno) for line in spans.get(name, []))
+    }
+    return scopes, first
+
+
 def _rebinds(
     name: str, holder: str, value: ast.expr | None, hints: Hints, lives: dict[str, _Lifetime]
 ) -> bool:

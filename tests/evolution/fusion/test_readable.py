@@ -358,6 +358,34 @@ def test_a_block_of_rows_is_named_as_one(rms_task) -> None:
         assert re.search(r"residual = x\.to\(.*\n\s+x = x \* tl\.rsqrt", source)
 
 
+def test_a_second_pass_reads_like_the_first(rms_task) -> None:
+    """A two-pass norm's second loop takes the names the first loop held alone (`x`, `residual`,
+    `offs_col`, `col_start`, not `x_2`), and a value each round binds before reading it is held narrow
+    there (`residual = x.to(...)`, stored as it is); the kernel stays correct."""
+    from evolution.writers.fusion.naming import names_freed_by_loops
+
+    root, report = rms_task
+    source = write(root, report, Knobs(passes="two", block=32)).source
+    kernel = source[source.index("@triton.jit") : source.index("def _num_warps")]
+    loops = re.findall(r"^    for col_start in range\(", kernel, re.M)
+    assert len(loops) == 2 * kernel.count("@triton.jit") > 0, kernel  # a bfloat16 and a float32 kernel
+    assert not re.search(r"\b\w+_2\b", kernel), kernel
+    assert re.search(r"^        residual = x\.to\(\S+\)$", kernel, re.M), kernel
+    check(root, source, seeds=(0,))
+    # A name read after its loop, or bound before it, stays taken.
+    loops = [
+        "def _k(a_ptr):",
+        "    for i in range(2):",
+        "        x = i",
+        "    y = x",
+        "    for j in range(2):",
+    ]
+    read_after = "\n".join([*loops, "        x_2 = j", ""])
+    assert names_freed_by_loops(read_after) == read_after
+    freed = read_after.replace("    y = x\n", "")
+    assert "        x = j\n" in names_freed_by_loops(freed)
+
+
 def test_the_launch_reads_like_the_kernel(rms_task) -> None:
     """Each launch passes the kernel's parameters in the order its signature declares them, and sizes its
     warps by the tiles no other tile holds all the extents of (`ROWS * N` covers `N`)."""
@@ -664,8 +692,8 @@ def test_a_rounded_value_stored_narrow_is_cast_once() -> None:
 
 
 def test_a_named_value_read_only_narrowed_is_held_narrow() -> None:
-    """SGLang's norm: `residual = x.to(orig_dtype)`, stored as it is. Read as float32 anywhere, or bound in
-    a loop's body, it keeps its rounding to float32."""
+    """SGLang's norm: `residual = x.to(orig_dtype)`, stored as it is. Read as float32 anywhere, bound on one
+    path, or bound in a loop's body whose next round reads it first, it keeps its rounding to float32."""
     from evolution.writers.fusion.code_text import held_narrow
 
     kernel = [
@@ -679,8 +707,25 @@ def test_a_named_value_read_only_narrowed_is_held_narrow() -> None:
     assert held[2] == "    residual = x.to(tl.bfloat16)" and held[4] == "    tl.store(out_ptr, residual)"
     wide = "\n".join([*kernel, "    tl.store(out_ptr + 1, residual * 2)"])
     assert held_narrow(wide) == wide
-    looped = "\n".join(kernel[:2] + ["    for i in range(2):"] + ["    " + line for line in kernel[2:]])
-    assert held_narrow(looped) == looped
+    # In a loop's body (a two-pass norm's second loop), where each round binds it before reading it
+    looped = held_narrow(
+        "\n".join(kernel[:2] + ["    for i in range(2):"] + ["    " + line for line in kernel[2:]])
+    )
+    assert "        residual = x.to(tl.bfloat16)\n" in looped and "tl.store(out_ptr, residual)" in looped
+    carried = [
+        kernel[0],
+        "    residual = tl.load(x_ptr)",
+        "    for i in range(2):",
+        "        x = residual * 2",
+    ]
+    carried = "\n".join(carried + ["    " + line for line in kernel[2:]])
+    assert held_narrow(carried) == carried  # the next round reads it as float32 above its binding
+    branch_in_loop = "\n".join(
+        kernel[:2]
+        + ["    for i in range(2):", "        if i > 0:"]
+        + ["        " + line for line in kernel[2:]]
+    )
+    assert held_narrow(branch_in_loop) == branch_in_loop
     rebound = "\n".join([*kernel, "    residual = residual + 1", "    tl.store(out_ptr, residual)"])
     assert held_narrow(rebound) == rebound  # the rebinding reads it as float32
     branch = ["    if x > 0:", "        residual = x", "    tl.store(out_ptr, residual * 2)"]
