@@ -62,7 +62,8 @@ class Emitter:
         self.options = options
         self.stack: list[Block] = [region.root]
         self._defined: dict[str, Block] = {}
-        self._rounded: set[str] = set()  # tiles already rounded to a 16-bit float
+        # Tiles that hold a 16-bit float exactly (rounded to it, widened from it) -> that dtype.
+        self._exact_in: dict[str, str] = {}
         # A bool made a number (`tl.where(c, 1.0, 0.0)`, a scattered mask) -> the bool, so casting it back
         # reads `c`; and a bool tested against zero (`x != 0`) -> the opposite test, for its negation.
         self._from_bool: dict[str, Tile] = {}
@@ -392,15 +393,25 @@ class Emitter:
         return self.rounded(tile, storage)
 
     def rounded(self, tile: Tile, storage: str) -> Tile:
-        """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32."""
-        if tile.code in self._rounded:
+        """`tile` rounded to bfloat16 / float16 (nearest, ties to even) and held in float32; a tile that
+        holds a value of that dtype exactly (a load widened, its negation) is returned as it is."""
+        if self._exact_in.get(tile.code) == storage:
             return tile
         narrow = "tl.bfloat16" if storage == "bfloat16" else "tl.float16"
         result = self.let(
             f"{wrapped(tile.code)}.to({narrow}).to(tl.float32)", tile.atoms, tile.dtype, tile.grid
         )
-        self._rounded.add(result.code)
+        self._exact_in[result.code] = storage
         return result
+
+    def exact_in(self, tile: Tile, storage: str) -> None:
+        """Say that `tile` holds a `storage` value exactly: rounding it to `storage` changes nothing."""
+        if storage in ("bfloat16", "float16"):
+            self._exact_in.setdefault(tile.code, storage)
+
+    def exact_storage(self, tile: Tile) -> str | None:
+        """The 16-bit float dtype `tile` holds exactly, if one is known."""
+        return self._exact_in.get(tile.code)
 
     def where(self, cond: Tile, a: Tile, b: Tile, dtype: str) -> Tile:
         tile = self.combine("tl.where({}, {}, {})", [cond, a, b], dtype)

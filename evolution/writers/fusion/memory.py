@@ -102,7 +102,9 @@ def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int]
 
 def _to_compute(emitter: Emitter, raw: Tile, storage: str, dtype: str) -> Tile:
     if storage in ("bfloat16", "float16"):
-        return emitter.unary("{a}.to(tl.float32)", raw, dtype)
+        widened = emitter.unary("{a}.to(tl.float32)", raw, dtype)
+        emitter.exact_in(widened, storage)  # rounding a widened load back is the identity
+        return widened
     return raw
 
 

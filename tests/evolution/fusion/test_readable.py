@@ -1004,3 +1004,24 @@ def test_the_halves_of_a_gated_activation_are_gate_and_up(tmp_path, split: str) 
     # At SGLang's 88 columns the 2-D offsets are bound, each named for its half.
     narrow = generate(report, Knobs(rows=2), entry="glu", task_name="glu", line_length=88).source
     assert "gate_offs = " in narrow and "up_offs = " in narrow and "x_offs" not in narrow
+
+
+ROTATE_REFERENCE = """
+import torch
+
+
+def rotate(x):
+    d = x.shape[-1] // 2
+    return torch.cat([-x[..., d:], x[..., :d]], dim=-1)
+"""
+
+
+@pytest.mark.slow  # one trace (Dynamo, seconds), the candidate runs on the interpreter
+def test_a_widened_load_is_not_rounded_back(tmp_path) -> None:
+    """Eager rounds `-x[..., d:]` of a bfloat16 `x` to bfloat16; a widened load and its negation already
+    hold a bfloat16 exactly, so the kernel writes no `.to(tl.bfloat16).to(tl.float32)` round trip there."""
+    cases = [{"name": "t3_d24", "tokens": 3, "d": 24}]
+    root = write_task(tmp_path / "rotate", "rotate", ROTATE_REFERENCE, GLU_INPUTS, cases)
+    source = write(root, trace(root), Knobs(rounding=True)).source
+    assert "tl.load(" in source and ".to(tl.bfloat16).to(tl.float32)" not in source, source
+    check(root, source, seeds=(0,))

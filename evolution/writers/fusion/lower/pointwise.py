@@ -102,7 +102,11 @@ def _unary(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     a = ev.emitter.cast(operand(ev, node.args[0], index, guard, len(index)), dtype)
     if node.target == "aten.neg.default" and dtype == "i1":
         raise LoweringError("negation of a bool tensor")
-    return finish(ev, node, ev.emitter.unary(UNARY[node.target], a, dtype))
+    result = ev.emitter.unary(UNARY[node.target], a, dtype)
+    exact = ev.emitter.exact_storage(a)
+    if exact is not None and node.target in ("aten.neg.default", "aten.abs.default"):
+        ev.emitter.exact_in(result, exact)  # a sign changes no digit: -x of a bfloat16 x is one
+    return finish(ev, node, result)
 
 
 @LOWERINGS.register("aten.gelu.default")
