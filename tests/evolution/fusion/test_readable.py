@@ -988,7 +988,7 @@ def make_inputs(case, seed, device):
 def test_the_halves_of_a_gated_activation_are_gate_and_up(tmp_path, split: str) -> None:
     """Both halves are loads of `x`: they read as `gate` and `up` (their offsets `gate_offs`, `up_offs`), not
     `x` and `x_2`, however the reference splits them; the output is `out`, not named after the `split` op or
-    the activation's operand."""
+    the activation's operand. The rounding of silu's result carries a comment saying why."""
     body = GLU_REFERENCES[split]
     reference = f"import torch\nimport torch.nn.functional as F\n\n\ndef glu(x):\n    {body}\n"
     cases = [{"name": "t3_d24", "tokens": 3, "d": 24}]
@@ -1000,6 +1000,8 @@ def test_the_halves_of_a_gated_activation_are_gate_and_up(tmp_path, split: str) 
         assert re.search(r"^\s+up = tl\.load\(x_ptr \+ ", source, re.M), source
         assert not re.search(r"\bx_2\b|\bsplit_", source) and "out_ptr" in source
         assert "x_offs" not in source
+        # Eager rounds silu's bfloat16 result before the product: the kernel says why it does too.
+        assert re.search(r"# Rounded to bfloat16 and back, as .*\n\s+silu = \(.*\.to\(tl\.bfloat16\)", source)
         check(root, source, seeds=(0,))
     # At SGLang's 88 columns the 2-D offsets are bound, each named for its half.
     narrow = generate(report, Knobs(rows=2), entry="glu", task_name="glu", line_length=88).source
