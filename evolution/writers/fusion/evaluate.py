@@ -192,10 +192,10 @@ class Evaluator:
 
     def _name(self, node: Node, output: int, tile: Tile) -> None:
         """Tell the emitter what a node's value is called: the reference's variable, else its op."""
-        if node.label and output == 0:
-            self.emitter.name_value(tile, node.label, 3)
-        if node.name in self.parts:  # over the name of the argument the half is loaded from
+        if node.name in self.parts:  # over the argument's name, and a helper's (`x1` in `rotate_half`)
             self.emitter.name_loaded(tile, self.parts[node.name], 4)
+        elif node.label and output == 0:
+            self.emitter.name_value(tile, node.label, 3)
         op = op_name(node.target, output)
         if op:
             self.emitter.name_value(tile, op, 2)

@@ -1,14 +1,19 @@
 """Names for the parts of one argument that the reference reads apart.
 
-A gated activation takes one tensor holding two projections side by side and multiplies the activation of
-the first by the second: `F.silu(x[..., :d]) * x[..., d:]`, or `gate, up = x.chunk(2, -1)`. Both halves
-are loads of the same argument, so without this they read as `x` and `x_2`. The engines' own kernels call
-them `gate` and `up` (LMDeploy's `activation.py`, the SwiGLU papers), and so does a reviewer; the reference
-rarely names them itself, since a tuple unpacking or an inline slice gives the trace no variable.
+Each part is a load of the same argument, so without this they read as `x`, `x_2`, `x_3`.
+- A gated activation takes one tensor holding two projections side by side and multiplies the activation
+  of the first by the second: `F.silu(x[..., :d]) * x[..., d:]`, or `gate, up = x.chunk(2, -1)`. The
+  engines' own kernels call the halves `gate` and `up` (LMDeploy's `activation.py`), and so does a reviewer;
+  the reference rarely names them itself, since a tuple unpacking or an inline slice gives the trace no
+  variable.
+- Otherwise two slices of an argument that meet at one point along one dim (`x[..., :half]`,
+  `x[..., half:]`, as rotary embeddings' `rotate_half` takes them) are its low and high part, `query_lo`
+  and `query_hi`, as LMDeploy's rotary kernel has `q_l` and `q_h`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evolution.writers.fusion.model import Graph, Node
@@ -17,6 +22,7 @@ from evolution.writers.fusion.model import Graph, Node
 GATE_ACTIVATIONS = frozenset(
     {"aten.silu.default", "aten.gelu.default", "aten.relu.default", "aten.sigmoid.default"}
 )
+_END = 2**63 - 1  # a slice's end that runs to the end of its dim
 _CASTS = ("aten._to_copy.default", "prims.convert_element_type.default", "aten.to.dtype")
 _PART_OPS = ("aten.slice.Tensor", "aten.slice_copy.Tensor", "getitem")
 
@@ -38,7 +44,31 @@ def part_names(graph: Graph) -> dict[str, str]:
                 names.setdefault(gate[0], "gate")
                 names.setdefault(up[0], "up")
                 break
+    for low, high, whole in _meeting_slices(graph):
+        if low not in names and high not in names:
+            names[low], names[high] = f"{whole}_lo", f"{whole}_hi"
     return names
+
+
+def _meeting_slices(graph: Graph) -> list[tuple[str, str, str]]:
+    """(low slice, high slice, the argument's name) for each argument that two slices take apart at one
+    point along one dim: `[0, m)` and `[m, end)`."""
+    arguments = {p.name: re.sub(r"\W+", "_", p.source).strip("_") for p in graph.placeholders}
+    slices: dict[tuple[str, int], list[Node]] = {}
+    for node in graph.nodes:
+        if node.target not in _PART_OPS[:2] or len(node.args) != 4 or not isinstance(node.args[1], int):
+            continue
+        base = node.args[0]
+        if isinstance(base, dict) and base.get("node") in arguments:
+            slices.setdefault((base["node"], node.args[1]), []).append(node)
+    found = []
+    for (argument, _), taken in slices.items():
+        if len(taken) != 2:
+            continue
+        low, high = sorted(taken, key=lambda n: n.args[2] != 0)
+        if low.args[2] == 0 and high.args[3] == _END and low.args[3] == high.args[2]:
+            found.append((low.name, high.name, arguments[argument]))
+    return found
 
 
 def _node(nodes: dict[str, Node], ref: Any) -> Node | None:

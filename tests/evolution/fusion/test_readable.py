@@ -1019,11 +1019,15 @@ def rotate(x):
 
 
 @pytest.mark.slow  # one trace (Dynamo, seconds), the candidate runs on the interpreter
-def test_a_widened_load_is_not_rounded_back(tmp_path) -> None:
+def test_a_rotated_half_is_x_lo_and_x_hi_and_not_rounded_back(tmp_path) -> None:
     """Eager rounds `-x[..., d:]` of a bfloat16 `x` to bfloat16; a widened load and its negation already
-    hold a bfloat16 exactly, so the kernel writes no `.to(tl.bfloat16).to(tl.float32)` round trip there."""
+    hold a bfloat16 exactly, so the kernel writes no `.to(tl.bfloat16).to(tl.float32)` round trip there.
+    The two slices that meet at `d` are loaded as `x_lo` and `x_hi` (LMDeploy's rotary: `q_l`, `q_h`)."""
     cases = [{"name": "t3_d24", "tokens": 3, "d": 24}]
     root = write_task(tmp_path / "rotate", "rotate", ROTATE_REFERENCE, GLU_INPUTS, cases)
     source = write(root, trace(root), Knobs(rounding=True)).source
     assert "tl.load(" in source and ".to(tl.bfloat16).to(tl.float32)" not in source, source
+    assert re.search(r"^\s+x_lo = tl\.load\(", source, re.M) and re.search(
+        r"^\s+x_hi = tl\.load\(", source, re.M
+    )
     check(root, source, seeds=(0,))
