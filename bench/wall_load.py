@@ -245,11 +245,19 @@ def reevaluate(args: argparse.Namespace, indices: list[int], load: Started) -> l
 
 
 def drive(args: argparse.Namespace) -> int:
+    # A time limit (bench/run.sh's `timeout`) sends SIGTERM: leave through `finally`, which stops the search.
+    # The caller's handler comes back after (a test calling this in pytest's own process keeps its own).
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        return _drive(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _drive(args: argparse.Namespace) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     run_dir = out / "run"
-    # A time limit (bench/run.sh's `timeout`) sends SIGTERM: leave through `finally`, which stops the search.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     with open(out / "evolve.log", "wb") as log, open(out / "evolve.json", "wb") as summary:
         load = Started(load_command(args, run_dir), stdout=summary, stderr=log, env=_env(), cwd=REPO)

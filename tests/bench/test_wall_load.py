@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 from pathlib import Path
 
@@ -82,7 +83,9 @@ def test_the_driver_keeps_the_load_running_through_the_re_evaluations_and_stops_
     out = tmp_path / "out"
     argv = ["--out", str(out), "--task", str(TASK), "--reevals", "2", "--reeval-delay", "0.5"]
     argv += ["--search-s", "1"]
+    handler = signal.getsignal(signal.SIGTERM)
     assert wall_load.main(argv) == 1  # no run store: the stand-in search found nothing
+    assert signal.getsignal(signal.SIGTERM) is handler  # pytest's process keeps its own handling of SIGTERM
     assert marker.read_text() == "stopped"  # Ctrl-C once the re-evaluations were done
     data = json.loads((out / "wall_load.json").read_text())
     assert [r["under_load"] for r in data["reevaluations"]] == [True, True]
