@@ -206,8 +206,9 @@ def _loop_scopes(fn: ast.FunctionDef) -> tuple[dict[str, int], dict[str, int]]:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name) and name.id not in first:
                         first[name.id] = statement.lineno
-                        if loop is not None or isinstance(statement, ast.For):
-                            loops[name.id] = statement if isinstance(statement, ast.For) else loop
+                        around = statement if isinstance(statement, ast.For) else loop
+                        if around is not None:
+                            loops[name.id] = around
             if isinstance(statement, ast.For):
                 visit(statement.body, statement)
             elif isinstance(statement, ast.If):
