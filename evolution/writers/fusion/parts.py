@@ -13,9 +13,9 @@ Each part is a load of the same argument, so without this they read as `x`, `x_2
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from evolution.writers.fusion.memory import tensor_name
 from evolution.writers.fusion.model import Graph, Node
 
 # Activations that gate the other half (SwiGLU, GeGLU, ReGLU and the sigmoid GLU).
@@ -28,8 +28,9 @@ _PART_OPS = ("aten.slice.Tensor", "aten.slice_copy.Tensor", "getitem")
 
 
 def part_names(graph: Graph) -> dict[str, str]:
-    """Node -> the name of the part it holds, for each half of a gated activation: the one the activation
-    reads is `gate`, the one it multiplies is `up`."""
+    """Node -> the name of the part it holds: for each half of a gated activation `gate` (the one the
+    activation reads) and `up` (the one it multiplies); else for two slices of an argument that meet,
+    `<argument>_lo` and `<argument>_hi`."""
     nodes = {n.name: n for n in graph.nodes}
     names: dict[str, str] = {}
     for node in graph.nodes:
@@ -53,7 +54,7 @@ def part_names(graph: Graph) -> dict[str, str]:
 def _meeting_slices(graph: Graph) -> list[tuple[str, str, str]]:
     """(low slice, high slice, the argument's name) for each argument that two slices take apart at one
     point along one dim: `[0, m)` and `[m, end)`."""
-    arguments = {p.name: re.sub(r"\W+", "_", p.source).strip("_") for p in graph.placeholders}
+    arguments = {p.name: tensor_name(p.source) for p in graph.placeholders if p.kind == "tensor"}
     slices: dict[tuple[str, int], list[Node]] = {}
     for node in graph.nodes:
         if node.target not in _PART_OPS[:2] or len(node.args) != 4 or not isinstance(node.args[1], int):
