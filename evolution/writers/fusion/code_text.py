@@ -379,6 +379,21 @@ def without_round_trips(text: str) -> str:
     return held_narrow(_ROUND_TRIP.sub(lambda m: f".to(tl.{m.group(1)})", text))
 
 
+_ROUNDED = re.compile(r"^(\s*).*\.to\(tl\.(bfloat16|float16)\)\.to\(tl\.float32\)", re.M)
+
+
+def rounding_explained(text: str, line_length: int) -> str:
+    """`text` with a comment above its first round trip through a 16-bit float, which a reader would
+    otherwise take for a slip: eager PyTorch rounds the result of each op on 16-bit tensors."""
+    first = _ROUNDED.search(text)
+    if first is None:
+        return text
+    why = f"{first[1]}# Rounded to {first[2]} and back, as the PyTorch code's op returns {first[2]}"
+    if len(why) > line_length:
+        return text
+    return f"{text[: first.start()]}{why}\n{text[first.start() :]}"
+
+
 _WIDENED = re.compile(r"^(\s*)(\w+) = (.+)\.to\(tl\.(bfloat16|float16)\)\.to\(tl\.float32\)$")
 
 
@@ -389,7 +404,7 @@ def held_narrow(text: str) -> str:
     own body, or in a loop's body where each round binds the name before reading it (a value the next
     round reads above its binding is left as it is)."""
     lines = text.split("\n")
-    indents = [len(line) - len(line.lstrip()) for line in lines if line[:1].isspace() and line.strip()]
+    indents = [_indent(line) for line in lines if line[:1].isspace() and line.strip()]
     body = min(indents, default=0)  # the function's own statements
     for i, line in enumerate(lines):
         held = _WIDENED.match(line)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from evolution.writers.fusion import naming, symbols
 from evolution.writers.fusion.code_text import (
     inline_single_use,
+    rounding_explained,
     without_redundant_parentheses,
     without_round_trips,
 )
@@ -127,7 +128,7 @@ def build_kernel(
     text = without_redundant_parentheses(text)
     text = without_round_trips(inline_single_use(text, line_length, named=named, call_margin=10))
     text = naming.names_freed_by_loops(text)
-    text = _rounding_explained(text, line_length)
+    text = rounding_explained(text, line_length)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
@@ -142,21 +143,6 @@ def build_kernel(
         persistent=persistent,
         split_block=renamed.get(split_block, split_block),
     )
-
-
-_ROUNDED = re.compile(r"^(\s*).*\.to\(tl\.(bfloat16|float16)\)\.to\(tl\.float32\)", re.M)
-
-
-def _rounding_explained(text: str, line_length: int) -> str:
-    """`text` with a comment above its first round trip through a 16-bit float, which a reader would
-    otherwise take for a slip: eager PyTorch rounds the result of each op on 16-bit tensors."""
-    first = _ROUNDED.search(text)
-    if first is None:
-        return text
-    why = f"{first[1]}# Rounded to {first[2]} and back, as the PyTorch code's op returns {first[2]}"
-    if len(why) > line_length:
-        return text
-    return f"{text[: first.start()]}{why}\n{text[first.start() :]}"
 
 
 def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str, str]:

@@ -53,7 +53,7 @@ def _output_name(graph: Graph, nodes: dict, name: str, k: int, taken: set[str]) 
             break
         source = next((a for a in node.args if isinstance(a, dict) and "node" in a), None)
         scales = node.target.startswith(("aten.mul.", "aten.div."))
-        if source is None or not (scales or not op_name(node.target, 0)):
+        if source is None or (op_name(node.target, 0) and not scales):
             break  # past a cast or a scaling only: `silu(gate) * up` is not `gate`
         node = nodes.get(source["node"])
     reserved = set(graph.arg_kinds) | set(graph.symbols) | _HOST_NAMES | taken
