@@ -29,7 +29,7 @@ class CaptureOptions:
     command: list[str]
     max_calls: int = 8
     out: Path | None = None
-    regime: str = "graph"
+    regime: str | None = None  # None: as extract chooses (ExtractOptions.regime)
     force: bool = False
     timeout: float = 1800.0
 

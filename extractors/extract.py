@@ -42,7 +42,9 @@ class ExtractOptions:
     function: str
     out: Path | None = None
     spec: Path | None = None
-    regime: str = "graph"
+    # None: graph (decode steps run in CUDA graphs), or wall when the probe finds an input the task keeps on
+    # the CPU (a replay would not redo the host code that reads it)
+    regime: str | None = None
     regime_from: str = ""  # where the regime comes from (a scan's measurement); "" -> the flag or default
     name: str | None = None
     probe: bool = True
@@ -100,7 +102,7 @@ def resolve_repo(repo: Path | str) -> Path:
 
 
 def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> ExtractionSummary:
-    if options.regime not in REGIMES:
+    if options.regime is not None and options.regime not in REGIMES:
         raise ExtractionError(f"--regime must be one of {', '.join(REGIMES)}, got {options.regime!r}")
     if options.name is not None and not _TASK_NAME.fullmatch(options.name):
         raise ExtractionError(
@@ -139,16 +141,17 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
         "commit": commit,
     }
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out.parent if out.parent.exists() else None))
+    regime = options.regime or "graph"
     try:
         summary.regime_from = options.regime_from or (
-            "--regime"
-            if options.regime != ExtractOptions.regime
-            else "default (graph: decode steps run in CUDA graphs)"
+            "--regime" if options.regime else "default (graph: decode steps run in CUDA graphs)"
         )
-        _write_task(staging, summary, inputs, options.regime, source)
+        _write_task(staging, summary, inputs, regime, source)
         if options.probe:
             summary.probe = probe_task(staging, signature, options.device)
-            (staging / "task.toml").write_text(_task_toml(summary, inputs, options.regime, source))
+            if options.regime is None and summary.probe.host:
+                regime, summary.regime_from = "wall", _host_regime_from(summary.probe.host)
+            (staging / "task.toml").write_text(_task_toml(summary, inputs, regime, source))
         if summary.probe is not None and summary.probe.degenerate:
             hint = ""
             if inputs.origin == "capture":
@@ -178,6 +181,14 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
             f"{probe.error}"
         )
     return summary
+
+
+def _host_regime_from(host: list[str]) -> str:
+    names = ", ".join(host)
+    return (
+        f"default for an input kept on the CPU ({names}): host code reads it, which a CUDA graph replay "
+        "would not redo, so the call is timed as it runs, eagerly"
+    )
 
 
 def built_repo(index: RepoIndex) -> str:

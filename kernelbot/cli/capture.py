@@ -20,7 +20,10 @@ def capture_command(
     cmd: Annotated[Optional[list[str]], typer.Argument(help="Command to run, after `--`.")] = None,  # noqa: UP045
     max_calls: Annotated[int, typer.Option(help="Distinct call signatures to record.")] = 8,
     out: Annotated[Optional[Path], typer.Option(help="Task directory to write.")] = None,  # noqa: UP045
-    regime: Annotated[str, typer.Option(help="graph | wall.")] = "graph",
+    regime: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="graph | wall. Default: graph, or wall when an input stays on the CPU."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds the command may run.")] = 1800.0,
 ) -> int:
@@ -44,7 +47,7 @@ def run(
     *,
     max_calls: int = 8,
     out: Path | None = None,
-    regime: str = "graph",
+    regime: str | None = None,
     force: bool = False,
     timeout: float = 1800.0,
 ) -> int:

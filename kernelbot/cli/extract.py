@@ -25,7 +25,12 @@ def extract_command(
         Optional[Path], typer.Option(help="Task directory to write (default tasks/<name>).")  # noqa: UP045
     ] = None,
     spec: Annotated[Optional[Path], typer.Option(help="TOML input spec with symbolic sizes.")] = None,  # noqa: UP045
-    regime: Annotated[str, typer.Option(help="graph (CUDA graph) | wall (eager).")] = "graph",
+    regime: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            help="graph (CUDA graph) | wall (eager). Default: graph, or wall when an input stays on the CPU."
+        ),
+    ] = None,
     name: Annotated[Optional[str], typer.Option(help="Task name (default: the entry name).")] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the test run.")] = False,
@@ -40,7 +45,7 @@ def run(
     *,
     out: Path | None = None,
     spec: Path | None = None,
-    regime: str = "graph",
+    regime: str | None = None,
     name: str | None = None,
     force: bool = False,
     probe: bool = True,

@@ -35,18 +35,18 @@ def test_decode_metadata_method_with_spec(tmp_path: Path, capsys: pytest.Capture
         SPECS / "minisglang_decode_metadata.toml",
         "--out",
         out,
-        "--regime",
-        "wall",
     )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "self.page_table -> page_table" in printed and "writes observed:" in printed
     task = load_task(out)
+    # No --regime: seq_lens_cpu stays on the CPU for the host code that reads it: the task is timed eagerly.
     assert task.regime == "wall" and [c.name for c in task.cases] == ["bs1", "bs8"]
     assert task.dynamic == ("bs",)
     assert task.source.qualname == "FlashDecodeBackend.init_forward_metadata_replay"
     assert len(task.source.commit) == 40  # the kernelbot checkout's commit (the example lives in it)
     toml = (out / "task.toml").read_text()
+    assert "default for an input kept on the CPU (seq_lens_cpu)" in toml
     for name in ("self_cache_seqlens", "cu_seqlens_k", "page_table"):
         assert name in toml.split("mutated_args_static")[1].split("\n")[0]
         assert name in toml.split("mutated_args_observed")[1].split("\n")[0]
@@ -98,6 +98,33 @@ def test_router_function_with_spec_and_draft(tmp_path: Path, capsys: pytest.Capt
     assert inputs.startswith("# DRAFT: review these shapes")
     assert (tmp_path / "draft" / "draft_spec.toml").is_file()
     assert "DRAFT" in printed.err
+
+
+def test_regime_follows_a_host_input_unless_named(tmp_path: Path) -> None:
+    repo = write_repo(
+        tmp_path / "hostread",
+        {
+            "hostread/__init__.py": "",
+            "hostread/ops.py": (
+                "import torch\n\n\n"
+                "def head(x, lens, lens_cpu):\n"
+                "    n = int(lens_cpu.max())  # a bound read on the host, as a decode step does\n"
+                "    return x[:, :n] * lens[:, None]\n"
+            ),
+        },
+    )
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        "[sizes]\nrows = [2, 4]\ncols = 16\n"
+        '[args.x]\nshape = ["rows", "cols"]\ndtype = "float32"\n'
+        '[args.lens]\nshape = ["rows"]\ndtype = "int32"\ninit = "randint"\nlow = 1\nhigh = "cols"\n'
+        '[args.lens_cpu]\nexpr = "lens.cpu()"\n'
+    )
+    common = ["extract", "--repo", repo, "--function", "hostread.ops:head", "--spec", spec, "--out"]
+    assert run_cli(*common, tmp_path / "default") == 0
+    assert run_cli(*common, tmp_path / "named", "--regime", "graph") == 0
+    assert load_task(tmp_path / "default").regime == "wall"
+    assert load_task(tmp_path / "named").regime == "graph"  # what the user asked for, even so
 
 
 def test_existing_task_is_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
