@@ -19,7 +19,7 @@ import torch
 
 from evaluators.static.facts import host_arguments
 from evaluators.task import Case
-from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
+from kernelbot.integrate.envelope import Envelope, SameSize, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.served_shapes import unchecked_dtypes
 from kernelbot.integrate.task_view import TaskView
@@ -85,8 +85,55 @@ def derive_envelope(view: TaskView, ignore: set[str] | frozenset[str] = frozense
         else:
             rules_v.append(_value_rule(view, name, seen, moved))
     unchecked = unchecked_dtypes(view) if rules_t else ()
-    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic), unchecked)
+    shared = _same_sizes(rules_t, [*bound, *(var for _, _, var in variants)])
+    envelope = Envelope("cuda", tuple(rules_t), tuple(rules_v), tuple(task.dynamic), unchecked, shared)
     return DerivedEnvelope(envelope, tuple(other_cases))
+
+
+def _same_sizes(rules: list[TensorRule], built: list[dict[str, Any]]) -> tuple[SameSize, ...]:
+    """The sizes tensors share: dims that the same size keys move and that were equal in every case and
+    every case built with a size moved. Each is tied to the first such dim in the signature's order, of a
+    tensor every case passed; a tensor that shares all its dims, in order, with one other shares its shape.
+    Dims no key moves are left out: two sizes the spec fixed can be equal by chance."""
+    dims = [(rule, dim, keys) for rule in rules for dim, keys in rule.dynamic_dims if len(rule.ranks) == 1]
+
+    def equal(a: tuple[TensorRule, int], b: tuple[TensorRule, int]) -> bool:
+        pairs = [(case[a[0].name], case[b[0].name]) for case in built]
+        return all(
+            x.shape[a[1]] == y.shape[b[1]]
+            for x, y in pairs
+            if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+        )
+
+    anchors: list[tuple[TensorRule, int, tuple[str, ...]]] = []
+    ties: dict[str, dict[int, tuple[str, int]]] = {}  # tensor -> its dim -> (anchor tensor, anchor dim)
+    for rule, dim, keys in dims:
+        anchor = next(
+            (a for a in anchors if a[2] == keys and a[0] is not rule and equal((a[0], a[1]), (rule, dim))),
+            None,
+        )
+        if anchor is None:
+            if not rule.optional:
+                anchors.append((rule, dim, keys))
+            continue
+        ties.setdefault(rule.name, {})[dim] = (anchor[0].name, anchor[1])
+    links: list[SameSize] = []
+    for rule in rules:
+        tied = ties.get(rule.name, {})
+        others = {other for other, _ in tied.values()}
+        whole = (
+            len(others) == 1
+            and len(rule.ranks) == 1
+            and sorted(tied) == list(range(rule.ranks[0]))
+            and all(dim == other_dim for dim, (_, other_dim) in tied.items())
+            and next(r for r in rules if r.name in others).ranks == rule.ranks
+        )
+        if whole:
+            links.append(SameSize(rule.name, others.pop(), optional=rule.optional))
+            continue
+        for dim, (other, other_dim) in sorted(tied.items()):
+            links.append(SameSize(rule.name, other, dim, other_dim, optional=rule.optional))
+    return tuple(links)
 
 
 def _size_keys(params: Mapping[str, Any]) -> set[str]:

@@ -58,6 +58,26 @@ class ValueRule:
 
 
 @dataclass(frozen=True)
+class SameSize:
+    """A size two tensors shared in every case, and in every case built with a size moved: the kernel
+    indexes both with it (a residual shaped as its input, a weight as long as a row). `dim` None: the whole
+    shape. `name` may be None (an optional tensor), `other` never is."""
+
+    name: str
+    other: str
+    dim: int | None = None
+    other_dim: int | None = None
+    optional: bool = False
+
+    def condition(self) -> str:
+        if self.dim is None:
+            text = f"{self.name}.shape == {self.other}.shape"
+        else:
+            text = f"{self.name}.shape[{self.dim}] == {self.other}.shape[{self.other_dim}]"
+        return f"({self.name} is None or {text})" if self.optional else text
+
+
+@dataclass(frozen=True)
 class Envelope:
     """What the evaluator proved: device type, per-tensor dtypes / contiguity / fixed and dynamic dims,
     per-scalar values, and the task's dynamic keys. `describe()` gives one line per rule, for the kernel
@@ -69,11 +89,14 @@ class Envelope:
     dynamic_keys: tuple[str, ...]
     # Activation dtypes the engine serves that no case was built in: refused by the guard, said in words.
     unchecked_dtypes: tuple[str, ...] = ()
+    same_sizes: tuple[SameSize, ...] = ()  # sizes tensors share: the guard asks for them, not for values
 
     def describe(self) -> list[str]:
         lines = [f"device: {self.device_type}"]
         lines += [rule.describe() for rule in self.tensors]
         lines += [rule.describe() for rule in self.values]
+        if self.same_sizes:
+            lines.append("sizes shared: " + ", ".join(link.condition() for link in self.same_sizes))
         if self.tensors:
             lines.append("autograd: off (no_grad / inference mode) or no tensor argument requires grad")
         if self.unchecked_dtypes:

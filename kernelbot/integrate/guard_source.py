@@ -24,6 +24,7 @@ def render_guard(envelope: Envelope, entry: cst.FunctionDef, guard: str, line_le
     """Source of the guard for `entry` (the candidate's entry function, whose parameters it copies)."""
     conditions = ["ENABLED"]
     conditions += [_tensor_condition(rule) for rule in envelope.tensors]
+    conditions += [link.condition() for link in envelope.same_sizes]  # once each is known a tensor
     # Free ints in one check: a line each would restate the test per parameter.
     ints = [rule.name for rule in envelope.values if rule.free and rule.kind == "int"]
     if len(ints) > 1:

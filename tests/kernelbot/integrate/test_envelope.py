@@ -13,7 +13,7 @@ import torch
 
 from extractors.extract import ExtractOptions, extract
 from kernelbot.integrate.derive_envelope import derive_envelope
-from kernelbot.integrate.envelope import Envelope, TensorRule, ValueRule
+from kernelbot.integrate.envelope import Envelope, SameSize, TensorRule, ValueRule
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
 from kernelbot.integrate.task_view import load_view
@@ -42,6 +42,9 @@ def test_minirepo_rmsnorm_envelope(tmp_path: Path) -> None:
         "weight", ("float32",), (1,), (), ((0, ("hidden",)),), True, False
     )
     assert envelope.rule("eps") == ValueRule("eps", (), free=True, kind="float")
+    # The kernel indexes the residual and the weight with x's sizes: the guard asks for them to match.
+    conditions = [link.condition() for link in envelope.same_sizes]
+    assert conditions == ["residual.shape == x.shape", "weight.shape[0] == x.shape[1]"]
     assert "x: bfloat16, float16, 2-D, contiguous, fewer than 2**31 elements" in envelope.describe()
     assert "eps: any float" in envelope.describe()
     # Other batch sizes for the test, around the smallest and the largest listed case.
@@ -107,7 +110,8 @@ def test_rendered_guard_accepts_the_envelope_and_nothing_else() -> None:
         ValueRule("topk", (), free=True, kind="int"),
         ValueRule("mode", (None, "a")),
     )
-    envelope = Envelope("cpu", (x_rule, r_rule), values, ("tokens",))
+    same = (SameSize("residual", "x", optional=True),)
+    envelope = Envelope("cpu", (x_rule, r_rule), values, ("tokens",), same_sizes=same)
     signature = "x, residual=None, *, eps, topk=8, mode=None"
     source = render_guard(envelope, _entry(signature), "can_use")
     # The sizes the cases had (128, 256) are what was checked, never a condition.
@@ -126,6 +130,7 @@ def test_rendered_guard_accepts_the_envelope_and_nothing_else() -> None:
         assert not can_use(x[None], eps=1e-06)  # rank
         assert not can_use(torch.zeros(256, 7, dtype=torch.bfloat16).t(), eps=1e-06)  # not contiguous
         assert not can_use(x, eps=1e-06, mode="b")  # a switch's value
+        assert not can_use(x, x[:1], eps=1e-06)  # a residual PyTorch would broadcast, the kernel not
     assert not can_use(x.requires_grad_(), eps=1e-06)  # would need a backward
     scope["ENABLED"] = False
     with torch.no_grad():
