@@ -72,6 +72,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     }
     taken = {fn.name, *named} | _RESERVED
     bound = _bound_in_order(fn)
+    hints, moves = _named_through_moves(fn, hints)
     uses = _pointer_uses(fn) | _part_offsets(fn, hints)
     guards = _mask_uses(fn)
     mapping: dict[str, str] = {}
@@ -83,6 +84,8 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     latest: dict[str, str] = {}  # a base name -> the last new name given for it (`x_2` once `x` was taken)
     for name in generated:
         base = _base_name(name, hints, atoms, uses, mapping, bound.get(name))
+        if name in moves:
+            base = mapping.get(moves[name], base)
         if base == "mask" and name in guards:  # a combined mask is named for the first access it guards
             base = f"{guards[name]}_mask"
         base = identifier(base) or "value"
@@ -108,6 +111,47 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     return mapping
 
 
+_MOVES = ("reshape", "view")  # what gives a value another shape and leaves it the same value
+
+
+def _named_through_moves(fn: ast.FunctionDef, hints: Hints) -> tuple[Hints, dict[str, str]]:
+    """`hints` with a value read only by a move into a value the reference named (`best_groups =
+    tl.reshape(ids, ...)`, the ids an unpacked top-k gave) named as that value is: then the move rebinds the
+    name (`best_groups = tl.reshape(best_groups, ...)`), and the name `topk_ids` the op gave it is left to
+    the reference's own `topk_ids`. Also each move nothing names -> its source, whose name it takes (no
+    `topk_ids_reshaped`)."""
+    reads: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id] = reads.get(node.id, 0) + 1
+    moved = Hints(dict(hints.by_name), dict(hints.widened))
+    itself: dict[str, str] = {}
+    for node in ast.walk(fn):
+        if not (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        call = node.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _MOVES
+            and ast.unparse(call.func.value) == "tl"
+            and call.args
+            and isinstance(call.args[0], ast.Name)
+        ):
+            continue
+        target, source = node.targets[0].id, call.args[0].id
+        hint, own = hints.get(target), hints.get(source)
+        if reads.get(source) != 1:
+            continue
+        if hint is not None and hint[0] >= 3 and (own is None or own[0] < hint[0]):
+            moved.add(source, hint[1], hint[0])
+        elif hint is None or hint[0] < 2:
+            itself[target] = source
+    return moved, itself
+
+
 @dataclass(frozen=True)
 class _Lifetime:
     body: int  # id of the statement list that binds the value
@@ -116,9 +160,10 @@ class _Lifetime:
 
 
 def _lifetimes(fn: ast.FunctionDef) -> dict[str, _Lifetime]:
-    """Per value bound exactly once by a plain `name = ...` and read only in or under its own statement
-    list: where it is bound and last read. Other names (loop-carried, loop variables, tuple targets, read
-    outside their list) are left out, so no name is ever shared with them."""
+    """Per value bound exactly once by a plain `name = ...` (or as a name of a flat tuple target) and read
+    only in or under its own statement list: where it is bound and last read. Other names (loop-carried,
+    loop variables, nested targets, read outside their list) are left out, so no name is ever shared with
+    them."""
     binds: dict[str, list[tuple[int, int]]] = {}
     reads: dict[str, list[tuple[tuple[int, int], ...]]] = {}
     excluded: set[str] = set()
@@ -128,10 +173,13 @@ def _lifetimes(fn: ast.FunctionDef) -> dict[str, _Lifetime]:
             here = (*ancestors, (id(statements), index))
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
-                    if isinstance(target, ast.Name):
-                        binds.setdefault(target.id, []).append((id(statements), index))
-                    else:
-                        excluded.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                    # `_, ids = ...`: each name of a flat tuple is bound there as a plain target is
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    for element in names:
+                        if isinstance(element, ast.Name):
+                            binds.setdefault(element.id, []).append((id(statements), index))
+                        else:
+                            excluded.update(n.id for n in ast.walk(element) if isinstance(n, ast.Name))
                 reading: list[ast.AST] = [statement.value]
             elif isinstance(statement, ast.For):
                 excluded.update(n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name))
