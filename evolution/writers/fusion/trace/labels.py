@@ -1,4 +1,5 @@
-"""The reference's own names for graph nodes: the variable a source statement assigns (`scores = ...`).
+"""The reference's own names for graph nodes: the variable a source statement assigns (`scores = ...`), or
+writes in place (`q_embed.mul_(cos)`).
 
 Dynamo keeps, on each node, the stack trace of the source line that made it. The innermost statement of the
 reference's file around that line, when it assigns one plain name (`variance = x.pow(2).mean(...)`), names
@@ -45,9 +46,20 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
             target = node.targets[0]
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             target = node.target
+        elif isinstance(node, ast.Expr) and _in_place_receiver(node.value) is not None:
+            target = _in_place_receiver(node.value)  # `q_embed.mul_(cos)`: q_embed's next value
         name = target.id if isinstance(target, ast.Name) else ""
         found.append((node.lineno, node.end_lineno or node.lineno, name))
     return tuple(found)
+
+
+def _in_place_receiver(call: ast.expr) -> ast.Name | None:
+    """The variable an in-place method call writes (`x.add_(y)`, PyTorch's trailing underscore)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    method, receiver = call.func.attr, call.func.value
+    in_place = method.endswith("_") and not method.startswith("_")
+    return receiver if in_place and isinstance(receiver, ast.Name) else None
 
 
 @functools.lru_cache(maxsize=32)
@@ -92,6 +104,8 @@ def source_labels(nodes: list[Any]) -> dict[str, str]:
     that assigns one name."""
     last: dict[tuple[str, int], tuple[str, str]] = {}
     for node in nodes:
+        if str(getattr(node, "target", "")) == "aten.copy_.default":
+            continue  # an in-place op's write back into its input: the value is the node before it
         statement = statement_of(node.meta.get("stack_trace") or "")
         if statement is None:
             continue
