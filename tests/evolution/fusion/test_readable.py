@@ -150,6 +150,42 @@ def test_a_value_that_replaces_another_takes_its_name() -> None:
     assert "    v7_2 = v7 * x_2\n" in renamed and "v7_2 + v7" in renamed  # v7 still read: a name of its own
 
 
+TWO_TOPKS = """@triton.jit
+def _k(x_ptr, out_ptr, N: tl.constexpr, G: tl.constexpr, K: tl.constexpr):
+    a0_1 = tl.arange(0, N)
+    v2 = tl.load(x_ptr + a0_1)
+    _, topk3_i = _topk_rows(v2[None, :], G)
+    v4 = tl.reshape(topk3_i, [G])
+    v5 = tl.where(v4 == 0, v2, 0.0)
+    _, topk6_i = _topk_rows(v5[None, :], K)
+    v7 = tl.reshape(topk6_i, [K])
+    _, topk8_i = _topk_rows(v5[None, :], K)
+    v9 = tl.reshape(topk8_i, [K]) + topk8_i.shape[0]
+    tl.store(out_ptr + tl.arange(0, K), v7 + v9)"""
+
+
+def test_a_value_moved_into_a_named_one_takes_its_name() -> None:
+    """The ids of an unpacked top-k, read only by the reshape the reference named (`best_groups`), are
+    `best_groups` already, so the reference's own `topk_ids` needs no number; ids read again keep theirs."""
+    hints = Hints()
+    for name in ("topk3_i", "topk6_i", "topk8_i"):
+        hints.add(name, "topk_ids", 2)
+    hints.add("v4", "best_groups", 3)
+    hints.add("v7", "topk_ids", 3)
+    hints.add("v9", "shifted_ids", 3)
+    renamed = apply(TWO_TOPKS, rename_map(TWO_TOPKS, hints, {"a0": "col"}))
+    assert "    _, best_groups = _topk_rows(" in renamed
+    assert "    best_groups = tl.reshape(best_groups, [G])\n" in renamed
+    assert "    _, topk_ids = _topk_rows(" in renamed
+    assert "    topk_ids = tl.reshape(topk_ids, [K])\n" in renamed
+    assert "    _, topk_ids_2 = _topk_rows(" in renamed  # read twice: not moved, a name of its own
+    assert numbered_names(renamed) == []
+    # A reshape the reference did not name is its source again, not `topk_ids_reshaped`.
+    del hints.by_name["v7"]
+    renamed = apply(TWO_TOPKS, rename_map(TWO_TOPKS, hints, {"a0": "col"}))
+    assert "    topk_ids = tl.reshape(topk_ids, [K])\n" in renamed and "reshaped" not in renamed
+
+
 def test_long_statements_are_broken_at_their_brackets() -> None:
     source = 'def f(alpha, beta, gamma, delta):\n    return g(alpha, beta, "a, (b", delta)\n'
     wrapped = wrap_long_lines(source, 30)
@@ -574,6 +610,27 @@ def test_trace_labels_name_the_last_node_of_an_assignment(tmp_path) -> None:
 
     nodes = [node("sigmoid", 3), node("add", 4), node("mul", 6), SimpleNamespace(name="decomposed", meta={})]
     assert source_labels(nodes) == {"add": "scores"}  # `return` assigns no name
+
+
+def test_an_in_place_method_names_the_value_it_writes(tmp_path) -> None:
+    """`q_embed.mul_(cos)` and `q_embed.add_(q_sin)` as LMDeploy's rotary writes them: each result is the
+    next `q_embed`, not the write back into the input that functionalization adds after the add."""
+    from types import SimpleNamespace
+
+    from evolution.writers.fusion.trace.labels import source_labels
+
+    path = tmp_path / "reference.py"
+    lines = ["def f(query, cos, q_sin):", "    q_embed = query", "    q_embed.mul_(cos)"]
+    lines += ["    q_embed.add_(q_sin)", "    return q_embed"]
+    path.write_text("\n".join(lines) + "\n")
+
+    def node(name: str, line: int, target: str) -> SimpleNamespace:
+        trace = f'  File "{path}", line {line}, in f\n    ...\n'
+        return SimpleNamespace(name=name, target=target, meta={"stack_trace": trace})
+
+    nodes = [node("mul", 3, "aten.mul.Tensor"), node("add", 4, "aten.add.Tensor")]
+    nodes.append(node("copy_", 4, "aten.copy_.default"))
+    assert source_labels(nodes) == {"mul": "q_embed", "add": "q_embed"}
 
 
 def test_trace_aliases_give_a_node_the_second_name_of_its_value(tmp_path) -> None:
