@@ -61,7 +61,7 @@ class ValueRule:
 class SameSize:
     """A size two tensors shared in every case, and in every case built with a size moved: the kernel
     indexes both with it (a residual shaped as its input, a weight as long as a row). `dim` None: the whole
-    shape. `name` may be None (an optional tensor), `other` never is."""
+    shape. `optional`: `name` may be None (the call passes no such tensor); `other` is always a tensor."""
 
     name: str
     other: str
