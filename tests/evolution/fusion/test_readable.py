@@ -1087,4 +1087,7 @@ def test_a_rotated_half_is_x_lo_and_x_hi_and_not_rounded_back(tmp_path) -> None:
     assert re.search(r"^\s+x_lo = tl\.load\(", source, re.M) and re.search(
         r"^\s+x_hi = tl\.load\(", source, re.M
     )
+    # The lanes a half lands in are named for it, as one term of its load's mask: no `mask`, `mask_2`.
+    assert re.search(r"^\s+x_lo_mask = .*\n.*mask=col_mask & x_lo_mask", source, re.M), source
+    assert not re.search(r"\bmask(_\d+)? = ", source)
     check(root, source, seeds=(0,))
