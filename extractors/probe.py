@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluators.static.facts import host_arguments
 from evaluators.task import Task, load_task
 from extractors.signature import Param
 
@@ -22,7 +23,8 @@ class ProbeResult:
     mutated: list[str] = field(default_factory=list)  # argument names written by the reference
     outputs: list[str] = field(default_factory=list)  # "return[0]: float32[1, 256]" ...
     degenerate: str = ""  # why the task is degenerate ("" when it is not)
-    host: list[str] = field(default_factory=list)  # arguments the inputs keep on the CPU (`seq_lens.cpu()`)
+    # arguments the inputs keep on the CPU whatever the device (`seq_lens.cpu()`), as the evaluator finds them
+    host: list[str] = field(default_factory=list)
 
 
 def probe_task(root: Path, signature: list[Param], device: str = "cpu", seeds: int = 3) -> ProbeResult:
@@ -41,19 +43,14 @@ def probe_task(root: Path, signature: list[Param], device: str = "cpu", seeds: i
         return ProbeResult(False, error=_short_error(exc), case=case.name)
     mutated = [n for n, v in _named(args, kwargs, names) if n in before and not _same(before[n], v)]
     outputs = [f"{path}: {_describe(t)}" for path, t in _flatten(result, "return")]
-    probe = ProbeResult(True, case=case.name, mutated=mutated, outputs=outputs, host=_host_arguments(task))
+    probe = ProbeResult(
+        True, case=case.name, mutated=mutated, outputs=outputs, host=sorted(host_arguments(task))
+    )
     try:
         probe.degenerate = _degenerate(task, reference, case, names, mutated, device, seeds)
     except Exception as exc:  # another case or seed fails: the inputs are wrong, not the task degenerate
         probe.ran, probe.error = False, f"with other cases/seeds: {_short_error(exc)}"
     return probe
-
-
-def _host_arguments(task: Task) -> list[str]:
-    """The arguments the task's inputs move to the CPU whatever the device, as the evaluator finds them."""
-    from evaluators.static.facts import host_arguments
-
-    return sorted(host_arguments(task))
 
 
 def check_degenerate(task: Task, device: str) -> str | None:

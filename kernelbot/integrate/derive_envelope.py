@@ -121,9 +121,8 @@ def _same_sizes(rules: list[TensorRule], built: list[dict[str, Any]]) -> tuple[S
     for rule in rules:
         tied = ties.get(rule.name, {})
         others = {other for other, _ in tied.values()}
-        whole = (
+        whole = (  # tied dims are of single-rank tensors only (`dims`)
             len(others) == 1
-            and len(rule.ranks) == 1
             and sorted(tied) == list(range(rule.ranks[0]))
             and all(dim == other_dim for dim, (_, other_dim) in tied.items())
             and next(r for r in rules if r.name in others).ranks == rule.ranks

@@ -74,7 +74,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
     bound = _bound_in_order(fn)
     hints, moves = _named_through_moves(fn, hints)
     uses = _pointer_uses(fn) | _part_offsets(fn, hints)
-    guards = _mask_uses(fn, hints)
+    guards = _mask_uses(fn, hints, bound)
     mapping: dict[str, str] = {}
     generated = [n for n in bound if n not in _FIXED]
     taken -= set(generated)
@@ -375,24 +375,15 @@ def _part_offsets(fn: ast.FunctionDef, hints: Hints) -> dict[str, str]:
     return found
 
 
-def _mask_uses(fn: ast.FunctionDef, hints: Hints) -> dict[str, str]:
+def _mask_uses(fn: ast.FunctionDef, hints: Hints, bound: dict[str, ast.expr | None]) -> dict[str, str]:
     """Name -> the tensor of the first load or store (in the kernel's order) it is the mask of
     (`tl.load(query_ptr + offs, mask=m)` -> "query"). A mask that is one term of an access's mask
     (`mask=query_mask & m[None, :]`: the part of the tensor one piece of it covers) is named for the value
     the reference gave that load (`query_lo`), where it gave one."""
-    loaded = {
-        id(node.value): hint[1]
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and (hint := hints.get(node.targets[0].id)) is not None
-        and hint[0] >= 3
-    }
-    defined = {
-        node.targets[0].id: node.value
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    loaded = {  # a load's call -> the reference's name for the value it is bound to
+        id(value): hint[1]
+        for name, value in bound.items()
+        if value is not None and (hint := hints.get(name)) is not None and hint[0] >= 3
     }
     accesses = []
     for node in ast.walk(fn):
@@ -413,7 +404,7 @@ def _mask_uses(fn: ast.FunctionDef, hints: Hints) -> dict[str, str]:
             where = (node.lineno, node.col_offset)
             if isinstance(mask, ast.Name):
                 accesses.append((where, mask.id, pointer.id.removesuffix("_ptr")))
-                mask = defined.get(mask.id)  # `m = query_mask & half[None, :]`, then `mask=m`
+                mask = bound.get(mask.id)  # `m = query_mask & half[None, :]`, then `mask=m`
             if isinstance(mask, ast.BinOp) and isinstance(mask.op, ast.BitAnd) and id(node) in loaded:
                 for term in (mask.left, mask.right):
                     term = term.value if isinstance(term, ast.Subscript) else term  # m[None, :]

@@ -46,7 +46,7 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
             target = node.targets[0]
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             target = node.target
-        elif isinstance(node, ast.Expr) and _in_place_receiver(node.value) is not None:
+        elif isinstance(node, ast.Expr):
             target = _in_place_receiver(node.value)  # `q_embed.mul_(cos)`: q_embed's next value
         name = target.id if isinstance(target, ast.Name) else ""
         found.append((node.lineno, node.end_lineno or node.lineno, name))
