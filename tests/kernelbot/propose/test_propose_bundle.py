@@ -124,3 +124,20 @@ def test_a_bundle_whose_body_lost_its_marker_is_not_loaded(cpu_evidence: Evidenc
     (tmp_path / "pr" / "body.md").write_text("edited by hand\n")
     with pytest.raises(RunStateError, match="lost its kernelbot marker"):
         load_bundle(tmp_path)
+
+
+def test_a_bundle_needs_no_github_client() -> None:
+    """Writing a bundle (no --open-pr) reads the PR marker only: PyGithub, which only opening a pull request
+    needs, may be missing (a GPU image without it), and the propose stage still imports."""
+    code = (
+        "import sys; sys.modules['github'] = None\n"
+        "import kernelbot.propose, kernelbot.target.proposal\n"
+        "from kernelbot.forge import parse_marker\n"
+        "try:\n"
+        "    from kernelbot.forge import GitHubForge\n"
+        "except ImportError:\n"
+        "    print('no client')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "no client"  # asked for, the client's absence still says so
