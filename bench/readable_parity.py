@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import math
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 
 from bench.config_overrides import add_set_option, eval_config
 from bench.meta import run_meta
+from kernelbot.integrate.drop_unread_params import called_as_the_reference
 
 
 def _load(path: Path, entry: str) -> tuple[Any, Any]:
@@ -63,6 +65,7 @@ def check(task_dir: Path, raw_path: Path, readable_path: Path, entry: str) -> di
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _, raw = _load(raw_path, task.entry)
     _, readable = _load(readable_path, entry or task.entry)
+    readable = called_as_the_reference(readable, inspect.signature(raw))
     mismatches = []
     for case in task.cases:
         args, kwargs = task.make_inputs(case, 0, device)
@@ -91,6 +94,8 @@ def measure(task_dir: Path, raw_path: Path, readable_path: Path, entry: str, con
     backend.init_device()
     raw_module, raw = _load(raw_path, task.entry)
     module, readable = _load(readable_path, entry or task.entry)
+    # The module's entry takes the arguments its code reads; the task's inputs are the reference's.
+    readable = called_as_the_reference(readable, inspect.signature(raw))
     cases = list(task.cases)
     forward = _time_pair(task, cases, backend, raw, readable, module, readable_path, config)
     swapped = _time_pair(task, cases, backend, readable, raw, raw_module, raw_path, config)

@@ -187,7 +187,7 @@ def _lazy_import(call: KernelCall, names: tuple[str, ...]) -> str:
 
 
 def _call_lines(call: KernelCall) -> list[str]:
-    invocation = f"{call.kernel}({', '.join(call.arguments)})"
+    invocation = call.invocation
     if call.assign_to:
         targets = ", ".join((["result"] if call.returns_value else []) + list(call.assign_to))
         return [f"{targets} = {invocation}", *(["return result"] if call.returns_value else [])]

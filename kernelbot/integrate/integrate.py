@@ -25,6 +25,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from extractors.signature import entry_signature
 from kernelbot.engines.convention import KernelRequest, SlotEvidence, WireRequest, Wiring, convention_for
 from kernelbot.engines.model import Profile
 from kernelbot.formatting import format_files
@@ -118,7 +119,6 @@ def integrate(
         view.task.reference_path.read_text(), view.task.entry, {p.name for p in view.signature}
     )
     derived = derive_envelope(view, ignore={p.name for p in view.signature} - reads)
-    call, passed = _kernel_call(target, view, placement, names, reads)
     kernel_source = build_kernel_module(
         candidate_source,
         view,
@@ -128,6 +128,9 @@ def integrate(
         line_length=profile.formatter.line_length,
         header=profile.formatter.new_file_header,
     )
+    # The entry takes the parameters its code reads (drop_unread_params); the guard takes them all.
+    taken = tuple(p.name for p in entry_signature(kernel_source, names.entry))
+    call, passed = _kernel_call(target, view, placement, names, reads, set(taken))
     request = WireRequest(
         repo,
         profile,
@@ -154,6 +157,7 @@ def integrate(
         passed,
         kernel_method=wiring.test_hook.method,
         kernel_owner=wiring.test_hook.owner,
+        kernel_parameters=taken if len(taken) < len(view.signature) else (),
     )
     test_source = render_test(view, subject, profile, repo, derived.other_cases)
     context = render_context(view, subject, profile, repo, derived.other_cases)
@@ -229,10 +233,12 @@ def _locate(repo: Path, placement: Placement, view: TaskView) -> tuple[str, cst.
 
 
 def _kernel_call(
-    target: Target, view: TaskView, placement: Placement, names: KernelNames, reads: set[str]
+    target: Target, view: TaskView, placement: Placement, names: KernelNames, reads: set[str], taken: set[str]
 ) -> tuple[KernelCall, dict[str, str]]:
-    """The call of the kernel from the function: its own parameters forwarded as they are declared, and
-    `param=self.<attr>` for each attribute the entry reads. Returns it and {param: attr} of those."""
+    """The call of the guard from the function: its own parameters forwarded as they are declared, and
+    `param=self.<attr>` for each attribute the entry reads; the kernel's call passes those of them its
+    entry takes (`taken`), by keyword after the first it leaves out. Returns the call and {param: attr} of
+    the attributes."""
     params = target.node.params
     positional = [*params.posonly_params, *params.params]
     self_name = ""
@@ -267,6 +273,14 @@ def _kernel_call(
     if isinstance(params.star_kwarg, cst.Param):
         arguments.append(f"**{params.star_kwarg.name.value}")
     returns_value = "return" in view.outputs and target.returns_value
+    kernel_arguments: list[str] = []
+    by_keyword = False  # after a positional parameter the entry leaves out, the rest go by name
+    for name in arguments[: len(positional)]:
+        by_keyword = by_keyword or name not in taken
+        if name in taken:
+            kernel_arguments.append(f"{name}={name}" if by_keyword else name)
+    rest = arguments[len(positional) :]
+    kernel_arguments += [a for a in rest if a.startswith("*") or _argument_name(a) in taken]
     call = KernelCall(
         module=placement.kernel_module,
         kernel=names.entry,
@@ -275,8 +289,14 @@ def _kernel_call(
         returns_value=returns_value,
         assign_to=tuple(f"{self_name}.{attr}" for attr in view.written_attributes),
         own_arguments=tuple(own_arguments),
+        kernel_arguments=tuple(kernel_arguments) if kernel_arguments != arguments else (),
     )
     return call, passed
+
+
+def _argument_name(argument: str) -> str:
+    """The parameter an argument of the call fills: `x`, `weight=self.weight` -> weight."""
+    return argument.partition("=")[0]
 
 
 def _check_reference_kept(wiring: Wiring, view: TaskView) -> None:

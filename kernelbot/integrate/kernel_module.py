@@ -4,6 +4,7 @@ folded (writers.fusion.unit_scale), kernels that are one code under two names ma
 (merge_twin_kernels), an Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
 and the reference's arguments (inductor_names), the entry renamed to a public name, a docstring saying
 what it computes, where it came from and what it was checked on, and the guard (guard_source) appended.
+The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
 Formatting is left to the repository's formatter."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from evolution.writers.fusion.code_text import fit_docstrings
 from evolution.writers.fusion.generate import is_trace_account, traced_docstring_start
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
+from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
@@ -91,6 +93,7 @@ def build_kernel_module(
     module = inductor_names(module, names.entry.removesuffix("_triton"))
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
+    module = module.visit(DropUnreadParamsTransformer(names.entry))
     module = module.visit(
         SetFunctionDocstringTransformer(
             names.entry, f"Runs `{view.qualname}` for the calls `{names.guard}` admits."

@@ -48,15 +48,23 @@ class KernelCall:
     # The function's own arguments as it would forward them to another implementation of itself (no
     # `param=self.<attr>`): what a fallback such as `super().forward(...)` passes.
     own_arguments: tuple[str, ...] = ()
+    # What the kernel's entry takes, where it takes fewer parameters than the guard (those its body never
+    # names are not in its signature: drop_unread_params); empty: `arguments`.
+    kernel_arguments: tuple[str, ...] = ()
 
     @property
     def lazy(self) -> bool:
         return bool(self.device_check)
 
+    @property
+    def invocation(self) -> str:
+        """The kernel's call: `rms_norm_triton(x, residual, weight=self.weight)`."""
+        return f"{self.kernel}({', '.join(self.kernel_arguments or self.arguments)})"
+
     def statement(self, indent: int = 4) -> cst.If:
         """The block; `indent` is the column the function's body starts at (it places the lazy import)."""
         args = ", ".join(self.arguments)
-        call = f"{self.kernel}({args})"
+        call = self.invocation
         if self.assign_to:
             targets = ", ".join((["result"] if self.returns_value else []) + list(self.assign_to))
             lines = [f"{targets} = {call}", "return result" if self.returns_value else "return"]

@@ -52,6 +52,8 @@ class TestSubject:
     # is called on, (module, class), when not the function's own (LMDeploy's Triton<Op>Impl).
     kernel_method: str = ""
     kernel_owner: tuple[str, str] | None = None
+    # The entry's parameters where it takes fewer than the guard (drop_unread_params); empty: all of them.
+    kernel_parameters: tuple[str, ...] = ()
 
 
 def render_test(
@@ -140,6 +142,8 @@ def render_context(
         "device_positions": _membership("i", host_positions, negate=True),
         "device_keywords": _membership("k", host_keywords, negate=True),
         "entry": subject.entry,
+        "kernel_parameters": repr(subject.kernel_parameters) if subject.kernel_parameters else "",
+        "positional": repr(tuple(positional)),
         "guard": subject.guard,
         "outputs": list(view.outputs),
         **_compare_rules(view),

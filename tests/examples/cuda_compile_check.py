@@ -121,6 +121,15 @@ def _import(path: Path, name: str):
     return module
 
 
+def _as_the_reference(fn, task_dir: Path, task_toml: str):
+    """`fn` called with the task reference's arguments (kernelbot.integrate.drop_unread_params)."""
+    from kernelbot.integrate.drop_unread_params import called_as_the_reference
+
+    entry = next(line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry"))
+    reference = getattr(_import(task_dir / "reference.py", f"reference_{_job}"), entry)
+    return called_as_the_reference(fn, inspect.signature(reference))
+
+
 def main() -> int:
     if os.environ.get("TRITON_INTERPRET"):
         print("unset TRITON_INTERPRET: the interpreter replaces the compiler", file=sys.stderr)
@@ -136,6 +145,8 @@ def main() -> int:
         )
         make_inputs = _import(task_dir / "inputs.py", f"inputs_{i}").make_inputs
         candidate = getattr(_import(Path(job["candidate"]), f"candidate_{i}"), entry)
+        if "entry" in job:  # a module integrate writes: its entry takes only the arguments it reads
+            candidate = _as_the_reference(candidate, task_dir, task_toml)
         args, kwargs = make_inputs(dict(job["params"]), 0, "cpu")
         try:
             candidate(*args, **kwargs)

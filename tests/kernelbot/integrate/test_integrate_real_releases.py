@@ -126,6 +126,8 @@ def test_codemod_on_a_real_release(release: str, tmp_path: Path, tool_venvs: dic
         ast.parse((repo / path).read_text(), filename=str(path))
     for integration, (function, _, _, evidence) in zip(integrations, targets, strict=True):
         _assert_the_engines_slot(repo, root, profile.name, integration, function, upstream)
+        if function.endswith("RMSNorm.forward_native"):
+            _assert_the_kernel_takes_what_it_reads(repo, root, integration)
         if ":" in function and "." in function.split(":")[1]:  # an op: selected only on the evidence
             assert integration.auto_selected == bool(evidence.beats_current_path)
     for path in (p for p in touched if p in upstream):  # upstream lines stay, but for a remapped spec
@@ -188,6 +190,31 @@ def _assert_the_engines_slot(
         assert "return super().forward(" in _method((repo / impl_file).read_text(), impl, "forward")
         op_backend = (repo / root / "lmdeploy/pytorch/backends/cuda/op_backend.py").read_text()
         assert (f"return cast(ImplT, {impl}(" in op_backend) == integration.auto_selected
+
+
+def _assert_the_kernel_takes_what_it_reads(repo: Path, root: Path, integration) -> None:
+    """SGLang RMSNorm's fixture reads no quant_linear, override_orig_dtype, fp32_residual,
+    variance_size_override or cast_x_before_out_mul (the guard refuses those options): the module's entry
+    leaves them out of its signature, forward_triton passes them to the guard only, and the generated test
+    (run below through the interpreter) calls the entry with the rest."""
+    unread = {"quant_linear", "override_orig_dtype", "fp32_residual", "variance_size_override"}
+    unread.add("cast_x_before_out_mul")
+    kernel = ast.parse((repo / integration.kernel_module).read_text())
+    entry = next(
+        f for f in kernel.body if isinstance(f, ast.FunctionDef) and f.name == integration.kernel_entry
+    )
+    guard = next(f for f in kernel.body if isinstance(f, ast.FunctionDef) and f.name == integration.guard)
+    params = {a.arg for a in (*entry.args.args, *entry.args.kwonlyargs)}
+    assert not params & unread and unread <= {a.arg for a in (*guard.args.args, *guard.args.kwonlyargs)}
+    calls = {
+        node.func.id: node
+        for node in ast.walk(ast.parse((repo / integration.reference_file).read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    call = calls[integration.kernel_entry]
+    passed = {*(a.id for a in call.args if isinstance(a, ast.Name)), *(k.arg for k in call.keywords)}
+    assert passed == params, passed
+    assert {k.arg for k in calls[integration.guard].keywords} >= unread - {"quant_linear"}
 
 
 def _class(source: str, name: str) -> str:

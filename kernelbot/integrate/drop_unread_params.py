@@ -1,0 +1,99 @@
+"""Transformer: the kernel's entry takes only the parameters its body names.
+
+The search calls a candidate's entry with every argument of the reference, so the entry repeats the
+reference's signature, options the kernel never reads included (SGLang RMSNorm's `quant_linear`,
+`post_residual_addition`; a router's `hidden_states`). The guard checks those options and keeps the whole
+signature; the entry a reviewer reads takes what the kernel uses, as the engines' own wrappers do
+(`fused_add_rmsnorm(input, residual, weight, eps)`), and the call site passes just that.
+
+A parameter goes only when no name in the body is it (a read, a rebinding, a `del`: any mention keeps it).
+`*args`, `**kwargs` and positional-only parameters stay: the call site forwards those as written.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import libcst as cst
+
+
+class _NamesVisitor(cst.CSTVisitor):
+    """Every name the visited body mentions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def unread_parameters(function: cst.FunctionDef) -> list[str]:
+    """`function`'s plain and keyword-only parameters that its body never names, in signature order."""
+    visitor = _NamesVisitor()
+    function.body.visit(visitor)
+    params = function.params
+    droppable = [*params.params, *params.kwonly_params]
+    return [p.name.value for p in droppable if p.name.value not in visitor.names]
+
+
+class DropUnreadParamsTransformer(cst.CSTTransformer):
+    """Removes the parameters its body never names from the module-level function `name`. A bare `*` left
+    with no keyword-only parameter after it goes too."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self._depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._depth += 1
+        return False  # nested functions are not the entry, and the entry's body is left as it is
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self._depth -= 1
+        if self._depth or updated_node.name.value != self.name:
+            return updated_node
+        params = updated_node.params
+        if params.posonly_params or isinstance(params.star_arg, cst.Param):
+            return updated_node  # the call site forwards these by position, as written
+        unread = set(unread_parameters(updated_node))
+        if not unread:
+            return updated_node
+        kept = [p for p in params.params if p.name.value not in unread]
+        kwonly = [p for p in params.kwonly_params if p.name.value not in unread]
+        star = params.star_arg
+        if not kwonly and isinstance(star, cst.ParamStar):
+            star = cst.MaybeSentinel.DEFAULT
+        # Commas as libcst places them: none after the last, so the formatter is free to join the shorter
+        # signature on one line (a trailing comma would keep it one parameter a line).
+        return updated_node.with_changes(
+            params=params.with_changes(params=_commas(kept), kwonly_params=_commas(kwonly), star_arg=star)
+        )
+
+
+def _commas(params: list[cst.Param]) -> list[cst.Param]:
+    return [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params]
+
+
+def called_as_the_reference(entry: Callable[..., Any], reference: inspect.Signature) -> Callable[..., Any]:
+    """`entry` callable with the arguments of the reference whose signature is `reference`: it is passed
+    the ones it takes. What runs a module's entry on a task's inputs (make_inputs builds them for the
+    reference). `entry` itself where it takes every parameter, or forwards by position."""
+    taken = inspect.signature(entry).parameters
+    by_position = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)
+    if set(reference.parameters) <= set(taken) or any(p.kind in by_position for p in taken.values()):
+        return entry
+    positional = [
+        n for n, p in reference.parameters.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = {**dict(zip(positional, args, strict=False)), **kwargs}  # fewer args: defaults
+        return entry(**{name: value for name, value in given.items() if name in taken})
+
+    return call
