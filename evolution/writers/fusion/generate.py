@@ -26,6 +26,7 @@ from evaluators.errors import CandidateError
 from evolution.writers.fusion import blocks, symbols
 from evolution.writers.fusion.code_text import fit_docstrings, without_redundant_parentheses, wrap_long_lines
 from evolution.writers.fusion.dispatch import predicates
+from evolution.writers.fusion.dtype_shared import generic_allocations, generic_kernels, joined_suffix
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.host import host_body, returned
 from evolution.writers.fusion.kernel import KernelCode, build_kernel
@@ -82,12 +83,9 @@ def generate(
         for graph, suffix in zip(graphs, suffixes, strict=True):
             name = f"_{entry}{suffix}_kernel"
             kernels.append(build_kernel(graph, knobs, name, line_length, shared_stores=len(graphs) > 1))
-        kernels = _shared(kernels, f"_{entry}_kernel")
+        kernels = _shared(generic_kernels(kernels, graphs, line_length), entry, suffixes)
         tests = predicates(graphs) if len(graphs) > 1 else [([], [])]
-        hosts = [
-            _host_function(report, graphs[k], kernels[k], entry, suffixes[k], len(graphs), line_length, knobs)
-            for k in range(len(graphs))
-        ]
+        hosts, callees = _hosts(report, graphs, kernels, entry, suffixes, line_length, knobs)
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
     lines = _header(task_name, report, graphs, line_length)
@@ -106,7 +104,7 @@ def generate(
     for host in hosts:
         lines += ["", "", *host]
     if len(graphs) > 1:
-        lines += ["", "", *_dispatcher(report, entry, tests, graphs, suffixes)]
+        lines += ["", "", *_dispatcher(report, entry, tests, graphs, callees)]
     lines.append(EVOLVE_END)
     source = wrap_long_lines(fit_docstrings("\n".join(lines), line_length), line_length) + "\n"
     _validate(source, entry)
@@ -220,16 +218,22 @@ def specialisation_names(graphs: list[Graph]) -> list[str]:
     return names
 
 
-def _shared(kernels: list[KernelCode], plain: str) -> list[KernelCode]:
+def _shared(kernels: list[KernelCode], entry: str, suffixes: list[str]) -> list[KernelCode]:
     """Kernels whose text is equal but for their name are one kernel, which every specialisation launches
-    (their hosts differ only in what they allocate); named `plain` when it is the only one."""
-    seen: dict[str, KernelCode] = {}
-    result = []
-    for kernel in kernels:
-        first = seen.setdefault(kernel.text.replace(kernel.name, "KERNEL"), kernel)
-        result.append(dataclasses.replace(kernel, name=first.name, text=first.text))
-    if len(seen) == 1 and len(result) > 1:
-        result = [dataclasses.replace(k, name=plain, text=k.text.replace(k.name, plain)) for k in result]
+    (their hosts differ only in what they allocate), named for all of them (`_silu_and_mul_bf16_fp16_kernel`;
+    `_silu_and_mul_kernel` when it is the only one)."""
+    groups: dict[str, list[int]] = {}
+    for k, kernel in enumerate(kernels):
+        groups.setdefault(kernel.text.replace(kernel.name, "KERNEL"), []).append(k)
+    result = list(kernels)
+    for members in groups.values():
+        if len(members) == 1:
+            continue
+        first = kernels[members[0]]
+        suffix = "" if len(groups) == 1 else joined_suffix([suffixes[k] for k in members])
+        name = f"_{entry}{suffix}_kernel"
+        for k in members:
+            result[k] = dataclasses.replace(kernels[k], name=name, text=first.text.replace(first.name, name))
     return result
 
 
@@ -280,20 +284,71 @@ def _constants(knobs: Knobs, used: str) -> list[str]:
     return [line for name, line in constants if re.search(rf"\b{name}\b", used)]
 
 
+def _hosts(
+    report: TraceReport,
+    graphs: list[Graph],
+    kernels: list[KernelCode],
+    entry: str,
+    suffixes: list[str],
+    width: int,
+    knobs: Knobs,
+) -> tuple[list[list[str]], list[str]]:
+    """The host functions, and per graph the one its dispatch calls: specialisations that launch one
+    kernel share one host where, allocating in their arguments' dtypes, their code is the same
+    (dtype_shared), named for all of them; each has its own otherwise."""
+    count = len(graphs)
+    callees = [f"_{entry}{suffix}" for suffix in suffixes]
+    hosts: dict[int, list[str]] = {}
+    for name in dict.fromkeys(k.name for k in kernels):
+        members = [k for k in range(count) if kernels[k].name == name]
+        if len(members) > 1:
+            callee = f"_{entry}{joined_suffix([suffixes[k] for k in members])}"
+            cases = tuple(case for k in members for case in graphs[k].cases)
+            shared = [
+                _host_function(
+                    report,
+                    graphs[k],
+                    kernels[k],
+                    entry,
+                    callee,
+                    count,
+                    width,
+                    knobs,
+                    cases=cases,
+                    generic=True,
+                )
+                for k in members
+            ]
+            if all(host == shared[0] for host in shared):
+                hosts[members[0]] = shared[0]
+                callees = [callee if k in members else c for k, c in enumerate(callees)]
+                continue
+        for k in members:
+            hosts[k] = _host_function(report, graphs[k], kernels[k], entry, callees[k], count, width, knobs)
+    return [hosts[k] for k in sorted(hosts)], callees
+
+
 def _host_function(
     report: TraceReport,
     graph: Graph,
     kernel: KernelCode,
     entry: str,
-    suffix: str,
+    name: str,
     count: int,
     width: int,
     knobs: Knobs,
+    *,
+    cases: tuple[str, ...] = (),
+    generic: bool = False,
 ) -> list[str]:
-    tensors = [name for name, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
+    """The host function `name` (the entry itself where there is one graph); `cases`: the cases its
+    docstring names (the graph's by default); `generic`: allocating in its arguments' dtypes."""
+    tensors = [arg for arg, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
     if not tensors:
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
     body = host_body(graph, kernel, tensors[0], fixed_warps=bool(knobs.num_warps))
+    if generic:
+        body = generic_allocations(body, graph)
     result = returned(graph.result, kernel.holders)
     if result != "None":
         body.append(f"return {result}")
@@ -304,9 +359,9 @@ def _host_function(
         returns = f" -> {report.returns}" if report.returns else ""
         head = f"def {entry}({report.signature}){returns}:"
     else:
-        head = f"def _{entry}{suffix}({', '.join(report.params)}):"
+        head = f"def {name}({', '.join(report.params)}):"
     doc = textwrap.fill(
-        f'"""{traced_docstring_start(entry)}{", ".join(graph.cases)}."""',
+        f'"""{traced_docstring_start(entry)}{", ".join(cases or graph.cases)}."""',
         width,
         initial_indent="    ",
         subsequent_indent="    ",
@@ -329,7 +384,7 @@ def _dispatcher(
     entry: str,
     tests: list[tuple[list[str], list[str]]],
     graphs: list[Graph],
-    suffixes: list[str],
+    callees: list[str],
 ) -> list[str]:
     returns = f" -> {report.returns}" if report.returns else ""
     lines = [f"def {entry}({report.signature}){returns}:"]
@@ -340,13 +395,34 @@ def _dispatcher(
             if binding not in bound:
                 lines.append(f"    {binding}")
                 bound.add(binding)
+        joined = k > 0 and callees[k] == callees[k - 1] and _either_dtype(lines[-2], conditions)
+        if joined:  # the same host as the test above, for another dtype: one test for both
+            lines[-2] = joined
+            continue
         test = " and ".join(f"({c})" for c in conditions) or "True"
         lines.append(f"    if {test}:")
-        lines.append(f"        return _{entry}{suffixes[k]}({call})")
+        lines.append(f"        return {callees[k]}({call})")
     lines.append('    raise TypeError("no kernel was written for these argument dtypes")')
     symbols = {k: v for graph in graphs for k, v in graph.symbols.items()}
     size_names = {k: v for graph in graphs for k, v in graph.size_names.items()}
     return _named_sizes(lines, symbols, size_names)
+
+
+_DTYPE_TEST = re.compile(r"\b(\w+)\.dtype (?:== (torch\.\w+)|in \(((?:torch\.\w+, )*torch\.\w+)\))")
+
+
+def _either_dtype(line: str, conditions: list[str]) -> str:
+    """The dispatch line `line` (`    if (...) and (x.dtype == torch.bfloat16):`) admitting also the dtype
+    `conditions` test for where they are its tests but for that one (`x.dtype in (torch.bfloat16,
+    torch.float16)`); "" where they differ otherwise."""
+    test = " and ".join(f"({c})" for c in conditions)
+    ours, theirs = _DTYPE_TEST.search(line), _DTYPE_TEST.search(test)
+    if ours is None or theirs is None or theirs[3] is not None or ours[1] != theirs[1]:
+        return ""
+    if line.replace(ours[0], "DTYPE") != f"    if {test.replace(theirs[0], 'DTYPE')}:":
+        return ""
+    dtypes = [*(ours[3].split(", ") if ours[3] else [ours[2]]), theirs[2]]
+    return line.replace(ours[0], f"{ours[1]}.dtype in ({', '.join(dtypes)})")
 
 
 def _named_sizes(lines: list[str], symbols: dict[str, str], size_names: dict[str, str]) -> list[str]:

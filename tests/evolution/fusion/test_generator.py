@@ -179,23 +179,34 @@ def _generated(root: Path, knobs: Knobs | None = None) -> str:
     return source
 
 
-def test_residual_rmsnorm_in_place_in_two_dtypes(tmp_path: Path) -> None:
+def test_residual_rmsnorm_in_place_in_three_dtypes(tmp_path: Path) -> None:
     cases = [
         {"name": "t3_fp32", "tokens": 3, "hidden": 40, "dtype": "float32", "eps": 1e-6},
         {"name": "t5_bf16", "tokens": 5, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5},
+        {"name": "t2_fp16", "tokens": 2, "hidden": 64, "dtype": "float16", "eps": 1e-5},
     ]
     root = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, cases)
     report = trace(root)
-    assert len(report.graphs) == 2  # one specialisation per dtype
+    assert len(report.graphs) == 3  # one specialisation per dtype
     source = write(root, report).source
-    assert "x.dtype == torch.bfloat16" in source or "x.dtype == torch.float32" in source
-    # The bf16 kernel rounds its intermediates as eager does: two bodies, each named for when it runs.
-    assert "def _add_rmsnorm_fp32_kernel(" in source and "def _add_rmsnorm_bf16_kernel(" in source
+    # The 16-bit kernels round their intermediates as eager does, to the dtype the input's pointer holds:
+    # one body for bfloat16 and float16, one for float32, each named for when it runs, and one host each.
+    assert re.findall(r"def (_add_rmsnorm\w*)\(", source) == [
+        "_add_rmsnorm_fp32_kernel",
+        "_add_rmsnorm_bf16_fp16_kernel",
+        "_add_rmsnorm_fp32",
+        "_add_rmsnorm_bf16_fp16",
+    ]
+    assert ".to(residual_ptr.dtype.element_ty).to(tl.float32)" in source
+    assert "tl.bfloat16" not in source and "tl.float16" not in source
+    fp32_host, half_host = source.split("def _add_rmsnorm_fp32(")[1].split("def _add_rmsnorm_bf16_fp16(")
+    assert "dtype=torch.float32" in fp32_host and "dtype=x.dtype" in half_host
+    assert "x.dtype in (torch.bfloat16, torch.float16)" in source
     # Every load is issued before the sum of squares (the weight's latency hides behind the row's), and the
     # residual's in-place store still comes after its load.
     for kernel in source.split("@triton.jit")[1:]:
         assert kernel.rindex("tl.load(") < kernel.index("tl.sum(") < kernel.index("tl.store(residual_ptr")
-    assert check(root, source) == 12
+    assert check(root, source) == 18
 
 
 def test_router_softmax_topk_renormalised_and_every_knob_variant(tmp_path: Path) -> None:
