@@ -43,7 +43,8 @@ class ExtractOptions:
     out: Path | None = None
     spec: Path | None = None
     # None: graph (decode steps run in CUDA graphs), or wall when the probe finds an input the task keeps on
-    # the CPU (a replay would not redo the host code that reads it)
+    # the CPU (a replay would not redo the host code that reads it); a measured graph (regime_from set)
+    # yields to such an input too, a named one does not
     regime: str | None = None
     regime_from: str = ""  # where the regime comes from (a scan's measurement); "" -> the flag or default
     name: str | None = None
@@ -149,8 +150,12 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
         _write_task(staging, summary, inputs, regime, source)
         if options.probe:
             summary.probe = probe_task(staging, signature, options.device)
-            if options.regime is None and summary.probe.host:
-                regime, summary.regime_from = "wall", _host_regime_from(summary.probe.host)
+            # A scan's graph measurement yields too: the region ran in graphs in the engine, but the
+            # task's call reads a CPU input in host code, which a replay of it would skip.
+            measured_graph = options.regime == "graph" and bool(options.regime_from)
+            if summary.probe.host and (options.regime is None or measured_graph):
+                measured = options.regime_from if measured_graph else ""
+                regime, summary.regime_from = "wall", _host_regime_from(summary.probe.host, measured)
             (staging / "task.toml").write_text(_task_toml(summary, inputs, regime, source))
         if summary.probe is not None and summary.probe.degenerate:
             hint = ""
@@ -183,12 +188,15 @@ def extract(options: ExtractOptions, inputs: PreparedInputs | None = None) -> Ex
     return summary
 
 
-def _host_regime_from(host: list[str]) -> str:
+def _host_regime_from(host: list[str], measured: str = "") -> str:
+    """Why a task with inputs kept on the CPU is timed wall; `measured`: the graph measurement it
+    overrides (a scan's)."""
     names = ", ".join(host)
-    return (
-        f"default for an input kept on the CPU ({names}): host code reads it, which a CUDA graph replay "
-        "would not redo, so the call is timed as it runs, eagerly"
+    why = (
+        f"an input kept on the CPU ({names}): host code reads it, which a CUDA graph replay would not "
+        "redo, so the call is timed as it runs, eagerly"
     )
+    return f"{why} (over the {measured})" if measured else f"default for {why}"
 
 
 def built_repo(index: RepoIndex) -> str:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from kernelbot.cli.application import command
-from kernelbot.cli.extract import print_summary
+from kernelbot.cli.extract import REGIME_HELP, print_summary
 from kernelbot.console import console, warn
 
 
@@ -22,7 +22,7 @@ def capture_command(
     out: Annotated[Optional[Path], typer.Option(help="Task directory to write.")] = None,  # noqa: UP045
     regime: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help="graph | wall. Default: graph, or wall when an input stays on the CPU."),
+        typer.Option(help=REGIME_HELP),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds the command may run.")] = 1800.0,

@@ -14,6 +14,9 @@ from kernelbot.console import console, warn
 if TYPE_CHECKING:
     from extractors.extract import ExtractionSummary  # imported when a command runs (the CLI starts fast)
 
+# --regime of the commands that write a task (extract, capture)
+REGIME_HELP = "graph (CUDA graph) | wall (eager). Default: graph, or wall when an input stays on the CPU."
+
 
 @command("extract")
 def extract_command(
@@ -27,9 +30,7 @@ def extract_command(
     spec: Annotated[Optional[Path], typer.Option(help="TOML input spec with symbolic sizes.")] = None,  # noqa: UP045
     regime: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(
-            help="graph (CUDA graph) | wall (eager). Default: graph, or wall when an input stays on the CPU."
-        ),
+        typer.Option(help=REGIME_HELP),
     ] = None,
     name: Annotated[Optional[str], typer.Option(help="Task name (default: the entry name).")] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing task at --out.")] = False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from evaluators.task import load_task
+from extractors.extract import ExtractOptions, extract
 from kernelbot.cli import main
 from tests.extractors.conftest import write_repo
 
@@ -125,6 +127,12 @@ def test_regime_follows_a_host_input_unless_named(tmp_path: Path) -> None:
     assert run_cli(*common, tmp_path / "named", "--regime", "graph") == 0
     assert load_task(tmp_path / "default").regime == "wall"
     assert load_task(tmp_path / "named").regime == "graph"  # what the user asked for, even so
+    # A scan that measured the region in CUDA graphs yields to the host input, and the task says both.
+    scan = "scan: 93% of its GPU time in CUDA graph replays under the profiled benchmark"
+    options = ExtractOptions(Path(repo), "hostread.ops:head", out=tmp_path / "scanned", spec=spec)
+    summary = extract(dataclasses.replace(options, regime="graph", regime_from=scan))
+    assert load_task(tmp_path / "scanned").regime == "wall"
+    assert "(lens_cpu)" in summary.regime_from and summary.regime_from.endswith(f"(over the {scan})")
 
 
 def test_existing_task_is_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
