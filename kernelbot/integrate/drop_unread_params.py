@@ -46,34 +46,34 @@ class DropUnreadParamsTransformer(cst.CSTTransformer):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
-        self._depth = 0
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self._depth += 1
-        return False  # nested functions are not the entry, and the entry's body is left as it is
+    def visit_Module(self, node: cst.Module) -> bool:
+        return False  # module-level statements only: a method or nested function of that name is not it
 
-    def leave_FunctionDef(
-        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
-    ) -> cst.FunctionDef:
-        self._depth -= 1
-        if self._depth or updated_node.name.value != self.name:
-            return updated_node
-        params = updated_node.params
-        if params.posonly_params or isinstance(params.star_arg, cst.Param):
-            return updated_node  # the call site forwards these by position, as written
-        unread = set(unread_parameters(updated_node))
-        if not unread:
-            return updated_node
-        kept = [p for p in params.params if p.name.value not in unread]
-        kwonly = [p for p in params.kwonly_params if p.name.value not in unread]
-        star = params.star_arg
-        if not kwonly and isinstance(star, cst.ParamStar):
-            star = cst.MaybeSentinel.DEFAULT
-        # Commas as libcst places them: none after the last, so the formatter is free to join the shorter
-        # signature on one line (a trailing comma would keep it one parameter a line).
-        return updated_node.with_changes(
-            params=params.with_changes(params=_commas(kept), kwonly_params=_commas(kwonly), star_arg=star)
-        )
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body = [
+            _without_unread(s) if isinstance(s, cst.FunctionDef) and s.name.value == self.name else s
+            for s in updated_node.body
+        ]
+        return updated_node.with_changes(body=body)
+
+
+def _without_unread(function: cst.FunctionDef) -> cst.FunctionDef:
+    params = function.params
+    if params.posonly_params or isinstance(params.star_arg, cst.Param):
+        return function  # the call site forwards these by position, as written
+    unread = set(unread_parameters(function))
+    if not unread:
+        return function
+    kept = [p for p in params.params if p.name.value not in unread]
+    kwonly = [p for p in params.kwonly_params if p.name.value not in unread]
+    star = params.star_arg
+    if not kwonly and isinstance(star, cst.ParamStar):
+        star = cst.MaybeSentinel.DEFAULT
+    # Commas as libcst places them: none after the last, so the formatter is free to join the shorter
+    # signature on one line (a trailing comma would keep it one parameter a line).
+    changed = params.with_changes(params=_commas(kept), kwonly_params=_commas(kwonly), star_arg=star)
+    return function.with_changes(params=changed)
 
 
 def _commas(params: list[cst.Param]) -> list[cst.Param]:

@@ -91,3 +91,8 @@ def test_called_as_the_reference_passes_what_the_entry_takes() -> None:
     assert call("h", "g", topk=4) == ("g", 4, None)
     # An entry that takes every parameter is returned as it is (no wrapper in a timed call).
     assert called_as_the_reference(reference, inspect.signature(reference)) is reference
+
+
+def test_only_the_module_level_function_is_changed() -> None:
+    source = "class Op:\n    def rms_norm_triton(self, x, unused):\n        return x\n"
+    assert _dropped(source) == source
