@@ -76,7 +76,7 @@ def generate(
         raise GenerationError(report.error)
     if not report.graphs:
         raise GenerationError("the trace holds no graph")
-    graphs = [_read_back(_settled(graph)) for graph in report.graphs]
+    graphs = [_sizes_from_fewer_tensors(_read_back(_settled(graph))) for graph in report.graphs]
     kernels: list[KernelCode] = []
     try:
         suffixes = specialisation_names(graphs)
@@ -147,6 +147,40 @@ def _settled(graph: Graph) -> Graph:
     return dataclasses.replace(
         graph, nodes=nodes, placeholders=placeholders, outputs=value(graph.outputs), size_names=names
     )
+
+
+_SYMBOL_PAIR = re.compile(r"Eq\((s\d+), (s\d+)\)")
+_DIM_OF = re.compile(r"(\w+)\.shape\[\d+\]")
+
+
+def _sizes_from_fewer_tensors(graph: Graph) -> Graph:
+    """`graph` with a size read from another tensor where a guard says the two are equal and that tensor
+    already gives the host another size: `x_size0, hidden_size = x.shape`, not `residual.shape[0]` beside
+    `x.shape[1]` (Dynamo kept residual's symbol for both). A tensor the host reads no other size of is not
+    taken up for one (a router's hidden_states stays unread)."""
+    pairs = [m.groups() for m in map(_SYMBOL_PAIR.fullmatch, graph.guards) if m]
+    if not pairs:
+        return graph
+    shapes = " ".join(str(d) for p in graph.placeholders if p.meta for d in p.meta.shape)
+    used = set(re.findall(r"\bs\d+\b", shapes))
+    sources = dict(graph.symbols)
+
+    def tensor(symbol: str) -> str:
+        match = _DIM_OF.fullmatch(sources.get(symbol, ""))
+        return match[1] if match else ""
+
+    def sizes_given(name: str, besides: str) -> int:
+        return sum(1 for u in used if u != besides and tensor(u) == name)
+
+    for symbol in sorted(used):
+        if not tensor(symbol):
+            continue
+        others = [b if a == symbol else a for a, b in pairs if symbol in (a, b)]
+        others = [o for o in others if o not in used and tensor(o)]
+        best = max(others, key=lambda o: sizes_given(tensor(o), symbol), default="")
+        if best and sizes_given(tensor(best), symbol) > sizes_given(tensor(symbol), symbol):
+            sources[symbol] = sources[best]
+    return dataclasses.replace(graph, symbols=sources) if sources != graph.symbols else graph
 
 
 def _slice_bounds(args: tuple[Any, ...] | list[Any], at: int) -> tuple[Any, ...]:

@@ -201,6 +201,9 @@ def test_residual_rmsnorm_in_place_in_three_dtypes(tmp_path: Path) -> None:
     assert "tl.bfloat16" not in source and "tl.float16" not in source
     fp32_host, half_host = source.split("def _add_rmsnorm_fp32(")[1].split("def _add_rmsnorm_bf16_fp16(")
     assert "dtype=torch.float32" in fp32_host and "dtype=x.dtype" in half_host
+    # The tokens are residual's first dim and x's (a guard says so): read from x, whose width the host
+    # reads too, in one unpacking.
+    assert "x_size0, x_size1 = x.shape" in half_host and "residual.shape" not in source
     assert "x.dtype in (torch.bfloat16, torch.float16)" in source
     # Every load is issued before the sum of squares (the weight's latency hides behind the row's), and the
     # residual's in-place store still comes after its load.
