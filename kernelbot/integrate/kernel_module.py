@@ -1,7 +1,8 @@
 """Builds the new kernel module from the winning candidate: its code with the search's markers stripped, its
 size routing flattened (crossover.routes: one table, one copy of each code), a warps scale left at 1.0
 folded (writers.fusion.unit_scale), kernels that are one code under two names made one
-(merge_twin_kernels), an Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
+(merge_twin_kernels), hosts that differ only in the kernel they launch made one (merge_twin_hosts), an
+Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
 and the reference's arguments (inductor_names), the entry renamed to a public name, a docstring saying
 what it computes, where it came from and what it was checked on, and the guard (guard_source) appended.
 The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
@@ -32,6 +33,7 @@ from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
 from kernelbot.integrate.inductor_names import inductor_names
+from kernelbot.integrate.merge_twin_hosts import merged_twin_hosts
 from kernelbot.integrate.merge_twin_kernels import merged_twin_kernels
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
 from kernelbot.integrate.set_function_docstring import (
@@ -101,6 +103,7 @@ def build_kernel_module(
     )
     # The code each size runs (a crossover's routes) said how it was traced: the size test says when it runs.
     module = module.visit(DropDocstringsTransformer(traced_docstring_start(view.task.entry)))
+    module = merged_twin_hosts(module)
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
     guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])

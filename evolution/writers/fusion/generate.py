@@ -357,8 +357,10 @@ def _hosts(
                 hosts[members[0]] = shared[0]
                 callees = [callee if k in members else c for k, c in enumerate(callees)]
                 continue
-        for k in members:
-            hosts[k] = _host_function(report, graphs[k], kernels[k], entry, callees[k], count, width, knobs)
+        for k in members:  # allocating in its arguments' dtypes, as the shared hosts do
+            hosts[k] = _host_function(
+                report, graphs[k], kernels[k], entry, callees[k], count, width, knobs, generic=count > 1
+            )
     return [hosts[k] for k in sorted(hosts)], callees
 
 
