@@ -78,9 +78,15 @@ def _regenerated(task_dir: Path, source: str, line_length: int) -> str:
     # Launch tuning changes the module's constants (BLOCK, WARPS_SCALE) without touching the knobs line:
     # the winner's values, not the knobs' defaults.
     for match in CONSTANT.finditer(source):
-        name, value = match.group(1), match.group(2)
-        written = re.sub(rf"^{name} = [^\n#]*", f"{name} = {value}", written, count=1, flags=re.M)
+        written = with_constant(written, match.group(1), match.group(2))
     return written
+
+
+def with_constant(source: str, name: str, value: str) -> str:
+    """`source` with its first module-level `name = ...` set to `value`, a comment on the line kept as it
+    was (`BLOCK = 2048  # elements per program`)."""
+    value_only = rf"^{name} = [^\n#]*?(?=\s*(#|$))"
+    return re.sub(value_only, f"{name} = {value}", source, count=1, flags=re.M)
 
 
 def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Path, entry: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import extractors.release_sources
-from bench.readable_modules import _own_kernel_lines, _rules
+from bench.readable_modules import _own_kernel_lines, _rules, with_constant
 from extractors.errors import ExtractionError
 
 
@@ -22,3 +22,11 @@ def test_an_unreadable_release_leaves_the_budget_unknown_with_its_reason(
     reason = _own_kernel_lines(rules, "lmdeploy_rmsnorm_residual")
     assert reason == "lmdeploy==0.18.0: could not download lmdeploy==0.18.0 from the package registry"
     assert _own_kernel_lines(rules, "sglang_silu_and_mul") is None  # no own kernel: the 200-line budget
+
+
+def test_a_winners_constant_replaces_the_value_only() -> None:
+    """The winner's tuned constants go into the regenerated module with the writer's comments beside them,
+    spaced as the writer spaced them."""
+    source = "BLOCK = 1024  # elements per program\nNUM_WARPS = 4\nBLOCK_COL = 7\n"
+    written = with_constant(with_constant(source, "BLOCK", "2048"), "NUM_WARPS", "8")
+    assert written == "BLOCK = 2048  # elements per program\nNUM_WARPS = 8\nBLOCK_COL = 7\n"
