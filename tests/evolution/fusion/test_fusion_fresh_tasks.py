@@ -225,6 +225,16 @@ def test_the_outputs_are_named_as_the_reference_returns_them(shipped) -> None:
     assert "residual = x.to(tl.bfloat16)" in module and "x_2" not in module
 
 
+def test_a_helpers_values_keep_its_names_at_each_call(shipped) -> None:
+    """LMDeploy's rotary calls rotate_half on the query and then on the key; its `out[..., :half] = -x2`
+    and `out[..., half:] = x1` name the rotated halves `out` at each call (rebound for the key), not
+    `slice_scatter` and `slice_scatter_2`."""
+    module = shipped(next(t for t in TARGETS if t.name == "lmdeploy_apply_rotary"))
+    assert "slice_scatter" not in module and "out_2" not in module
+    assert len(re.findall(r"^\s+out = tl\.where\(", module, re.M)) == 4
+    assert "q_sin = (out * sin" in module and "k_sin = (out * sin" in module
+
+
 def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:
     """Advanced indexing counts negative indices from the end; the wrapped values are the same indices,
     so the decode metadata's module rebinds `req_pool_indices` and `strided_indices`, no `index_2`."""

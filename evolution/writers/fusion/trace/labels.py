@@ -48,6 +48,8 @@ def statements(path: str) -> tuple[tuple[int, int, str], ...]:
             target = node.target
         elif isinstance(node, ast.Expr):
             target = _in_place_receiver(node.value)  # `q_embed.mul_(cos)`: q_embed's next value
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            target = target.value  # `out[..., :half] = -x2` writes part of out: out's next value
         name = target.id if isinstance(target, ast.Name) else ""
         found.append((node.lineno, node.end_lineno or node.lineno, name))
     return tuple(found)
@@ -102,15 +104,19 @@ def statement_of(stack_trace: str) -> tuple[str, int, str] | None:
 def source_labels(nodes: list[Any]) -> dict[str, str]:
     """FX node name -> the reference's variable holding its value, for the last node of each statement
     that assigns one name."""
-    last: dict[tuple[str, int], tuple[str, str]] = {}
+    last: dict[tuple[str, int, tuple[Any, ...]], tuple[str, str]] = {}
     for node in nodes:
         if str(getattr(node, "target", "")) == "aten.copy_.default":
             continue  # an in-place op's write back into its input: the value is the node before it
-        statement = statement_of(node.meta.get("stack_trace") or "")
+        trace = node.meta.get("stack_trace") or ""
+        statement = statement_of(trace)
         if statement is None:
             continue
         path, first, name = statement
-        last[(path, first)] = (node.name, name)
+        # A helper's statement runs once per call (rotate_half on the query, then on the key): each call,
+        # told apart by the frames that called it, labels its own last node.
+        callers = tuple(_FRAME.findall(trace)[:-1])
+        last[(path, first, callers)] = (node.name, name)
     return {node: name for node, name in last.values() if name}
 
 
