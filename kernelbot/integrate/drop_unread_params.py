@@ -18,25 +18,15 @@ from typing import Any
 
 import libcst as cst
 
-
-class _NamesVisitor(cst.CSTVisitor):
-    """Every name the visited body mentions."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
+from evolution.mutators.crossover.alike import names
 
 
 def unread_parameters(function: cst.FunctionDef) -> list[str]:
     """`function`'s plain and keyword-only parameters that its body never names, in signature order."""
-    visitor = _NamesVisitor()
-    function.body.visit(visitor)
+    named = names(function.body)
     params = function.params
     droppable = [*params.params, *params.kwonly_params]
-    return [p.name.value for p in droppable if p.name.value not in visitor.names]
+    return [p.name.value for p in droppable if p.name.value not in named]
 
 
 class DropUnreadParamsTransformer(cst.CSTTransformer):

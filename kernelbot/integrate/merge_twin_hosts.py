@@ -11,9 +11,9 @@ that differ in anything else stay as they are.
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import code, jit_functions
+from evolution.mutators.crossover.alike import code, jit_functions, names
+from kernelbot.integrate.rename_function import RenameFunctionTransformer
 
 _KERNEL = "kernel"  # the merged host's parameter
 
@@ -27,8 +27,8 @@ def twin_hosts(module: cst.Module) -> dict[str, dict[str, str]]:
     for statement in module.body:
         if not isinstance(statement, cst.FunctionDef) or statement.decorators:
             continue
-        launched = _names(statement.body) & kernels
-        if len(launched) != 1 or _KERNEL in _names(statement):
+        launched = names(statement.body) & kernels
+        if len(launched) != 1 or _KERNEL in names(statement):
             continue
         kernel = launched.pop()
         key = code(_with_kernel_parameter(statement, kernel, "_host").with_changes(leading_lines=()))
@@ -53,18 +53,9 @@ def _common_words(names: list[str]) -> str:
     return "_".join(common)
 
 
-def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)}
-
-
 def _with_kernel_parameter(function: cst.FunctionDef, kernel: str, name: str) -> cst.FunctionDef:
     """`function` named `name`, launching its `kernel` through a keyword-only parameter `kernel`."""
-
-    class _Launch(cst.CSTTransformer):
-        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-            return updated_node.with_changes(value=_KERNEL) if updated_node.value == kernel else updated_node
-
-    body = function.body.visit(_Launch())
+    body = function.body.visit(RenameFunctionTransformer(kernel, _KERNEL))
     params = function.params
     star = params.star_arg if not isinstance(params.star_arg, cst.MaybeSentinel) else cst.ParamStar()
     kwonly = [*params.kwonly_params, cst.Param(cst.Name(_KERNEL))]

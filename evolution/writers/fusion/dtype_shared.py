@@ -70,7 +70,7 @@ def _generic_text(kernel: KernelCode, graph: Graph, line_length: int) -> str | N
 def generic_allocations(lines: list[str], graph: Graph) -> list[str]:
     """Host lines with each allocation in a dtype some tensor argument holds made in that argument's dtype
     (`dtype=torch.bfloat16` -> `dtype=x.dtype`): what lets the hosts of specialisations that share their
-    kernel be one function."""
+    kernel be one function, and those that launch different kernels differ in that alone."""
     holders: dict[str, str] = {}
     for name, kind in graph.arg_kinds.items():
         if kind.startswith("tensor:"):

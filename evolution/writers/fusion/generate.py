@@ -349,7 +349,6 @@ def _hosts(
                     width,
                     knobs,
                     cases=cases,
-                    generic=True,
                 )
                 for k in members
             ]
@@ -357,10 +356,8 @@ def _hosts(
                 hosts[members[0]] = shared[0]
                 callees = [callee if k in members else c for k, c in enumerate(callees)]
                 continue
-        for k in members:  # allocating in its arguments' dtypes, as the shared hosts do
-            hosts[k] = _host_function(
-                report, graphs[k], kernels[k], entry, callees[k], count, width, knobs, generic=count > 1
-            )
+        for k in members:
+            hosts[k] = _host_function(report, graphs[k], kernels[k], entry, callees[k], count, width, knobs)
     return [hosts[k] for k in sorted(hosts)], callees
 
 
@@ -375,15 +372,15 @@ def _host_function(
     knobs: Knobs,
     *,
     cases: tuple[str, ...] = (),
-    generic: bool = False,
 ) -> list[str]:
     """The host function `name` (the entry itself where there is one graph); `cases`: the cases its
-    docstring names (the graph's by default); `generic`: allocating in its arguments' dtypes."""
+    docstring names (the graph's by default). One of several allocates in its arguments' dtypes: hosts
+    that then differ only in their kernel ship as one (kernelbot/integrate/merge_twin_hosts.py)."""
     tensors = [arg for arg, kind in graph.arg_kinds.items() if kind.startswith("tensor:")]
     if not tensors:
         raise LoweringError("the reference takes no tensor argument to place its outputs next to")
     body = host_body(graph, kernel, tensors[0], fixed_warps=bool(knobs.num_warps))
-    if generic:
+    if count > 1:
         body = generic_allocations(body, graph)
     result = returned(graph.result, kernel.holders)
     if result != "None":
