@@ -41,6 +41,7 @@ from kernelbot.integrate.set_function_docstring import (
     SetFunctionDocstringTransformer,
 )
 from kernelbot.integrate.set_module_docstring import SetModuleDocstringTransformer
+from kernelbot.integrate.shared_launch_args import shared_launch_args
 from kernelbot.integrate.strip_evolve_markers import StripEvolveMarkersTransformer
 from kernelbot.integrate.task_view import TaskView
 from kernelbot.integrate.templates_env import fit_comments
@@ -104,6 +105,7 @@ def build_kernel_module(
     # The code each size runs (a crossover's routes) said how it was traced: the size test says when it runs.
     module = module.visit(DropDocstringsTransformer(traced_docstring_start(view.task.entry)))
     module = merged_twin_hosts(module)
+    module = shared_launch_args(module)
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
     guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])

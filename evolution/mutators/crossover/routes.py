@@ -63,6 +63,7 @@ from evolution.mutators.crossover.source import (
     launch_table,
     literal,
 )
+from evolution.mutators.crossover.table_expressions import table_expressions
 from evolution.mutators.crossover.topk_method import topk_methods_merged
 from evolution.mutators.crossover.tree import Group, RoutingError, read_routing
 from evolution.writers.fusion.code_text import wrap_long_lines
@@ -145,7 +146,8 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
             code = code.rstrip() + "\n" + dispatcher
         code = launch_choices(host_helpers_merged(index_widths_merged(topk_methods_merged(code))))
         code = kernels_noted(code, block, mapping)
-    return wrap_long_lines(threaded_constants_as_parameters(code.rstrip() + "\n"), LINE_LENGTH)
+    code = table_expressions(threaded_constants_as_parameters(code.rstrip() + "\n"))
+    return wrap_long_lines(code, LINE_LENGTH)
 
 
 def _one_host(

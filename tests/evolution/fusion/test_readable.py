@@ -347,7 +347,8 @@ def test_one_pass_and_two_passes_crossed_ship_as_one_entry(rms_task) -> None:
 def test_a_launch_table_on_one_side_still_ships_one_entry(rms_task) -> None:
     """One pass at half the warps up to 300 bytes and at the usual warps to 1000, two passes above (the H200
     SGLang RMSNorm winner of 2026-12-05 had this shape): one entry still, the one-pass branch setting its
-    warps scale by size, and no host per code; the module computes what the crossover does."""
+    warps scale by size (one test: a conditional expression), and no host per code; the module computes what
+    the crossover does."""
     root, report = rms_task
     one, half = write(root, report, Knobs()).source, write(root, report, Knobs(warps=0.5)).source
     two = write(root, report, Knobs(passes="two", block=32, eviction=True)).source
@@ -357,7 +358,7 @@ def test_a_launch_table_on_one_side_still_ships_one_entry(rms_task) -> None:
     assert not re.search(r"^def _add_rmsnorm_(small|large|launch)\(", flat, re.M)
     branch = re.search(r"^    if nbytes <= 1000:\n((?:        .*\n)+)    else:\n", flat, re.M)
     assert branch is not None and re.search(
-        r"^        warps_scale = \w+\n        if nbytes <= 300:\n", branch.group(1), re.M
+        r"^        warps_scale = 0\.5 if nbytes <= 300 else \w+\n", branch.group(1), re.M
     )
     # The warps helper both codes size their launch with is one, the scale passed in.
     assert re.findall(r"^def _num_warps\w*\(.*", flat, re.M) == ["def _num_warps(elements, warps_scale):"]
