@@ -60,6 +60,7 @@ def test_one_test_becomes_an_expression_and_its_only_default_a_number() -> None:
             ),
             "a second test",
         ),
+        (("        rows = ROWS\n", "        rows = warps_scale\n"), "a default reads what the test sets"),
         (
             ("            warps_scale = 0.5\n", "            warps_scale = 0.5\n            print(nbytes)\n"),
             "the branch does more than set",

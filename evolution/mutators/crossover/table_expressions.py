@@ -10,8 +10,9 @@ A flat module's size table sets each varying constant in a local, then overrides
 with `WARPS_SCALE_SMALL = 1.0` defined at the top of the module for this one read. The same choice as a
 reviewer writes it: `warps_scale = 0.5 if nbytes <= 300000 else 1.0`, and no constant. Only the shape
 above is rewritten: a run of plain assignments to names, then one `if` (no `else`) that assigns only some
-of them, where neither the test nor the new values read a name the run binds; the defaults are literals or
-names, so evaluating them first, as before, or only on the untested side changes nothing. A module-level
+of them, where neither the test nor the new values read a name the run binds, nor a default a name the `if`
+sets; the defaults are literals or names, so evaluating them first, as before, or only on the untested side
+changes nothing. A module-level
 number constant bound once and read once, as the whole value or the `else` of a local's assignment in a
 function, is written as its number there, unless a comment says what it is. A table of several tests keeps
 its `if` statements, one after another. Source text only, never run.
@@ -112,6 +113,8 @@ def _rewritten(run: list[cst.BaseStatement], test: cst.BaseStatement) -> list[cs
     read = names(test.test).union(*(names(v) for v in overrides.values()))
     if read & set(defaults):
         return None
+    if set().union(*(names(v) for v in defaults.values())) & set(overrides):
+        return None  # a default reading an overridden name would read the override once folded
     out: list[cst.BaseStatement] = []
     for statement in run:
         name, default = _assigned(statement) or ("", statement)

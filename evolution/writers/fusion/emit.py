@@ -70,6 +70,9 @@ class Emitter:
         self._widened: dict[str, Tile] = {}  # an int tile cast to a wider int -> the tile it was cast from
         self._cast_of: dict[str, str] = {}  # a bound cast (`v4 = v3.to(tl.float32)`) -> what it casts
         self._negated: dict[str, str] = {}
+        # What the values emitted now are read as (`grouped` under a regrouping view, `at_topk_ids` under
+        # a gather): a name such a value would share with one computed before takes it as a suffix.
+        self._contexts: list[str] = []
 
     # --- bookkeeping -------------------------------------------------------------------------------------
 
@@ -120,6 +123,8 @@ class Emitter:
             return found
         name = self.fresh(prefix)
         self._hint_kind(name, prefix)
+        if self._contexts:
+            self.hints.contexts[name] = self._contexts[-1]
         self._place(target, f"{name} = {code}", grid)
         if cast := _CAST_OF_NAME.fullmatch(code):
             self._cast_of[name] = cast[1]
@@ -139,6 +144,16 @@ class Emitter:
             self.hints.add(name, prefix, 2)
         else:  # a load: the reference's argument
             self.hints.add(name, prefix.rstrip("_"), 3)
+
+    @contextlib.contextmanager
+    def naming_context(self, word: str) -> Iterator[None]:
+        """Values bound inside are read as `word` (a layout, a gather's positions): a value computed again in
+        it is named `<name>_<word>`, not `<name>_2`, where its plain name is taken."""
+        self._contexts.append(word)
+        try:
+            yield
+        finally:
+            self._contexts.pop()
 
     def name_value(self, tile: Tile, base: str, priority: int) -> None:
         """Say what a bound value holds (the reference's variable, the op that made it)."""

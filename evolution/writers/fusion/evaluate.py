@@ -167,6 +167,20 @@ class Evaluator:
         self._cache[key] = tile
         return tile
 
+    def value_name(self, ref: Any) -> str:
+        """What the reference calls `ref`'s value: its variable, else the op's name for it ("" for none)."""
+        if not self.is_tensor(ref):
+            return ""
+        name, output = _ref(ref)
+        node = self.nodes.get(name)
+        if node is None:
+            return ""
+        if node.label and output == 0:
+            return node.label
+        if node.target == "getitem":  # an output of a multi-output op (`_, topk_ids = torch.topk(...)`)
+            return self.value_name({"node": node.args[0]["node"], "output": int(node.args[1])})
+        return op_name(node.target, output)
+
     def held(self, ref: Any, index: Index, guard: Tile | None = None) -> Tile | None:
         """The tile of `ref` at `index` where this region has already computed it (and it is visible here),
         else None: nothing is emitted."""

@@ -7,8 +7,10 @@ variable the reference assigned it to: `variance`, `scores`), from the op that m
 expression (`sum_power`, `x_f32`, `candidates_masked`). Axes (atoms) are named by their role: the
 program's rows (`row`), the one register axis of a row (`col`), or the size parameter of their extent
 (`topk`, `num_expert_group`). A value takes the name of one it replaces, as the reference's `x = x + residual`
-does, where both are bound in one statement list and the older is not read after; other equal names get a
-suffix (`x_2`); nothing is renamed to a name the kernel already uses.
+does, where both are bound in one statement list and the older is not read after; a value computed again in
+another layout or at a gather's positions takes that context as a suffix (`gating_output_grouped`,
+`gating_output_at_topk_ids`); other equal names get a number (`x_2`); nothing is renamed to a name the
+kernel already uses.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class Hints:
     by_name: dict[str, tuple[int, str]] = field(default_factory=dict)
     # A narrow int read in place of its widened copy -> that copy, whose name from the reference it takes.
     widened: dict[str, str] = field(default_factory=dict)
+    # A value computed again in another layout or at a gather's positions -> that context's word
+    # (`grouped`, `at_topk_ids`): where its name is taken it becomes `<name>_<word>`, not `<name>_2`.
+    contexts: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, base: str, priority: int) -> None:
         current = self.by_name.get(name)
@@ -103,7 +108,7 @@ def rename_map(kernel_text: str, hints: Hints, atoms: dict[str, str]) -> dict[st
                 and _rebinds(name, holder, bound.get(name), hints, lives)
             ),
             None,
-        ) or _unique(base, taken)
+        ) or _unique(_in_context(base, hints.contexts.get(name), taken), taken)
         taken.add(new)
         mapping[name] = new
         holders[new] = name
@@ -124,7 +129,7 @@ def _named_through_moves(fn: ast.FunctionDef, hints: Hints) -> tuple[Hints, dict
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             reads[node.id] = reads.get(node.id, 0) + 1
-    moved = Hints(dict(hints.by_name), dict(hints.widened))
+    moved = Hints(dict(hints.by_name), dict(hints.widened), dict(hints.contexts))
     itself: dict[str, str] = {}
     for node in ast.walk(fn):
         if not (
@@ -307,6 +312,11 @@ def atom_text(text: str, atoms: dict[str, str]) -> str:
         text = re.sub(rf"(?<![A-Za-z0-9]){old}(?![0-9])", new, text)
         text = re.sub(rf"(?<![A-Za-z0-9]){old.upper()}(?![0-9])", new.upper(), text)
     return text
+
+
+def _in_context(base: str, context: str | None, taken: set[str]) -> str:
+    """`base` when free, else `<base>_<context>` where the value was computed in a context."""
+    return f"{base}_{context}" if context and base in taken else base
 
 
 def _unique(base: str, taken: set[str]) -> str:

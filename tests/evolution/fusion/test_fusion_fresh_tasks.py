@@ -31,7 +31,7 @@ from evolution.dedup import candidate_sha
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.mutators.fusion_variant import FusionVariantMutator
 from evolution.types import MutationRequest, Program
-from evolution.writers.fusion.knobs import parse
+from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.writer import FusionWriter
 from extractors.errors import ExtractionError
 from extractors.release_sources import fetch_release
@@ -233,6 +233,21 @@ def test_a_helpers_values_keep_its_names_at_each_call(shipped) -> None:
     assert "slice_scatter" not in module and "out_2" not in module
     assert len(re.findall(r"^\s+out = tl\.where\(", module, re.M)) == 4
     assert "q_sin = (out * sin" in module and "k_sin = (out * sin" in module
+
+
+def test_values_read_again_say_in_which_layout(seeds) -> None:
+    """SGLang's router with the reload knob on loads the gating output again in the group view and at the
+    top-k ids: those copies are named for it (`gating_output_grouped`, `gating_output_at_topk_ids`), not
+    `gating_output_2` and `gating_output_3`."""
+    target = next(t for t in TARGETS if t.name == "sglang_biased_grouped_topk")
+    task_dir, _ = seeds(target)
+    task, writer = load_task(task_dir), FusionWriter(line_length=engine_line_length(target))
+    report = asyncio.run(writer.report(task))
+    source = asyncio.run(writer.write(task, report, Knobs(reload=True))).source
+    for name in ("gating_output_grouped", "correction_bias_grouped", "scores_for_choice_grouped"):
+        assert f"{name} = " in source, name
+    assert "gating_output_at_topk_ids = tl.load(" in source
+    assert not re.search(r"\b(gating_output|correction_bias|scores_for_choice)(_offs)?_\d\b", source)
 
 
 def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:

@@ -33,6 +33,12 @@ def data_index(ev: Evaluator, tile: Tile, size: sympy.Expr | None = None) -> Com
     return Computed(tile)
 
 
+def _at(ev: Evaluator, positions: object) -> str:
+    """The word for values read at a gather's positions: `at_topk_ids` after the reference's name for them."""
+    label = ev.value_name(positions)
+    return f"at_{label}" if label.isidentifier() else "gathered"
+
+
 @LOWERINGS.register("aten.gather.default")
 def _gather(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
@@ -42,7 +48,8 @@ def _gather(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile
     if held is not None:
         return held
     picked = data_index(ev, at)
-    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
+    with ev.emitter.naming_context(_at(ev, positions)):
+        return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
 
 
 def _held_along(
@@ -74,7 +81,8 @@ def _index_select(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -
     source, dim, positions = node.args[0], int(node.args[1]), node.args[2]
     dim = normal_dim(dim, len(index))
     picked = data_index(ev, ev.eval(positions, (index[dim],), guard), ev.shape(source)[dim])
-    return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
+    with ev.emitter.naming_context(_at(ev, positions)):
+        return ev.eval(source, (*index[:dim], picked, *index[dim + 1 :]), guard)
 
 
 @LOWERINGS.register("aten.embedding.default")
@@ -82,7 +90,8 @@ def _embedding(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> T
     weight, positions = node.args[0], node.args[1]
     rank = len(ev.shape(positions))
     picked = data_index(ev, ev.eval(positions, index[:rank], guard))
-    return ev.eval(weight, (picked, index[rank]), guard)
+    with ev.emitter.naming_context(_at(ev, positions)):
+        return ev.eval(weight, (picked, index[rank]), guard)
 
 
 @LOWERINGS.register("aten.index.Tensor")

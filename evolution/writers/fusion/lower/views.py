@@ -33,7 +33,22 @@ def _view(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     out_exprs = [symbols.parse(s) for s in node.meta.shape]
     out_hints = [ev.hint(e) for e in out_exprs]
     inner = reshape_index(ev, index, out_exprs, out_hints, in_exprs, in_hints)
-    return _held_view(ev, source, inner, guard) or ev.eval(source, inner, guard)
+    held = _held_view(ev, source, inner, guard)
+    if held is not None:
+        return held
+    # Computed in the view's layout, maybe again: where the region holds it in another, `scores_grouped`.
+    word = _layout_word(in_exprs, out_exprs)
+    if not word:
+        return ev.eval(source, inner, guard)
+    with ev.emitter.naming_context(word):
+        return ev.eval(source, inner, guard)
+
+
+def _layout_word(before: list[sympy.Expr], after: list[sympy.Expr]) -> str:
+    """`grouped` for a view that splits a dim, `flat` for one that merges dims, "" for one that only adds or
+    drops dims of size 1 (the same layout)."""
+    dims, new_dims = sum(e != 1 for e in before), sum(e != 1 for e in after)
+    return "" if new_dims == dims else "grouped" if new_dims > dims else "flat"
 
 
 def _held_view(ev: Evaluator, source: object, index: Index, guard: Tile | None) -> Tile | None:
