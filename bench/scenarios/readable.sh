@@ -15,6 +15,15 @@
 ## SOURCES=.devsite/sources.tar.xz  the releases' sources, packed (bench/fresh_tasks.py --pack-sources)
 ## LIMIT=560  seconds for the whole run
 
+# The modules are laid out by ruff as the engines' formatters lay them out (`python -m ruff`): where the
+# image lacks it, it is installed beside the run from PIP_FIND_LINKS (ruff==0.15.4, the example profile's),
+# before the search rather than after it.
+if [ "$DRY_RUN" != 1 ] && ! "$PYTHON" -m ruff --version >/dev/null 2>&1; then
+  "$PYTHON" -m pip install -q --no-deps --target "$BENCH_OUT/ruff-site" ruff==0.15.4 ||
+    fail "ruff is not importable by $PYTHON and cannot be installed: put its wheel in a PIP_FIND_LINKS folder"
+  export PYTHONPATH="$BENCH_OUT/ruff-site:$PYTHONPATH"
+fi
+
 # The last confirmation may start until LIMIT - 250 s; a search that ends later (its own seconds and about
 # 90 s of extraction and start) leaves every winner unconfirmed.
 (( SEARCH_S + 90 <= LIMIT - 250 )) ||
