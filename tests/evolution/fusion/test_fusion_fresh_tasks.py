@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from readable import (
     OWN_KERNELS,
@@ -28,6 +29,8 @@ from readable import (
 from bench.fusion_targets import TARGETS, Target, extract_target
 from evaluators.task import load_task
 from evolution.dedup import candidate_sha
+from evolution.mutators.crossover.alike import jit_functions
+from evolution.mutators.crossover.source import Route, build_child
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.mutators.fusion_variant import FusionVariantMutator
 from evolution.types import MutationRequest, Program
@@ -287,6 +290,34 @@ def test_the_line_budget(shipped, target: Target) -> None:
     own_lines = len((fetch_release(own[0]) / own[1]).read_text().splitlines()) if own else None
     module = shipped(target)
     assert len(module.splitlines()) <= line_budget(own_lines)
+
+
+def test_two_structures_fit_the_line_budget(seeds) -> None:
+    """SGLang's RMSNorm in the shape of the H200 crossover winner: one pass at two warps scales below 22 MB,
+    two passes in chunks with cache hints above. Its module holds both kernels, the one-test warps table as
+    one expression (`crossover/table_expressions.py`) and the launches' shared arguments once
+    (`shared_launch_args.py`), within 200 lines and every rule."""
+    target = next(t for t in TARGETS if t.name == "sglang_rmsnorm_residual")
+    task_dir, _ = seeds(target)
+    task, width = load_task(task_dir), engine_line_length(target)
+    writer = FusionWriter(line_length=width)
+    report = asyncio.run(writer.report(task))
+
+    def write(knobs: Knobs) -> str:
+        return asyncio.run(writer.write(task, report, knobs)).source
+
+    one, half = write(Knobs()), write(Knobs(warps=0.5))
+    two = write(Knobs(passes="two", block=4096, eviction=True, warps=2.0))
+    child = build_child(
+        build_child(one, half, task.entry, Route(300_000, True, "")),
+        two,
+        task.entry,
+        Route(22_000_000, False, ""),
+    )
+    module = shipped_module(task_dir, child, width)
+    assert len(jit_functions(cst.parse_module(module))) == 2
+    assert "warps_scale = 0.5 if nbytes <= 300000 else 1.0" in module and module.count("*args,") == 2
+    assert problems(module, limit=width, max_lines=200) == []
 
 
 def test_variants_of_the_router_are_distinct_and_correct(judge, seeds, writer: FusionWriter) -> None:
