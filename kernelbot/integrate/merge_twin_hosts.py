@@ -1,11 +1,12 @@
 """Transformer: one host function for specialisations whose hosts differ only in the kernel they launch.
 
-A winner written for several argument dtypes has a host function per specialisation
-(`_silu_and_mul_fp32`, `_silu_and_mul_bf16_fp16`): each reads the same sizes, allocates in its argument's
-dtype, computes the same grid and launches its own kernel. The module that ships keeps one, named for what
-they share (`_silu_and_mul`), that takes the kernel to launch as a keyword-only parameter; each call passes
-the kernel its specialisation launched (`_silu_and_mul(x=x, kernel=_silu_and_mul_fp32_kernel)`). Hosts
-that differ in anything else stay as they are.
+A winner written for several argument dtypes whose kernels differ (a residual RMSNorm: its float32 graph
+lacks the casts the 16-bit one holds) has a host function per specialisation (`_add_rmsnorm_fp32`,
+`_add_rmsnorm_bf16_fp16`): each reads the same sizes, allocates in its argument's dtype, computes the same
+grid and launches its own kernel. The module that ships keeps one, named for what they share
+(`_add_rmsnorm`), that takes the kernel to launch as a keyword-only parameter; each call passes the kernel
+its specialisation launched (`_add_rmsnorm(..., kernel=_add_rmsnorm_fp32_kernel)`). Hosts that differ in
+anything else stay as they are.
 """
 
 from __future__ import annotations

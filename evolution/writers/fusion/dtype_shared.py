@@ -6,8 +6,11 @@ float16 graph of one op are the same code but for the dtype its rounding steps n
 each op's result to the input's dtype): `.to(tl.bfloat16).to(tl.float32)` in one, `tl.float16` in the
 other. Written with the dtype read from an argument's pointer (`x_ptr.dtype.element_ty`), the two kernels are
 one text, which generate's sharing then launches for both; their hosts, allocating in the argument's dtype
-(`dtype=x.dtype`), are one function too, named for both (`_silu_and_mul_bf16_fp16`). A float32 graph, which
-has no rounding steps, keeps its own kernel: two bodies, each named for when it runs.
+(`dtype=x.dtype`), are one function too, named for both (`_silu_and_mul_bf16_fp16`). A float32 graph that is
+the same graph but for its dtype runs that kernel as well: its rounding steps round to float32 there, casts
+that change nothing, so one kernel serves the three dtypes. A float32 graph of another shape (the
+reference's own casts to float32, absent from it) keeps its own kernel: two bodies, each named for when it
+runs.
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ _ALLOCATION_DTYPE = re.compile(r"\bdtype=torch\.(\w+)")
 
 def generic_kernels(kernels: list[KernelCode], graphs: list[Graph], line_length: int) -> list[KernelCode]:
     """`kernels` (one per graph) with the 16-bit dtype read from a pointer where that makes two or more of
-    them one text (but for their names); the others as they were."""
+    them one text (but for their names); the others as they were. A float32 graph that is a 16-bit one but
+    for its dtype takes that one's generic kernel (see `_float32_as_half`)."""
     generic = [_generic_text(k, g, line_length) for k, g in zip(kernels, graphs, strict=True)]
+    for k, j in _float32_as_half(graphs, generic).items():
+        if _launched_alike(kernels[k], kernels[j]):  # the host launches it as it launched its own
+            generic[k] = (generic[j] or "").replace(kernels[j].name, kernels[k].name)
     groups: dict[str, list[int]] = {}
     for k, text in enumerate(generic):
         if text is not None:
@@ -38,6 +45,66 @@ def generic_kernels(kernels: list[KernelCode], graphs: list[Graph], line_length:
             for k in members:
                 result[k] = dataclasses.replace(kernels[k], text=generic[k] or kernels[k].text)
     return result
+
+
+def _float32_as_half(graphs: list[Graph], generic: list[str | None]) -> dict[int, int]:
+    """Float32 graph -> a 16-bit graph with a generic kernel that is the same graph but for its dtype: every
+    node, argument, shape and output alike once the 16-bit dtype reads float32. That kernel computes the
+    float32 graph too: its rounding steps round to the pointer's element type, float32 there, a cast that
+    changes nothing and that Triton leaves out (the same instructions as the float32 kernel's own)."""
+    found: dict[int, int] = {}
+    halves = {j: _as_float32(g) for j, g in enumerate(graphs) if generic[j] is not None}
+    for k, graph in enumerate(graphs):
+        if generic[k] is None and _holds_only(graph, "float32"):
+            key = _dump(graph)
+            j = next((j for j, half in halves.items() if half == key), None)
+            if j is not None:
+                found[k] = j
+    return found
+
+
+def _launched_alike(mine: KernelCode, other: KernelCode) -> bool:
+    """Whether two kernels take the same parameters, on the same grid, with the same launch sizes."""
+    return (mine.params, mine.grid, mine.tile_elements, mine.persistent, mine.split_block) == (
+        other.params,
+        other.grid,
+        other.tile_elements,
+        other.persistent,
+        other.split_block,
+    )
+
+
+def _holds_only(graph: Graph, dtype: str) -> bool:
+    kinds = [kind for kind in graph.arg_kinds.values() if kind.startswith("tensor:")]
+    return bool(kinds) and all(kind == f"tensor:{dtype}" for kind in kinds)
+
+
+def _as_float32(graph: Graph) -> str | None:
+    """The dump of `graph` with its one 16-bit dtype read as float32 (None where it holds none or both)."""
+    kinds = {kind.removeprefix("tensor:") for kind in graph.arg_kinds.values() if kind.startswith("tensor:")}
+    half = kinds & set(_HALF)
+    if len(half) != 1 or kinds - half:
+        return None
+    return _dump(graph, half.pop())
+
+
+def _dump(graph: Graph, half: str = "") -> str:
+    """What the kernel is written from (nodes, placeholders, outputs, sizes), as text; with `half` read as
+    float32 everywhere it is named."""
+    parts = (
+        graph.placeholders,
+        graph.nodes,
+        graph.outputs,
+        graph.mutations,
+        graph.result,
+        sorted(graph.symbols.items()),
+        graph.guards,
+        sorted(graph.arg_kinds.items()),
+        graph.dynamic_symbols,
+        sorted(graph.size_names.items()),
+    )
+    text = repr(parts)
+    return re.sub(rf"\b{half}\b", "float32", text) if half else text
 
 
 def _generic_text(kernel: KernelCode, graph: Graph, line_length: int) -> str | None:

@@ -88,7 +88,7 @@ def generate(
         hosts, callees = _hosts(report, graphs, kernels, entry, suffixes, line_length, knobs)
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
-    lines = _header(task_name, report, graphs, line_length)
+    lines = _header(task_name, report, len({k.name for k in kernels}), line_length)
     helpers = [] if knobs.num_warps else [_NUM_WARPS]
     used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
     # The reference's constants go inside the block: a crossover child carries each parent's whole code.
@@ -277,8 +277,8 @@ _TRACE_ACCOUNT = re.compile(
 )
 
 
-def _header(task_name: str, report: TraceReport, graphs: list[Graph], width: int) -> list[str]:
-    kernels = _ONE_KERNEL if len(graphs) == 1 else _PER_SPECIALISATION
+def _header(task_name: str, report: TraceReport, kernel_count: int, width: int) -> list[str]:
+    kernels = _ONE_KERNEL if kernel_count == 1 else _PER_SPECIALISATION
     text = f"{kernels} fused from {task_name}'s ATen graph (torch {report.torch_version})."
     return [
         *('"""' + textwrap.fill(text, width - 3)).splitlines(),
@@ -336,7 +336,9 @@ def _hosts(
     for name in dict.fromkeys(k.name for k in kernels):
         members = [k for k in range(count) if kernels[k].name == name]
         if len(members) > 1:
-            callee = f"_{entry}{joined_suffix([suffixes[k] for k in members])}"
+            # Named for the specialisations it serves, or for none where it serves them all.
+            suffix = "" if len(members) == count else joined_suffix([suffixes[k] for k in members])
+            callee = f"_{entry}{suffix}"
             cases = tuple(case for k in members for case in graphs[k].cases)
             shared = [
                 _host_function(

@@ -214,6 +214,36 @@ def test_residual_rmsnorm_in_place_in_three_dtypes(tmp_path: Path) -> None:
     assert check(root, source) == 18
 
 
+GATED_DTYPE_INPUTS = """
+import torch
+
+
+def make_inputs(case, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    dtype = getattr(torch, case["dtype"])
+    return (torch.randn(case["tokens"], 2 * case["d"], generator=g).to(dtype).to(device),), {}
+"""
+
+
+def test_a_gated_activation_in_three_dtypes_is_one_kernel(tmp_path: Path) -> None:
+    """SiLU-and-mul traced in float32, bfloat16 and float16: three graphs that differ only in their dtype.
+    The 16-bit kernel rounds to the dtype its input's pointer holds, which in float32 is a cast that changes
+    nothing: one kernel and one host serve the three, and the float32 cases are still computed exactly."""
+    cases = [
+        {"name": "t3_fp32", "tokens": 3, "d": 24, "dtype": "float32"},
+        {"name": "t2_bf16", "tokens": 2, "d": 40, "dtype": "bfloat16"},
+        {"name": "t4_fp16", "tokens": 4, "d": 16, "dtype": "float16"},
+    ]
+    root = write_task(tmp_path / "gated3", "gated", GATED_REFERENCE, GATED_DTYPE_INPUTS, cases)
+    report = trace(root)
+    assert len(report.graphs) == 3
+    source = write(root, report).source
+    assert re.findall(r"def (_gated\w*)\(", source) == ["_gated_kernel", "_gated"]
+    assert ".to(x_ptr.dtype.element_ty).to(tl.float32)" in source and "tl.bfloat16" not in source
+    assert "x.dtype in (torch.float32, torch.bfloat16, torch.float16)" in source
+    assert source.startswith('"""One kernel fused from') and check(root, source) == 18
+
+
 def test_router_softmax_topk_renormalised_and_every_knob_variant(tmp_path: Path) -> None:
     cases = [
         {"name": "t4_e20", "tokens": 4, "experts": 20, "k": 4},
