@@ -98,7 +98,9 @@ class _SharedLaunchArgs(cst.CSTTransformer):
             return None
         tuple_line = cst.parse_statement(f"{name} = ({', '.join(shared)})")
         gather = _Gathered({id(call) for call, _ in launches}, len(shared), name)
-        launching = cst.ensure_type(statement.visit(gather), cst.BaseStatement)
+        launching = statement.visit(gather)
+        if not isinstance(launching, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return None  # _Gathered rewrites calls only: a statement stays a statement
         return cst.ensure_type(tuple_line, cst.SimpleStatementLine), launching, name
 
 

@@ -154,8 +154,10 @@ def _defaults_inlined(module: cst.Module) -> cst.Module:
 
 def _commented(statement: cst.BaseStatement) -> bool:
     """Whether a comment says what the constant is (its line's own or one above it): it stays."""
-    trailing = isinstance(statement, cst.SimpleStatementLine) and statement.trailing_whitespace.comment
-    return bool(trailing) or any(line.comment for line in statement.leading_lines)
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    above = any(line.comment for line in statement.leading_lines)
+    return above or bool(statement.trailing_whitespace.comment)
 
 
 class _DefaultReads(cst.CSTVisitor):
