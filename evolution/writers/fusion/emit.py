@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import sympy
+
 from evolution.writers.fusion.code_text import is_literal, is_simple, literal, literal_value, wrapped
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.naming import Hints
@@ -488,8 +490,12 @@ class Emitter:
             if coef != 1:
                 tile = self.binary("{a} * {b}", tile, Tile(self.params.size(coef), (), "i32"), "i32")
             parts.append(tile)
+        # A negative constant after other terms is subtracted (`offs - HALF_HEAD_DIM`): its own size, not
+        # a second parameter for its negation added (`offs + NEG_HALF_HEAD_DIM`).
+        subtracted = bool(parts) and sympy.sympify(index.const).could_extract_minus_sign()
         if index.const != 0 or not parts:
-            parts.append(Tile(self.params.size(index.const), (), "i32"))
+            parts.append(Tile(self.params.size(-index.const if subtracted else index.const), (), "i32"))
         if len(parts) == 1:
             return parts[0]
-        return self.combine(" + ".join("{}" for _ in parts), parts, "i32")
+        form = " + ".join("{}" for _ in parts[:-1]) + (" - {}" if subtracted else " + {}")
+        return self.combine(form, parts, "i32")

@@ -253,6 +253,14 @@ def test_values_read_again_say_in_which_layout(seeds) -> None:
     assert not re.search(r"\b(gating_output|correction_bias|scores_for_choice)(_offs)?_\d\b", source)
 
 
+def test_an_offset_back_is_subtracted(shipped) -> None:
+    """rotate_half reads the first half at `offs - HALF_KEY_SIZE2`: the half subtracted, not a second
+    parameter for its negation added (`offs + NEG_HALF_KEY_SIZE2`, named `offs_key_size2_plus`)."""
+    module = shipped(next(t for t in TARGETS if t.name == "lmdeploy_apply_rotary"))
+    assert "NEG_" not in module and "_plus =" not in module
+    assert "offs_key_size2_minus_half_key_size2 = offs_key_size2 - HALF_KEY_SIZE2" in module
+
+
 def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:
     """Advanced indexing counts negative indices from the end; the wrapped values are the same indices,
     so the decode metadata's module rebinds `req_pool_indices` and `strided_indices`, no `index_2`."""
