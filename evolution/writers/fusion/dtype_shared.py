@@ -8,7 +8,8 @@ other. Written with the dtype read from an argument's pointer (`x_ptr.dtype.elem
 one text, which generate's sharing then launches for both; their hosts, allocating in the argument's dtype
 (`dtype=x.dtype`), are one function too, named for both (`_silu_and_mul_bf16_fp16`). A float32 graph that is
 the same graph but for its dtype runs that kernel as well: its rounding steps round to float32 there, casts
-that change nothing, so one kernel serves the three dtypes. A float32 graph of another shape (the
+that change nothing, so one kernel serves the three dtypes (and, one host serving them all, the entry
+launches it with no dtype test: generate.generate). A float32 graph of another shape (the
 reference's own casts to float32, absent from it) keeps its own kernel: two bodies, each named for when it
 runs.
 """

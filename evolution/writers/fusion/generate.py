@@ -88,6 +88,12 @@ def generate(
         hosts, callees = _hosts(report, graphs, kernels, entry, suffixes, line_length, knobs)
     except (LoweringError, SizeError) as exc:
         raise GenerationError(str(exc)) from exc
+    # Every specialisation running one host (one kernel, allocating in its arguments' dtypes): that host is
+    # the entry, as for one graph; a dtype test would choose between the same code.
+    one_host = len(graphs) > 1 and len(hosts) == 1 and len(set(callees)) == 1
+    if one_host:
+        returns = f" -> {report.returns}" if report.returns else ""
+        hosts = [[f"def {entry}({report.signature}){returns}:", *hosts[0][1:]]]
     lines = _header(task_name, report, len({k.name for k in kernels}), line_length)
     helpers = [] if knobs.num_warps else [_NUM_WARPS]
     used = "\n".join([*(k.text for k in kernels), *(line for host in hosts for line in host), *helpers])
@@ -103,7 +109,7 @@ def generate(
         lines += ["", "", helper]
     for host in hosts:
         lines += ["", "", *host]
-    if len(graphs) > 1:
+    if len(graphs) > 1 and not one_host:
         lines += ["", "", *_dispatcher(report, entry, tests, graphs, callees)]
     lines.append(EVOLVE_END)
     source = wrap_long_lines(fit_docstrings("\n".join(lines), line_length), line_length) + "\n"
