@@ -191,7 +191,7 @@ def _equal_constants_merged(module: cst.Module) -> cst.Module:
     seen: set[str] = set()
     body = []
     for statement in module.body:
-        constant = _constant_bound(statement)
+        constant = constant_bound(statement)
         if constant is not None and constant in renames:
             if renames[constant] in seen:
                 continue
@@ -204,13 +204,13 @@ def _constants(module: cst.Module) -> dict[str, str]:
     """Module-level names bound once to a number (`WARPS_SCALE_small = 0.5`), with the number's text."""
     found = {}
     for statement in module.body:
-        if (name := _constant_bound(statement)) is not None:
+        if (name := constant_bound(statement)) is not None:
             assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
             found[name] = code(assign.value)
     return found
 
 
-def _constant_bound(statement: cst.CSTNode) -> str | None:
+def constant_bound(statement: cst.CSTNode) -> str | None:
     """The name `statement` binds to a number (`NAME = 0.5`), else None."""
     number = m.SimpleStatementLine(
         body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=m.Integer() | m.Float())]

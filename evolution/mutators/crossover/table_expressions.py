@@ -24,6 +24,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from evolution.mutators.crossover.alike import names
+from evolution.mutators.crossover.host_helpers import constant_bound
 
 _NUMBER = m.Integer() | m.Float()
 _DEFAULT = m.Name() | _NUMBER | m.SimpleString() | m.UnaryOperation(m.Minus(), _NUMBER)
@@ -133,9 +134,9 @@ def _defaults_inlined(module: cst.Module) -> cst.Module:
     function, written as their number where they are read; their definitions dropped."""
     numbers: dict[str, cst.BaseExpression] = {}
     for statement in module.body:
-        found = _assigned(statement)
-        if found and m.matches(found[1], _NUMBER) and not _commented(statement):
-            numbers[found[0]] = found[1]
+        name = constant_bound(statement)
+        if name is not None and not _commented(statement) and (found := _assigned(statement)):
+            numbers[name] = found[1]
     if not numbers:
         return module
     # Every Name node counts (keywords and attributes too): its binding and one read, nothing else.

@@ -342,9 +342,7 @@ def _hosts(
     for name in dict.fromkeys(k.name for k in kernels):
         members = [k for k in range(count) if kernels[k].name == name]
         if len(members) > 1:
-            # Named for the specialisations it serves, or for none where it serves them all.
-            suffix = "" if len(members) == count else joined_suffix([suffixes[k] for k in members])
-            callee = f"_{entry}{suffix}"
+            callee = f"_{entry}{joined_suffix([suffixes[k] for k in members])}"
             cases = tuple(case for k in members for case in graphs[k].cases)
             shared = [
                 _host_function(
