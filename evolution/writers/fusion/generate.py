@@ -471,6 +471,8 @@ def _named_sizes(lines: list[str], symbols: dict[str, str], size_names: dict[str
     text = "\n".join(lines)
     names: dict[str, str] = {}
     for symbol, source in symbols.items():
+        if not re.search(rf"\b{symbol}\b", text):  # a size the lines never read takes no name from one
+            continue
         own = size_names.get(symbol, "")
         # a name the lines use otherwise than as the launch's keyword for this size is taken
         taken = own and re.search(rf"(?<![.\w]){own}\b(?!={symbol}\b)", text)

@@ -523,6 +523,8 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{left}_offs" if _short(left) else "offs"
         if isinstance(value.op, ast.BitAnd):
             return "mask"
+        if isinstance(value.op, ast.Mult) and (left or "").startswith("offs_") and (right or "").isupper():
+            return f"{(left or '').removeprefix('offs_')}_start"  # each block's first index, block by block
         one = isinstance(value.right, ast.Constant) and value.right.value == 1.0
         if isinstance(value.op, ast.Mult) and one:
             return f"{left}_float" if _short(left) else "as_float"  # an integer size made a float

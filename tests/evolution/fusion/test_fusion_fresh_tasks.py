@@ -254,11 +254,25 @@ def test_values_read_again_say_in_which_layout(seeds) -> None:
 
 
 def test_an_offset_back_is_subtracted(shipped) -> None:
-    """rotate_half reads the first half at `offs - HALF_KEY_SIZE2`: the half subtracted, not a second
-    parameter for its negation added (`offs + NEG_HALF_KEY_SIZE2`, named `offs_key_size2_plus`)."""
+    """rotate_half reads the first half at `offs - HALF_HEAD_DIM`: the half subtracted, not a second
+    parameter for its negation added (`offs + NEG_HALF_HEAD_DIM`, named `offs_head_dim_plus`)."""
     module = shipped(next(t for t in TARGETS if t.name == "lmdeploy_apply_rotary"))
     assert "NEG_" not in module and "_plus =" not in module
-    assert "offs_key_size2_minus_half_key_size2 = offs_key_size2 - HALF_KEY_SIZE2" in module
+    assert "offs_head_dim_minus_half_head_dim = offs_head_dim - HALF_HEAD_DIM" in module
+
+
+def test_sizes_the_reference_leaves_unnamed_take_the_specs_axis_names(shipped) -> None:
+    """The rotary reads every size as `x.shape[k]`; the spec that builds its inputs names the axes
+    (`query: [tokens, heads, head_dim]`), so the kernel takes `HEADS`, `KV_HEADS` and `HEAD_DIM` and the
+    host reads `head_dim = key.shape[2]`, not `KEY_SIZE2`. A size the reference names keeps the
+    reference's name (the router's `num_experts`, not the spec's `experts`)."""
+    rotary = shipped(next(t for t in TARGETS if t.name == "lmdeploy_apply_rotary"))
+    for param in ("HEADS: tl.constexpr", "KV_HEADS: tl.constexpr", "HEAD_DIM: tl.constexpr"):
+        assert param in rotary, param
+    assert "head_dim = key.shape[2]" in rotary
+    assert not re.search(r"_size\d|_SIZE\d", rotary)
+    router = shipped(next(t for t in TARGETS if t.name == "sglang_biased_grouped_topk"))
+    assert "NUM_EXPERTS: tl.constexpr" in router and "EXPERTS:" not in router.replace("NUM_EXPERTS:", "")
 
 
 def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:

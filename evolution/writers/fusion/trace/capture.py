@@ -16,6 +16,7 @@ from evolution.writers.fusion.trace.encode import (
     shape_env_facts,
 )
 from evolution.writers.fusion.trace.inputs import dynamic_symbols, proxy_inputs
+from evolution.writers.fusion.trace.spec_dims import spec_dim_names
 from evolution.writers.tracing.cases import in_trace_order
 from evolution.writers.tracing.errors import TraceError, one_line, root_cause
 from evolution.writers.tracing.results import arg_kinds, result_structure
@@ -77,6 +78,10 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
                 found = [*entry["dynamic_symbols"], *entry.get("host_symbols", {})]
                 entry["dynamic_symbols"] = list(dict.fromkeys(found))
                 entry["hints"].update(host_hints(entry, arguments))
+                # the spec's axis names come after the reference's own, which win where both name a size
+                spec = spec_dim_names(task.inputs_path, entry["symbols"], reference)
+                named = entry["size_names"]
+                entry["size_names"] = {**named, **{s: n for s, n in spec.items() if s not in named}}
     torch._dynamo.reset()
     return [Graph.from_dict(g) for g in recorder.graphs]
 

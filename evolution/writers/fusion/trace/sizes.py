@@ -27,8 +27,6 @@ _GENERATED = frozenset(
 def size_names(nodes: list[Any], inputs: dict[str, tuple[str, Any]], reference: Any) -> dict[str, str]:
     """Size sympy text -> the entry function's variable bound to it. `nodes`: the graph's call_function
     nodes in order; `inputs`: each placeholder's host source (`x`, `topk`) -> (kind, its value)."""
-    import builtins
-
     function = _entry_function(reference)
     if function is None:
         return {}
@@ -45,7 +43,7 @@ def size_names(nodes: list[Any], inputs: dict[str, tuple[str, Any]], reference: 
             if text is not None and expr.free_symbols:
                 bound.append((text, name))
     arguments = {str(_sympy(v)) for k, (kind, v) in inputs.items() if kind == "symint" and k.isidentifier()}
-    reserved = params | _GENERATED | set(keyword.kwlist) | set(dir(builtins)) | {"tl", "torch", "triton"}
+    reserved = reserved_names(params)
     found: dict[str, str] = {}
     for text, name in bound:
         # a host value the reference binds to a parameter's name (`max_seq_len_k = int(lens.max())`) keeps it
@@ -54,6 +52,28 @@ def size_names(nodes: list[Any], inputs: dict[str, tuple[str, Any]], reference: 
         if usable and text not in arguments:  # an int argument keeps its own name
             found.setdefault(text, name)
     return found
+
+
+def reserved_names(params: set[str]) -> set[str]:
+    """Names a size never takes: the entry's parameters, the generated code's own, keywords, builtins
+    and the modules a candidate imports."""
+    import builtins
+
+    return params | _GENERATED | set(keyword.kwlist) | set(dir(builtins)) | {"tl", "torch", "triton"}
+
+
+def module_identifiers(reference: Any) -> set[str] | None:
+    """Every name the reference's module reads, binds or takes as a parameter (its helpers' too, whose
+    values a kernel may be named after); None where its source cannot be read."""
+    code = getattr(inspect.unwrap(reference), "__code__", None)
+    try:
+        tree = ast.parse(Path(code.co_filename).read_text()) if code is not None else None
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    if tree is None:
+        return None
+    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return found | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
 
 
 def _entry_function(reference: Any) -> tuple[str, ast.FunctionDef] | None:
