@@ -463,6 +463,19 @@ def _operand(node: ast.expr, mapping: dict[str, str]) -> str | None:
     return None
 
 
+def _is_max(node: ast.expr) -> bool:
+    """`tl.max(...)`, read in place or from one axis (`tl.max(x, axis=1)[:, None]`)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "max"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "tl"
+    )
+
+
 def _short(part: str | None) -> bool:
     return part is not None and len(part) <= _MAX_PART
 
@@ -487,11 +500,11 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
                 reduction = _REDUCTIONS[method]
                 return f"{reduction}_{first}" if _short(first) else f"row_{reduction}"
             if method == "where":
-                return (
-                    f"{_operand(value.args[1], mapping)}_masked"
-                    if len(value.args) > 1 and _short(_operand(value.args[1], mapping))
-                    else "selected"
-                )
+                kept = _operand(value.args[1], mapping) if len(value.args) > 1 else None
+                if _short(kept):
+                    return f"{kept}_masked"
+                lead = (kept or "").split("_")[0]  # a long name's first word: `exp_x_f32_shifted`, `exp`
+                return f"{lead}_masked" if len(lead) > 1 else "selected"
             if method == "arange":
                 return "offs"
             if method in ("full", "zeros"):
@@ -523,6 +536,9 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{left}_offs" if _short(left) else "offs"
         if isinstance(value.op, ast.BitAnd):
             return "mask"
+        a_max = _is_max(value.right) or (right or "").startswith("max_") or right == "row_max"
+        if isinstance(value.op, ast.Sub) and a_max and _short(left):
+            return f"{left}_shifted"  # less its max, as a softmax takes it before exp
         if isinstance(value.op, ast.Mult) and (left or "").startswith("offs_") and (right or "").isupper():
             return f"{(left or '').removeprefix('offs_')}_start"  # each block's first index, block by block
         one = isinstance(value.right, ast.Constant) and value.right.value == 1.0

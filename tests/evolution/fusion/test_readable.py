@@ -1092,3 +1092,36 @@ def test_a_rotated_half_is_x_lo_and_x_hi_and_not_rounded_back(tmp_path) -> None:
     assert re.search(r"^\s+x_lo_mask = .*\n.*mask=col_mask & x_lo_mask", source, re.M), source
     assert not re.search(r"\bmask(_\d+)? = ", source)
     check(root, source, seeds=(0,))
+
+
+SOFTMAX_BY_GROUP = """@triton.jit
+def _k(x_ptr, out_ptr, GROUPS: tl.constexpr, GROUP_SIZE: tl.constexpr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    a0_1 = tl.arange(0, GROUPS)
+    v2 = a0_1 * GROUP_SIZE
+    x_3 = tl.load(x_ptr + pid * N + v2)
+    v4 = x_3.to(tl.float32)
+    v5 = tl.max(v4, axis=0)
+    v6 = v4 - v5
+    v7 = tl.exp(v6)
+    v8 = tl.where(a0_1 < GROUPS, v7, 0.0)
+    v9 = tl.sum(v8, axis=0)
+    tl.store(out_ptr + pid * N + v2, v7 / v9)"""
+
+
+def test_temporaries_say_what_they_hold_where_the_op_alone_would_not() -> None:
+    """An axis's offsets times a size are where each block starts; a value less its max is shifted (a
+    softmax's step before exp); a masked value with a long name keeps its first word."""
+    hints = Hints()
+    hints.add("a0_1", "offs_a0", 2)
+    hints.add("x_3", "x", 3)
+    renamed = apply(SOFTMAX_BY_GROUP, rename_map(SOFTMAX_BY_GROUP, hints, {"a0": "group"}))
+    assert numbered_names(renamed) == []
+    for text in (
+        "group_start = offs_group * GROUP_SIZE",
+        "x_f32_shifted = x_f32 - max_x_f32",
+        "exp_x_f32_shifted = tl.exp(x_f32_shifted)",
+        "exp_masked = tl.where(",
+        "sum_exp_masked = tl.sum(exp_masked, axis=0)",
+    ):
+        assert text in renamed, (text, renamed)
