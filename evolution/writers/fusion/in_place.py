@@ -23,6 +23,21 @@ import ast
 from evolution.writers.fusion.region import Block
 
 BARRIER = "tl.debug_barrier()"
+_WHY = "# In place: other lanes load what the stores below overwrite, so every load comes first"
+
+
+def barriers_explained(text: str, line_length: int) -> str:
+    """`text` (a kernel) with a comment above each barrier, which a reader would otherwise take for a
+    debugging leftover."""
+    lines = text.splitlines()
+    out: list[str] = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip())]
+        explained = out and out[-1].strip() == _WHY
+        if line.strip() == BARRIER and not explained and len(indent + _WHY) <= line_length:
+            out.append(indent + _WHY)
+        out.append(line)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def fence_in_place_stores(prologue: list[str], roots: list[Block]) -> None:

@@ -26,7 +26,7 @@ from evolution.writers.fusion.code_text import (
 from evolution.writers.fusion.emit import Emitter, Options
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.evaluate import Evaluator
-from evolution.writers.fusion.in_place import fence_in_place_stores
+from evolution.writers.fusion.in_place import barriers_explained, fence_in_place_stores
 from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.lower import LOWERINGS
 from evolution.writers.fusion.memory import store_tensor
@@ -128,7 +128,7 @@ def build_kernel(
     text = without_redundant_parentheses(text)
     text = without_round_trips(inline_single_use(text, line_length, named=named, call_margin=10))
     text = naming.names_freed_by_loops(text)
-    text = rounding_explained(text, line_length)
+    text = barriers_explained(rounding_explained(text, line_length), line_length)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block

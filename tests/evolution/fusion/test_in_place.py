@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evolution.writers.fusion.in_place import BARRIER, fence_in_place_stores
+from evolution.writers.fusion.in_place import BARRIER, barriers_explained, fence_in_place_stores
 from evolution.writers.fusion.region import Block
 
 # LMDeploy's rotary embedding, as the writer spells it: the row, its other half, then the row written back.
@@ -74,3 +74,16 @@ def test_a_second_pass_is_not_fenced_by_the_loads_of_the_first() -> None:
     root = Block(items=[first, "scale = tl.rsqrt(tl.sum(acc, axis=0))", second])
     fence_in_place_stores([], [root])
     assert BARRIER not in second.items and BARRIER not in root.items
+
+
+def test_a_barrier_says_why_it_is_there() -> None:
+    """A reader takes a bare `tl.debug_barrier()` for a debugging leftover: the kernel says why, once per
+    barrier, at its indent, and only where the comment fits the engine's line length."""
+    body = ["q = tl.load(q_ptr + offs_lo)", BARRIER, "tl.store(q_ptr + offs, q)"]
+    kernel = "def k():\n" + "".join(f"    {line}\n" for line in body)
+    explained = barriers_explained(kernel, 100)
+    lines = explained.splitlines()
+    barrier = lines.index(f"    {BARRIER}")
+    assert lines[barrier - 1].startswith("    # In place: ") and explained.count("# In place") == 1
+    assert barriers_explained(explained, 100) == explained
+    assert barriers_explained(kernel, 60) == kernel
