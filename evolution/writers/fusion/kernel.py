@@ -312,6 +312,7 @@ def _kernel_text(
     for region, _ in plan.regions:
         if region.guarded:
             test = " & ".join(f"(pid_{a.name} == 0)" for a in region.guarded)
+            body.append("# These outputs do not span the whole launch: one program writes them")
             body.append(f"if {test}:")
             body.extend(region.root.render("    "))
         else:

@@ -284,6 +284,14 @@ def test_indices_that_wrap_keep_the_name_they_were_loaded_as(shipped) -> None:
     assert not re.search(r"\bindex(_\d+)?\b", module)
 
 
+def test_a_part_one_program_writes_says_so(shipped) -> None:
+    """The decode metadata's per-request lengths span `bs`, not the launch over pages: one program writes
+    them, under a test a reader would otherwise have to work out."""
+    lines = shipped(next(t for t in TARGETS if t.name == "sglang_decode_metadata")).splitlines()
+    guard = next(k for k, line in enumerate(lines) if re.fullmatch(r"\s+if \(\w+ == 0\) & .*:", line))
+    assert lines[guard - 1].strip() == "# These outputs do not span the whole launch: one program writes them"
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_entry_has_no_parentheses_it_does_not_need(seeds, shipped, target: Target) -> None:
     """A size inlined into the host's lines brings no grouping with it (`triton.cdiv(x_size1 // 2,
