@@ -1,5 +1,6 @@
-"""Sizes fixed for the served model become tl.constexpr in the Inductor seed's kernels, except where the
-kernel calls a method on a value built from them alone (a constexpr has none)."""
+"""Sizes fixed for the served model become tl.constexpr in the Inductor seed's kernels: a cast of a value
+built from them alone is written `tl.cast(...)`, which a constexpr takes; another method called on such a
+value keeps its sizes run-time values (a constexpr has none)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from evolution.writers.inductor.constexpr_sizes import with_constexpr_sizes
 KERNEL = textwrap.dedent(
     """
     @triton.jit
-    def _poi_fused_0(in_ptr0, out_ptr0, ks0, ks1, ks2, ks3, xnumel, XBLOCK: tl.constexpr):
+    def _poi_fused_0(in_ptr0, out_ptr0, ks0, ks1, ks2, ks3, ks4, xnumel, XBLOCK: tl.constexpr):
         xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:]
         x0 = xindex % ks0
         tmp0 = tl.load(in_ptr0 + (x0 + ks1 * (xindex // ks0))).to(tl.float32)
         tmp1 = ks2 // 2
         tmp2 = tmp1.to(tl.int64)
         tmp3 = (ks3 * XBLOCK).to(tl.float32)
-        tl.store(out_ptr0 + xindex, tmp0 * tmp2 / tmp3, xindex < xnumel)
+        tmp4 = (ks4 + 1).item()
+        tl.store(out_ptr0 + xindex, tmp0 * tmp2 / tmp3 + tmp4, xindex < xnumel)
     """
 )
 
@@ -28,10 +30,14 @@ def _constexprs(source: str) -> set[str]:
     return {a.arg for a in kernel.args.args if a.annotation is not None}
 
 
-def test_fixed_sizes_become_constexpr_unless_a_method_is_called_on_them() -> None:
-    source = with_constexpr_sizes(KERNEL, "_poi_fused_0", {"ks0", "ks1", "ks2", "ks3"})
-    # ks0 and ks1 index a load whose tensor is cast: taken. ks2 reaches .to through a local, ks3 directly.
-    assert _constexprs(source) == {"ks0", "ks1", "XBLOCK"}
+def test_fixed_sizes_become_constexpr_and_their_casts_tl_cast() -> None:
+    source = with_constexpr_sizes(KERNEL, "_poi_fused_0", {"ks0", "ks1", "ks2", "ks3", "ks4"})
+    # ks0 and ks1 index a load whose tensor is cast: taken. ks2 reaches .to through a local, ks3 directly:
+    # taken, the casts written as tl.cast. ks4 has another method called on it: a run-time value.
+    assert _constexprs(source) == {"ks0", "ks1", "ks2", "ks3", "XBLOCK"}
+    assert "tmp2 = tl.cast(tmp1, tl.int64)" in source
+    assert "tmp3 = tl.cast(ks3 * XBLOCK, tl.float32)" in source
+    assert ".to(tl.float32)" in source  # the loaded tensor's cast stays a method call
 
 
 def test_only_the_sizes_asked_for_are_taken() -> None:
@@ -47,4 +53,5 @@ def test_a_local_assigned_in_a_loop_below_its_use_in_the_walk_still_carries_the_
         "    for r0_offset in range(0, 4, 2):\n        tmp1 = ks2 // 2\n",
     ).replace("    tmp2 = tmp1.to(tl.int64)", "        tmp2 = tmp1.to(tl.int64)")
     assert "for r0_offset" in looped
-    assert "ks2" not in _constexprs(with_constexpr_sizes(looped, "_poi_fused_0", {"ks2"}))
+    source = with_constexpr_sizes(looped, "_poi_fused_0", {"ks2"})
+    assert "tmp2 = tl.cast(tmp1, tl.int64)" in source and "ks2" in _constexprs(source)
