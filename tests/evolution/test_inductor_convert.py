@@ -4,7 +4,9 @@ here, so these run in a second): host translation, kernel clean-up, helpers, and
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -179,6 +181,21 @@ def test_converted_candidate_is_standalone_and_readable():
     assert "# _poi_fused_add_0: aten.add, aten.tanh" in source
     assert "def _tanh(" in source and "def _maximum(" in source and "def _max2(" in source
     ast.parse(source)
+
+
+def test_sizes_take_the_names_the_input_spec_gives_their_axes():
+    """A capture's report names the sizes its spec names (`x: [tokens, hidden]`); the host reads them
+    under those names, in every line that uses them; a name the host already binds is left alone, and so
+    is a size without one."""
+    plain = render_candidate(report(wrapper()), "fused", "fused")
+    spec = {"x.shape[0]": "tokens", "x.shape[1]": "hidden"}
+    named = dataclasses.replace(report(wrapper()), size_names=spec)
+    source = render_candidate(CaptureReport.from_json(named.to_json()), "fused", "fused")
+    assert "tokens = x.shape[0]" in source and "hidden = x.shape[1]" in source
+    assert "torch.empty_strided((tokens, hidden)" in source and not re.search(r"\bx_size\d", source)
+    assert source == plain.replace("x_size0", "tokens").replace("x_size1", "hidden")
+    taken = dataclasses.replace(report(wrapper()), size_names={"x.shape[0]": "device", "x.shape[1]": "alpha"})
+    assert render_candidate(taken, "fused", "fused") == plain
 
 
 def test_converted_candidate_computes_the_reference_in_place(tmp_path):

@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from evolution.writers.inductor.host import HOST_NAMES
 from evolution.writers.inductor.model import Capture, CaptureReport, GraphInput, OutputNode
 from evolution.writers.inductor.settings import inductor_settings
 from evolution.writers.tracing.cases import PROXIES, choose_cases, proxied
 from evolution.writers.tracing.errors import TraceError, first_of, one_line, root_cause
 from evolution.writers.tracing.results import result_structure
 from evolution.writers.tracing.signature import entry_function, resolve_defaults
+from evolution.writers.tracing.spec_dims import spec_dim_names
 from evolution.writers.tracing.torch_compat import unbacked_copies
 
 _SOURCE_ARG = re.compile(r"L\['(\w+)'\]")
@@ -80,12 +82,14 @@ def capture_task(task_dir: str, device: str, case_name: str | None = None) -> Ca
         return CaptureReport(
             error=f"cannot trace the task: {exc}", torch_version=torch.__version__, device=device
         )
+    sources = {i.expr: i.expr for c in captures for i in c.inputs if i.kind == "symint"}
     return CaptureReport(
         captures=tuple(captures),
         signature=signature,
         torch_version=torch.__version__,
         device=device,
         notes=tuple(notes),
+        size_names=spec_dim_names(task.inputs_path, sources, reference, set(HOST_NAMES)),
     )
 
 

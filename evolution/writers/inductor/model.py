@@ -64,6 +64,9 @@ class CaptureReport:
     torch_version: str = ""
     device: str = ""
     notes: tuple[str, ...] = ()  # e.g. "case t1 specialises a size of 1; traced t256 instead"
+    # a size input's host expression -> the name the task's input spec gives that axis ("key.shape[2]" ->
+    # "head_dim"; evolution/writers/tracing/spec_dims.py)
+    size_names: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -74,6 +77,7 @@ class CaptureReport:
                 "torch_version": self.torch_version,
                 "device": self.device,
                 "notes": list(self.notes),
+                "size_names": self.size_names,
             }
         )
 
@@ -87,4 +91,5 @@ class CaptureReport:
             torch_version=str(data.get("torch_version", "")),
             device=str(data.get("device", "")),
             notes=tuple(data.get("notes", [])),
+            size_names={str(k): str(v) for k, v in data.get("size_names", {}).items()},
         )

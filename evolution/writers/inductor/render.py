@@ -43,7 +43,7 @@ def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
     parts: list[tuple[Capture, HostCode, str]] = []
     for capture in report.captures:
         tag = _variant_tag(capture.variant) if multi else ""
-        host = _convert_capture(capture, params, tag)
+        host = _convert_capture(capture, params, tag, report.size_names)
         function = f"_{entry}_{tag}" if multi else entry
         parts.append((capture, host, function))
 
@@ -85,7 +85,7 @@ def _variant_tag(variant: str) -> str:
     return "_".join(_SHORT_DTYPES.get(part, part) for part in variant.split("-")) or "default"
 
 
-def _convert_capture(capture: Capture, params: list[str], tag: str) -> HostCode:
+def _convert_capture(capture: Capture, params: list[str], tag: str, size_names: dict[str, str]) -> HostCode:
     suffix = f"_{tag}" if tag else ""
     kernels: dict[str, Kernel] = {}
     origins: dict[str, str] = {}
@@ -106,8 +106,28 @@ def _convert_capture(capture: Capture, params: list[str], tag: str) -> HostCode:
     )
     host.origins = origins
     host.body.insert(0, f"    {device_var} = {tensors[0]}.device")
-    host.body = _without_unused_reads(host.body)
+    host.body = _spec_named_sizes(_without_unused_reads(host.body), size_names)
     return host
+
+
+_SIZE_READ = re.compile(r"^    ((\w+)_size(\d+)) = \2\.shape\[\3\]$")
+
+
+def _spec_named_sizes(body: list[str], size_names: dict[str, str]) -> list[str]:
+    """Host lines with each size read from an argument's shape (`key_size2 = key.shape[2]`) named as the
+    task's input spec names that axis (`head_dim`), where no other line binds or reads that name. Done on
+    the lines that stay: Inductor reads every argument's sizes, and only some of those reads are used."""
+    renamed: dict[str, str] = {}
+    for line in body:
+        read = _SIZE_READ.match(line)
+        name = size_names.get(f"{read[2]}.shape[{read[3]}]", "") if read else ""
+        taken = name in renamed.values() or any(re.search(rf"\b{name}\b", other) for other in body)
+        if read and name and not taken:
+            renamed[read[1]] = name
+    if not renamed:
+        return body
+    pattern = re.compile(rf"\b({'|'.join(map(re.escape, renamed))})\b")
+    return [pattern.sub(lambda m: renamed[m[1]], line) for line in body]
 
 
 def _without_unused_reads(body: list[str]) -> list[str]:

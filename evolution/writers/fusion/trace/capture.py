@@ -16,10 +16,11 @@ from evolution.writers.fusion.trace.encode import (
     shape_env_facts,
 )
 from evolution.writers.fusion.trace.inputs import dynamic_symbols, proxy_inputs
-from evolution.writers.fusion.trace.spec_dims import spec_dim_names
+from evolution.writers.fusion.trace.sizes import reserved_names
 from evolution.writers.tracing.cases import in_trace_order
 from evolution.writers.tracing.errors import TraceError, one_line, root_cause
 from evolution.writers.tracing.results import arg_kinds, result_structure
+from evolution.writers.tracing.spec_dims import spec_dim_names
 from evolution.writers.tracing.torch_compat import unbacked_copies
 
 _RECOMPILE_LIMIT = 64
@@ -79,7 +80,7 @@ def trace_cases(task: Any, reference: Any, device: str) -> list[Graph]:
                 entry["dynamic_symbols"] = list(dict.fromkeys(found))
                 entry["hints"].update(host_hints(entry, arguments))
                 # the spec's axis names come after the reference's own, which win where both name a size
-                spec = spec_dim_names(task.inputs_path, entry["symbols"], reference)
+                spec = spec_dim_names(task.inputs_path, entry["symbols"], reference, reserved_names(set()))
                 named = entry["size_names"]
                 entry["size_names"] = {**named, **{s: n for s, n in spec.items() if s not in named}}
     torch._dynamo.reset()

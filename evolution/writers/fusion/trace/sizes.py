@@ -62,20 +62,6 @@ def reserved_names(params: set[str]) -> set[str]:
     return params | _GENERATED | set(keyword.kwlist) | set(dir(builtins)) | {"tl", "torch", "triton"}
 
 
-def module_identifiers(reference: Any) -> set[str] | None:
-    """Every name the reference's module reads, binds or takes as a parameter (its helpers' too, whose
-    values a kernel may be named after); None where its source cannot be read."""
-    code = getattr(inspect.unwrap(reference), "__code__", None)
-    try:
-        tree = ast.parse(Path(code.co_filename).read_text()) if code is not None else None
-    except (OSError, SyntaxError, ValueError):
-        tree = None
-    if tree is None:
-        return None
-    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return found | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-
-
 def _entry_function(reference: Any) -> tuple[str, ast.FunctionDef] | None:
     target = inspect.unwrap(reference)
     code = getattr(target, "__code__", None)

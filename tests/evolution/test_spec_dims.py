@@ -1,4 +1,4 @@
-"""Names for sizes from a task's input spec (evolution/writers/fusion/trace/spec_dims.py)."""
+"""Names for sizes from a task's input spec (evolution/writers/tracing/spec_dims.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from evolution.writers.fusion.trace.spec_dims import spec_dim_names
+from evolution.writers.fusion.trace.sizes import reserved_names
+from evolution.writers.tracing.spec_dims import spec_dim_names
 
 _INPUTS = """
 SPEC = {
@@ -37,6 +38,7 @@ def _reference(tmp_path: Path) -> Any:
     return module.rope
 
 
+RESERVED = reserved_names(set())  # the fusion writer's
 SYMBOLS = {
     "s0": "query.shape[0]",
     "s1": "query.shape[1]",
@@ -52,7 +54,7 @@ SYMBOLS = {
 
 def test_each_axis_takes_the_name_the_spec_gives_it(tmp_path: Path) -> None:
     (tmp_path / "inputs.py").write_text(_INPUTS)
-    names = spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path))
+    names = spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path), RESERVED)
     # `kv_heads` is a variable of the reference (it may name a value), `tokens * 2` and 64 are no names,
     # `shape` is one the generated host binds, positions' spec gives no shape
     assert names == {"s0": "tokens", "s1": "heads", "s2": "head_dim"}
@@ -60,7 +62,7 @@ def test_each_axis_takes_the_name_the_spec_gives_it(tmp_path: Path) -> None:
 
 def test_inputs_written_otherwise_name_nothing(tmp_path: Path) -> None:
     (tmp_path / "inputs.py").write_text("def make_inputs(case, seed, device):\n    return (), {}\n")
-    assert spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path)) == {}
+    assert spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path), RESERVED) == {}
     (tmp_path / "inputs.py").write_text("SPEC = dict(query=1)\n")  # not a literal: not read
-    assert spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path)) == {}
-    assert spec_dim_names(tmp_path / "missing.py", SYMBOLS, _reference(tmp_path)) == {}
+    assert spec_dim_names(tmp_path / "inputs.py", SYMBOLS, _reference(tmp_path), RESERVED) == {}
+    assert spec_dim_names(tmp_path / "missing.py", SYMBOLS, _reference(tmp_path), RESERVED) == {}
