@@ -238,7 +238,9 @@ class Emitter:
         self._defined[var] = block
         return block
 
-    def accumulate(self, atom: Atom, lanes: Callable[[], Tile], atoms: list[Atom], kind: str) -> Tile:
+    def accumulate(
+        self, atom: Atom, lanes: Callable[[], Tile], atoms: list[Atom], kind: str, lanes_name: str = ""
+    ) -> Tile:
         """`kind` (sum | max | min) over `atoms` of a value walked in a pre-loop on `atom`: `lanes()` gives
         one chunk of it (evaluated inside the loop, padded lanes already the identity). The chunks are
         combined lane by lane and reduced once after the loop, as Inductor's looped reductions do: one
@@ -250,7 +252,7 @@ class Emitter:
             chunk = lanes()
             parent = self.stack[block.depth - 1]
             name = self.fresh("acc")
-            self.hints.add(name, f"{kind}_lanes", 2)
+            self.hints.add(name, lanes_name or f"{kind}_lanes", 2)
             identity = {"sum": 0, "max": float("-inf"), "min": float("inf")}[kind]
             if chunk.dtype not in ("fp32", "fp64") and kind != "sum":
                 identity = -(2**31) + 1 if kind == "max" else 2**31 - 1

@@ -210,7 +210,7 @@ class Evaluator:
             self.emitter.name_loaded(tile, self.parts[node.name], 4)
         elif node.label and output == 0:
             self.emitter.name_value(tile, node.label, 3)
-        op = op_name(node.target, output)
+        op = norm_name(node, self.nodes) or op_name(node.target, output)
         if op:
             self.emitter.name_value(tile, op, 2)
 
@@ -343,6 +343,41 @@ def op_name(target: str, output: int) -> str:
         names = _OUTPUT_NAMES[base]
         return names[min(output, len(names) - 1)]
     return _OP_NAMES.get(base, base)
+
+
+_CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
+
+
+def squares(ref: Any, nodes: dict[str, Node]) -> bool:
+    """Whether `ref` (a node reference) is a value squared (`x.pow(2)`, `x * x`), through casts."""
+    node = _through_casts(ref, nodes)
+    if node is None:
+        return False
+    if node.target == "aten.pow.Tensor_Scalar":
+        return len(node.args) > 1 and node.args[1] == 2
+    return node.target == "aten.mul.Tensor" and len(node.args) == 2 and node.args[0] == node.args[1]
+
+
+def norm_name(node: Node, nodes: dict[str, Node]) -> str:
+    """What a norm's values are, where the op's name would not say: a sum or mean of squares (`sum_sq`,
+    `mean_sq`) and the reciprocal root of one, an epsilon added or not (`inv_rms`); "" for other values."""
+    reductions = {"aten.sum.dim_IntList": "sum_sq", "aten.mean.dim": "mean_sq"}
+    if node.target in reductions and node.args and squares(node.args[0], nodes):
+        return reductions[node.target]
+    if node.target != "aten.rsqrt.default" or not node.args:
+        return ""
+    inner = _through_casts(node.args[0], nodes)
+    if inner is not None and inner.target in ("aten.add.Tensor", "aten.add.Scalar") and inner.args:
+        inner = _through_casts(inner.args[0], nodes)
+    return "inv_rms" if inner is not None and norm_name(inner, nodes) in reductions.values() else ""
+
+
+def _through_casts(ref: Any, nodes: dict[str, Node]) -> Node | None:
+    node = nodes.get(_ref(ref)[0]) if isinstance(ref, dict) and "node" in ref else None
+    while node is not None and node.target in _CASTS and node.args:
+        arg = node.args[0]
+        node = nodes.get(_ref(arg)[0]) if isinstance(arg, dict) and "node" in arg else None
+    return node
 
 
 def _ref(ref: Any) -> tuple[str, int]:

@@ -324,8 +324,9 @@ def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:
     source = write(rms, trace(rms), Knobs(passes="two", block=32, eviction=True)).source
     first, second = source.split("for ")[1:3]
     first, after = re.split(r"\n    (?=\S)", first, maxsplit=1)  # the first loop's body; what follows it
-    assert "tl.sum(" not in first and "sum_lanes = sum_lanes + " in first
-    assert after.startswith("rsqrt = tl.rsqrt(tl.sum(sum_lanes, axis=0) / ")
+    # named for what they hold: the partial sums of squares, the reciprocal root mean square
+    assert "tl.sum(" not in first and "sum_sq = sum_sq + " in first
+    assert after.startswith("inv_rms = tl.rsqrt(tl.sum(sum_sq, axis=0) / ")
     assert "evict_last" in first and "evict_first" not in first
     assert "evict_first" in second
     check(rms, source)

@@ -16,7 +16,7 @@ import sympy
 
 from evolution.writers.fusion import symbols
 from evolution.writers.fusion.errors import LoweringError
-from evolution.writers.fusion.evaluate import Evaluator, LoweringTable
+from evolution.writers.fusion.evaluate import Evaluator, LoweringTable, squares
 from evolution.writers.fusion.lower.pointwise import finish
 from evolution.writers.fusion.model import Node
 from evolution.writers.fusion.tiles import Affine, Atom, Index, IndexExpr, Tile, compute_dtype, is_float
@@ -88,15 +88,20 @@ def identity_padded(ev: Evaluator, tile: Tile, atoms: list[Atom], kind: str) -> 
     return masked(ev, tile, atoms, identity)
 
 
-def reduce_lazy(ev: Evaluator, compute: Callable[[], Tile], atoms: list[Atom], kind: str) -> Tile:
+def reduce_lazy(
+    ev: Evaluator, compute: Callable[[], Tile], atoms: list[Atom], kind: str, lanes: str = ""
+) -> Tile:
     """reduce_to of `compute()`; over an atom walked in chunks, `compute` runs inside a pre-loop and the
-    chunks are combined lane by lane, then reduced (two passes)."""
+    chunks are combined lane by lane (in a value named `lanes`, else after `kind`), then reduced (two
+    passes)."""
     looped = [a for a in atoms if ev.emitter.binding(a).kind == "loop"]
     if not looped:
         return reduce_to(ev, compute(), atoms, kind)
     if len(looped) > 1:
         raise LoweringError("a reduction over two axes split into chunks")
-    return ev.emitter.accumulate(looped[0], lambda: identity_padded(ev, compute(), atoms, kind), atoms, kind)
+    return ev.emitter.accumulate(
+        looped[0], lambda: identity_padded(ev, compute(), atoms, kind), atoms, kind, lanes
+    )
 
 
 def count(ev: Evaluator, source: object, dims: list[int]) -> Tile:
@@ -115,7 +120,8 @@ def _sum(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> Tile:
     keepdim = bool(node.args[2]) if len(node.args) > 2 else bool(node.kwargs.get("keepdim", False))
     full, atoms = reduce_index(ev, source, index, dims, keepdim)
     dtype = ev.result_dtype(node)
-    total = reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, "sum")
+    lanes = "sum_sq" if squares(source, ev.nodes) else ""  # a two-pass norm's partial sums of squares
+    total = reduce_lazy(ev, lambda: ev.emitter.cast(ev.eval(source, full, guard), dtype), atoms, "sum", lanes)
     if node.target.startswith("aten.mean"):
         # A size divides a float sum as it is (Triton promotes it): `/ N`, not `/ (N * 1.0)`.
         divisor = count(ev, source, dims)
