@@ -57,7 +57,7 @@ def _spec_shapes(inputs_path: Path) -> dict[str, list[Any]]:
         if isinstance(target, ast.Name) and target.id == "SPEC":
             try:
                 spec = ast.literal_eval(statement.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal: not read
                 return {}
             if not isinstance(spec, dict):
                 return {}
