@@ -155,7 +155,8 @@ def test_seed_traces_one_generic_case_per_dtype(rms_candidate):
 @pytest.mark.slow
 def test_the_hidden_size_is_a_constexpr_and_the_tokens_are_not(rms_candidate):
     """The capture tells the sizes that follow the dynamic tokens from those fixed for the model; a fixed one
-    the kernel loops over is a tl.constexpr (as in torch.compile's kernels), the token count never is."""
+    the kernel loops over or divides by is a tl.constexpr (as in torch.compile's kernels), the token count
+    never is."""
     report, source = rms_candidate
     ints = {i.expr: i.dynamic for i in report.captures[0].inputs if i.kind == "symint"}
     assert ints == {"residual.shape[0]": True, "residual.shape[1]": False}
@@ -166,8 +167,9 @@ def test_the_hidden_size_is_a_constexpr_and_the_tokens_are_not(rms_candidate):
     for kernel in kernels:
         constexprs = {a.arg for a in kernel.args.args if a.annotation is not None}
         assert {"r0_numel", "XBLOCK", "R0_BLOCK"} <= constexprs and "xnumel" not in constexprs
-        # ks0, the hidden size too, is the mean's divisor (`ks0.to(tl.float32)`): a constexpr has no .to.
-        assert "ks0" not in constexprs and "ks0.to(tl.float32)" in ast.unparse(kernel)
+        # ks0, the hidden size too, is the mean's divisor, cast as tl.cast (a constexpr has no .to): a
+        # constant, as in torch.compile's kernel.
+        assert "ks0" in constexprs and "tl.cast(ks0, tl.float32)" in ast.unparse(kernel)
 
 
 @pytest.mark.slow
