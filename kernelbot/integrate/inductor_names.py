@@ -7,13 +7,15 @@ the module against the reference, so the module that ships names
 - a kernel for the op (`_apply_rotary_emb_kernel`), or for what it does where that is only a copy
   (`_copy_kernel`: Inductor writes an in-place result back with one);
 - a pointer for the argument its launches pass (`query_ptr`; `query_or_key_ptr` for a kernel launched
-  for both, `query_or_key_out_ptr` where both end alike);
+  for both, `query_or_key_out_ptr` where both end alike), and a size for the host's size its launches pass
+  (`ks0` -> `HEAD_DIM` for a constexpr the host reads as `head_dim`);
 - a buffer for the input whose result it holds (`query_out`);
 - a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load or its
   one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), and
   a value stored through a pointer for where it goes (`query_or_key_out`).
-Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, the
-other loads of a pointer loaded more than once, Inductor's index and temporary arithmetic) stay as Inductor
+Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, a size
+Inductor's host computes (`ps0`), the other loads of a pointer loaded more than once, Inductor's index and
+temporary arithmetic) stay as Inductor
 wrote them rather than be guessed; so does any name whose new one is taken.
 """
 
@@ -34,6 +36,9 @@ _POINTER = re.compile(r"(?:in_out|in|out)_ptr\d+")
 _IN_POINTER = re.compile(r"in_ptr\d+")
 _OUT_POINTER = re.compile(r"(?:in_out|out)_ptr\d+")
 _BUFFER = re.compile(r"buf\d+")
+_SIZE = re.compile(r"ks\d+")
+# What Inductor's host names for itself: a size it computed (`ps0`), a launch's count (`k0_xnumel`).
+_HOST_SIZE = re.compile(r"ps\d+|k\d+_\w+|s\d+|u\d+")
 _TEMPORARY = re.compile(r"tmp\d+")
 _VARIANT = re.compile(r"(?:_(?:bf16|fp16|fp32|fp64|int\d+|bool))+$")
 # What a copy kernel calls: its index arithmetic, one load and one store.
@@ -194,6 +199,7 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
         base = _shared_name([p for p in passed if p is not None]) if None not in passed else None
         if base and f"{base}_ptr" not in taken and f"{base}_ptr" not in names.values():
             names[param] = f"{base}_ptr"
+    names.update(_size_names(kernel, launches, taken))
     collector = _CallCollector()
     kernel.visit(collector)
     pointers = Counter(pointer for _, pointer in collector.loads)
@@ -227,6 +233,27 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
             and new not in names.values()
         ):
             names[value] = new
+    return names
+
+
+def _size_names(kernel: cst.FunctionDef, launches: list[_Launch], taken: set[str]) -> dict[str, str]:
+    """A size parameter (`ks0`) named for the host's size every launch passes it (`head_dim`), upper case
+    where it is a `tl.constexpr` (`HEAD_DIM`, as hand-written kernels spell one); one computed by
+    Inductor's host (`ps0`) or passed as two sizes keeps its name."""
+    names: dict[str, str] = {}
+    params = (*kernel.params.posonly_params, *kernel.params.params)
+    for index, param in enumerate(params):
+        if not _SIZE.fullmatch(param.name.value) or not launches:
+            continue
+        passed = {la.args[index] if index < len(la.args) else None for la in launches}
+        base = passed.pop() if len(passed) == 1 else None
+        if base is None or _HOST_SIZE.fullmatch(base):
+            continue
+        annotation = param.annotation.annotation if param.annotation else None
+        constexpr = isinstance(annotation, cst.Attribute) and annotation.attr.value == "constexpr"
+        new = base.upper() if constexpr else base
+        if new not in taken and new not in names.values():
+            names[param.name.value] = new
     return names
 
 

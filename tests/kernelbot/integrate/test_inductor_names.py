@@ -170,3 +170,19 @@ def test_comments_that_name_a_kernel_a_crossover_suffixed_follow_it() -> None:
     assert "_poi_fused" not in shipped
     assert "K0_XBLOCK = 64  # _rotate_kernel: XBLOCK" in shipped
     assert "# _rotate_kernel: the query" in shipped
+
+
+def test_a_size_is_named_for_the_hosts_size_every_launch_passes() -> None:
+    """`ks0` is the head size both launches pass as `head_dim`: a constexpr, so `HEAD_DIM` as a hand-written
+    kernel spells one; a size Inductor's host computed (`ps0`) keeps Inductor's name."""
+    named = SOURCE.replace(
+        "def entry(query, key, scale):", "def entry(query, key, scale):\n    head_dim = query.shape[-1]"
+    ).replace("query.shape[-1], query.numel()", "head_dim, query.numel()")
+    named = named.replace("key.shape[-1], key.numel()", "head_dim, key.numel()")
+    constexpr = named.replace("out_ptr0, ks0, xnumel", "out_ptr0, ks0: tl.constexpr, xnumel")
+    shipped = _shipped(constexpr)
+    assert "query_or_key_out_ptr, HEAD_DIM: tl.constexpr, xnumel" in shipped
+    assert "x0 = xindex % HEAD_DIM" in shipped and "(x0 + 1 < HEAD_DIM)" in shipped
+    assert "query_or_key_out_ptr, head_dim, xnumel" in _shipped(named)  # a run-time value stays lower case
+    computed = named.replace("head_dim = query", "ps0 = query").replace("head_dim,", "ps0,")
+    assert "query_or_key_out_ptr, ks0, xnumel" in _shipped(computed)
