@@ -28,6 +28,7 @@ from evolution.writers.fusion.code_text import fit_docstrings
 from evolution.writers.fusion.generate import is_trace_account, traced_docstring_start
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
+from kernelbot.integrate.constants_first import constants_first
 from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -105,7 +106,7 @@ def build_kernel_module(
     # The code each size runs (a crossover's routes) said how it was traced: the size test says when it runs.
     module = module.visit(DropDocstringsTransformer(traced_docstring_start(view.task.entry)))
     module = merged_twin_hosts(module)
-    module = shared_launch_args(module)
+    module = constants_first(shared_launch_args(module))
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
     guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])
