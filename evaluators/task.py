@@ -8,6 +8,7 @@ starts. Importing reference.py / inputs.py (which needs torch) is deferred to `l
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import sys
@@ -192,6 +193,27 @@ def load_captured(source: Path | bytes, device: str, *, shown: Path | None = Non
     if not isinstance(blob, dict) or "args" not in blob:
         raise TaskError(f"captured inputs {path} must be a dict with 'args' (and optional 'kwargs')")
     return tuple(blob["args"]), dict(blob.get("kwargs", {}))
+
+
+def spec_literals(inputs_path: Path) -> dict[str, Any]:
+    """The SPEC and ORDER literals of a spec-generated inputs.py (extractors/templates/inputs_spec.py.tmpl),
+    read without running it: those of the two it binds at module level to a literal, none for inputs
+    written otherwise."""
+    try:
+        tree = ast.parse(inputs_path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id in ("SPEC", "ORDER"):
+            try:
+                found[target.id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal
+                continue
+    return found
 
 
 def _import_file(path: Path, stem: str) -> ModuleType:

@@ -4,14 +4,13 @@ extra outputs), the reference entry's signature, and the input spec a spec-gener
 
 from __future__ import annotations
 
-import ast
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evaluators.errors import TaskError
-from evaluators.task import Task, load_task
+from evaluators.task import Task, load_task, spec_literals
 from extractors.errors import ExtractionError
 from extractors.signature import Param, entry_signature
 from kernelbot.integrate.errors import IntegrationError
@@ -90,20 +89,7 @@ def load_view(task_dir: Path) -> TaskView:
 
 def _input_spec(path: Path) -> InputSpecSource | None:
     """SPEC/ORDER literals of a spec-generated inputs.py, read without running it."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError):
-        return None
-    found: dict[str, Any] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
-            continue
-        target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id in ("SPEC", "ORDER"):
-            try:
-                found[target.id] = ast.literal_eval(node.value)
-            except ValueError:
-                return None
+    found = spec_literals(path)
     if set(found) != {"SPEC", "ORDER"}:
         return None
     return InputSpecSource(found["SPEC"], [tuple(o) for o in found["ORDER"]])

@@ -23,7 +23,7 @@ from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.memory import load_tensor
 from evolution.writers.fusion.model import Graph, Node, Placeholder, TensorMeta
 from evolution.writers.fusion.params import Param
-from evolution.writers.fusion.parts import part_names
+from evolution.writers.fusion.parts import part_names, through_casts
 from evolution.writers.fusion.tiles import (
     Affine,
     Atom,
@@ -345,12 +345,9 @@ def op_name(target: str, output: int) -> str:
     return _OP_NAMES.get(base, base)
 
 
-_CASTS = ("aten._to_copy.default", "prims.convert_element_type.default")
-
-
 def squares(ref: Any, nodes: dict[str, Node]) -> bool:
     """Whether `ref` (a node reference) is a value squared (`x.pow(2)`, `x * x`), through casts."""
-    node = _through_casts(ref, nodes)
+    node = through_casts(nodes, ref)
     if node is None:
         return False
     if node.target == "aten.pow.Tensor_Scalar":
@@ -366,18 +363,10 @@ def norm_name(node: Node, nodes: dict[str, Node]) -> str:
         return reductions[node.target]
     if node.target != "aten.rsqrt.default" or not node.args:
         return ""
-    inner = _through_casts(node.args[0], nodes)
+    inner = through_casts(nodes, node.args[0])
     if inner is not None and inner.target in ("aten.add.Tensor", "aten.add.Scalar") and inner.args:
-        inner = _through_casts(inner.args[0], nodes)
+        inner = through_casts(nodes, inner.args[0])
     return "inv_rms" if inner is not None and norm_name(inner, nodes) in reductions.values() else ""
-
-
-def _through_casts(ref: Any, nodes: dict[str, Node]) -> Node | None:
-    node = nodes.get(_ref(ref)[0]) if isinstance(ref, dict) and "node" in ref else None
-    while node is not None and node.target in _CASTS and node.args:
-        arg = node.args[0]
-        node = nodes.get(_ref(arg)[0]) if isinstance(arg, dict) and "node" in arg else None
-    return node
 
 
 def _ref(ref: Any) -> tuple[str, int]:

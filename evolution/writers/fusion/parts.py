@@ -37,7 +37,7 @@ def part_names(graph: Graph) -> dict[str, str]:
         if node.target != "aten.mul.Tensor" or len(node.args) != 2:
             continue
         for gated, other in (node.args, node.args[::-1]):
-            activation = _through_casts(nodes, gated)
+            activation = through_casts(nodes, gated)
             if activation is None or activation.target not in GATE_ACTIVATIONS or not activation.args:
                 continue
             gate, up = _part(nodes, activation.args[0]), _part(nodes, other)
@@ -76,7 +76,7 @@ def _node(nodes: dict[str, Node], ref: Any) -> Node | None:
     return nodes.get(ref["node"]) if isinstance(ref, dict) and "node" in ref else None
 
 
-def _through_casts(nodes: dict[str, Node], ref: Any) -> Node | None:
+def through_casts(nodes: dict[str, Node], ref: Any) -> Node | None:
     """The node `ref` holds, looking through dtype casts."""
     node = _node(nodes, ref)
     while node is not None and node.target in _CASTS and node.args:
@@ -87,7 +87,7 @@ def _through_casts(nodes: dict[str, Node], ref: Any) -> Node | None:
 def _part(nodes: dict[str, Node], ref: Any) -> tuple[str, str] | None:
     """(node, the value it is a part of) where `ref` (through casts) is a slice of a value or a piece of
     its `split`/`chunk`; None otherwise."""
-    node = _through_casts(nodes, ref)
+    node = through_casts(nodes, ref)
     if node is None or node.target not in _PART_OPS or not node.args:
         return None
     whole = node.args[0]

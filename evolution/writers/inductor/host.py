@@ -12,9 +12,7 @@ candidate may not do raises InductorConversionError.
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
-import keyword
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,10 +43,8 @@ _SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r\d*_?numel")
 _ATEN_ROOTS = ("torch.ops.", "aten.", "extern_kernels.", "torch._ops.", "inductor_ops.", "torch.")
 _FALLBACK_ROOTS = ("torch.ops.", "aten.", "extern_kernels.")
 _SIZE_SOURCE = re.compile(r"^(\w+)\.shape\[(\d+)\]$")
-# Names the host code binds or reads itself, which no size takes.
-HOST_NAMES = frozenset(
-    {"device", "device_", "torch", "triton", "tl", "math", "libdevice", *keyword.kwlist, *dir(builtins)}
-)
+# Names the host code binds itself, which no size takes.
+HOST_NAMES = frozenset({"device", "device_"})
 
 
 @dataclass(frozen=True)

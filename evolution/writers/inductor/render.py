@@ -121,8 +121,9 @@ def _spec_named_sizes(body: list[str], size_names: dict[str, str]) -> list[str]:
     for line in body:
         read = _SIZE_READ.match(line)
         name = size_names.get(f"{read[2]}.shape[{read[3]}]", "") if read else ""
-        taken = name in renamed.values() or any(re.search(rf"\b{name}\b", other) for other in body)
-        if read and name and not taken:
+        if not read or not name or name in renamed.values():
+            continue
+        if not any(re.search(rf"\b{name}\b", other) for other in body):
             renamed[read[1]] = name
     if not renamed:
         return body

@@ -13,20 +13,26 @@ writer for its kernel parameters and host sizes, the Inductor seed for its host 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import keyword
 import re
 from pathlib import Path
 from typing import Any
 
+from evaluators.task import spec_literals
+
 _AXIS = re.compile(r"(\w+)\.shape\[(\d+)\]")
+# Names no generated code may rebind: builtins and the modules a candidate imports.
+_EVERYWHERE = frozenset({*dir(builtins), "torch", "triton", "tl", "math", "libdevice"})
 
 
 def spec_dim_names(
     inputs_path: Path, symbols: dict[str, str], reference: Any, reserved: set[str]
 ) -> dict[str, str]:
     """Size symbol -> the spec's name for the axis it is read from. `symbols`: each size symbol's host
-    source (`s0` -> `key.shape[2]`); `reserved`: names the writer's own code binds."""
+    source (`s0` -> `key.shape[2]`); `reserved`: names the writer's own code binds (builtins and the
+    imported modules are never taken)."""
     shapes = _spec_shapes(inputs_path)
     used = _module_identifiers(reference)
     if not shapes or used is None:
@@ -38,35 +44,21 @@ def spec_dim_names(
         name = shape[int(axis[2])] if axis and int(axis[2]) < len(shape) else None
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
             continue
-        if name not in used and name not in reserved and not name.startswith("_"):
+        if name not in used | reserved | _EVERYWHERE and not name.startswith("_"):
             found[symbol] = name
     return found
 
 
 def _spec_shapes(inputs_path: Path) -> dict[str, list[Any]]:
-    """Argument -> the `shape` list its SPEC entry gives (a spec-generated inputs.py, read without running
-    it); empty for inputs written otherwise."""
-    try:
-        tree = ast.parse(inputs_path.read_text())
-    except (OSError, SyntaxError, ValueError):
+    """Argument -> the `shape` list its SPEC entry gives; empty for inputs written otherwise."""
+    spec = spec_literals(inputs_path).get("SPEC")
+    if not isinstance(spec, dict):
         return {}
-    for statement in tree.body:
-        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-            continue
-        target = statement.targets[0]
-        if isinstance(target, ast.Name) and target.id == "SPEC":
-            try:
-                spec = ast.literal_eval(statement.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError):  # not a literal: not read
-                return {}
-            if not isinstance(spec, dict):
-                return {}
-            return {
-                str(name): list(entry["shape"])
-                for name, entry in spec.items()
-                if isinstance(entry, dict) and isinstance(entry.get("shape"), (list, tuple))
-            }
-    return {}
+    return {
+        str(name): list(entry["shape"])
+        for name, entry in spec.items()
+        if isinstance(entry, dict) and isinstance(entry.get("shape"), (list, tuple))
+    }
 
 
 def _module_identifiers(reference: Any) -> set[str] | None:
