@@ -52,7 +52,7 @@ _TOPK_HOW = {
     "mask": "keys rewritten in registers each round",
     "threshold": "read-only keys, each round taking the best below the last winner",
     "twopass": "the value first, then its index: no 64-bit keys",
-    "bitonic": "bitonic sorts of chunks of the row, then halving rounds that keep the best",
+    "bitonic": "Triton's bitonic top-k (`tl.topk`) over value-and-index keys",
 }
 
 # In the order the docstring states them: the program's tile, what it reads again, how it walks a row.

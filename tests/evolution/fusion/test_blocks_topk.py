@@ -62,6 +62,7 @@ def run_topk(
         (4, 64, 8, 2),  # several rows per program
         (4, 37, 5, 2),  # a non-power-of-two width: masked tail, K not a power of two
         (2, 100, 1, 2),  # K = 1
+        (2, 100, 1, 1),  # K = 1 at one row a program: tl.topk before Triton 3.9 cannot take it
         (2, 8, 8, 1),  # K = the width: every lane taken
         (2, 24, 3, 2),  # a group of 24 experts
     ],

@@ -6,8 +6,8 @@ index (torch.topk's order on distinct values); lanes K..KP-1 are filler. Three w
 - _kb_topk_rows_threshold: the same rounds without rewriting the candidates, each taking the best key below
   the previous winner (the candidate tile stays read-only);
 - _kb_topk_rows_twopass: per round a float max and then the smallest index holding it (no 64-bit keys);
-- _kb_topk_rows_bitonic: bitonic sorts of chunks of KP packed keys, then halving rounds that keep the top KP
-  of each pair of chunks (log N rounds of compare-exchange instead of K reductions).
+- _kb_topk_rows_bitonic: Triton's own bitonic top-k (`tl.topk`, Triton 3.4 and later) over packed keys: log N
+  rounds of compare-exchange instead of K reductions.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import triton
 import triton.language as tl
 
 from evolution.writers.fusion.blocks.keys import _kb_pack
-from evolution.writers.fusion.blocks.sort import _kb_bitonic_merge, _kb_bitonic_sort_chunks
 
 
 @triton.jit
@@ -74,19 +73,15 @@ def _kb_topk_rows_twopass(x, valid, K: tl.constexpr, KP: tl.constexpr):
 
 @triton.jit
 def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
-    """Bitonic sorts of chunks of KP keys, then halving rounds that keep the top KP of each pair of chunks:
-    log N rounds of compare-exchange instead of K reductions, for a large K."""
-    N: tl.constexpr = x.shape[1]
-    keys = tl.where(valid, _kb_pack(x, tl.arange(0, N)[None, :]), -9223372036854775807)
-    keys = _kb_bitonic_sort_chunks(keys, KP)
-    for r in tl.static_range(20):
-        if (KP << r) < N:
-            pairs = tl.reshape(keys, [x.shape[0], (N >> r) // (2 * KP), 2, KP])
-            side = tl.arange(0, 2)[None, None, :, None]
-            first = tl.sum(tl.where(side == 0, pairs, 0), axis=2)
-            second = tl.sum(tl.where(side == 1, pairs, 0), axis=2)
-            keys = tl.reshape(tl.maximum(first, second), [x.shape[0], (N >> r) // 2])
-            keys = _kb_bitonic_merge(keys, KP)
+    """Triton's bitonic top-k over value-and-index keys: log N rounds of compare-exchange instead of K
+    reductions, for a large K."""
+    keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
+    # One winner is one max: Triton before 3.9 cannot take the top 1 of a single row. A statement, not a
+    # conditional expression: a constexpr `if` compiles one branch in every Triton release.
+    if KP == 1:  # noqa: SIM108
+        keys = tl.max(keys, axis=1, keep_dims=True)
+    else:
+        keys = tl.topk(keys, KP)
     high = (keys >> 32).to(tl.int32)
     value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
     return value, 2147483647 - (keys & 2147483647).to(tl.int32)
