@@ -532,7 +532,8 @@ def route(x):
 
 def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
     """Branches alike but for the module constant they launch with (ROWS_small / ROWS_large) and read
-    elsewhere too (the grid): the constant is chosen once and read through its local everywhere."""
+    elsewhere too (the grid, the warps): the constant is chosen once and read through its local everywhere,
+    so the warps, alike but for that constant, are one expression and no choice of their own."""
 
     from evolution.mutators.crossover.launch_choice import launch_choices
 
@@ -540,6 +541,7 @@ def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
     assert "rows = ROWS_small if nbytes <= 100 else ROWS_large" in chosen
     assert "programs = (x.numel() + rows - 1) // rows" in chosen
     assert chosen.count("_kernel[(programs,)](") == 1 and "ROWS=rows" in chosen
+    assert "num_warps=rows * 2" in chosen and "num_warps =" not in chosen
     for numel in (4, 25, 26, 1000):
         before, after = _launches(ROWS_LAUNCHES, numel), _launches(chosen, numel)
         assert before == after and len(before) == 1, numel

@@ -93,10 +93,17 @@ class LaunchChoice(cst.CSTTransformer):
             return None
         known = [v for v in values if v is not None]
         differing = [kw for kw in known[0] if len({v[kw] for v in known}) > 1]
+        constants = [kw for kw in differing if all(v[kw].isidentifier() for v in known)]
+        # A value that differs only in the constants chosen above (`_num_warps(ROWS_small * n)`) reads their
+        # locals instead (`_num_warps(rows * n)`): one expression, not a choice of its own.
+        differing = [
+            kw
+            for kw in differing
+            if kw in constants or len({_read_as_locals(v[kw], constants, v) for v in known}) > 1
+        ]
         locals_ = {kw: kw.lower() for kw in differing}
         if not differing or set(locals_.values()) & self._taken[-1]:
             return None
-        constants = [kw for kw in differing if all(v[kw].isidentifier() for v in known)]
         once = [
             _passed(body, locals_, {v[kw]: locals_[kw] for kw in constants})
             for (_, body), v in zip(branches, known, strict=True)
@@ -154,6 +161,15 @@ def _bound(body: cst.BaseSuite) -> set[str]:
     """The names the statements of `body` bind (every name stored to: assignments, loop and with targets)."""
     tree = ast.parse(textwrap.dedent(code(body)).strip("\n") + "\n")
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _read_as_locals(value: str, constants: list[str], branch: dict[str, str]) -> str:
+    """`value` (a keyword's source text in `branch`) with each read of a constant the branch passes for a
+    keyword of `constants` reading that keyword's local instead."""
+    renamed = {branch[kw]: kw.lower() for kw in constants}
+    read = cst.parse_expression(value).visit(RenamedReads(renamed))
+    assert isinstance(read, cst.BaseExpression)
+    return code(read)
 
 
 def _passed(body: cst.BaseSuite, locals_: dict[str, str], constants: dict[str, str]) -> cst.BaseSuite:
