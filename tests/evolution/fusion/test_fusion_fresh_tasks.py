@@ -350,6 +350,36 @@ def test_two_structures_fit_the_line_budget(seeds) -> None:
     assert problems(module, limit=width, max_lines=200) == []
 
 
+def test_two_top_k_methods_and_row_counts_are_one_kernel_within_the_line_budget(judge, seeds) -> None:
+    """LMDeploy's softmax top-k in the shape of the H100 crossover winner: the bitonic top-k one row a program
+    for small inputs, the mask top-k two rows a program above. A top-k kernel keeps its 2-D tile of ROWS rows
+    at one row too, so the two differ only in their top-k method and a launch constant: one kernel taking
+    TOPK_METHOD, one launch, the rows and the method chosen by size (before, two kernels and the bitonic
+    network's own helpers: 243 lines). The bitonic method is Triton's tl.topk. Within 1.5x the lines of
+    LMDeploy's own router kernel and every rule; the child correct on the interpreter."""
+    target = next(t for t in TARGETS if t.name == "lmdeploy_softmax_topk")
+    task_dir, _ = seeds(target)
+    task, width = load_task(task_dir), engine_line_length(target)
+    writer = FusionWriter(line_length=width)
+    report = asyncio.run(writer.report(task))
+
+    def write(knobs: Knobs) -> str:
+        return asyncio.run(writer.write(task, report, knobs)).source
+
+    bitonic, two_rows = write(Knobs(topk="bitonic")), write(Knobs(rows=2))
+    child = build_child(two_rows, bitonic, task.entry, Route(65536, True, ""))  # bitonic up to 64 kB
+    result = judge(task, child)
+    assert result.correct, result.reason
+    module = shipped_module(task_dir, child, width)
+    assert len(jit_functions(cst.parse_module(module))) == 3  # _pack, the top-k by method, the kernel
+    assert "tl.topk(" in module and "_bitonic_merge" not in module
+    assert "rows = ROWS_SMALL if nbytes <= 65536 else ROWS_LARGE" in module
+    assert "num_warps=_num_warps(rows * EXPERTS_P2)" in module and module.count("*args,") == 0
+    own_release, own_path = OWN_KERNELS[target.name]
+    budget = line_budget(len((fetch_release(own_release) / own_path).read_text().splitlines()))
+    assert problems(module, limit=width, max_lines=budget) == []
+
+
 def test_variants_of_the_router_are_distinct_and_correct(judge, seeds, writer: FusionWriter) -> None:
     target = next(t for t in TARGETS if t.name == "sglang_biased_grouped_topk")
     task = load_task(seeds(target)[0])  # the task the seed tests extracted; its seed is written again here

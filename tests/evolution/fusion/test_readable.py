@@ -519,7 +519,7 @@ def test_two_top_k_methods_crossed_ship_as_one_kernel(tmp_path) -> None:
     assert len(kernels) == 1 and len(re.findall(r"_kernel\[", flat)) == 1
     assert re.search(r'^    if METHOD == "(bitonic|twopass)":$', flat, re.M)
     assert re.search(r"^        # (bitonic|twopass): ", flat, re.M)
-    assert re.search(r"= _kb_topk_rows_by_method\(\s*weights\[None, :\][^=]*, 2, 2, TOPK_METHOD\s*\)", flat)
+    assert re.search(r"= _kb_topk_rows_by_method\(\s*weights,[^=]*, 2, 2, TOPK_METHOD\s*\)", flat)
     assert '    topk_method = "bitonic" if nbytes <= 100 else "twopass"\n' in flat
     assert "def _kb_topk_rows_bitonic(" not in flat and "def _kb_topk_rows_twopass(" not in flat
     assert not re.search(r"\b\w+_(small|large)\b", flat)

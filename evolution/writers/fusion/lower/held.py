@@ -22,6 +22,8 @@ def held_row(
     """`source` as the region already holds it along the whole of `dim` (a register atom of that extent,
     none of `avoid`), laid out as `rest` then that atom; None where the region does not hold it, or where
     the reload knob is on."""
+    if ev.recorder is not None:  # the row analysis keeps such a kernel's rows 1-D at one row a program
+        ev.recorder.regroups = True
     if ev.emitter.options.reload:
         return None
     extent = ev.shape(source)[dim]

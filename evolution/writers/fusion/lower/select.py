@@ -95,7 +95,7 @@ def _topk(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
         raise LoweringError("top-k of integer values")
     out_atom, direct = _target_atom(ev, index, dim, k)
     if ev.recorder is not None:
-        ev.recorder.spanned(out_atom)
+        ev.recorder.spanned(out_atom, "rank")
     others = ev.index_atoms(index[:dim] + index[dim + 1 :])
     atom = ev.atom(shape[dim], others | {out_atom})
     full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
@@ -141,7 +141,7 @@ def _sort(ev: Evaluator, node: Node, index: Index, guard: Tile | None) -> list[T
         raise LoweringError("sort of integer values")
     atom, direct = _target_atom(ev, index, dim, shape[dim])
     if ev.recorder is not None:
-        ev.recorder.spanned(atom)
+        ev.recorder.spanned(atom, "rank")
     full = (*index[:dim], Affine.of(atom), *index[dim + 1 :])
     values = ev.emitter.cast(ev.eval(source, full, guard), "fp32")
     if not descending:
