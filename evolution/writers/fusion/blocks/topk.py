@@ -76,12 +76,8 @@ def _kb_topk_rows_bitonic(x, valid, K: tl.constexpr, KP: tl.constexpr):
     """Triton's bitonic top-k over value-and-index keys: log N rounds of compare-exchange instead of K
     reductions, for a large K."""
     keys = tl.where(valid, _kb_pack(x, tl.arange(0, x.shape[1])[None, :]), -9223372036854775807)
-    # One winner is one max: Triton before 3.9 cannot take the top 1 of a single row. A statement, not a
-    # conditional expression: a constexpr `if` compiles one branch in every Triton release.
-    if KP == 1:  # noqa: SIM108
-        keys = tl.max(keys, axis=1, keep_dims=True)
-    else:
-        keys = tl.topk(keys, KP)
+    # One winner is one max: tl.topk before Triton 3.9 cannot take the top 1 of a single row.
+    keys = tl.max(keys, axis=1, keep_dims=True) if KP == 1 else tl.topk(keys, KP)
     high = (keys >> 32).to(tl.int32)
     value = (high ^ ((high >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
     return value, 2147483647 - (keys & 2147483647).to(tl.int32)
