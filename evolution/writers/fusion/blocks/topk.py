@@ -1,6 +1,6 @@
 """Top-k of every row of a register tile x [R, N] (float32), lanes where `valid` is false excluded. Each
 returns (values, indices) as [R, KP] tiles (KP: a power of two >= K), largest first, equal values by smaller
-index (torch.topk's order on distinct values); lanes K..KP-1 are filler. Three ways to find them:
+index (torch.topk's order on distinct values); lanes K..KP-1 are filler. Four ways to find them:
 
 - _kb_topk_rows: K rounds of one int64 max over packed keys, the winner masked out of the candidates;
 - _kb_topk_rows_threshold: the same rounds without rewriting the candidates, each taking the best key below
