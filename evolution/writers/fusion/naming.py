@@ -541,6 +541,10 @@ def _derived(value: ast.expr, mapping: dict[str, str]) -> str:
             return f"{left}_shifted"  # less its max, as a softmax takes it before exp
         if isinstance(value.op, ast.Mult) and (left or "").startswith("offs_") and (right or "").isupper():
             return f"{(left or '').removeprefix('offs_')}_start"  # each block's first index, block by block
+        starts = [p for p in (left, right) if p and p.endswith("_start")]
+        offsets = [p for p in (left, right) if p and p.startswith("offs_")]
+        if isinstance(value.op, ast.Add) and starts and offsets:
+            return f"{starts[0].removesuffix('_start')}_offs"  # each block's start plus the offsets in it
         one = isinstance(value.right, ast.Constant) and value.right.value == 1.0
         if isinstance(value.op, ast.Mult) and one:
             return f"{left}_float" if _short(left) else "as_float"  # an integer size made a float

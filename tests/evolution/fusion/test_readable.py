@@ -1109,6 +1109,27 @@ def _k(x_ptr, out_ptr, GROUPS: tl.constexpr, GROUP_SIZE: tl.constexpr, N: tl.con
     tl.store(out_ptr + pid * N + v2, v7 / v9)"""
 
 
+GROUPED_COPY = """@triton.jit
+def _k(x_ptr, out_ptr, GROUPS: tl.constexpr, GROUP_SIZE: tl.constexpr):
+    a0_1 = tl.arange(0, GROUPS)
+    v2 = a0_1 * GROUP_SIZE
+    a1_3 = tl.arange(0, GROUP_SIZE)
+    v4 = v2[:, None] + a1_3[None, :]
+    v5 = tl.where(a1_3[None, :] < GROUP_SIZE, v4, 0)
+    x_6 = tl.load(x_ptr + v5)
+    tl.store(out_ptr + v5, x_6)"""
+
+
+def test_each_blocks_start_plus_the_offsets_in_it_are_the_blocks_offsets() -> None:
+    """The router's experts in their groups, the index of a gather: each group's start plus the offsets
+    within a group, named for the blocks (`group_offs`), not for the operator (`plus`)."""
+    hints = Hints()
+    hints.add("a0_1", "offs_a0", 2)
+    hints.add("a1_3", "offs_a1", 2)
+    renamed = apply(GROUPED_COPY, rename_map(GROUPED_COPY, hints, {"a0": "group", "a1": "member"}))
+    assert "group_offs = group_start[:, None] + offs_member[None, :]" in renamed, renamed
+
+
 def test_temporaries_say_what_they_hold_where_the_op_alone_would_not() -> None:
     """An axis's offsets times a size are where each block starts; a value less its max is shifted (a
     softmax's step before exp); a masked value with a long name keeps its first word."""
