@@ -405,6 +405,11 @@ def test_variants_of_the_router_are_distinct_and_correct(judge, seeds, writer: F
     gate_loads = re.compile(r"tl\.load\(\s*gating_output_ptr")
     assert len(gate_loads.findall(seed.child_source)) == 1
     assert seed.child_source.count("tl.gather(") == 2
+    # The regrouped scores keep the reference's name with the view's word; the gather's positions are each
+    # group's start plus the offsets in a group.
+    assert re.search(r"scores_for_choice_grouped = tl\.reshape\(\s*gathered,", seed.child_source)
+    offs = re.compile(r"^ +expert_group_offs = .*\[:, None\] \+ offs_expert_group_size\[", re.M)
+    assert offs.search(seed.child_source)
     reload = children[3]
     assert knobs[3] is not None and knobs[3].reload and knobs[3].topk == "mask"
     assert len(gate_loads.findall(reload)) == 3 and "tl.gather(" not in reload

@@ -76,7 +76,11 @@ def _held_view(ev: Evaluator, source: object, index: Index, guard: Tile | None) 
         grid = row.grid | at.grid
         gathered = emitter.let(f"tl.gather({row.code}, {flat.code}, 0)", at.atoms, row.dtype, grid)
         emitter.name_value(gathered, "gathered", 2)
-        return emitter.let(f"tl.reshape({gathered.code}, [{', '.join(shape)}])", at.atoms, row.dtype, grid)
+        grouped = emitter.let(f"tl.reshape({gathered.code}, [{', '.join(shape)}])", at.atoms, row.dtype, grid)
+        label = ev.value_name(source)  # the reference's name for the base: `scores_for_choice_grouped`
+        if label.isidentifier():
+            emitter.name_value(grouped, f"{label}_grouped", 2)
+        return grouped
     return None
 
 
