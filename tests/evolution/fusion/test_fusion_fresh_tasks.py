@@ -27,7 +27,7 @@ from readable import (
 )
 
 from bench.fusion_targets import TARGETS, Target, extract_target
-from evaluators.task import load_task
+from evaluators.task import Task, load_task
 from evolution.dedup import candidate_sha
 from evolution.mutators.crossover.alike import jit_functions
 from evolution.mutators.crossover.source import Route, build_child
@@ -322,12 +322,10 @@ def test_the_line_budget(shipped, target: Target) -> None:
     assert len(module.splitlines()) <= line_budget(own_lines)
 
 
-def test_two_structures_fit_the_line_budget(seeds) -> None:
-    """SGLang's RMSNorm in the shape of the H200 crossover winner: one pass at two warps scales below 22 MB,
-    two passes in chunks with cache hints above. Its module holds both kernels, the one-test warps table as
-    one expression (`crossover/table_expressions.py`) and the launches' shared arguments once
-    (`shared_launch_args.py`), within 200 lines and every rule."""
-    target = next(t for t in TARGETS if t.name == "sglang_rmsnorm_residual")
+def knob_writer(seeds, name: str) -> tuple[Path, Task, int, Callable[[Knobs], str]]:
+    """The fresh task `name` (its directory, the task, its engine's line length) and a function writing its
+    fusion kernel for given knobs from one trace."""
+    target = next(t for t in TARGETS if t.name == name)
     task_dir, _ = seeds(target)
     task, width = load_task(task_dir), engine_line_length(target)
     writer = FusionWriter(line_length=width)
@@ -336,6 +334,15 @@ def test_two_structures_fit_the_line_budget(seeds) -> None:
     def write(knobs: Knobs) -> str:
         return asyncio.run(writer.write(task, report, knobs)).source
 
+    return task_dir, task, width, write
+
+
+def test_two_structures_fit_the_line_budget(seeds) -> None:
+    """SGLang's RMSNorm in the shape of the H200 crossover winner: one pass at two warps scales below 22 MB,
+    two passes in chunks with cache hints above. Its module holds both kernels, the one-test warps table as
+    one expression (`crossover/table_expressions.py`) and the launches' shared arguments once
+    (`shared_launch_args.py`), within 200 lines and every rule."""
+    task_dir, task, width, write = knob_writer(seeds, "sglang_rmsnorm_residual")
     one, half = write(Knobs()), write(Knobs(warps=0.5))
     two = write(Knobs(passes="two", block=4096, eviction=True, warps=2.0))
     child = build_child(
@@ -354,18 +361,10 @@ def test_two_top_k_methods_and_row_counts_are_one_kernel_within_the_line_budget(
     """LMDeploy's softmax top-k in the shape of the H100 crossover winner: the bitonic top-k one row a program
     for small inputs, the mask top-k two rows a program above. A top-k kernel keeps its 2-D tile of ROWS rows
     at one row too, so the two differ only in their top-k method and a launch constant: one kernel taking
-    TOPK_METHOD, one launch, the rows and the method chosen by size (before, two kernels and the bitonic
-    network's own helpers: 243 lines). The bitonic method is Triton's tl.topk. Within 1.5x the lines of
-    LMDeploy's own router kernel and every rule; the child correct on the interpreter."""
-    target = next(t for t in TARGETS if t.name == "lmdeploy_softmax_topk")
-    task_dir, _ = seeds(target)
-    task, width = load_task(task_dir), engine_line_length(target)
-    writer = FusionWriter(line_length=width)
-    report = asyncio.run(writer.report(task))
-
-    def write(knobs: Knobs) -> str:
-        return asyncio.run(writer.write(task, report, knobs)).source
-
+    TOPK_METHOD, one launch, the rows and the method chosen by size (as two kernels beside a bitonic network
+    of its own, that winner's module was 243 lines). The bitonic method is Triton's tl.topk. Within 1.5x
+    the lines of LMDeploy's own router kernel and every rule; the child correct on the interpreter."""
+    task_dir, task, width, write = knob_writer(seeds, "lmdeploy_softmax_topk")
     bitonic, two_rows = write(Knobs(topk="bitonic")), write(Knobs(rows=2))
     child = build_child(two_rows, bitonic, task.entry, Route(65536, True, ""))  # bitonic up to 64 kB
     result = judge(task, child)
@@ -375,7 +374,7 @@ def test_two_top_k_methods_and_row_counts_are_one_kernel_within_the_line_budget(
     assert "tl.topk(" in module and "_bitonic_merge" not in module
     assert "rows = ROWS_SMALL if nbytes <= 65536 else ROWS_LARGE" in module
     assert "num_warps=_num_warps(rows * EXPERTS_P2)" in module and module.count("*args,") == 0
-    own_release, own_path = OWN_KERNELS[target.name]
+    own_release, own_path = OWN_KERNELS["lmdeploy_softmax_topk"]
     budget = line_budget(len((fetch_release(own_release) / own_path).read_text().splitlines()))
     assert problems(module, limit=width, max_lines=budget) == []
 
