@@ -357,6 +357,9 @@ def test_kernels_alike_but_for_their_top_k_method_merge_and_the_others_stay() ->
         " rewritten in any of the rounds, however many there are."
     )
     assert max(len(line) for line in chooser.splitlines() if "#" in line) <= 88
+    # Its lines filled evenly, none left with a word or two.
+    threshold = [len(c) for c in comments[1:]]
+    assert max(threshold) - min(threshold) < 12, comments
     assert "_kb_topk_rows_small" not in merged and "_kb_topk_rows_threshold" not in merged  # no caller left
     assert '_route_kernel[(1,)](x_ptr=x, out_ptr=out, N=8, TOPK_METHOD="mask", num_warps=1)' in merged
     assert 'TOPK_METHOD="threshold", num_warps=1)' in merged and "elif nbytes <= 4096:" in merged

@@ -210,7 +210,12 @@ def _comment_lines(method: str, doc: str | None) -> list[str]:
     """`<method>: <the block's docstring>` on lines that fit the narrowest engine's line length inside the
     branch (formatters leave comments as they are)."""
     text = f"{method}: {' '.join(doc.split())}" if doc else method
-    return textwrap.wrap(text, COMMENT_WIDTH, break_on_hyphens=False)
+    count = len(textwrap.wrap(text, COMMENT_WIDTH, break_on_hyphens=False))
+    # As many lines as the width needs, filled evenly: never a last line of one word ("# out.").
+    width = COMMENT_WIDTH
+    while width > COMMENT_WIDTH // 2 and len(textwrap.wrap(text, width - 1, break_on_hyphens=False)) == count:
+        width -= 1
+    return textwrap.wrap(text, width, break_on_hyphens=False)
 
 
 def _chooser_name(module: cst.Module, chooser: cst.FunctionDef) -> str:
