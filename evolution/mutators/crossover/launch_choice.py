@@ -8,17 +8,17 @@ After the merges of crossover/topk_method.py, a flat module's entry can read
     else:
         _kernel[(programs,)](x_ptr=x, ..., TOPK_METHOD="twopass", num_warps=_num_warps_large(...))
 
-a reviewer reads the launch twice to find the two values that differ. Here each differing keyword's value
-is chosen first, by the same tests in the same order (`topk_method = "bitonic" if nbytes <= 370728 else
-"twopass"`, `num_warps = ...`), and the branch's statements follow once, passing the chosen values: each
-size runs what it ran before. A keyword whose value is a module constant in every branch (`ROWS=ROWS_small`)
-gives its local to the branch's other reads of that constant too (`programs = triton.cdiv(n, rows)`), so
-that a grid sized by it is written once as well. A whole if/elif/else chain whose every branch holds one
-launch, the same statements otherwise, or else the longest tail of one (an `elif` onwards) that does: the
-branches before it stay and the choice becomes their `else` (a router's small inputs launch another kernel,
-its larger ones one kernel with one of two top-k methods). A local name the function already uses is not
-taken, and a value that reads a name the branches bind is not chosen ahead of them. Source text only, never
-run.
+a reviewer reads the launch twice to find the two values that differ. Here each differing keyword's value is
+chosen first, by the same tests in the same order (`topk_method = "bitonic" if nbytes <= 370728 else
+"twopass"`, `num_warps = ...`), and the branch's statements follow once, passing the chosen values: each size
+runs what it ran before. A keyword whose value is a module constant in every branch (`ROWS=ROWS_small`) gives
+its local to the branch's other reads of that constant too (`programs = triton.cdiv(n, rows)`), so that a grid
+sized by it is written once as well, and a keyword whose values differ only in such constants is no choice of
+its own (`num_warps=_num_warps(rows * n)`). A whole if/elif/else chain whose every branch holds one launch,
+the same statements otherwise, or else the longest tail of one (an `elif` onwards) that does: the branches
+before it stay and the choice becomes their `else` (a router's small inputs launch another kernel, its larger
+ones one kernel with one of two top-k methods). A local name the function already uses is not taken, and a
+value that reads a name the branches bind is not chosen ahead of them. Source text only, never run.
 """
 
 from __future__ import annotations
