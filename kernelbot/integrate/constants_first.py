@@ -38,7 +38,8 @@ def constants_first(module: cst.Module) -> cst.Module:
     moved = [_without_blank_lines(cst.ensure_type(body[k], cst.SimpleStatementLine)) for k in late]
     if first > 0 and not _constant(body[first - 1], bound):  # after the imports, one blank line
         moved[0] = moved[0].with_changes(leading_lines=[cst.EmptyLine(), *moved[0].leading_lines])
-    rest = [s for k, s in enumerate(body) if k not in set(late)]
+    moving = set(late)
+    rest = [s for k, s in enumerate(body) if k not in moving]
     return module.with_changes(body=[*rest[:first], *moved, *rest[first:]])
 
 

@@ -94,20 +94,19 @@ class LaunchChoice(cst.CSTTransformer):
         known = [v for v in values if v is not None]
         differing = [kw for kw in known[0] if len({v[kw] for v in known}) > 1]
         constants = [kw for kw in differing if all(v[kw].isidentifier() for v in known)]
-        # A value that differs only in the constants chosen above (`_num_warps(ROWS_small * n)`) reads their
-        # locals instead (`_num_warps(rows * n)`): one expression, not a choice of its own.
+        # Per branch: each constant it passes for a keyword -> that keyword's local (ROWS_small -> rows).
+        renames = [{v[kw]: kw.lower() for kw in constants} for v in known]
+        # A value that differs only in those constants (`_num_warps(ROWS_small * n)`) reads their locals
+        # instead (`_num_warps(rows * n)`): one expression, not a choice of its own.
         differing = [
             kw
             for kw in differing
-            if kw in constants or len({_read_as_locals(v[kw], constants, v) for v in known}) > 1
+            if kw in constants or len({_read_as(v[kw], r) for v, r in zip(known, renames, strict=True)}) > 1
         ]
         locals_ = {kw: kw.lower() for kw in differing}
         if not differing or set(locals_.values()) & self._taken[-1]:
             return None
-        once = [
-            _passed(body, locals_, {v[kw]: locals_[kw] for kw in constants})
-            for (_, body), v in zip(branches, known, strict=True)
-        ]
+        once = [_passed(body, locals_, r) for (_, body), r in zip(branches, renames, strict=True)]
         if len({code(b) for b in once}) != 1:
             return None
         bound = set().union(*(_bound(body) for _, body in branches))
@@ -163,11 +162,9 @@ def _bound(body: cst.BaseSuite) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _read_as_locals(value: str, constants: list[str], branch: dict[str, str]) -> str:
-    """`value` (a keyword's source text in `branch`) with each read of a constant the branch passes for a
-    keyword of `constants` reading that keyword's local instead."""
-    renamed = {branch[kw]: kw.lower() for kw in constants}
-    read = cst.parse_expression(value).visit(RenamedReads(renamed))
+def _read_as(value: str, renames: dict[str, str]) -> str:
+    """`value` (a keyword's source text) with its reads of the names of `renames` renamed."""
+    read = cst.parse_expression(value).visit(RenamedReads(renames))
     assert isinstance(read, cst.BaseExpression)
     return code(read)
 

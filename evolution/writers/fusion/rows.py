@@ -35,7 +35,7 @@ class Recorder:
     def __init__(self) -> None:
         self.spanned_atoms: set[Atom] = set()
         self.selected: set[Atom] = set()  # spanned by an op that needs the axis whole in registers
-        self.ranked: set[Atom] = set()  # spanned by a top-k or a sort
+        self.ranks = False  # a top-k or a sort spans an atom
         self.regroups = False  # a gather or a regrouping view would read a row it holds (lower.held)
         self.loads: list[LoadRecord] = []
 
@@ -44,7 +44,7 @@ class Recorder:
         if kind != "reduce":
             self.selected.add(atom)
         if kind == "rank":
-            self.ranked.add(atom)
+            self.ranks = True
 
     def loaded(self, record: LoadRecord) -> None:
         self.loads.append(record)
@@ -56,7 +56,7 @@ class StorePlan:
     entries: list[Affine]  # per dim of the written value: its index over the store's atoms
     spanned: set[Atom] = field(default_factory=set)
     selected: set[Atom] = field(default_factory=set)  # spanned by top-k, sort, scan or scatter
-    ranked: set[Atom] = field(default_factory=set)  # spanned by top-k or sort
+    ranks: bool = False  # a top-k or a sort spans an atom
     regroups: bool = False  # a gather or a regrouping view reads a row (in registers unless `reload`)
     hazards: set[Atom] = field(default_factory=set)
     reads: set[str] = field(default_factory=set)  # placeholders it loads
@@ -197,7 +197,7 @@ def dry_run(graph: Graph, stores: list[Store], table: AtomTable, params: KernelP
         Evaluator(graph, emitter, table, LOWERINGS, recorder).eval(plan.store.value, plan.index)
         plan.spanned = set(recorder.spanned_atoms)
         plan.selected = set(recorder.selected)
-        plan.ranked = set(recorder.ranked)
+        plan.ranks = recorder.ranks
         plan.regroups = recorder.regroups
         plan.reads = {r.placeholder for r in recorder.loads}
         for record in recorder.loads:
@@ -251,7 +251,7 @@ def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAx
     # tile of rows, and one kernel text for every `rows` lets a crossover of two row counts ship one kernel
     # and a launch table instead of two kernels that differ in one constant. Not where a gather regroups a
     # row the program holds: tl.gather reads it from registers only as a row of its own (lower.held).
-    ranked = any(plan.ranked for plan in plans) and not any(plan.regroups for plan in plans)
+    ranked = any(plan.ranks for plan in plans) and not any(plan.regroups for plan in plans)
     if grid and (knobs.rows > 1 or ranked):
         grid[-1] = GridAxis(grid[-1].atom, "ROWS")
     if blocked_inner and inner is not None:
