@@ -81,6 +81,20 @@ def inductor_launch(source: str) -> InductorLaunch | None:
         and isinstance(node.value, ast.Constant)
         and isinstance(node.value.value, int)
     }
+    # A block the host picks per call (`k0_xblock = min(K0_XBLOCK, ...)`, a small launch's smaller block)
+    # reads as its cap, the tuned constant: the block of the large launches.
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "min"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Name)
+            and node.value.args[0].id in constants
+        ):
+            constants.setdefault(node.targets[0].id, constants[node.value.args[0].id])
     launches = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):

@@ -210,6 +210,41 @@ def test_converted_candidate_computes_the_reference_in_place(tmp_path):
     torch.testing.assert_close(act, torch.tanh(expected_x) * expected_x.abs(), atol=1e-6, rtol=1e-5)
 
 
+class _Launches:
+    """Stands in for a kernel: records each launch's grid and launch keywords."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[tuple[int, ...], dict]] = []
+
+    def __getitem__(self, grid: tuple[int, ...]):
+        return lambda *args, **meta: self.seen.append((grid, meta))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "hidden", "bounds", "programs", "block"),
+    [
+        (1, 2048, (256, 1024), 8, 256),  # 2048 elements: 8 programs of 256, as compile launches them, not 2
+        (64, 2048, (256, 1024), 128, 1024),  # 1/128 of the elements reaches the tuned block
+        (512, 2048, (256, 1024), 1024, 1024),
+        (1, 100, (256, 1024), 1, 256),
+        (1, 2048, (256, 128), 16, 128),  # a tuned block under the rule's holds at every size
+        (1, 2048, (1024, 1024), 2, 1024),  # and bounds tuned equal are one block everywhere
+    ],
+)
+def test_a_pointwise_launch_picks_its_block_per_call_as_inductor_does(
+    tmp_path, tokens, hidden, bounds, programs, block
+):
+    source = render_candidate(report(wrapper()), "fused", "fused")
+    assert "K0_MIN_XBLOCK = 256" in source and "K0_XBLOCK = 1024" in source
+    module = load(source, tmp_path / f"fused_block_{tokens}_{hidden}_{bounds[0]}_{bounds[1]}.py")
+    module.K0_MIN_XBLOCK, module.K0_XBLOCK = bounds
+    pointwise = module._poi_fused_add_0 = _Launches()
+    module._red_fused_amax_mul_1 = _Launches()
+    module.fused(torch.empty(tokens, hidden), torch.empty(tokens, hidden), 1.0)
+    [(grid, meta)] = pointwise.seen
+    assert grid == (programs,) and meta["XBLOCK"] == block and meta["num_warps"] == module.K0_NUM_WARPS
+
+
 def test_returning_an_argument_and_constants(tmp_path):
     outputs = {"tuple": [{"arg": "x"}, {"const": "None"}, {"list": [{"out": 1}]}]}
     source = render_candidate(report(wrapper(), outputs=outputs), "fused", "fused")

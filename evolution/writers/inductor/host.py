@@ -292,10 +292,13 @@ class _Translator:
                 continue
             name = f"{tag}_{param}"
             self._tunable(name, defaults[param], f"{kernel.name}: {param}")
+            if param in ("XBLOCK", "YBLOCK", "ZBLOCK") and numel is None:
+                raise InductorConversionError(f"{original}: no size for the {param} grid axis")
+            if numel is not None and kernel.kind == "pointwise" and kernel.block_params == ("XBLOCK",):
+                name = self._pointwise_block(numel, name, index, kernel.name)
             keywords.append(ast.keyword(param, ast.Name(name, ast.Load())))
             if param in ("XBLOCK", "YBLOCK", "ZBLOCK"):
-                if numel is None:
-                    raise InductorConversionError(f"{original}: no size for the {param} grid axis")
+                assert numel is not None
                 grid[param] = ast.Call(_dotted("triton.cdiv"), [numel, ast.Name(name, ast.Load())], [])
         if "XBLOCK" not in kernel.block_params:  # XBLOCK fixed to 1 inside the kernel: one program per row
             numel = bound.get("xnumel")
@@ -322,6 +325,24 @@ class _Translator:
             keywords,
         )
         self._emit(ast.Expr(launch))
+
+    def _pointwise_block(self, numel: ast.expr, largest: str, index: int, kernel: str) -> str:
+        """The block of a 1-D pointwise launch, chosen per call as Inductor chooses it for the shape it
+        compiles: about 1/128 of the elements, at least 256, at most the tuned block. A small launch then
+        spreads over more programs (2048 elements: 8 programs, not 2 of 1024); a large one keeps the tuned
+        block. Both bounds are the launch tuner's (`K0_MIN_XBLOCK` as large as `K0_XBLOCK` is one block
+        everywhere). Returns the local that holds it."""
+        block, least = f"k{index}_xblock", f"{largest.removesuffix('XBLOCK')}MIN_XBLOCK"
+        self._tunable(least, 256, f"{kernel}: a small launch's XBLOCK, at least")
+        self.host.body.append(
+            "    # As Inductor does: 1/128 of the elements a program, within the tuned bounds"
+        )
+        elements = ast.Call(_dotted("triton.next_power_of_2"), [copy.deepcopy(numel)], [])
+        share = ast.BinOp(elements, ast.FloorDiv(), ast.Constant(128))
+        floor = ast.Call(ast.Name("max", ast.Load()), [ast.Name(least, ast.Load()), share], [])
+        rule = ast.Call(ast.Name("min", ast.Load()), [ast.Name(largest, ast.Load()), floor], [])
+        self._emit(ast.Assign([ast.Name(block, ast.Store())], rule))
+        return block
 
     def _split_y_grid(self, grid: dict[str, ast.expr], index: int) -> None:
         """More y blocks than grid.y allows are spread over z, as the kernel expects (program_id(1) +
