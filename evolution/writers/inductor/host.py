@@ -292,14 +292,13 @@ class _Translator:
                 continue
             name = f"{tag}_{param}"
             self._tunable(name, defaults[param], f"{kernel.name}: {param}")
-            if param in ("XBLOCK", "YBLOCK", "ZBLOCK") and numel is None:
-                raise InductorConversionError(f"{original}: no size for the {param} grid axis")
-            if numel is not None and kernel.kind == "pointwise" and kernel.block_params == ("XBLOCK",):
-                name = self._pointwise_block(numel, name, index, kernel.name)
-            keywords.append(ast.keyword(param, ast.Name(name, ast.Load())))
             if param in ("XBLOCK", "YBLOCK", "ZBLOCK"):
-                assert numel is not None
+                if numel is None:
+                    raise InductorConversionError(f"{original}: no size for the {param} grid axis")
+                if kernel.kind == "pointwise" and kernel.block_params == ("XBLOCK",):
+                    name = self._pointwise_block(numel, name, index, kernel.name)
                 grid[param] = ast.Call(_dotted("triton.cdiv"), [numel, ast.Name(name, ast.Load())], [])
+            keywords.append(ast.keyword(param, ast.Name(name, ast.Load())))
         if "XBLOCK" not in kernel.block_params:  # XBLOCK fixed to 1 inside the kernel: one program per row
             numel = bound.get("xnumel")
             if numel is None:
