@@ -296,7 +296,7 @@ class _Translator:
                 if numel is None:
                     raise InductorConversionError(f"{original}: no size for the {param} grid axis")
                 if kernel.kind == "pointwise" and kernel.block_params == ("XBLOCK",):
-                    name = self._pointwise_block(numel, name, index, kernel.name)
+                    name = self._pointwise_block(numel, tag, index, kernel.name)
                 grid[param] = ast.Call(_dotted("triton.cdiv"), [numel, ast.Name(name, ast.Load())], [])
             keywords.append(ast.keyword(param, ast.Name(name, ast.Load())))
         if "XBLOCK" not in kernel.block_params:  # XBLOCK fixed to 1 inside the kernel: one program per row
@@ -325,21 +325,19 @@ class _Translator:
         )
         self._emit(ast.Expr(launch))
 
-    def _pointwise_block(self, numel: ast.expr, largest: str, index: int, kernel: str) -> str:
+    def _pointwise_block(self, numel: ast.expr, tag: str, index: int, kernel: str) -> str:
         """The block of a 1-D pointwise launch, chosen per call as Inductor chooses it for the shape it
         compiles: about 1/128 of the elements, at least 256, at most the tuned block. A small launch then
         spreads over more programs (2048 elements: 8 programs, not 2 of 1024); a large one keeps the tuned
         block. Both bounds are the launch tuner's (`K0_MIN_XBLOCK` as large as `K0_XBLOCK` is one block
         everywhere). Returns the local that holds it."""
-        block, least = f"k{index}_xblock", f"{largest.removesuffix('XBLOCK')}MIN_XBLOCK"
+        block, least, largest = f"k{index}_xblock", f"{tag}_MIN_XBLOCK", f"{tag}_XBLOCK"
         self._tunable(least, 256, f"{kernel}: a small launch's XBLOCK, at least")
         self.host.body.append(
             "    # As Inductor does: 1/128 of the elements a program, within the tuned bounds"
         )
-        elements = ast.Call(_dotted("triton.next_power_of_2"), [copy.deepcopy(numel)], [])
-        share = ast.BinOp(elements, ast.FloorDiv(), ast.Constant(128))
-        floor = ast.Call(ast.Name("max", ast.Load()), [ast.Name(least, ast.Load()), share], [])
-        rule = ast.Call(ast.Name("min", ast.Load()), [ast.Name(largest, ast.Load()), floor], [])
+        elements = f"triton.next_power_of_2({ast.unparse(numel)})"
+        rule = ast.parse(f"min({largest}, max({least}, {elements} // 128))", mode="eval").body
         self._emit(ast.Assign([ast.Name(block, ast.Store())], rule))
         return block
 
