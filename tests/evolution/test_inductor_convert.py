@@ -245,6 +245,21 @@ def test_a_pointwise_launch_picks_its_block_per_call_as_inductor_does(
     assert grid == (programs,) and meta["XBLOCK"] == block and meta["num_warps"] == module.K0_NUM_WARPS
 
 
+def test_the_per_call_block_rule_is_explained_once_for_every_launch_that_uses_it(tmp_path):
+    lines = HOST.splitlines(keepends=True)
+    twice = next(line for line in lines if "triton_poi_fused_add_0.run(" in line).lstrip()
+    buf3 = "        buf3 = empty_strided_cuda((s0, s1), (s1, 1), torch.float32)\n"
+    host = HOST.replace(twice, twice + buf3 + "        " + twice.replace("buf1,", "buf3,"), 1)
+    source = render_candidate(report(wrapper(host)), "fused", "fused")
+    assert source.count("# As Inductor does") == 1
+    assert source.count("k0_xblock = min(K0_XBLOCK, max(K0_MIN_XBLOCK,") == 2  # each launch picks its own
+    module = load(source, tmp_path / "fused_twice.py")
+    pointwise = module._poi_fused_add_0 = _Launches()
+    module._red_fused_amax_mul_1 = _Launches()
+    module.fused(torch.empty(1, 2048), torch.empty(1, 2048), 1.0)
+    assert [meta["XBLOCK"] for _, meta in pointwise.seen] == [256, 256]
+
+
 def test_returning_an_argument_and_constants(tmp_path):
     outputs = {"tuple": [{"arg": "x"}, {"const": "None"}, {"list": [{"out": 1}]}]}
     source = render_candidate(report(wrapper(), outputs=outputs), "fused", "fused")

@@ -333,9 +333,9 @@ class _Translator:
         everywhere). Returns the local that holds it."""
         block, least, largest = f"k{index}_xblock", f"{tag}_MIN_XBLOCK", f"{tag}_XBLOCK"
         self._tunable(least, 256, f"{kernel}: a small launch's XBLOCK, at least")
-        self.host.body.append(
-            "    # As Inductor does: 1/128 of the elements a program, within the tuned bounds"
-        )
+        rule_comment = "    # As Inductor does: 1/128 of the elements a program, within the tuned bounds"
+        if rule_comment not in self.host.body:  # said once, at the first launch that picks its block
+            self.host.body.append(rule_comment)
         elements = f"triton.next_power_of_2({ast.unparse(numel)})"
         rule = ast.parse(f"min({largest}, max({least}, {elements} // 128))", mode="eval").body
         self._emit(ast.Assign([ast.Name(block, ast.Store())], rule))
