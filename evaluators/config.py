@@ -128,10 +128,13 @@ class EvalConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def timed_against(self, rival_source: str) -> EvalConfig:
-        """This config with the candidate timed against the entry of `rival_source` (the "rival" baseline of
-        evaluators.timing.baselines), in the same worker, pair by pair."""
-        return replace(self, timing=replace(self.timing, baseline="rival", rival_source=rival_source))
+    def compared(self, against: str = "", baseline: str = "") -> EvalConfig:
+        """This config timed against the program `against` (its source: the "rival" baseline, in the same
+        worker, pair by pair), else against `baseline` (a name of evaluators.timing.baselines: "compile"),
+        else as it is."""
+        if against:
+            return replace(self, timing=replace(self.timing, baseline="rival", rival_source=against))
+        return replace(self, timing=replace(self.timing, baseline=baseline)) if baseline else self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalConfig:

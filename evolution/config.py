@@ -90,8 +90,9 @@ class StopConfig:
     # Stop at the first correct candidate when the evaluator cannot time (the interpreter scores every correct
     # candidate 1.0, so a longer search has nothing left to rank).
     untimed_correct: bool = False
-    # At a stop, how long evaluations already running may take to finish; the final crossover and the final
-    # comparison (evolution.final_comparison) after it are bounded by this too, each.
+    # At a stop, how long evaluations already running may take to finish; the check against torch.compile
+    # (evolution.compile_check), the final crossover and the final comparison (evolution.final_comparison)
+    # after it are bounded by this too, each.
     drain_timeout_s: float = 180.0
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
-from evaluators.result import Hardware
+from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
+from evaluators.timing.baselines import COMPILE
+from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, standing
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
 from evolution.dispatch import reported_hardware
@@ -160,8 +162,10 @@ class Controller:
         split that still gains, one after the other. A winner found late, on one island, has rarely been a
         crossover's parent: on the H200 an SGLang RMSNorm winner was 5 % behind another island's two-pass
         kernel at 4096 tokens when the time ran out, and one split alone went to a partner that gained at
-        256 tokens instead. One more evaluation, bounded by the drain's timeout; a child it leaves unjudged
-        stays pending for a resume."""
+        256 tokens instead. The best is first timed against torch.compile (`_compile_check`): a second kernel
+        body may enter for a smaller gain where it lifts a case that trails compile. One more evaluation
+        (two with that check), each bounded by the drain's timeout; a child left unjudged stays pending for a
+        resume."""
         crossover = next((m for m in self.operators.evolvers if m.name == BUCKET_OPERATOR), None)
         best = self.archive.best
         if not isinstance(crossover, BucketCrossoverMutator) or best is None or not best.correct:
@@ -169,8 +173,9 @@ class Controller:
         leaders = run_case_leaders(self.archive.islands, best)
         if not leaders:
             return
+        behind = await self._compile_check(best)
         request = MutationRequest(
-            self.task, best, tuple(leaders), self._hardware, best.island, self.iterations
+            self.task, best, tuple(leaders), self._hardware, best.island, self.iterations, behind
         )
         self._final_iteration = self.iterations
         self.iterations += 1
@@ -181,6 +186,30 @@ class Controller:
         await asyncio.gather(job, return_exceptions=True)
         if done:
             job.result()
+
+    async def _compile_check(self, best: Program) -> tuple[str, ...]:
+        """The cases where `best` is slower than torch.compile, timed side by side in one worker
+        (evolution.compile_check), the figures kept in the store; none under Triton's interpreter, or when
+        the evaluation does not finish within the drain's timeout."""
+        if self.executor.backend_name in UNTIMED_BACKENDS or best.result is None:
+            return ()
+
+        async def against_compile() -> EvalResult:
+            async with self._eval_slots:
+                return (await self.executor.evaluate(self.task, best.source, baseline=COMPILE)).result
+
+        job = asyncio.create_task(against_compile())
+        done, _ = await asyncio.wait({job}, timeout=self.config.stop.drain_timeout_s)
+        if not done:
+            job.cancel()
+            await asyncio.gather(job, return_exceptions=True)
+            self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
+            return ()
+        figures = standing(best, job.result(), best.result.regime)
+        self.store.set_state(**{COMPILE_STATE: figures.to_dict()})
+        timed = ", ".join(f"{case} {s:.3f}x" for case, s in figures.speedups.items()) or figures.reason
+        self.progress.note(f"{best.id} against torch.compile side by side: {timed}")
+        return figures.behind()
 
     async def _final_comparison(self) -> None:
         """The program the run would ship timed side by side with its challengers, each against it in one

@@ -49,9 +49,11 @@ class Executor(Protocol):
         seed prompt's GPU and versions."""
         ...
 
-    async def evaluate(self, task: Task, source: str, *, against: str = "") -> Evaluated:
+    async def evaluate(self, task: Task, source: str, *, against: str = "", baseline: str = "") -> Evaluated:
         """Judge `source`, timed against the task's reference, or against the program `against` (another
-        source for the task, in the same worker: the search's final comparison)."""
+        source for the task, in the same worker: the search's final comparison), or against `baseline`
+        (evaluators.timing.baselines: "compile", torch.compile of the reference, before the final
+        crossover)."""
         ...
 
     async def close(self) -> None: ...
@@ -89,7 +91,7 @@ class DispatchingExecutor:
         fresh = [s for s in alive if s.name not in avoid] or alive
         return min(fresh, key=lambda s: (s.load, s.failures, s.name))
 
-    async def evaluate(self, task: Task, source: str, *, against: str = "") -> Evaluated:
+    async def evaluate(self, task: Task, source: str, *, against: str = "", baseline: str = "") -> Evaluated:
         candidate = Candidate(source=source, entry=task.entry)
         tried: set[str] = set()
         last: BaseException | None = None
@@ -98,7 +100,7 @@ class DispatchingExecutor:
             tried.add(slot.name)
             slot.in_flight += 1
             try:
-                result = await self._run(slot, task, candidate, against)
+                result = await self._run(slot, task, candidate, against, baseline)
                 if _killed_from_outside(result) and attempt == 1 and self.max_attempts > 1:
                     # An operator, a dying GPU host or the OOM killer: judge it once more elsewhere, and
                     # accept the second verdict (a candidate that really exhausts memory dies again).
@@ -139,7 +141,9 @@ class DispatchingExecutor:
     async def _hardware(self, slot: Slot) -> Hardware | None:
         return None
 
-    async def _run(self, slot: Slot, task: Task, candidate: Candidate, against: str) -> EvalResult:
+    async def _run(
+        self, slot: Slot, task: Task, candidate: Candidate, against: str, baseline: str
+    ) -> EvalResult:
         raise NotImplementedError
 
     async def _on_failure(self, slot: Slot, exc: BaseException) -> None:

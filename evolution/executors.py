@@ -86,10 +86,12 @@ class LocalExecutor(DispatchingExecutor):
         wait = getattr(slot.handle, "wait_hardware", None)  # WorkerPool's: a warm worker's own report
         return await asyncio.to_thread(wait) if wait is not None else None
 
-    async def _run(self, slot: Slot, task: Task, candidate: Candidate, against: str) -> EvalResult:
-        if not against:
+    async def _run(
+        self, slot: Slot, task: Task, candidate: Candidate, against: str, baseline: str
+    ) -> EvalResult:
+        if not (against or baseline):
             return await slot.handle.evaluate_async(task, candidate)
-        config = self.config.timed_against(against)
+        config = self.config.compared(against, baseline)
         return await slot.handle.evaluate_async(task, candidate, config=config)
 
     async def close(self) -> None:

@@ -94,14 +94,14 @@ class EvalActor:
         wait = getattr(self.pool, "wait_hardware", None)
         return asdict(await asyncio.to_thread(wait)) if wait is not None else None
 
-    async def evaluate(self, bundle: TaskBundle, source: str, against: str = "") -> str:
+    async def evaluate(self, bundle: TaskBundle, source: str, against: str = "", baseline: str = "") -> str:
         task = self._tasks.get(bundle.digest)
         if task is None:
             task = load_task(bundle.unpack(self._dir))
             self._tasks[bundle.digest] = task
         candidate = Candidate(source=source, entry=task.entry)
-        if against:
-            config = self.config.timed_against(against)
+        if against or baseline:
+            config = self.config.compared(against, baseline)
             result = await self.pool.evaluate_async(task, candidate, config=config)
         else:
             result = await self.pool.evaluate_async(task, candidate)
@@ -186,10 +186,12 @@ class RayExecutor(DispatchingExecutor):
         reported = await slot.handle.hardware.remote()
         return Hardware(**reported) if reported else None
 
-    async def _run(self, slot: Slot, task: Task, candidate: Candidate, against: str) -> EvalResult:
+    async def _run(
+        self, slot: Slot, task: Task, candidate: Candidate, against: str, baseline: str
+    ) -> EvalResult:
         ray = _import_ray()
         try:
-            text = await slot.handle.evaluate.remote(self._bundle(task), candidate.source, against)
+            text = await slot.handle.evaluate.remote(self._bundle(task), candidate.source, against, baseline)
         except ray.exceptions.RayTaskError as exc:
             cause = _cause(exc)
             if isinstance(cause, KernelbotError):

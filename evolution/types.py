@@ -83,6 +83,9 @@ class MutationRequest:
     hardware: Hardware = field(default_factory=Hardware)
     island: int = 0
     iteration: int = 0
+    # The cases where the parent is slower than torch.compile side by side (evolution.compile_check; the
+    # final crossover's request): a crossover may add a second kernel body for less where it lifts one.
+    behind_compile: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

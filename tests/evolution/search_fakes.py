@@ -117,6 +117,7 @@ class FakeExecutor:
         self.delay = delay
         self.seen: list[str] = []
         self.duels: list[tuple[str, str]] = []  # (candidate, rival) of evaluations timed against a rival
+        self.baselines: list[tuple[str, str]] = []  # (candidate, baseline) of those timed against another one
         self.started = False
         self.closed = False
 
@@ -134,10 +135,12 @@ class FakeExecutor:
     async def hardware(self) -> Hardware:
         return FAKE_HARDWARE
 
-    async def evaluate(self, task, source: str, *, against: str = "") -> Evaluated:
+    async def evaluate(self, task, source: str, *, against: str = "", baseline: str = "") -> Evaluated:
         """The marker's verdict; timed against a rival, its score is the ratio of the two markers."""
         if against:
             self.duels.append((source, against))
+        elif baseline:
+            self.baselines.append((source, baseline))
         else:
             self.seen.append(source)
         if self.delay:

@@ -20,7 +20,7 @@ from evolution.operators import OperatorSet
 from evolution.redact import Redactor
 from evolution.replay import rebuild_archive
 from evolution.store import STORE_FILE, PlacementRow, RunStore, new_program_id
-from evolution.types import MutationOutcome, Program, TokenUsage
+from evolution.types import MutationOutcome, MutationRequest, Program, TokenUsage
 
 ARCHIVE = ArchiveConfig(
     islands=2,
@@ -328,9 +328,18 @@ class CaseExecutor(FakeExecutor):
     """Judges `N8 = a` / `N64 = b` markers as the speedups of the tiny task's two cases (8 and 64 floats).
     `NOISE = f` scales the reference's time in the search's evaluation of a program (the GPU busier or
     idler then), never the program's own times; timed against a rival, a case's speedup is the ratio of the
-    two programs' markers."""
+    two programs' markers; timed against torch.compile, compile's speedup over eager is `compiled`'s."""
 
-    async def evaluate(self, task, source: str, *, against: str = ""):
+    def __init__(self, compiled: dict[str, float] | None = None, backend: str = "fake") -> None:
+        super().__init__()
+        self.compiled = compiled or {"n8": 1.0, "n64": 1.0}
+        self.backend = backend
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend
+
+    async def evaluate(self, task, source: str, *, against: str = "", baseline: str = ""):
         import math
         import re
 
@@ -341,11 +350,13 @@ class CaseExecutor(FakeExecutor):
             found = re.search(rf"^{name} = ([0-9.]+)$", text, re.M)
             return float(found.group(1)) if found else 1.0
 
-        base = (await super().evaluate(task, source, against=against)).result
+        base = (await super().evaluate(task, source, against=against, baseline=baseline)).result
         cases = []
         for name, n in (("n8", 8), ("n64", 64)):
             s = marker(source, f"N{n}")
             reference_us = 10.0 / marker(against, f"N{n}") if against else 10.0 * marker(source, "NOISE")
+            if baseline == "compile":
+                reference_us = 10.0 / self.compiled[name]
             speedup = reference_us / (10.0 / s)
             timing = RegimeTiming(
                 TimingStats(reference_us, 0.01, 20),
@@ -392,6 +403,40 @@ def test_the_best_meets_the_case_leaders_of_every_island_before_the_run_ends(tmp
         assert [programs[i].source for i in inspirations] == [fast_large]
     child = executor.seen[-1]  # judged: the large case routed to the other program's code
     assert "def _scale_large(" in child and "CROSSOVER_BYTES" in child
+
+
+def test_the_final_crossover_is_told_where_the_best_trails_torch_compile(tmp_path) -> None:
+    """Before the final crossover the best is timed against torch.compile in one worker: it trails compile
+    on the small case (2.0x over eager where compile is 2.5x), and the crossover's request names that case;
+    the figures stay in the store. Under Triton's interpreter nothing is timed against compile."""
+    from evolution.compile_check import COMPILE_STATE
+    from evolution.mutators.bucket_crossover import BucketCrossoverMutator
+
+    requests: list[MutationRequest] = []
+
+    class Recording(BucketCrossoverMutator):  # the final crossover runs a copy of it (chained())
+        def mutate_source(self, request: MutationRequest) -> MutationOutcome:
+            requests.append(request)
+            return super().mutate_source(request)
+
+    fast_small = case_source(2.0, 1.0, "x * 2")
+    fast_large = case_source(1.0, 1.5, "x + x")
+    for backend, behind in (("fake", ("n8",)), ("triton-interpret", ())):
+        requests.clear()
+        root = tmp_path / backend
+        executor = CaseExecutor(compiled={"n8": 2.5, "n64": 0.9}, backend=backend)
+        run(root, [Recording()], cfg=config(iterations=0), seeds=[fast_small, fast_large], executor=executor)
+        [final] = requests  # no iteration before the final crossover
+        assert final.parent is not None and final.parent.source == fast_small
+        assert final.behind_compile == behind
+        with reader(root) as store:
+            kept = store.state(COMPILE_STATE)
+        if backend == "fake":
+            assert executor.baselines == [(fast_small, "compile")]
+            assert kept["program"] == final.parent.id and kept["behind"] == ["n8"]
+            assert kept["speedups"] == {"n8": pytest.approx(0.8), "n64": pytest.approx(1.0 / 0.9)}
+        else:
+            assert executor.baselines == [] and kept is None
 
 
 def test_the_pick_is_timed_against_its_challengers_and_a_faster_one_ships(tmp_path) -> None:

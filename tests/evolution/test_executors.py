@@ -74,8 +74,9 @@ def test_one_pool_per_device_and_least_loaded_dispatch(task) -> None:
 
 
 def test_an_evaluation_against_a_rival_carries_the_rival_to_the_pool(task) -> None:
-    """The search's final comparison: the executor's config, its timing baseline the rival's source; a plain
-    evaluation leaves the pool's own config in force."""
+    """The search's final comparison: the executor's config, its timing baseline the rival's source; its
+    check against torch.compile: the baseline "compile"; a plain evaluation leaves the pool's own config in
+    force."""
     timing_of_the_run = EvalConfig(seeds_per_case=5)
     ex = LocalExecutor("triton-cuda", (0,), 1, timing_of_the_run, pool_factory=MarkerPool)
     rival = program_source(2.0)
@@ -84,13 +85,15 @@ def test_an_evaluation_against_a_rival_carries_the_rival_to_the_pool(task) -> No
         await ex.start()
         await ex.evaluate(task, program_source(1.0))
         await ex.evaluate(task, program_source(3.0), against=rival)
+        await ex.evaluate(task, program_source(3.0), baseline="compile")
         await ex.close()
 
     asyncio.run(go())
-    plain, against = MarkerPool.instances[0].configs
-    assert plain is None and against is not None
+    plain, against, compiled = MarkerPool.instances[0].configs
+    assert plain is None and against is not None and compiled is not None
     assert against.timing.baseline == "rival" and against.timing.rival_source == rival
-    assert against.seeds_per_case == 5  # the run's own config otherwise
+    assert compiled.timing.baseline == "compile" and compiled.timing.rival_source == ""
+    assert against.seeds_per_case == compiled.seeds_per_case == 5  # the run's own config otherwise
 
 
 def test_a_broken_pool_loses_no_evaluation(task) -> None:
