@@ -5,7 +5,9 @@ block size doubles or halves (sometimes x4), warps double or halve, pipelining s
 sizes of one kernel keep their product bounded.
 
 Order of moves, per parent: first every single-site neighbour (the value a better relative uses for that
-site, then each site one step down and up), so a few dozen evaluations see what each knob alone does; then
+site, then each site one step down and up), so a few dozen evaluations see what each knob alone does; an
+Inductor-seeded launch at torch.compile's first pointwise config is moved to its second one before the
+neighbours (`inductor_second_configs`); then
 random moves of several sites at once; when the random draws find nothing new, the rest of the parent's
 neighbourhood (every change of up to `max_moves` sites, each to one of its step values) is walked in order,
 so that "nothing left" is a fact rather than a bad draw: the outcome then says the parent is exhausted. A
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -42,6 +45,16 @@ from evolution.types import MutationOutcome, MutationRequest
 
 OPERATOR = "tune:launch"
 RANDOM_ATTEMPTS = 48  # random multi-site draws tried per request before giving up on an unseen child
+# The Inductor seed's launch knobs (evolution.writers.inductor.host): K<i>_ and what it sets of kernel i.
+_INDUCTOR_KNOB = re.compile(r"^(K\d+_)([A-Z0-9_]+)$")
+_POINTWISE_1D = {"XBLOCK", "MIN_XBLOCK", "NUM_WARPS"}
+
+
+def _inductor_warps(block: int, elements_per_warp: int) -> int:
+    """The warps Inductor gives a 1-D pointwise block (`triton_config` in torch._inductor.runtime.
+    triton_heuristics: one per `elements_per_warp`, at least 4 for a block of 128 or more, at most 8). Its
+    first config gives a warp 256 elements, its second half the block and 64 a warp."""
+    return min(8, max(4 if block >= 128 else 1, block // elements_per_warp))
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,7 @@ class LaunchTuningMutator(ParentRewriter):
             value = inspired.get(site.key)
             if value is not None and value != site.value and _tile_ok(site, value, sites, values):
                 moves.append({site.key: value})
+        moves += [change for change in inductor_second_configs(sites) if change not in moves]
         for site in order:
             for value in _neighbours(site):
                 if {site.key: value} not in moves and _tile_ok(site, value, sites, values):
@@ -196,6 +210,36 @@ class LaunchTuningMutator(ParentRewriter):
             values[site.key] = proposal
             moves.append(Move(site, proposal))
         return moves
+
+
+def inductor_second_configs(sites: list[Site]) -> list[dict[str, int]]:
+    """The changes that move the 1-D pointwise launches of an Inductor-seeded candidate from torch.compile's
+    first pointwise config to its second: half the block (the per-call block's floor too), and the warps
+    Inductor gives that (8 for 512 elements; the seed keeps them for every per-call block). torch.compile
+    benchmarks both for every shape it compiles and launches the faster one, while the seed starts from
+    the first: on an H100, SiLU-and-mul's seed at 1024 elements and 4 warps trailed compile by 3 % at 1 and
+    64 tokens x 2048, at 512 and 8 warps it did not (results/2026-12-06-h100.md §13). Every such launch at
+    once first, then each alone; none for a launch already moved, a reduction (its loop's block, its
+    stages) or a 2-D tile, whose configs Inductor picks otherwise."""
+    kernels: dict[str, dict[str, Site]] = {}
+    for site in sites:
+        match = _INDUCTOR_KNOB.match(site.name) if site.key.startswith("name:") else None
+        if match:
+            kernels.setdefault(match.group(1), {})[match.group(2)] = site
+    changes = []
+    for knobs in (kernels[prefix] for prefix in sorted(kernels)):
+        if set(knobs) - _POINTWISE_1D or not {"XBLOCK", "NUM_WARPS"} <= set(knobs):
+            continue
+        block, warps = knobs["XBLOCK"], knobs["NUM_WARPS"]
+        if block.value < 2 or warps.value != _inductor_warps(block.value, 256):
+            continue
+        change = {block.key: block.value // 2, warps.key: _inductor_warps(block.value // 2, 64)}
+        if "MIN_XBLOCK" in knobs and knobs["MIN_XBLOCK"].value > 1:
+            change[knobs["MIN_XBLOCK"].key] = knobs["MIN_XBLOCK"].value // 2
+        changes.append(change)
+    if len(changes) > 1:
+        changes.insert(0, {key: value for change in changes for key, value in change.items()})
+    return changes
 
 
 def _neighbours(site: Site) -> list[int]:

@@ -332,6 +332,67 @@ def test_every_single_site_neighbour_comes_before_multi_site_moves(task):
     assert len({frozenset(p) for p in proposals}) == 30  # and never a repeat afterwards either
 
 
+# The Inductor seed's launch knobs (evolution.writers.inductor.host): two 1-D pointwise launches at
+# torch.compile's first config, one moved off it, a reduction, and a 2-D tile.
+INDUCTOR_LAUNCHES = """import torch
+import triton
+import triton.language as tl
+
+# EVOLVE-BLOCK-START
+K0_XBLOCK = 1024
+K0_MIN_XBLOCK = 256
+K0_NUM_WARPS = 4
+K1_XBLOCK = 1
+K1_R0_BLOCK = 2048
+K1_NUM_WARPS = 8
+K1_NUM_STAGES = 1
+K2_XBLOCK = 512
+K2_MIN_XBLOCK = 128
+K2_NUM_WARPS = 8
+K3_YBLOCK = 32
+K3_XBLOCK = 1024
+K3_NUM_WARPS = 4
+K4_XBLOCK = 1024
+K4_NUM_WARPS = 4
+
+
+@triton.jit
+def _kernel(x_ptr, n, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr, YBLOCK: tl.constexpr):
+    pass
+
+
+def sumsq_scale(x):
+    n = x.numel()
+    k0_xblock = min(K0_XBLOCK, max(K0_MIN_XBLOCK, triton.next_power_of_2(n) // 128))
+    _kernel[(1,)](x, n, XBLOCK=k0_xblock, R0_BLOCK=1, YBLOCK=1, num_warps=K0_NUM_WARPS)
+    _kernel[(1,)](x, n, XBLOCK=K1_XBLOCK, R0_BLOCK=K1_R0_BLOCK, YBLOCK=1, num_warps=K1_NUM_WARPS,
+                  num_stages=K1_NUM_STAGES)
+    k2_xblock = min(K2_XBLOCK, max(K2_MIN_XBLOCK, triton.next_power_of_2(n) // 128))
+    _kernel[(1,)](x, n, XBLOCK=k2_xblock, R0_BLOCK=1, YBLOCK=1, num_warps=K2_NUM_WARPS)
+    _kernel[(1,)](x, n, XBLOCK=K3_XBLOCK, R0_BLOCK=1, YBLOCK=K3_YBLOCK, num_warps=K3_NUM_WARPS)
+    _kernel[(1,)](x, n, XBLOCK=K4_XBLOCK, R0_BLOCK=1, YBLOCK=1, num_warps=K4_NUM_WARPS)
+    return x
+# EVOLVE-BLOCK-END
+"""
+
+
+def test_an_inductor_launch_at_compiles_first_config_is_moved_to_its_second_before_the_neighbours(task):
+    """torch.compile benchmarks two pointwise configs per shape, (1024, 4 warps) and (512, 8 warps) for a
+    large one; the seed starts at the first. The tuner's first moves: every 1-D pointwise launch
+    still at the first config moved to the second at once, then each alone; not K1 (a reduction), K2 (moved
+    already), K3 (a 2-D tile)."""
+    both = {"name:K0_XBLOCK": 512, "name:K0_MIN_XBLOCK": 128, "name:K0_NUM_WARPS": 8}
+    alone = {"name:K4_XBLOCK": 512, "name:K4_NUM_WARPS": 8}
+    mutator = LaunchTuningMutator(seed=3)
+    proposed = []
+    for iteration in range(4):
+        child = mutator.mutate_source(request(task, INDUCTOR_LAUNCHES, iteration)).child_source
+        before = {s.key: s.value for s in find_sites(INDUCTOR_LAUNCHES)}
+        proposed.append({k: v for k, v in ((s.key, s.value) for s in find_sites(child)) if before[k] != v})
+    assert proposed[:3] == [both | alone, both, alone]
+    assert len(proposed[3]) == 1  # then the single-site neighbours
+
+
 def test_sources_the_run_has_seen_are_never_proposed(task):
     from evolution.dedup import candidate_sha
 
