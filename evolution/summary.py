@@ -12,6 +12,7 @@ from typing import Any
 
 from evaluators.result import EvalResult
 from evaluators.sandbox import sandbox_record
+from evolution.compile_check import COMPILE_STATE
 from evolution.final_comparison import FINAL_STATE, compared_winner, deciding_comparison
 from evolution.store import RunStore
 from evolution.types import Program
@@ -229,6 +230,10 @@ class SearchSummary:
     # The final comparison that decided `best` (evolution.final_comparison.record: the pick, the winner, each
     # challenger's per-case speedup against the pick side by side); None where none ran or it is stale.
     final_comparison: dict[str, Any] | None = None
+    # The run's best before the final crossover timed against torch.compile side by side
+    # (evolution.compile_check.Standing: the program, per-case speedups over compile, the cases behind);
+    # None where none ran.
+    compile_check: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON layout of summary.json and of `kernelbot evolve --json`."""
@@ -251,6 +256,7 @@ class SearchSummary:
             "sandbox": self.sandbox,
             "best": None if self.best is None else asdict(self.best),
             "final_comparison": self.final_comparison,
+            "compile_check": self.compile_check,
         }
 
 
@@ -288,6 +294,7 @@ def run_summary(
         sandbox=sandbox_record(),
         best=winner,
         final_comparison=deciding_comparison(best, store.state(FINAL_STATE)),
+        compile_check=store.state(COMPILE_STATE),
     )
     (run_dir / SUMMARY_JSON).write_text(json.dumps(summary.to_dict(), indent=2, default=str) + "\n")
     return summary

@@ -411,6 +411,7 @@ def test_the_final_crossover_is_told_where_the_best_trails_torch_compile(tmp_pat
     the figures stay in the store. Under Triton's interpreter nothing is timed against compile."""
     from evolution.compile_check import COMPILE_STATE
     from evolution.mutators.bucket_crossover import BucketCrossoverMutator
+    from evolution.summary import run_summary
 
     requests: list[MutationRequest] = []
 
@@ -431,6 +432,7 @@ def test_the_final_crossover_is_told_where_the_best_trails_torch_compile(tmp_pat
         assert final.behind_compile == behind
         with reader(root) as store:
             kept = store.state(COMPILE_STATE)
+            assert run_summary(store, root / "run").to_dict()["compile_check"] == kept  # summary.json too
         if backend == "fake":
             assert executor.baselines == [(fast_small, "compile")]
             assert kept["program"] == final.parent.id and kept["behind"] == ["n8"]
