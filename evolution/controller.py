@@ -19,7 +19,7 @@ from evaluators.errors import CandidateError
 from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
 from evaluators.timing.baselines import COMPILE
-from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, standing
+from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, Standing, standing
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
 from evolution.dispatch import reported_hardware
@@ -87,6 +87,7 @@ class Controller:
         self.moves = MoveChooser(operators, self.sampler, self.rng)
         self.seeding = SeedingReport()
         self._final_iteration: int | None = None  # the final crossover's iteration, once it has run
+        self._compile_standing: Standing | None = None  # the best against torch.compile, once timed
 
     # --- the loop -------------------------------------------------------------------------------------------
 
@@ -205,7 +206,7 @@ class Controller:
             await asyncio.gather(job, return_exceptions=True)
             self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
             return ()
-        figures = standing(best, job.result(), best.result.regime)
+        figures = self._compile_standing = standing(best, job.result(), best.result.regime)
         self.store.set_state(**{COMPILE_STATE: figures.to_dict()})
         timed = ", ".join(f"{case} {s:.3f}x" for case, s in figures.speedups.items()) or figures.reason
         self.progress.note(f"{best.id} against torch.compile side by side: {timed}")
@@ -214,7 +215,9 @@ class Controller:
     async def _final_comparison(self) -> None:
         """The program the run would ship timed side by side with its challengers, each against it in one
         worker (evolution.final_comparison), and the decision kept in the store, where best_program reads
-        it. The evaluations run at once, bounded by the drain's timeout; one left unfinished has no say."""
+        it. Where the pick is the program the compile check timed, a challenger needs a smaller gain on its
+        cases behind torch.compile. The evaluations run at once, bounded by the drain's timeout; one left
+        unfinished has no say."""
         programs = self.store.programs(status="evaluated")
         pick = run_winner(programs)
         if pick is None or pick.result is None:
@@ -235,7 +238,8 @@ class Controller:
             job.cancel()
         await asyncio.gather(*late, return_exceptions=True)
         duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
-        winner = settle(pick, duels)
+        checked = self._compile_standing
+        winner = settle(pick, duels, checked.behind() if checked and checked.program == pick.id else ())
         self.store.set_state(**{FINAL_STATE: record(pick, duels, winner)})
         for d in duels:
             figures = ", ".join(f"{case} {s:.3f}x" for case, s in d.speedups.items()) or d.reason

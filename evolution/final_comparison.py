@@ -13,6 +13,8 @@ and at most CHALLENGERS programs that the search's own numbers put ahead of the 
 geometric mean, over the pick's cases, of the better of the speedup ratio and the inverse time ratio. A
 challenger replaces the pick when, timed against it, it is behind on no case by more than BEHIND and ahead on
 some case by at least AHEAD with the interval of that case above 1; of several, the highest geometric mean.
+On a case where the pick trails torch.compile (evolution.compile_check), LIFT is enough: the final crossover
+built its child for that case, and 1 % with the interval above 1 is a real step toward compile's level.
 
 The decision is kept in the run's store (state FINAL_STATE) with each pair's figures, and holds while the
 pick it was made against is still the run's pick: a resumed run that finds another one compares again.
@@ -35,6 +37,7 @@ AHEAD = TIE  # a gain on one case worth the challenger's code, where the search'
 # A loss this small is the comparison's own noise: on the H200 a crossover child's small cases, running the
 # pick's very code, came out within 1.1 % of it, and programs alike within 1.3 %.
 BEHIND = 0.015
+LIFT = 0.01  # ahead by this on a case the pick trails torch.compile on (MIN_GAIN of the crossover)
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,15 @@ class Duel:
         """The geometric mean over the cases (None without figures)."""
         return geometric_mean(list(self.speedups.values())) if self.speedups else None
 
-    def beats(self) -> bool:
-        """Behind on no case beyond BEHIND, ahead on one by AHEAD or more with its interval above 1."""
+    def beats(self, behind_compile: Sequence[str] = ()) -> bool:
+        """Behind on no case beyond BEHIND, ahead on one by AHEAD or more with its interval above 1 (by LIFT
+        on a case of `behind_compile`, where the pick trails torch.compile)."""
         if not self.speedups or any(s < 1.0 - BEHIND for s in self.speedups.values()):
             return False
-        return any(s >= 1.0 + AHEAD and self.ci_low.get(case, 0.0) > 1.0 for case, s in self.speedups.items())
+        return any(
+            s >= 1.0 + (LIFT if case in behind_compile else AHEAD) and self.ci_low.get(case, 0.0) > 1.0
+            for case, s in self.speedups.items()
+        )
 
 
 def duel(challenger: Program, result: EvalResult, regime: str) -> Duel:
@@ -101,9 +108,9 @@ def challengers(programs: Sequence[Program], pick: Program, final_iteration: int
     return chosen
 
 
-def settle(pick: Program, duels: Sequence[Duel]) -> str:
+def settle(pick: Program, duels: Sequence[Duel], behind_compile: Sequence[str] = ()) -> str:
     """The id of the program the run ships: the best challenger that beats the pick, else the pick."""
-    beaten = [d for d in duels if d.beats()]
+    beaten = [d for d in duels if d.beats(behind_compile)]
     if not beaten:
         return pick.id
     return max(beaten, key=lambda d: d.speedup or 0.0).challenger

@@ -11,6 +11,7 @@ from evolution.final_comparison import (
     AHEAD,
     BEHIND,
     CHALLENGERS,
+    LIFT,
     Duel,
     challengers,
     compared_winner,
@@ -91,6 +92,20 @@ def test_a_challenger_behind_anywhere_or_not_clearly_ahead_leaves_the_pick() -> 
     better = against({"t1": 1.0, "t256": 1.0, "t4096": ahead})
     best = Duel("best", {"t1": 1.0, "t256": 1.0, "t4096": ahead + 0.05}, {"t4096": ahead})
     assert settle(leader, [better, best]) == "best"
+
+
+def test_on_a_case_the_pick_trails_torch_compile_on_a_smaller_clear_gain_is_enough() -> None:
+    """1.5 % ahead at 1 token with the interval above 1: under AHEAD, so the pick stays; where the pick
+    trails torch.compile at 1 token (the final crossover built the child for it), LIFT is enough. Not so
+    where the pick trails compile on another case, or with the interval reaching 1."""
+    leader = measured("leader", kernel_source(1), LEADER)
+    lift = 1.0 + (LIFT + AHEAD) / 2
+    speedups = {"t1": lift, "t256": 1.0, "t4096": 0.995}
+    child = Duel("child", speedups, {"t1": 1.004, "t256": 0.99, "t4096": 0.99})
+    unsure = Duel("unsure", {"t1": lift, "t256": 1.0}, {"t1": 0.999, "t256": 0.99})
+    assert not child.beats() and settle(leader, [child]) == "leader"
+    assert child.beats(("t1",)) and settle(leader, [child, unsure], ("t1",)) == "child"
+    assert not child.beats(("t4096",)) and not unsure.beats(("t1",))
 
 
 def test_a_comparison_that_did_not_time_has_no_say() -> None:
