@@ -19,7 +19,8 @@ from evaluators.errors import CandidateError
 from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
 from evaluators.timing.baselines import COMPILE
-from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, Standing, standing
+from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, behind
+from evolution.compile_check import record as compile_record
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
 from evolution.dispatch import reported_hardware
@@ -87,7 +88,7 @@ class Controller:
         self.moves = MoveChooser(operators, self.sampler, self.rng)
         self.seeding = SeedingReport()
         self._final_iteration: int | None = None  # the final crossover's iteration, once it has run
-        self._compile_standing: Standing | None = None  # the best against torch.compile, once timed
+        self._compile_check_figures: Duel | None = None  # the best against torch.compile, once timed
 
     # --- the loop -------------------------------------------------------------------------------------------
 
@@ -174,9 +175,9 @@ class Controller:
         leaders = run_case_leaders(self.archive.islands, best)
         if not leaders:
             return
-        behind = await self._compile_check(best)
+        trailing = await self._compile_check(best)
         request = MutationRequest(
-            self.task, best, tuple(leaders), self._hardware, best.island, self.iterations, behind
+            self.task, best, tuple(leaders), self._hardware, best.island, self.iterations, trailing
         )
         self._final_iteration = self.iterations
         self.iterations += 1
@@ -206,11 +207,11 @@ class Controller:
             await asyncio.gather(job, return_exceptions=True)
             self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
             return ()
-        figures = self._compile_standing = standing(best, job.result(), best.result.regime)
-        self.store.set_state(**{COMPILE_STATE: figures.to_dict()})
+        figures = self._compile_check_figures = duel(best, job.result(), best.result.regime)
+        self.store.set_state(**{COMPILE_STATE: compile_record(figures)})
         timed = ", ".join(f"{case} {s:.3f}x" for case, s in figures.speedups.items()) or figures.reason
         self.progress.note(f"{best.id} against torch.compile side by side: {timed}")
-        return figures.behind()
+        return behind(figures)
 
     async def _final_comparison(self) -> None:
         """The program the run would ship timed side by side with its challengers, each against it in one
@@ -238,8 +239,8 @@ class Controller:
             job.cancel()
         await asyncio.gather(*late, return_exceptions=True)
         duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
-        checked = self._compile_standing
-        winner = settle(pick, duels, checked.behind() if checked and checked.program == pick.id else ())
+        checked = self._compile_check_figures
+        winner = settle(pick, duels, behind(checked) if checked and checked.challenger == pick.id else ())
         self.store.set_state(**{FINAL_STATE: record(pick, duels, winner)})
         for d in duels:
             figures = ", ".join(f"{case} {s:.3f}x" for case, s in d.speedups.items()) or d.reason

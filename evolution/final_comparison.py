@@ -23,7 +23,7 @@ pick it was made against is still the run's pick: a resumed run that finds anoth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evaluators.result import EvalResult
@@ -42,13 +42,15 @@ LIFT = 0.01  # ahead by this on a case the pick trails torch.compile on (MIN_GAI
 
 @dataclass(frozen=True)
 class Duel:
-    """One challenger timed against the pick: per case, the pick's time over the challenger's (> 1: the
-    challenger is faster) and the lower end of its interval; `reason` says why there are no figures."""
+    """One challenger timed against the pick (or against torch.compile: evolution.compile_check): per case,
+    the pick's time over the challenger's (> 1: the challenger is faster) and the ends of its interval;
+    `reason` says why there are no figures."""
 
     challenger: str  # program id
     speedups: dict[str, float]
     ci_low: dict[str, float]
     reason: str = ""
+    ci_high: dict[str, float] = field(default_factory=dict)
 
     @property
     def speedup(self) -> float | None:
@@ -67,12 +69,15 @@ class Duel:
 
 
 def duel(challenger: Program, result: EvalResult, regime: str) -> Duel:
-    """The figures of `challenger`'s evaluation against the pick (TimingConfig baseline "rival")."""
+    """The figures of `challenger`'s evaluation against the pick (TimingConfig baseline "rival"), or
+    against another baseline it was timed against."""
     if not (result.passed and result.correct):
         return Duel(challenger.id, {}, {}, reason=result.reason or "not timed")
     speedups = case_speedups(result, regime)
-    lows = {case.name: case.timings[regime].ci_low for case in result.cases if case.name in speedups}
-    return Duel(challenger.id, speedups, lows, reason="" if speedups else "no case timed")
+    timed = [case for case in result.cases if case.name in speedups]
+    lows = {case.name: case.timings[regime].ci_low for case in timed}
+    highs = {case.name: case.timings[regime].ci_high for case in timed}
+    return Duel(challenger.id, speedups, lows, reason="" if speedups else "no case timed", ci_high=highs)
 
 
 def challengers(programs: Sequence[Program], pick: Program, final_iteration: int | None) -> list[Program]:
