@@ -17,7 +17,9 @@ stage of `kernelbot target`: fresh processes, GPU held, stop rule) gives the cla
 case, regime and column: "≥ bound×"); then `--remeasure` further fresh processes per column, timed the same
 way, each checked against every printed bound. A claim held in a process when that process's speedup is at
 least the bound. The table: per winner, column and regime, claims held / checked; the acceptance asks for
->= 95 % in each regime.
+>= 95 % in each regime. A winner this run searched also shows what its search saw at the end (its
+summary.json): its best against torch.compile side by side before the final crossover, the cases behind,
+and the program the final comparison shipped.
 
 Writes OUT/claim_coverage.json (meta, the confirmations, every re-measured speedup) and OUT/claim_coverage.md
 after every winner, so a run cut short by --deadline keeps what it measured. One winner's confirmation and
@@ -257,6 +259,40 @@ def bounds_table(winners: list[dict[str, Any]]) -> list[str]:
     return lines if rows else []
 
 
+def search_table(winners: list[dict[str, Any]]) -> list[str]:
+    """What each search itself saw at its end (its summary.json): the best against torch.compile side by
+    side before the final crossover, the cases behind, and the program the final comparison shipped."""
+    lines = [
+        "",
+        "| winner | search's best vs compile, one worker (before the final crossover) | behind | shipped |",
+        "| --- | --- | --- | --- |",
+    ]
+    rows = 0
+    for winner in winners:
+        search = winner.get("search")
+        if not search:
+            continue
+        check = search.get("compile_check") or {}
+        figures = ", ".join(f"{c} {v:.3f}x" for c, v in (check.get("speedups") or {}).items())
+        final = search.get("final_comparison") or {}
+        shipped = f"{final['winner']} over {final['pick']}" if final.get("winner") else "the pick"
+        lines.append(
+            f"| {winner['name']} | {figures or check.get('reason') or 'not run'} | "
+            f"{', '.join(check.get('behind') or []) or '–'} | {shipped} |"
+        )
+        rows += 1
+    return lines if rows else []
+
+
+def search_record(run_dir: Path) -> dict[str, Any] | None:
+    """The parts of a search's summary.json the report shows (search_table), None without one."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    return {key: summary.get(key) for key in ("compile_check", "final_comparison")}
+
+
 def markdown(data: dict[str, Any]) -> str:
     meta = data["meta"]
     lines = [
@@ -292,6 +328,7 @@ def markdown(data: dict[str, Any]) -> str:
                 f"over {spent['processes']:.0f} (worker stages, s: {stages or 'not reported'})"
             )
     lines += bounds_table(data["winners"])
+    lines += search_table(data["winners"])
     lines += stability_table(data["winners"])
     lines += ["", "| regime | held / re-measured | coverage | target |", "| --- | --- | --- | --- |"]
     for regime, entry in sorted(data["summary"].items()):
@@ -442,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         options = ConfirmOptions(rule=rule, backend=args.backend)
         report = confirm(task_dir, source, options, progress=lambda m, n=name: print(f"{n}: {m}", flush=True))
         winner: dict[str, Any] = {"name": name, "task_dir": str(task_dir), "kernel": str(kernel)}
+        if (search := search_record(work / "runs" / name)) is not None:
+            winner["search"] = search
         winner["confirm"] = report.to_dict()
         if report.measured and args.remeasure > 0:
             again = remeasure(task_dir, source, report, args.remeasure, report.backend)

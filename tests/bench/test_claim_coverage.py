@@ -9,7 +9,7 @@ import statistics
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.claim_coverage import coverage, main, markdown, process_seconds, summary
+from bench.claim_coverage import coverage, main, markdown, process_seconds, search_record, summary
 from kernelbot.confirm.report import CellReport, ColumnReport, ConfirmReport
 from kernelbot.confirm.stoprule import StopRule, estimate
 
@@ -96,6 +96,22 @@ def test_a_run_with_no_re_measurement_prints_its_confirmed_bounds() -> None:
     assert "| w | – | – | 0 | – | – | confirmed, not re-measured |" in table
     unmeasured = {"name": "u", "why": "not started: the deadline had passed"}
     assert "lowest bound" not in markdown({"meta": {}, "winners": [unmeasured], "summary": {}})
+
+
+def test_the_report_shows_what_each_search_saw_against_torch_compile(tmp_path: Path) -> None:
+    """The search's own summary.json (its compile check before the final crossover, its final comparison)
+    goes into the winner's record and a table of its own; a winner searched elsewhere has no row."""
+    run = tmp_path / "run"
+    run.mkdir()
+    assert search_record(run) is None
+    check = {"program": "p1", "speedups": {"t1": 0.983, "t64": 1.041}, "behind": ["t1"], "reason": ""}
+    final = {"pick": "p1", "winner": "p7", "duels": []}
+    (run / "summary.json").write_text(json.dumps({"compile_check": check, "final_comparison": final, "x": 1}))
+    searched = {"name": "w", "search": search_record(run)}
+    assert searched["search"] == {"compile_check": check, "final_comparison": final}
+    table = markdown({"meta": {}, "winners": [searched, {"name": "elsewhere"}], "summary": {}})
+    assert "| w | t1 0.983x, t64 1.041x | t1 | p7 over p1 |" in table
+    assert "| elsewhere |" not in table.split("search's best vs compile")[1]
 
 
 def test_several_runs_merge_into_one_table(tmp_path: Path) -> None:
