@@ -286,7 +286,9 @@ def search_table(winners: list[dict[str, Any]]) -> list[str]:
 
 def search_record(run_dir: Path) -> dict[str, Any] | None:
     """The parts of a search's summary.json the report shows (search_table), None without one."""
-    path = run_dir / "summary.json"
+    from evolution.summary import SUMMARY_JSON
+
+    path = run_dir / SUMMARY_JSON
     if not path.is_file():
         return None
     summary = json.loads(path.read_text())

@@ -13,6 +13,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from evaluators.candidate import check_evolve_block
 from evaluators.errors import CandidateError
@@ -182,12 +183,17 @@ class Controller:
         self._final_iteration = self.iterations
         self.iterations += 1
         job = asyncio.create_task(self._mutate_and_evaluate(crossover.chained(), request, "evolve", "final"))
-        done, _ = await asyncio.wait({job}, timeout=self.config.stop.drain_timeout_s)
-        if not done:
-            job.cancel()
-        await asyncio.gather(job, return_exceptions=True)
-        if done:
+        if await self._within_drain([job]):
             job.result()
+
+    async def _within_drain(self, jobs: list[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+        """The jobs of a final step that finished within the drain's timeout; the others are cancelled and
+        awaited."""
+        done, late = await asyncio.wait(jobs, timeout=self.config.stop.drain_timeout_s)
+        for job in late:
+            job.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        return done
 
     async def _compile_check(self, best: Program) -> tuple[str, ...]:
         """The cases where `best` is slower than torch.compile, timed side by side in one worker
@@ -201,10 +207,7 @@ class Controller:
                 return (await self.executor.evaluate(self.task, best.source, baseline=COMPILE)).result
 
         job = asyncio.create_task(against_compile())
-        done, _ = await asyncio.wait({job}, timeout=self.config.stop.drain_timeout_s)
-        if not done:
-            job.cancel()
-            await asyncio.gather(job, return_exceptions=True)
+        if not await self._within_drain([job]):
             self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
             return ()
         figures = self._compile_check_figures = duel(best, job.result(), best.result.regime)
@@ -234,10 +237,7 @@ class Controller:
             return duel(program, evaluated.result, regime)
 
         jobs = [asyncio.create_task(against_pick(p)) for p in rivals]
-        done, late = await asyncio.wait(jobs, timeout=self.config.stop.drain_timeout_s)
-        for job in late:
-            job.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        done = await self._within_drain(jobs)
         duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
         checked = self._compile_check_figures
         winner = settle(pick, duels, behind(checked) if checked and checked.challenger == pick.id else ())

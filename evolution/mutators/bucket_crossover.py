@@ -245,11 +245,9 @@ class BucketCrossoverMutator(ParentRewriter):
                     reasons.append(f"{split.partner.id}: the routed child was already proposed")
                     continue
                 routed_gain = geometric_mean([theirs[n] / speedups[n] for n in split.b_cases]) - 1.0
-                lifts = [
-                    n
-                    for n in split.b_cases
-                    if n in behind_compile and theirs[n] >= speedups[n] * (1.0 + MIN_GAIN)
-                ]
+                lifts = any(
+                    n in behind_compile and theirs[n] >= speedups[n] * (1.0 + MIN_GAIN) for n in split.b_cases
+                )
                 if (
                     routed_gain < STRUCTURE_GAIN
                     and not lifts
