@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -42,11 +41,10 @@ from evolution.mutators.tuning_sites import (
     valid_value,
 )
 from evolution.types import MutationOutcome, MutationRequest
+from evolution.writers.inductor.host import LAUNCH_KNOB
 
 OPERATOR = "tune:launch"
 RANDOM_ATTEMPTS = 48  # random multi-site draws tried per request before giving up on an unseen child
-# The Inductor seed's launch knobs (evolution.writers.inductor.host): K<i>_ and what it sets of kernel i.
-_INDUCTOR_KNOB = re.compile(r"^(K\d+_)([A-Z0-9_]+)$")
 _POINTWISE_1D = {"XBLOCK", "MIN_XBLOCK", "NUM_WARPS"}
 
 
@@ -223,7 +221,7 @@ def inductor_second_configs(sites: list[Site]) -> list[dict[str, int]]:
     stages) or a 2-D tile, whose configs Inductor picks otherwise."""
     kernels: dict[str, dict[str, Site]] = {}
     for site in sites:
-        match = _INDUCTOR_KNOB.match(site.name) if site.key.startswith("name:") else None
+        match = LAUNCH_KNOB.match(site.name) if site.key.startswith("name:") else None
         if match:
             kernels.setdefault(match.group(1), {})[match.group(2)] = site
     changes = []

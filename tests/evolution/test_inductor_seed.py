@@ -16,8 +16,10 @@ from evaluators.config import EvalConfig
 from evaluators.task import load_task
 from evolution.mutators.inductor_seed import InductorSeedMutator
 from evolution.mutators.launch_tuning import LaunchTuningMutator
+from evolution.mutators.tuning_sites import find_sites
 from evolution.types import MutationRequest, Program
 from evolution.writers.inductor.capture import capture_task
+from evolution.writers.inductor.host import LAUNCH_KNOB
 from evolution.writers.inductor.kernels import InductorConversionError
 from evolution.writers.inductor.render import render_candidate
 
@@ -146,6 +148,10 @@ def test_seed_traces_one_generic_case_per_dtype(rms_candidate):
     ]
     assert "x.dtype == torch.float32" in source and "x.dtype == torch.bfloat16" in source
     assert "torch._inductor" not in source and "triton_heuristics" not in source
+    # Each dtype's launch knobs carry its tag, in the naming the launch tuner reads back.
+    knobs = {s.name: LAUNCH_KNOB.match(s.name) for s in find_sites(source) if s.key.startswith("name:")}
+    assert knobs and all(m is not None for m in knobs.values()), knobs
+    assert {m.group(1).split("_K")[0] for m in knobs.values() if m is not None} == {"FP32", "BF16"}
     assert (
         "def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float=1e-06)"
         in source

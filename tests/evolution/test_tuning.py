@@ -6,6 +6,7 @@ import ast
 import asyncio
 import importlib.util
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -391,6 +392,23 @@ def test_an_inductor_launch_at_compiles_first_config_is_moved_to_its_second_befo
         proposed.append({k: v for k, v in ((s.key, s.value) for s in find_sites(child)) if before[k] != v})
     assert proposed[:3] == [both | alone, both, alone]
     assert len(proposed[3]) == 1  # then the single-site neighbours
+
+
+def test_a_seed_with_one_host_function_per_dtype_gets_the_same_first_moves(task):
+    """A seed traced at two dtypes names its knobs under each dtype's tag (`BF16_K0_XBLOCK`,
+    evolution.writers.inductor.host.LAUNCH_KNOB); its launches at compile's first config move too."""
+    tagged = re.sub(r"\b(K\d+_)", r"BF16_\1", INDUCTOR_LAUNCHES)
+    assert "BF16_K0_MIN_XBLOCK = 256" in tagged and "num_warps=BF16_K4_NUM_WARPS" in tagged
+    child = LaunchTuningMutator(seed=3).mutate_source(request(task, tagged, 0)).child_source
+    before = {s.key: s.value for s in find_sites(tagged)}
+    moved = {k: v for k, v in ((s.key, s.value) for s in find_sites(child)) if before[k] != v}
+    assert moved == {
+        "name:BF16_K0_XBLOCK": 512,
+        "name:BF16_K0_MIN_XBLOCK": 128,
+        "name:BF16_K0_NUM_WARPS": 8,
+        "name:BF16_K4_XBLOCK": 512,
+        "name:BF16_K4_NUM_WARPS": 8,
+    }
 
 
 def test_sources_the_run_has_seen_are_never_proposed(task):

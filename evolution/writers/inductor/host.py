@@ -29,6 +29,11 @@ from evolution.writers.inductor.kernels import (
 from evolution.writers.inductor.model import Capture
 from evolution.writers.inductor.wrapper import find_call, launch_defaults, origin_before
 
+# A launch knob's name: what precedes the launch parameter (`K<i>_` for the i-th kernel, under the dtype's
+# tag when the seed holds one host function per dtype: `BF16_K0_`), then the parameter (`XBLOCK`,
+# `MIN_XBLOCK`, `NUM_WARPS`...). Written by _Translator; the launch tuner reads the names back.
+LAUNCH_KNOB = re.compile(r"^((?:[A-Z0-9]+_)?K\d+_)([A-Z0-9_]+)$")
+
 _DROPPED_CALLS = ("assert_size_stride", "assert_alignment", "get_raw_stream", "start_graph", "end_graph")
 _ALLOWED_FUNCTIONS = frozenset(
     {"max", "min", "abs", "int", "float", "bool", "len", "tuple", "range", "RuntimeError"}
