@@ -89,7 +89,6 @@ class Controller:
         self.moves = MoveChooser(operators, self.sampler, self.rng)
         self.seeding = SeedingReport()
         self._final_iteration: int | None = None  # the final crossover's iteration, once it has run
-        self._compile_check_figures: Duel | None = None  # the best against torch.compile, once timed
 
     # --- the loop -------------------------------------------------------------------------------------------
 
@@ -210,7 +209,7 @@ class Controller:
         if not await self._within_drain([job]):
             self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
             return ()
-        figures = self._compile_check_figures = duel(best, job.result(), best.result.regime)
+        figures = duel(best, job.result(), best.result.regime)
         self.store.set_state(**{COMPILE_STATE: compile_record(figures)})
         timed = ", ".join(f"{case} {s:.3f}x" for case, s in figures.speedups.items()) or figures.reason
         self.progress.note(f"{best.id} against torch.compile side by side: {timed}")
@@ -239,8 +238,10 @@ class Controller:
         jobs = [asyncio.create_task(against_pick(p)) for p in rivals]
         done = await self._within_drain(jobs)
         duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
-        checked = self._compile_check_figures
-        winner = settle(pick, duels, behind(checked) if checked and checked.challenger == pick.id else ())
+        # The compile check's cases behind, read back from the store: they hold for the program it timed.
+        checked = self.store.state(COMPILE_STATE) or {}
+        trailing = tuple(checked.get("behind", ())) if checked.get("program") == pick.id else ()
+        winner = settle(pick, duels, trailing)
         self.store.set_state(**{FINAL_STATE: record(pick, duels, winner)})
         for d in duels:
             figures = ", ".join(f"{case} {s:.3f}x" for case, s in d.speedups.items()) or d.reason
