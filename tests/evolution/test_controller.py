@@ -467,3 +467,33 @@ def test_the_pick_is_timed_against_its_challengers_and_a_faster_one_ships(tmp_pa
     assert kept["pick"] == programs[leader] and kept["winner"] == programs[child]
     [figures] = kept["duels"]
     assert figures["speedups"] == {"n8": 1.0, "n64": pytest.approx(1.1)}
+
+
+def test_a_smaller_gain_ships_where_the_pick_trails_torch_compile(tmp_path) -> None:
+    """`child` is 1.5 % faster than `leader` on the small case side by side: below the gain a challenger
+    needs (AHEAD), above the one it needs on a case the pick trails torch.compile on (LIFT). Where compile is
+    2.5x over eager there, the compile check names the case and the child ships; where compile is slower
+    than the leader everywhere, the leader stays."""
+    from evolution.final_comparison import AHEAD, FINAL_STATE, LIFT
+    from evolution.mutators.bucket_crossover import BucketCrossoverMutator
+
+    assert 1.0 + LIFT < 1.015 < 1.0 + AHEAD
+    leader = case_source(2.0, 1.0, "x * 2")
+    child = case_source(2.03, 1.0, "x + x", noise=0.97)  # the search timed its reference 3 % faster
+    fast_large = case_source(1.0, 1.5, "x * 2.0")  # leads the large case: the final crossover runs
+    for compiled, ships in (({"n8": 2.5, "n64": 0.9}, child), ({"n8": 1.5, "n64": 0.9}, leader)):
+        root = tmp_path / str(compiled["n8"])
+        executor = CaseExecutor(compiled=compiled)
+        run(
+            root,
+            [BucketCrossoverMutator()],
+            cfg=config(iterations=0),
+            seeds=[leader, child, fast_large],
+            executor=executor,
+        )
+        assert executor.baselines == [(leader, "compile")]
+        assert (child, leader) in executor.duels
+        with reader(root) as store:
+            programs = {p.id: p.source for p in store.programs()}
+            kept = store.state(FINAL_STATE)
+        assert programs[kept["pick"]] == leader and programs[kept["winner"]] == ships
