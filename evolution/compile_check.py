@@ -16,6 +16,7 @@ are kept in the run's store (state COMPILE_STATE, `record`).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from evolution.final_comparison import Duel
@@ -30,12 +31,7 @@ def behind(figures: Duel) -> tuple[str, ...]:
 
 
 def record(figures: Duel) -> dict[str, Any]:
-    """What the store keeps (JSON): the program, compile's time over its own per case with the interval's
-    upper end, the cases behind, or why there are no figures."""
-    return {
-        "program": figures.challenger,
-        "speedups": figures.speedups,
-        "ci_high": figures.ci_high,
-        "behind": list(behind(figures)),
-        "reason": figures.reason,
-    }
+    """What the store keeps (JSON): the duel as a final comparison keeps each of its own (the program timed,
+    `challenger`; compile's time over its own per case, with the interval's ends; or why there are no
+    figures) and the cases behind."""
+    return {**asdict(figures), "behind": list(behind(figures))}

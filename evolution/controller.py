@@ -240,7 +240,7 @@ class Controller:
         duels = [job.result() for job in jobs if job in done]  # a KernelbotError or a bug ends the run here
         # The compile check's cases behind, read back from the store: they hold for the program it timed.
         checked = self.store.state(COMPILE_STATE) or {}
-        trailing = tuple(checked.get("behind", ())) if checked.get("program") == pick.id else ()
+        trailing = tuple(checked.get("behind", ())) if checked.get("challenger") == pick.id else ()
         winner = settle(pick, duels, trailing)
         self.store.set_state(**{FINAL_STATE: record(pick, duels, winner)})
         for d in duels:

@@ -231,8 +231,8 @@ class SearchSummary:
     # challenger's per-case speedup against the pick side by side); None where none ran or it is stale.
     final_comparison: dict[str, Any] | None = None
     # The run's best before the final crossover timed against torch.compile side by side
-    # (evolution.compile_check.record: the program, per-case speedups over compile, the cases behind);
-    # None where none ran.
+    # (evolution.compile_check.record: a final comparison's duel, per-case speedups over compile, and the
+    # cases behind); None where none ran.
     compile_check: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def test_the_report_shows_what_each_search_saw_against_torch_compile(tmp_path: P
     run = tmp_path / "run"
     run.mkdir()
     assert search_record(run) is None
-    check = {"program": "p1", "speedups": {"t1": 0.983, "t64": 1.041}, "behind": ["t1"], "reason": ""}
+    check = {"challenger": "p1", "speedups": {"t1": 0.983, "t64": 1.041}, "behind": ["t1"], "reason": ""}
     final = {"pick": "p1", "winner": "p7", "duels": []}
     (run / "summary.json").write_text(json.dumps({"compile_check": check, "final_comparison": final, "x": 1}))
     searched = {"name": "w", "search": search_record(run)}

@@ -435,7 +435,7 @@ def test_the_final_crossover_is_told_where_the_best_trails_torch_compile(tmp_pat
             assert run_summary(store, root / "run").to_dict()["compile_check"] == kept  # summary.json too
         if backend == "fake":
             assert executor.baselines == [(fast_small, "compile")]
-            assert kept["program"] == final.parent.id and kept["behind"] == ["n8"]
+            assert kept["challenger"] == final.parent.id and kept["behind"] == ["n8"]
             assert kept["speedups"] == {"n8": pytest.approx(0.8), "n64": pytest.approx(1.0 / 0.9)}
         else:
             assert executor.baselines == [] and kept is None
