@@ -3,7 +3,8 @@ size routing flattened (crossover.routes: one table, one copy of each code), a w
 folded (writers.fusion.unit_scale), kernels that are one code under two names made one
 (merge_twin_kernels), hosts that differ only in the kernel they launch made one (merge_twin_hosts), an
 Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
-and the reference's arguments (inductor_names), the entry renamed to a public name, a docstring saying
+and the reference's arguments (inductor_names) and its numbered temporaries read once inlined
+(inline_temporaries), the entry renamed to a public name, a docstring saying
 what it computes, where it came from and what it was checked on, and the guard (guard_source) appended.
 The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
 Formatting is left to the repository's formatter."""
@@ -34,6 +35,7 @@ from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
 from kernelbot.integrate.inductor_names import inductor_names
+from kernelbot.integrate.inline_temporaries import inlined_temporaries
 from kernelbot.integrate.merge_twin_hosts import merged_twin_hosts
 from kernelbot.integrate.merge_twin_kernels import merged_twin_kernels
 from kernelbot.integrate.rename_function import RenameFunctionTransformer
@@ -95,6 +97,7 @@ def build_kernel_module(
     module = module.visit(StripEvolveMarkersTransformer())
     module = merged_twin_kernels(module)
     module = inductor_names(module, names.entry.removesuffix("_triton"))
+    module = inlined_temporaries(module, line_length)
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
     module = module.visit(DropUnreadParamsTransformer(names.entry))

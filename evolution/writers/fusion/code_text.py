@@ -219,6 +219,7 @@ def inline_single_use(
     longest: int = 60,
     named: Collection[str] | None = None,
     call_margin: int = 0,
+    only: re.Pattern[str] | None = None,
 ) -> str:
     """A kernel's temporaries read once, at the same indentation, inlined into their reader when it stays
     within `limit` characters: an engine's kernel writes `x_ptr + row * stride + cols` and
@@ -226,7 +227,9 @@ def inline_single_use(
     (the reference's own names), kept; every other value read once is inlined. None: only address
     arithmetic (offsets, strides) is. Loads, block calls and aranges are never moved, nor anything past a
     statement that assigns a name it reads, nor into a loop; parentheses only where precedence needs them.
-    `call_margin`: room kept on a line that calls a building block, whose name a crossover may lengthen."""
+    `call_margin`: room kept on a line that calls a building block, whose name a crossover may lengthen.
+    `only`: the names that may be inlined, all others kept (Inductor's numbered temporaries in a module
+    that also holds the fusion writer's kernels, already laid out)."""
     lines = text.split("\n")
     changed = True
     while changed:
@@ -241,7 +244,9 @@ def inline_single_use(
                 continue
             indent, name, expr = match.groups()
             address = "offs" in name or "stride" in expr
-            if not address and (named is None or name in named):
+            if only is not None and not only.fullmatch(name):
+                continue
+            if only is None and not address and (named is None or name in named):
                 continue  # a value whose name says what it holds keeps it
             if len(expr) > longest or any(marker in expr for marker in _NOT_INLINED):
                 continue
@@ -293,6 +298,8 @@ def _single_use(lines: list[str], i: int, indent: str, name: str, reads: set[str
     pattern = _variable(name)
     for j in range(i + 1, len(lines)):
         line = lines[j]
+        if line.lstrip().startswith("#"):
+            continue  # a comment that names the value reads nothing
         if line.strip() and len(line) - len(line.lstrip()) < len(indent):
             return None  # the block ended first
         if pattern.search(line):

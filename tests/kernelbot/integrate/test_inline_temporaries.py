@@ -1,0 +1,123 @@
+"""Inductor's numbered temporaries read once are inlined into the kernel's expressions; loads, constants and
+values read twice keep their lines, other functions and names are left alone, and the kernel compiles to
+the same PTX for sm_90 as Inductor's lines did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from kernelbot.integrate.inline_temporaries import inlined_temporaries
+
+# Inductor's SiLU-and-mul kernel as a shipped crossover module held it on the H100 (loads and result already
+# named by kernelbot.integrate.inductor_names), beside a host that happens to use a numbered name.
+SOURCE = textwrap.dedent(
+    """
+    import triton
+    import triton.language as tl
+
+
+    # Fused by Inductor from aten.slice, aten.silu, aten.mul
+    @triton.jit
+    def _silu_and_mul_kernel(
+        x_ptr, x_out_ptr, ks0: tl.constexpr, X_SIZE1: tl.constexpr, xnumel, XBLOCK: tl.constexpr
+    ):
+        xoffset = tl.program_id(0) * XBLOCK
+        xindex = xoffset + tl.arange(0, XBLOCK)[:]
+        xmask = xindex < xnumel
+        x0 = xindex % ks0
+        x1 = xindex // ks0
+        tmp0 = tl.load(x_ptr + (x0 + X_SIZE1 * x1), xmask, eviction_policy="evict_last").to(tl.float32)
+        tmp8 = tl.load(x_ptr + (ks0 + x0 + X_SIZE1 * x1), xmask, eviction_policy="evict_last").to(tl.float32)
+        tmp1 = tmp0.to(tl.float32)
+        tmp2 = -tmp1
+        tmp3 = tl.exp(tmp2)
+        tmp4 = tl.full([1], 1.0, tl.float32)
+        tmp5 = tmp3 + tmp4
+        # tmp5 is the denominator
+        tmp6 = tmp1 / tmp5
+        tmp7 = tmp6.to(tl.float32)
+        x_out = tmp7 * tmp8
+        tl.store(x_out_ptr + (x0 + x1 * ks0), x_out, xmask)
+
+
+    def host(x):
+        tmp1 = x.shape[0]
+        return tmp1
+    """
+)
+
+
+def test_single_use_temporaries_are_inlined_and_the_rest_kept() -> None:
+    inlined = inlined_temporaries(cst.parse_module(SOURCE), 110).code
+    assert "    x_out = (tmp1 / (tl.exp(-tmp1) + tmp4)).to(tl.float32) * tmp8\n" in inlined
+    for kept in ("tmp0 = tl.load(", "tmp8 = tl.load(", "tmp1 = tmp0.to(tl.float32)", "tmp4 = tl.full("):
+        assert kept in inlined  # memory and constants stay; tmp1 is read twice
+    for gone in ("tmp2 =", "tmp3 =", "tmp5 =", "tmp6 =", "tmp7 ="):
+        assert gone not in inlined
+    assert "# Fused by Inductor from aten.slice, aten.silu, aten.mul\n@triton.jit" in inlined
+    assert "# tmp5 is the denominator" in inlined  # a comment is no read: it never receives the value
+    assert "def host(x):\n    tmp1 = x.shape[0]\n    return tmp1" in inlined  # not a kernel
+    assert len(inlined.splitlines()) == len(SOURCE.splitlines()) - 5
+
+
+def test_a_narrow_limit_keeps_the_lines_it_would_overrun() -> None:
+    inlined = inlined_temporaries(cst.parse_module(SOURCE), 40).code
+    assert "    tmp6 = tmp1 / (tl.exp(-tmp1) + tmp4)\n    x_out = tmp6.to(tl.float32) * tmp8\n" in inlined
+
+
+def test_a_module_without_numbered_values_is_unchanged() -> None:
+    source = SOURCE.replace("tmp", "value")
+    module = cst.parse_module(source)
+    assert inlined_temporaries(module, 110).code == source
+
+
+# Compiles `_silu_and_mul_kernel` of each file given for sm_90 (ptxas included, no GPU needed) and prints
+# its PTX without source locations, debug sections or the kernel's name.
+_COMPILE = textwrap.dedent(
+    """
+    import importlib.util, sys
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    SIGNATURE = {"x_ptr": "*bf16", "x_out_ptr": "*bf16", "ks0": "constexpr", "X_SIZE1": "constexpr",
+                 "xnumel": "i32", "XBLOCK": "constexpr"}
+    for k, path in enumerate(sys.argv[1:]):
+        spec = importlib.util.spec_from_file_location(f"m{k}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        source = ASTSource(module._silu_and_mul_kernel, SIGNATURE, {(2,): 1024, (3,): 2048, (5,): 1024})
+        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+        ptx = ptx.split(".section\\t.debug", 1)[0]
+        kept = [l for l in ptx.splitlines() if not l.lstrip().startswith((".loc", ".file", "//"))]
+        print("=====", "\\n".join(kept))
+    """
+)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
+def test_the_inlined_kernel_compiles_to_the_same_ptx(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(SOURCE)
+    after.write_text(inlined_temporaries(cst.parse_module(SOURCE), 110).code)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILE, str(before), str(after)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, ptx_before, ptx_after = done.stdout.split("=====")
+    assert "ex2.approx" in ptx_before or "ex2" in ptx_before  # the exp of SiLU was compiled
+    assert ptx_after == ptx_before
