@@ -175,7 +175,7 @@ def test_converted_candidate_is_standalone_and_readable():
         "def fused(x: torch.Tensor, y: torch.Tensor, alpha: float=1.0) -> tuple[torch.Tensor, torch.Tensor]:"
         in (source)
     )
-    assert "x_size0 = x.shape[0]" in source and "torch.empty_strided((x_size0, x_size1)" in source
+    assert "x_size0 = x.shape[0]" in source and "torch.empty((x_size0, x_size1), dtype" in source
     assert "device=device" in source and "torch.as_strided(buf2, (x_size0, 1), (1, 1), 0)" in source
     assert "_red_fused_amax_mul_1[k1_grid](x, buf2, alpha, x_size1, x_size0, x_size1" in source
     assert "# _poi_fused_add_0: aten.add, aten.tanh" in source
@@ -192,7 +192,7 @@ def test_sizes_take_the_names_the_input_spec_gives_their_axes():
     named = dataclasses.replace(report(wrapper()), size_names=spec)
     source = render_candidate(CaptureReport.from_json(named.to_json()), "fused", "fused")
     assert "tokens = x.shape[0]" in source and "hidden = x.shape[1]" in source
-    assert "torch.empty_strided((tokens, hidden)" in source and not re.search(r"\bx_size\d", source)
+    assert "torch.empty((tokens, hidden)" in source and not re.search(r"\bx_size\d", source)
     assert source == plain.replace("x_size0", "tokens").replace("x_size1", "hidden")
     taken = dataclasses.replace(report(wrapper()), size_names={"x.shape[0]": "device", "x.shape[1]": "alpha"})
     assert render_candidate(taken, "fused", "fused") == plain
@@ -258,6 +258,19 @@ def test_the_per_call_block_rule_is_explained_once_for_every_launch_that_uses_it
     module._red_fused_amax_mul_1 = _Launches()
     module.fused(torch.empty(1, 2048), torch.empty(1, 2048), 1.0)
     assert [meta["XBLOCK"] for _, meta in pointwise.seen] == [256, 256]
+
+
+def test_a_buffer_is_allocated_as_torch_empty_unless_its_strides_are_not_contiguous():
+    """Inductor allocates every buffer with its strides; the host writes `torch.empty` where they are a
+    contiguous tensor's (`max(1, ...)` around one too), and keeps them where they are not."""
+    contiguous = "buf1 = empty_strided_cuda((s0, s1), (max(1, s1), 1), torch.float32)"
+    transposed = "buf1 = empty_strided_cuda((s0, s1), (1, s0), torch.float32)"
+    original = "buf1 = empty_strided_cuda((s0, s1), (s1, 1), torch.float32)"
+    assert original in HOST
+    source = render_candidate(report(wrapper(HOST.replace(original, contiguous))), "fused", "fused")
+    assert "buf1 = torch.empty((x_size0, x_size1), dtype=torch.float32, device=device)" in source
+    source = render_candidate(report(wrapper(HOST.replace(original, transposed))), "fused", "fused")
+    assert "torch.empty_strided((x_size0, x_size1), (1, x_size0), dtype=torch.float32" in source
 
 
 def test_returning_an_argument_and_constants(tmp_path):

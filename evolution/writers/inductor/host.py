@@ -2,11 +2,12 @@
 
 The wrapper is straight-line Python: unpack graph inputs, allocate buffers, launch kernels, return outputs.
 Each statement is kept, dropped or rewritten: graph inputs become the reference's own arguments (or
-`x.shape[0]`-style expressions), `empty_strided_<device>` becomes `torch.empty_strided(..., device=...)`,
-`reinterpret_tensor` becomes `torch.as_strided`, and `<kernel>.run(...)` becomes an explicit
-`kernel[grid](..., XBLOCK=..., num_warps=...)` launch whose block sizes are named module constants (the
-launch tuner's knobs). A call into ATen (a fallback Inductor could not lower to Triton) or anything else a
-candidate may not do raises InductorConversionError.
+`x.shape[0]`-style expressions), `empty_strided_<device>` becomes `torch.empty(..., device=...)`
+(`torch.empty_strided` where the strides are not a contiguous tensor's), `reinterpret_tensor` becomes
+`torch.as_strided`, and `<kernel>.run(...)` becomes an explicit `kernel[grid](..., XBLOCK=...,
+num_warps=...)` launch whose block sizes are named module constants (the launch tuner's knobs). A call into
+ATen (a fallback Inductor could not lower to Triton) or anything else a candidate may not do raises
+InductorConversionError.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _ALLOWED_FUNCTIONS = frozenset(
 )
 _ALLOWED_METHODS = frozenset({"size", "stride", "item", "storage_offset", "numel", "dim"})
 _ALLOWED_QUALIFIED = frozenset(
-    {"torch.empty_strided", "torch.as_strided", "triton.cdiv", "triton.next_power_of_2"}
+    {"torch.empty", "torch.empty_strided", "torch.as_strided", "triton.cdiv", "triton.next_power_of_2"}
 )
 _SIZE_FUNCTIONS = frozenset({"min", "max", "int", "triton.cdiv", "triton.next_power_of_2"})
 # Inductor's size parameters: its symbols (`ks0`) and its axes' extents (`xnumel`, `r0_numel`, `rnumel`).
@@ -255,8 +256,12 @@ class _Translator:
         return False
 
     def _allocation(self, call: ast.Call) -> ast.expr:
+        """`torch.empty(size, ...)` where Inductor's strides are a contiguous tensor's (most buffers: what an
+        engine's host writes), else `torch.empty_strided(size, stride, ...)`."""
         size, stride, dtype = (self._rewrite(copy.deepcopy(a)) for a in call.args[:3])
         keywords = [ast.keyword("dtype", dtype), ast.keyword("device", ast.Name(self.device_var, ast.Load()))]
+        if _contiguous_strides(size, stride):
+            return ast.Call(_dotted("torch.empty"), [size], keywords)
         return ast.Call(_dotted("torch.empty_strided"), [size, stride], keywords)
 
     def _return(self, stmt: ast.Return, outputs_expr: Callable[[list[ast.expr]], ast.expr]) -> None:
@@ -451,6 +456,66 @@ def _name(node: ast.expr) -> str:
     if not isinstance(node, ast.Name):
         raise InductorConversionError(f"unexpected target in Inductor's wrapper: {_unparse(node)}")
     return node.id
+
+
+# Stand-ins for the sizes an allocation is written in: two sets of distinct odd values, so that strides
+# which equal a contiguous tensor's at both are its strides (Inductor writes them as products of the later
+# sizes, `head_dim * heads`, some under `max(1, ...)`), and a transposed layout is told apart.
+_SIZE_STAND_INS = ((3, 5, 7, 11, 13, 17, 19, 23), (29, 31, 37, 41, 43, 47, 53, 59))
+_INTEGER_OPS: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+def _contiguous_strides(size: ast.expr, stride: ast.expr) -> bool:
+    """Whether `stride` is the strides torch.empty gives a tensor of `size` (tuples of host expressions:
+    names, integers, + - * // %, min and max): they agree at every set of stand-ins for the names."""
+    if not (isinstance(size, ast.Tuple) and isinstance(stride, ast.Tuple)):
+        return False
+    if len(size.elts) != len(stride.elts):
+        return False
+    names = sorted({n.id for e in (size, stride) for n in ast.walk(e) if isinstance(n, ast.Name)})
+    for stand_ins in _SIZE_STAND_INS:
+        values = dict(zip(names, stand_ins, strict=False))
+        try:
+            extents = [_integer(e, values) for e in size.elts]
+            strides = [_integer(e, values) for e in stride.elts]
+        except (ValueError, ZeroDivisionError):
+            return False
+        expected: list[int] = []
+        step = 1
+        for extent in reversed(extents):
+            expected.insert(0, step)
+            step *= max(1, extent)
+        if strides != expected:
+            return False
+    return True
+
+
+def _integer(node: ast.expr, values: dict[str, int]) -> int:
+    """The value of an integer host expression with `values` for its names; ValueError for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in values:
+        return values[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _INTEGER_OPS:
+        return _INTEGER_OPS[type(node.op)](_integer(node.left, values), _integer(node.right, values))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_integer(node.operand, values)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("max", "min")
+        and node.args
+        and not node.keywords
+    ):
+        pick = max if node.func.id == "max" else min
+        return pick(_integer(a, values) for a in node.args)
+    raise ValueError(f"not an integer size: {ast.unparse(node)}")
 
 
 def _dotted(path: str) -> ast.expr:
