@@ -273,6 +273,24 @@ def test_a_buffer_is_allocated_as_torch_empty_unless_its_strides_are_not_contigu
     assert "torch.empty_strided((x_size0, x_size1), (1, x_size0), dtype=torch.float32" in source
 
 
+@pytest.mark.parametrize(
+    ("size", "stride", "contiguous"),
+    [
+        ("(tokens, heads, head_dim)", "(head_dim * heads, head_dim, 1)", True),  # the rotary's buffers
+        ("(tokens, x_size1 // 2)", "(max(1, x_size1 // 2), 1)", True),  # SiLU-and-mul's output
+        ("(tokens, 1)", "(1, 1)", True),
+        ("(tokens, heads, head_dim)", "(head_dim, head_dim * tokens, 1)", False),  # heads outermost
+        ("(tokens, hidden)", "(hidden + 8, 1)", False),  # padded rows
+        ("(tokens, x.shape[1])", "(x.shape[1], 1)", False),  # not a size it can evaluate: kept
+    ],
+)
+def test_contiguous_strides_are_told_from_other_layouts(size: str, stride: str, contiguous: bool) -> None:
+    from evolution.writers.inductor.host import _contiguous_strides
+
+    parsed = (ast.parse(size, mode="eval").body, ast.parse(stride, mode="eval").body)
+    assert _contiguous_strides(*parsed) is contiguous
+
+
 def test_returning_an_argument_and_constants(tmp_path):
     outputs = {"tuple": [{"arg": "x"}, {"const": "None"}, {"list": [{"out": 1}]}]}
     source = render_candidate(report(wrapper(), outputs=outputs), "fused", "fused")
