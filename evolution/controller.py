@@ -20,7 +20,7 @@ from evaluators.errors import CandidateError
 from evaluators.result import EvalResult, Hardware
 from evaluators.task import Task
 from evaluators.timing.baselines import COMPILE
-from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS, behind
+from evolution.compile_check import COMPILE_STATE, UNTIMED_BACKENDS
 from evolution.compile_check import record as compile_record
 from evolution.config import SearchConfig
 from evolution.dedup import SeenShas, candidate_sha
@@ -210,10 +210,11 @@ class Controller:
             self.progress.note(f"torch.compile against {best.id}: not timed within the drain's timeout")
             return ()
         figures = duel(best, job.result(), best.result.regime)
-        self.store.set_state(**{COMPILE_STATE: compile_record(figures)})
+        kept = compile_record(figures)
+        self.store.set_state(**{COMPILE_STATE: kept})
         timed = ", ".join(f"{case} {s:.3f}x" for case, s in figures.speedups.items()) or figures.reason
         self.progress.note(f"{best.id} against torch.compile side by side: {timed}")
-        return behind(figures)
+        return tuple(kept["behind"])
 
     async def _final_comparison(self) -> None:
         """The program the run would ship timed side by side with its challengers, each against it in one

@@ -2,13 +2,14 @@
 
 Inductor writes one line per op (`tmp2 = -tmp1`, `tmp3 = tl.exp(tmp2)`, `tmp5 = tmp3 + tmp4`,
 `tmp6 = tmp1 / tmp5`), and a kernel seeded from torch.compile's code keeps them: in the module of a
-SiLU-and-mul crossover on the H100, Inductor's kernel spent nine lines on SiLU where an engine's kernel
-writes one. A reviewer reads `tmp1 / (tl.exp(-tmp1) + tmp4)` as SiLU; a chain of six numbered values they
-must follow by hand. So each `tmp<N>` of a @triton.jit function that is read once, by a statement at the same
-indentation further down, is inlined there by the rules the fusion writer lays out its own kernels with
-(evolution.writers.fusion.code_text.inline_single_use: loads, stores, aranges and constants stay on their
-lines; nothing is moved into a loop or past a statement that assigns a name it reads; the line stays within
-the engine's limit). A value read twice (`tmp1`, SiLU's input) and every other name keep their lines.
+SiLU-and-mul crossover, Inductor's kernel spent eight lines on SiLU and the product where an engine's
+kernel writes one. A reviewer reads `tmp1 / (tl.exp(-tmp1) + tmp4)` as SiLU; a chain of six numbered
+values they must follow by hand. So each `tmp<N>` of a @triton.jit function that is read once, by a
+statement at the same indentation further down, is inlined there by the rules the fusion writer lays out
+its own kernels with (evolution.writers.fusion.code_text.inline_single_use: loads, stores, aranges and
+constants stay on their lines; nothing is moved into a loop or past a statement that assigns a name it
+reads; the line stays within the engine's limit). A value read twice (`tmp1`, SiLU's input) and every
+other name keep their lines.
 
 Triton builds its IR from the expression tree, one op per node in the order Python evaluates them, so the
 kernel compiles to what the search timed (tests/kernelbot/integrate/test_inline_temporaries.py compares the

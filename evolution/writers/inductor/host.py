@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -463,11 +464,11 @@ def _name(node: ast.expr) -> str:
 # sizes, `head_dim * heads`, some under `max(1, ...)`), and a transposed layout is told apart.
 _SIZE_STAND_INS = ((3, 5, 7, 11, 13, 17, 19, 23), (29, 31, 37, 41, 43, 47, 53, 59))
 _INTEGER_OPS: dict[type[ast.operator], Callable[[int, int], int]] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
 }
 
 
