@@ -4,7 +4,6 @@ the same PTX for sm_90 as Inductor's lines did."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ import libcst as cst
 import pytest
 import torch
 
+from evaluators.sandbox import box_env
 from kernelbot.integrate.inline_temporaries import inlined_temporaries
 
 # Inductor's SiLU-and-mul kernel as a shipped crossover module held it on the H100 (loads and result already
@@ -108,7 +108,8 @@ def test_the_inlined_kernel_compiles_to_the_same_ptx(tmp_path: Path) -> None:
     before, after = tmp_path / "before.py", tmp_path / "after.py"
     before.write_text(SOURCE)
     after.write_text(inlined_temporaries(cst.parse_module(SOURCE), 110).code)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # The sandbox's environment (no secret), without the interpreter, which would replace the compiler.
+    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     done = subprocess.run(
         [sys.executable, "-c", _COMPILE, str(before), str(after)],
