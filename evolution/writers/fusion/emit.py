@@ -258,9 +258,9 @@ class Emitter:
                 identity = -(2**31) + 1 if kind == "max" else 2**31 - 1
             shape = ", ".join(self.extent_code(a) for a in chunk.atoms)
             value = literal(identity, chunk.dtype)
-            init = (
-                f"{name} = tl.full(({shape}{',' if chunk.atoms else ''}), {value}, {TL_DTYPE[chunk.dtype]})"
-            )
+            # A one-element tuple's comma only: a formatter spreads a tuple with a trailing comma over lines.
+            comma = "," if len(chunk.atoms) == 1 else ""
+            init = f"{name} = tl.full(({shape}{comma}), {value}, {TL_DTYPE[chunk.dtype]})"
             # Never hoisted to a persistent kernel's prologue: each row starts its sum or maximum afresh.
             parent.add(init)
             self._defined[name] = parent
