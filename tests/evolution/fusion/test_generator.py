@@ -314,6 +314,9 @@ def test_two_pass_reductions_walk_the_row_in_chunks(tmp_path: Path) -> None:
             source.count(" in range(0, ") >= 4
         )  # pre-loops for max, sum, mean, squares, then the store loop
         assert "# Two passes: the whole row's max first" in source  # says why it loops twice
+        # the lanes' shape as a formatter keeps it on one line (a trailing comma only for one axis)
+        lanes = "(ROWS, BLOCK_COL)" if rows > 1 else "(BLOCK_COL,)"
+        assert f"= tl.full({lanes}, " in source
         check(root, source)
     rms_cases = [{"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5}]
     rms = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, rms_cases)
