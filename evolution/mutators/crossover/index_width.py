@@ -1,14 +1,14 @@
 """Kernels of a flat module that differ only in the width of their program index become one kernel.
 
-The fusion writer's `index32` knob decides whether a kernel's offsets are computed in int32 or int64; where
-the program id is read only for offsets, the int64 kernel widens it where it is bound
-(`row = tl.program_id(0).to(tl.int64)`) and the rest of the two kernels is the same. A crossover of the two
-(int64 wins the small sizes of LMDeploy's RMSNorm on the H200, int32 the large) would ship one kernel twice.
-Here it is one kernel with an `INT64_OFFSETS: tl.constexpr` parameter:
+The fusion writer's `index32` knob decides whether a kernel's offsets are computed in int32 or int64; the
+int64 kernel widens its program's rows where they are bound (`rows = (pid * ROWS + tl.arange(0, ROWS))
+.to(tl.int64)`, or `row = tl.program_id(0).to(tl.int64)`) and the rest of the two kernels is the same. A
+crossover of the two (int64 wins the small sizes of LMDeploy's RMSNorm on the H200, int32 the large) would
+ship one kernel twice. Here it is one kernel with an `INT64_OFFSETS: tl.constexpr` parameter:
 
-    row = tl.program_id(0)
+    rows = pid * ROWS + tl.arange(0, ROWS)
     if INT64_OFFSETS:
-        row = row.to(tl.int64)
+        rows = rows.to(tl.int64)
 
 and each launch passes the width its kernel had (Triton compiles only the branch a launch's constant
 selects: every size runs the code it ran before). Source text only, never run.
@@ -22,16 +22,11 @@ import libcst.matchers as m
 from evolution.mutators.crossover.alike import code, jit_functions, one_kernel
 
 PARAM = "INT64_OFFSETS"
-_PROGRAM_ID = m.Call(func=m.Attribute(m.Name("tl"), m.Name("program_id")))
 _WIDENED = m.Call(
-    func=m.Attribute(value=_PROGRAM_ID, attr=m.Name("to")),
-    args=[m.Arg(m.Attribute(m.Name("tl"), m.Name("int64")))],
+    func=m.Attribute(attr=m.Name("to")), args=[m.Arg(m.Attribute(m.Name("tl"), m.Name("int64")))]
 )
-# `name = tl.program_id(N).to(tl.int64)`, the form the writer binds a widened index in; and its narrow form.
+# `name = <value>.to(tl.int64)`, the form the writer binds a widened index in.
 _WIDENED_BINDING = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=_WIDENED)])
-_NARROW_BINDING = m.SimpleStatementLine(
-    body=[m.Assign(targets=[m.AssignTarget(m.Name())], value=_PROGRAM_ID)]
-)
 
 
 def index_widths_merged(source: str) -> str:
@@ -44,22 +39,22 @@ def index_widths_merged(source: str) -> str:
         if kernel.params.params:
             alike.setdefault(_narrowed(kernel), []).append(name)
     for group in alike.values():
-        indices = {k: _widened(jit[k]) for k in group}
-        wide = [k for k in group if indices[k]]
-        narrow = [k for k in group if not m.findall(jit[k], _WIDENED)]
-        if len(group) == 2 and len(wide) == 1 and len(narrow) == 1:
-            module, _ = one_kernel(
-                module, {narrow[0]: "False", wide[0]: "True"}, PARAM, _Widen(indices[wide[0]]).body
-            )
+        if len(group) != 2:
+            continue
+        # The int64 kernel widens what the int32 one binds narrow, and nothing the other does not widen (a
+        # value both cast to int64, an expert id, is no offset).
+        first, second = (_widened(jit[k]) for k in group)
+        narrow, wide = group if first < second else reversed(group) if second < first else (None, None)
+        if narrow is None or wide is None:
+            continue
+        indices = _widened(jit[wide]) - _widened(jit[narrow])
+        module, _ = one_kernel(module, {narrow: "False", wide: "True"}, PARAM, _Widen(indices).body)
     return module.code if module.code != source else source
 
 
 def _widened(kernel: cst.FunctionDef) -> set[str]:
-    """The names a kernel binds to a widened program id; empty when it widens one in another form too."""
-    bindings = m.findall(kernel, _WIDENED_BINDING)
-    if len(bindings) != len(m.findall(kernel, _WIDENED)):
-        return set()
-    lines = [cst.ensure_type(b, cst.SimpleStatementLine) for b in bindings]
+    """The names a kernel binds to a value widened to int64."""
+    lines = [cst.ensure_type(b, cst.SimpleStatementLine) for b in m.findall(kernel, _WIDENED_BINDING)]
     return {
         cst.ensure_type(cst.ensure_type(line.body[0], cst.Assign).targets[0].target, cst.Name).value
         for line in lines
@@ -67,26 +62,28 @@ def _widened(kernel: cst.FunctionDef) -> set[str]:
 
 
 def _narrowed(kernel: cst.FunctionDef) -> str:
-    """The kernel's parameters and body with every widened program id written narrow."""
+    """The kernel's parameters and body with every value bound widened written narrow."""
     stripped = kernel.with_changes(name=cst.Name("_kernel"), decorators=[], leading_lines=[])
     return code(cst.ensure_type(stripped.visit(_Narrow()), cst.FunctionDef))
 
 
 class _Narrow(cst.CSTTransformer):
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if m.matches(updated_node, _WIDENED):
-            return cst.ensure_type(updated_node.func, cst.Attribute).value
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if m.matches(updated_node.value, _WIDENED) and m.matches(updated_node.targets[0].target, m.Name()):
+            value = cst.ensure_type(cst.ensure_type(updated_node.value, cst.Call).func, cst.Attribute).value
+            return updated_node.with_changes(value=value.with_changes(lpar=[], rpar=[]))
         return updated_node
 
 
 class _Widen(cst.CSTTransformer):
-    """After each `index = tl.program_id(N)` of `indices`: `if INT64_OFFSETS: index = index.to(tl.int64)`."""
+    """After the binding of each of `indices`: `if INT64_OFFSETS: index = index.to(tl.int64)`."""
 
     def __init__(self, indices: set[str]) -> None:
         self.indices = indices
 
     def body(self, kernel: cst.FunctionDef) -> cst.IndentedBlock:
         """The kernel's body with its indices widened under the flag."""
+        self._pending = set(self.indices)  # each index is widened after its first binding only
         return cst.ensure_type(kernel.body.visit(self), cst.IndentedBlock)
 
     def leave_IndentedBlock(
@@ -95,11 +92,16 @@ class _Widen(cst.CSTTransformer):
         body: list[cst.BaseStatement] = []
         for statement in updated_node.body:
             body.append(statement)
-            if m.matches(statement, _NARROW_BINDING):
-                assign = cst.ensure_type(
-                    cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign
-                )
-                index = cst.ensure_type(assign.targets[0].target, cst.Name).value
-                if index in self.indices:
-                    body.append(cst.parse_statement(f"if {PARAM}:\n    {index} = {index}.to(tl.int64)\n"))
+            bound = _bound_name(statement)
+            if bound in self._pending:
+                self._pending.discard(bound)
+                body.append(cst.parse_statement(f"if {PARAM}:\n    {bound} = {bound}.to(tl.int64)\n"))
         return updated_node.with_changes(body=body)
+
+
+def _bound_name(statement: cst.BaseStatement) -> str | None:
+    """The name a `name = value` statement binds; None for any other statement."""
+    if m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name())])])):
+        assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
+        return cst.ensure_type(assign.targets[0].target, cst.Name).value
+    return None

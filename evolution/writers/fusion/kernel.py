@@ -129,6 +129,7 @@ def build_kernel(
     text = without_round_trips(inline_single_use(text, line_length, named=named, call_margin=10))
     text = naming.names_freed_by_loops(text)
     text = barriers_explained(rounding_explained(text, line_length), line_length)
+    text = _rows_widened_where_bound(text)
     for param in params.params.values():
         param.name = renamed.get(param.name, param.name)
         param.host = naming.apply(param.host, renamed)  # a grid count divides by its block
@@ -353,6 +354,27 @@ def _kernel_text(
             del params.params[param.name]
     signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in used)
     lines[1] = f"def {name}({signature}):"
+    return "\n".join(lines)
+
+
+_ROWS_BINDING = re.compile(r"^(\s+)(rows\w*) = (\w+ \* ROWS \+ tl\.arange\(0, ROWS\))$")
+
+
+def _rows_widened_where_bound(text: str) -> str:
+    """A program's rows that some offsets read widened (`rows.to(tl.int64)`, rows times a row stride
+    overflowing int32) are widened once, where they are bound: one line that says the kernel's offsets are
+    int64, and the form crossover.index_width merges with the int32 kernel. Their other reads (the row mask)
+    take int64 as they take int32."""
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        bound = _ROWS_BINDING.match(line)
+        if bound is None:
+            continue
+        widened = re.compile(rf"\b{bound[2]}\.to\(tl\.int64\)")
+        if not any(widened.search(other) for other in lines[k + 1 :]):
+            continue
+        lines[k] = f"{bound[1]}{bound[2]} = ({bound[3]}).to(tl.int64)"
+        lines[k + 1 :] = [widened.sub(bound[2], other) for other in lines[k + 1 :]]
     return "\n".join(lines)
 
 

@@ -46,7 +46,7 @@ def offsets(
             continue
         tile = emitter.index_tile(entry)
         narrow = bool(shape) and emitter.options.index32  # offsets below the tensor's numel fit int32
-        if tile.is_scalar and tile.grid and tile.dtype != "i64" and not narrow:
+        if tile.grid and tile.dtype != "i64" and not narrow and (tile.is_scalar or _rows(emitter, tile)):
             tile = emitter.unary("{a}.to(tl.int64)", tile, "i64")
         if shape:
             # A size as stride scales its index within the offsets' one expression (`row * N + col`).
@@ -65,6 +65,13 @@ def offsets(
         return terms[0]
     parts = [f if f == "{}" or len(terms) == 1 else f"({f})" for f in formats]
     return emitter.combine(" + ".join(parts), terms, "i64")
+
+
+def _rows(emitter: Emitter, tile: Tile) -> bool:
+    """`tile` is a program's `ROWS` rows (a few indices, widened as cheaply as one): a block along the
+    innermost axis stays int32, its offsets being added to the widened row's."""
+    binding = emitter.region.bindings.get(tile.atoms[0]) if len(tile.atoms) == 1 else None
+    return binding is not None and binding.block == "ROWS"
 
 
 def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int], guard: Tile | None) -> Tile:

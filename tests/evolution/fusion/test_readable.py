@@ -482,6 +482,22 @@ def test_int64_and_int32_offsets_crossed_ship_as_one_kernel(rms_task) -> None:
     assert check(root, flat, seeds=(0,)) > 0
 
 
+def test_int64_offsets_widen_a_programs_rows_where_they_are_bound(rms_task) -> None:
+    """At two rows a program without index32 the rows are widened once, where they are bound (rows times the
+    row length pass int32 beyond 2**31 elements), and crossed with the int32 kernel the two are one kernel
+    taking INT64_OFFSETS. Correct on the interpreter on both sides of the size test."""
+    root, report = rms_task
+    wide = write(root, report, Knobs(rows=2, index32=False)).source
+    narrow = write(root, report, Knobs(rows=2)).source
+    assert re.search(r"^    rows = \(pid \* ROWS \+ tl\.arange\(0, ROWS\)\)\.to\(tl\.int64\)$", wide, re.M)
+    assert "tl.int64" not in narrow and "rows.to(tl.int64)" not in wide
+    flat = flattened(build_child(narrow, wide, "add_rmsnorm", Route(500, True, "")), "add_rmsnorm")
+    assert duplicate_kernels(flat) == [] and len(jit_functions(flat)) == len(jit_functions(narrow))
+    bound = r"^    rows = pid \* ROWS \+ tl\.arange\(0, ROWS\)\n"
+    assert re.search(bound + r"    if INT64_OFFSETS:\n        rows = rows\.to\(tl\.int64\)$", flat, re.M)
+    assert check(root, flat, seeds=(0,)) > 0
+
+
 TOPK_REFERENCE = """
     import torch
 
