@@ -80,7 +80,7 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         mutators.append(LaunchTuningMutator(seed=config.seed))
         from evolution.mutators.bucket_crossover import BucketCrossoverMutator
 
-        mutators.append(BucketCrossoverMutator())
+        mutators.append(BucketCrossoverMutator(writer=writer))
         if config.mutation.llm:
             from evolution.mutators.llm import LLMMutator
 

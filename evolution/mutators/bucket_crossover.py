@@ -53,9 +53,11 @@ from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover.alike import body_key, jit_functions
 from evolution.mutators.crossover.routes import flat_routes
+from evolution.mutators.crossover.row_tile import same_row_tile
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
 from evolution.writers.fusion.blocks import BLOCK_PREFIX
+from evolution.writers.fusion.writer import FusionWriter
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
@@ -150,8 +152,17 @@ class BucketCrossoverMutator(ParentRewriter):
     description = "bucket crossover"
     needs_correct_parent = True  # routing a wrong parent's calls keeps it wrong on its share of them
 
-    def __init__(self, seen: Callable[[str], bool] | None = None, *, chain: bool = False) -> None:
+    def __init__(
+        self,
+        seen: Callable[[str], bool] | None = None,
+        *,
+        chain: bool = False,
+        writer: FusionWriter | None = None,
+    ) -> None:
         self.seen = seen  # the run's duplicate check on Candidate.sha, when the controller provides it
+        # The fusion writer whose traces write a one-row parent with the 2-D row tile when its partner takes
+        # more rows a program (crossover.row_tile): one kernel then, not two.
+        self.writer = writer
         # One split per child (the search's move), or every split that still gains, one after the other, in
         # one child (the run's last crossover: the parent meets each case's leader at once).
         self.chain = chain
@@ -189,7 +200,7 @@ class BucketCrossoverMutator(ParentRewriter):
         times = {p.id: case_times(p.result, regime) for p, _ in partners}
         measures = (mine, case_times(parent.result, regime))
         child, reason = self._route_splits(
-            parent.source, measures, partners, times, sizes, task.entry, request.behind_compile
+            parent.source, measures, partners, times, sizes, task, request.behind_compile
         )
         if child is None:
             return refuse(reason)
@@ -210,7 +221,7 @@ class BucketCrossoverMutator(ParentRewriter):
         partners: list[tuple[Program, dict[str, float]]],
         times: dict[str, dict[str, float]],
         sizes: dict[str, int],
-        entry: str,
+        task: Task,
         behind_compile: tuple[str, ...] = (),
     ) -> tuple[str | None, str]:
         """The parent's source routed to the partner of the best split (chained: to every split that still
@@ -223,6 +234,7 @@ class BucketCrossoverMutator(ParentRewriter):
         kernel body needs STRUCTURE_GAIN on the cases it routes, or MIN_GAIN on one of `behind_compile`
         (the cases where the parent trails torch.compile)."""
         reasons: list[str] = []
+        entry = task.entry
         Measures = tuple[dict[str, float], dict[str, float]]
 
         def next_split(source: str, mine: Measures) -> tuple[str, Measures] | None:
@@ -236,8 +248,10 @@ class BucketCrossoverMutator(ParentRewriter):
             ]
             splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
             for split, theirs in splits:
+                # A one-row parent beside a partner of more rows: written with the 2-D tile, one kernel.
+                code, partner_code = same_row_tile(source, split.partner.source, task, self.writer)
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
-                    made = build_child(source, split.partner.source, entry, _route(split, speedups, theirs))
+                    made = build_child(code, partner_code, entry, _route(split, speedups, theirs))
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue

@@ -27,7 +27,7 @@ from typing import Any
 
 from evolution.mutators.base import child_problem, failed
 from evolution.mutators.bucket_crossover import MIN_GAIN
-from evolution.mutators.fusion_variant import _in_parent
+from evolution.mutators.fusion_variant import in_parent
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups
 from evolution.writers.fusion.generate import GenerationError
 from evolution.writers.fusion.knobs import Knobs, parse
@@ -171,7 +171,7 @@ class FusionInductorMutator:
             generated = await self.writer.write(task, report, move)
         except GenerationError as exc:
             return failed(OPERATOR, f"fusion:inductor: {exc}")
-        child = _in_parent(parent.source, generated.source)
+        child = in_parent(parent.source, generated.source)
         problem = child_problem(parent.source, child, task.entry)
         if problem is not None:
             return failed(OPERATOR, f"the child is not valid: {problem}")

@@ -60,7 +60,7 @@ class FusionVariantMutator:
                 generated = await self.writer.write(task, report, move)
             except GenerationError:
                 continue  # this knob set has no kernel for the reference; the next may
-            child = _in_parent(parent.source, generated.source)
+            child = in_parent(parent.source, generated.source)
             sha = candidate_sha(child, entry)
             if sha == candidate_sha(parent.source, entry) or (self.seen is not None and self.seen(sha)):
                 continue  # the knob changes nothing here (e.g. rows on a kernel without a row grid)
@@ -71,7 +71,7 @@ class FusionVariantMutator:
         return _exhausted("every one-knob variant of this parent was already proposed for the task")
 
 
-def _in_parent(parent: str, generated: str) -> str:
+def in_parent(parent: str, generated: str) -> str:
     """The generated EVOLVE-BLOCK inside the parent's own frame (its header may come from another torch)."""
     block = find_evolve_block(generated)
     if block is None or find_evolve_block(parent) is None:

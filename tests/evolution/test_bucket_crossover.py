@@ -284,6 +284,35 @@ def test_a_second_kernel_body_needs_the_larger_gain(silu):
     assert kernel_bodies(child, "silu_and_mul") == kernel_bodies(source_b, "silu_and_mul")
 
 
+@pytest.mark.slow  # one trace of the task (Dynamo, seconds)
+def test_a_one_row_parent_and_a_two_row_partner_cross_as_one_kernel(tmp_path):
+    """Fusion candidates at one and two rows a program, B 3 % faster on the small cases: with the run's fusion
+    writer, A is written with the 2-D row tile (crossover.row_tile), the two differ only in ROWS and the
+    child carries one kernel body with a rows table, so the gain below STRUCTURE_GAIN is enough. Without the
+    writer, the two bodies are refused. The child matches the reference on every case."""
+    from evolution.writers.fusion.knobs import Knobs
+    from evolution.writers.fusion.writer import FusionWriter
+
+    task = small_task(tmp_path, "rmsnorm_residual")
+    writer = FusionWriter()
+    report = asyncio.run(writer.report(task))
+    one, two = (asyncio.run(writer.write(task, report, Knobs(rows=r))).source for r in (1, 2))
+    gain = 1.0 + (MIN_GAIN + STRUCTURE_GAIN) / 2
+    a = timed(task, one, lambda p: 1.0)
+    b = timed(task, two, lambda p: gain if p["tokens"] < 40 else 0.9)
+    child, error = cross(a, b, task=task)
+    assert child is None and "a second kernel body" in error
+    outcome = asyncio.run(BucketCrossoverMutator(writer=writer).mutate(MutationRequest(task, a, (b,))))
+    child = outcome.child_source
+    assert outcome.error == "" and child is not None
+    assert '"row_tile": true' in child
+    assert kernel_bodies(child, task.entry) == kernel_bodies(one, task.entry) == 1
+    assert_valid_child(a.source, child, task)
+    entry = getattr(load_module(child, tmp_path / "child.py"), task.entry)
+    for case in task.cases:
+        assert_matches_reference(task, entry, dict(case.params))
+
+
 def test_a_second_kernel_body_that_lifts_a_case_behind_torch_compile_needs_only_the_minimum_gain(silu):
     """The same 3 % from another kernel, where the parent trails torch.compile on a small case: B's body
     enters beside A's. Behind compile only on a case B does not gain on, or not routed to B, it does not."""

@@ -249,10 +249,12 @@ def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAx
         grid.append(GridAxis(atom))
     # A top-k or sort keeps the 2-D tile of `ROWS` rows even at one row a program: its building blocks take a
     # tile of rows, and one kernel text for every `rows` lets a crossover of two row counts ship one kernel
-    # and a launch table instead of two kernels that differ in one constant. Not where a gather regroups a
-    # row the program holds: tl.gather reads it from registers only as a row of its own (lower.held).
-    ranked = any(plan.ranks for plan in plans) and not any(plan.regroups for plan in plans)
-    if grid and (knobs.rows > 1 or ranked):
+    # and a launch table instead of two kernels that differ in one constant (so does `row_tile`, for any
+    # kernel). Not where a gather regroups a row the program holds: tl.gather reads it from registers only
+    # as a row of its own (lower.held).
+    regroups = any(plan.regroups for plan in plans)
+    ranked = any(plan.ranks for plan in plans) and not regroups
+    if grid and (knobs.rows > 1 or ranked or (knobs.row_tile and not regroups)):
         grid[-1] = GridAxis(grid[-1].atom, "ROWS")
     if blocked_inner and inner is not None:
         grid.append(GridAxis(inner, f"BLOCK_{inner.name.upper()}"))

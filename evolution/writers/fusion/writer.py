@@ -79,6 +79,11 @@ class FusionWriter:
             return TraceReport(error=f"the trace process failed (exit {done.returncode}): {tail}")
         return TraceReport.from_json(done.report)
 
+    def traced(self, task: Task) -> TraceReport | None:
+        """The task's trace where this process already made it, else None: for a rewrite that runs in a
+        worker thread and does not wait on a trace."""
+        return self._reports.get(task_key(task))
+
     # --- writing ---------------------------------------------------------------------------------------
 
     async def write(self, task: Task, report: TraceReport, knobs: Knobs) -> Generated:
