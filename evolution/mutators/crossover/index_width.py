@@ -44,8 +44,11 @@ def index_widths_merged(source: str) -> str:
         # The int64 kernel widens what the int32 one binds narrow, and nothing the other does not widen (a
         # value both cast to int64, an expert id, is no offset).
         first, second = (_widened(jit[k]) for k in group)
-        narrow, wide = group if first < second else reversed(group) if second < first else (None, None)
-        if narrow is None or wide is None:
+        if first < second:
+            narrow, wide = group
+        elif second < first:
+            wide, narrow = group
+        else:
             continue
         indices = _widened(jit[wide]) - _widened(jit[narrow])
         module, _ = one_kernel(module, {narrow: "False", wide: "True"}, PARAM, _Widen(indices).body)
