@@ -5,8 +5,8 @@ it takes a 2-D tile of ROWS rows. A crossover of the two would ship two kernel b
 same thing, which a reviewer reads twice. The one-row parent is written again with the writer's
 `row_tile` knob (the 2-D tile at ROWS = 1): the two then differ only in the constant ROWS, and the
 crossover ships one kernel with a launch table (crossover.source). The rewritten code is the child's, so
-the evaluator times it as it times any child; at one row the 2-D tile compiles to the same loads and
-stores, with one more compare for the row mask.
+the evaluator times it as it times any child; at one row the 2-D tile compiles to the scalar-indexed
+kernel's instructions (its row test, `| EVEN_ROWS`, folds away).
 
 Only plain fusion candidates (one knobs line each) are rewritten, and only where this process holds the
 task's trace (the writer traced it for the seed or a variant): a crossover child of several codes, or a

@@ -7,7 +7,8 @@ defaults are written (a short line); `kernelbot integrate` drops the line from t
 rows        rows (grid indices of the row atom) per program: the row atom becomes a register axis of ROWS
 row_tile    the 2-D tile of ROWS rows at one row a program too (more rows always take it): what bucket
             crossover writes a one-row parent with when its partner takes more rows, so that the two differ
-            only in ROWS and ship as one kernel with a launch table; never a search move of its own
+            only in ROWS and ship as one kernel with a launch table (at one row it compiles to the scalar-
+            indexed kernel's instructions: EVEN_ROWS folds the row test away); never a search move of its own
 inner       "row": the innermost written axis whole in registers; "block": split over the grid in blocks of
             `block`; "auto": block when no op has to see the row whole (pure elementwise), else row
 block       elements per program along a blocked inner axis

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fusion_tasks import trace, write, write_task
+from readable import gpu_launches
 from test_generator import RMS_INPUTS, RMS_REFERENCE, ROUTER_INPUTS, ROUTER_REFERENCE
 
 from evolution.writers.fusion.knobs import TOPK_METHODS, Knobs
@@ -62,3 +63,21 @@ def test_norm_kernels_compile_for_sm90(tmp_path: Path) -> None:
     for k, knobs in enumerate(variants):
         kernels = _compile(root, write(root, report, knobs).source, tmp_path / f"rms_{k}.json")
         assert len(kernels) == 2  # one per dtype
+
+
+def test_a_one_row_kernel_in_the_row_tile_runs_the_one_row_kernels_instructions(tmp_path: Path) -> None:
+    """`row_tile` at one row a program (what bucket crossover writes a one-row parent with, to merge it with
+    a kernel of more rows) compiles for sm_90 to the instructions of the one-row kernel indexed by a scalar:
+    EVEN_ROWS folds the row test away, so one kernel for both costs the one-row sizes nothing."""
+    cases = [{"name": "t3_bf16", "tokens": 3, "hidden": 96, "dtype": "bfloat16", "eps": 1e-5}]
+    root = write_task(tmp_path / "rms", "add_rmsnorm", RMS_REFERENCE, RMS_INPUTS, cases)
+    report = trace(root)
+    jobs = []
+    for name, knobs in (("scalar", Knobs()), ("tile", Knobs(row_tile=True))):
+        path = tmp_path / f"{name}.py"
+        path.write_text(write(root, report, knobs).source)
+        jobs.append((root, path, "add_rmsnorm"))
+    assert "ROWS" not in jobs[0][1].read_text() and "| EVEN_ROWS" in jobs[1][1].read_text()
+    scalar, tile = gpu_launches(jobs)
+    assert scalar and [c["instructions"] for c in scalar] == [c["instructions"] for c in tile]
+    assert [c["ptx"] for c in scalar] != [c["ptx"] for c in tile]  # the parameters differ
