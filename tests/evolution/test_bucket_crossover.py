@@ -313,6 +313,41 @@ def test_a_one_row_parent_and_a_two_row_partner_cross_as_one_kernel(tmp_path):
         assert_matches_reference(task, entry, dict(case.params))
 
 
+@pytest.mark.slow  # one trace of the task (Dynamo, seconds)
+def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(tmp_path):
+    """The run's last crossover meets each case's leader in turn: a child routing two rows a program and a
+    two-pass kernel, crossed with a one-row leader, takes the leader in the 2-D row tile, and flattened as
+    integrate ships it the grandchild holds one kernel for one and two rows beside the two-pass one. It
+    matches the reference on every case. A one-row code inside a crossover child stays as it is (its names
+    were suffixed when it was routed to), and so does a one-row parent whose task this writer never
+    traced."""
+    from evolution.mutators.crossover.row_tile import same_row_tile
+    from evolution.mutators.crossover.source import Route, build_child
+    from evolution.writers.fusion.knobs import Knobs
+    from evolution.writers.fusion.writer import FusionWriter
+
+    task = small_task(tmp_path, "rmsnorm_residual")
+    writer = FusionWriter()
+    report = asyncio.run(writer.report(task))
+
+    def written(**knobs) -> str:
+        return asyncio.run(writer.write(task, report, Knobs(**knobs))).source
+
+    one, two, two_pass = written(), written(rows=2), written(passes="two", block=32)
+    routed = build_child(two, two_pass, task.entry, Route(20_000, False, ""))  # two passes above 20 kB
+    source, partner = same_row_tile(routed, one, task, writer)
+    assert source == routed and '"row_tile": true' in partner
+    child = build_child(routed, partner, task.entry, Route(600, True, ""))  # one row up to 600 bytes
+    assert kernel_bodies(child, task.entry) == 2
+    assert kernel_bodies(build_child(routed, one, task.entry, Route(600, True, "")), task.entry) == 3
+    entry = getattr(load_module(child, tmp_path / "child.py"), task.entry)
+    for case in task.cases:
+        assert_matches_reference(task, entry, dict(case.params))
+    routed_one = build_child(one, two_pass, task.entry, Route(20_000, False, ""))
+    assert same_row_tile(routed_one, two, task, writer) == (routed_one, two)
+    assert same_row_tile(one, two, task, FusionWriter()) == (one, two)
+
+
 def test_a_second_kernel_body_that_lifts_a_case_behind_torch_compile_needs_only_the_minimum_gain(silu):
     """The same 3 % from another kernel, where the parent trails torch.compile on a small case: B's body
     enters beside A's. Behind compile only on a case B does not gain on, or not routed to B, it does not."""

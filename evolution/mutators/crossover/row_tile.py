@@ -8,18 +8,20 @@ crossover ships one kernel with a launch table (crossover.source). The rewritten
 the evaluator times it as it times any child; at one row the 2-D tile compiles to the scalar-indexed
 kernel's instructions (its row test, `| EVEN_ROWS`, folds away).
 
-Only plain fusion candidates (one knobs line each) are rewritten, and only where this process holds the
-task's trace (the writer traced it for the seed or a variant): a crossover child of several codes, or a
-trace not made here, crosses as it is.
+Only a plain fusion candidate (one knobs line) is rewritten, beside a partner that is one of more rows or
+a crossover child routing to one, and only where this process holds the task's trace (the writer traced it
+for the seed or a variant). A one-row code inside a crossover child stays as it is: its names were
+suffixed when it was routed to.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from evaluators.candidate import find_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.task import Task
+from evolution.mutators.crossover.source import SECTION
 from evolution.mutators.fusion_variant import in_parent
 from evolution.writers.fusion.generate import GenerationError, generate
 from evolution.writers.fusion.knobs import HEADER, Knobs, parse
@@ -27,31 +29,48 @@ from evolution.writers.fusion.writer import FusionWriter
 
 
 def same_row_tile(source: str, partner: str, task: Task, writer: FusionWriter | None) -> tuple[str, str]:
-    """`source` and `partner`, the one-row one written with the 2-D row tile where the other takes more
-    rows a program; both as they are otherwise."""
-    mine, theirs = _plain_knobs(source), _plain_knobs(partner)
-    if writer is None or mine is None or theirs is None:
+    """`source` and `partner`, a plain one-row one written with the 2-D row tile where the other holds a
+    code of more rows a program (itself, or one of the codes a crossover child routes to); both as they
+    are otherwise."""
+    if writer is None:
         return source, partner
-    if _one_row(mine) and theirs.rows > 1:
-        return _tiled(source, mine, task, writer), partner
-    if _one_row(theirs) and mine.rows > 1:
-        return source, _tiled(partner, theirs, task, writer)
+    mine, theirs = _codes(source), _codes(partner)
+    if (one_row := mine.plain_one_row()) and theirs.more_rows():
+        return _tiled(source, one_row, task, writer), partner
+    if (one_row := theirs.plain_one_row()) and mine.more_rows():
+        return source, _tiled(partner, one_row, task, writer)
     return source, partner
 
 
-def _one_row(knobs: Knobs) -> bool:
-    return knobs.rows == 1 and not knobs.row_tile
+@dataclass(frozen=True)
+class _Codes:
+    """The knobs of each code the fusion writer wrote in a candidate's EVOLVE-BLOCK (one per knobs line; a
+    crossover child keeps each parent's; none where a line does not parse), and whether the candidate is a
+    crossover child (another candidate's code routed to in it)."""
+
+    knobs: tuple[Knobs, ...]
+    routed: bool
+
+    def plain_one_row(self) -> Knobs | None:
+        """The knobs of a candidate that is one fusion code at one row a program, indexed by a scalar."""
+        if self.routed or len(self.knobs) != 1:
+            return None
+        only = self.knobs[0]
+        return only if only.rows == 1 and not only.row_tile else None
+
+    def more_rows(self) -> bool:
+        return any(k.rows > 1 for k in self.knobs)
 
 
-def _plain_knobs(source: str) -> Knobs | None:
-    """The knobs of a candidate the fusion writer wrote as it is (one knobs line in its EVOLVE-BLOCK)."""
+def _codes(source: str) -> _Codes:
     try:
         block = find_evolve_block(source)
     except CandidateError:
-        return None
-    if block is None or block.text.count(HEADER) != 1:
-        return None
-    return parse(block.text)
+        return _Codes((), routed=True)
+    text = block.text if block is not None else ""
+    knobs = [parse(line) for line in text.splitlines() if line.startswith(HEADER)]
+    parsed = tuple(k for k in knobs if k is not None) if None not in knobs else ()
+    return _Codes(parsed, routed=bool(SECTION.search(text)))
 
 
 def _tiled(source: str, knobs: Knobs, task: Task, writer: FusionWriter) -> str:
