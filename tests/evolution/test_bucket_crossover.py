@@ -345,6 +345,11 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
         assert_matches_reference(task, entry, dict(case.params))
     routed_one = build_child(one, two_pass, task.entry, Route(20_000, False, ""))
     assert same_row_tile(routed_one, two, task, writer) == (routed_one, two)
+    # ... also beside a code the fusion writer did not write (no knobs line, as an Inductor seed's)
+    unknobbed = re.sub(r"^# fusion-knobs: .*\n", "", two_pass, flags=re.M)
+    routed_one = build_child(one, unknobbed, task.entry, Route(20_000, False, ""))
+    assert routed_one.count("# fusion-knobs: ") == 1
+    assert same_row_tile(routed_one, two, task, writer) == (routed_one, two)
     assert same_row_tile(one, two, task, FusionWriter()) == (one, two)
 
 
