@@ -53,7 +53,7 @@ from evolution.dedup import candidate_sha
 from evolution.mutators.base import ParentRewriter, child_problem, failed
 from evolution.mutators.crossover.alike import body_key, jit_functions
 from evolution.mutators.crossover.routes import flat_routes
-from evolution.mutators.crossover.row_tile import same_row_tile
+from evolution.mutators.crossover.row_tile import row_tiled
 from evolution.mutators.crossover.source import CrossoverError, Route, build_child
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
 from evolution.writers.fusion.blocks import BLOCK_PREFIX
@@ -236,10 +236,22 @@ class BucketCrossoverMutator(ParentRewriter):
         reasons: list[str] = []
         entry = task.entry
         Measures = tuple[dict[str, float], dict[str, float]]
+        taken: list[tuple[str, Route]] = []  # the partners routed to so far (chained), each with its route
 
-        def next_split(source: str, mine: Measures) -> tuple[str, Measures] | None:
-            """`source` routed by the best split that can be built, and the speedups and times the routing
-            predicts."""
+        def routed_with(partner: str, route: Route) -> str:
+            """The parent routed to every partner taken so far, then to `partner`: built again from all of
+            them, a plain one-row code written in the row tile where another takes more rows a program
+            (crossover.row_tile), so that one kernel serves both whichever came first."""
+            steps = [*taken, (partner, route)]
+            parent, *partners_code = row_tiled([source, *(p for p, _ in steps)], task, self.writer)
+            made = parent
+            for code, (_, step_route) in zip(partners_code, steps, strict=True):
+                made = build_child(made, code, entry, step_route)
+            return made
+
+        def next_split(current: str, mine: Measures) -> tuple[str, Measures, tuple[str, Route]] | None:
+            """`current` (the parent routed to the partners taken so far) routed by the best split that can
+            be built, the speedups and times the routing predicts, and the partner taken."""
             speedups, own = mine
             splits = [
                 (split, theirs)
@@ -248,10 +260,9 @@ class BucketCrossoverMutator(ParentRewriter):
             ]
             splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
             for split, theirs in splits:
-                # A one-row parent beside a partner of more rows: written with the 2-D tile, one kernel.
-                code, partner_code = same_row_tile(source, split.partner.source, task, self.writer)
+                route = _route(split, speedups, theirs)
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
-                    made = build_child(code, partner_code, entry, _route(split, speedups, theirs))
+                    made = routed_with(split.partner.source, route)
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue
@@ -265,7 +276,7 @@ class BucketCrossoverMutator(ParentRewriter):
                 if (
                     routed_gain < STRUCTURE_GAIN
                     and not lifts
-                    and kernel_bodies(made, entry) > kernel_bodies(source, entry)
+                    and kernel_bodies(made, entry) > kernel_bodies(current, entry)
                 ):
                     reasons.append(
                         f"{split.partner.id}: a second kernel body for {routed_gain:.1%} on the cases it "
@@ -274,9 +285,13 @@ class BucketCrossoverMutator(ParentRewriter):
                     )
                     continue
                 partner_own = times[split.partner.id]
-                return made, (
-                    {n: theirs[n] if n in split.b_cases else s for n, s in speedups.items()},
-                    {n: partner_own.get(n, t) if n in split.b_cases else t for n, t in own.items()},
+                return (
+                    made,
+                    (
+                        {n: theirs[n] if n in split.b_cases else s for n, s in speedups.items()},
+                        {n: partner_own.get(n, t) if n in split.b_cases else t for n, t in own.items()},
+                    ),
+                    (split.partner.source, route),
                 )
             return None
 
@@ -285,7 +300,9 @@ class BucketCrossoverMutator(ParentRewriter):
             step = next_split(routed, mine)
             if step is None:
                 break
-            (routed, mine), steps = step, steps + 1
+            routed, mine, partner_taken = step
+            taken.append(partner_taken)
+            steps += 1
             if not self.chain:
                 break
         if steps and self.seen is not None and self.seen(candidate_sha(routed, entry)):

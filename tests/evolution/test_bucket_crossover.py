@@ -321,7 +321,7 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
     matches the reference on every case. A one-row code inside a crossover child stays as it is (its names
     were suffixed when it was routed to), and so does a one-row parent whose task this writer never
     traced."""
-    from evolution.mutators.crossover.row_tile import same_row_tile
+    from evolution.mutators.crossover.row_tile import row_tiled
     from evolution.mutators.crossover.source import Route, build_child
     from evolution.writers.fusion.knobs import Knobs
     from evolution.writers.fusion.writer import FusionWriter
@@ -335,7 +335,7 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
 
     one, two, two_pass = written(), written(rows=2), written(passes="two", block=32)
     routed = build_child(two, two_pass, task.entry, Route(20_000, False, ""))  # two passes above 20 kB
-    source, partner = same_row_tile(routed, one, task, writer)
+    source, partner = row_tiled([routed, one], task, writer)
     assert source == routed and '"row_tile": true' in partner
     child = build_child(routed, partner, task.entry, Route(600, True, ""))  # one row up to 600 bytes
     assert kernel_bodies(child, task.entry) == 2
@@ -344,13 +344,48 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
     for case in task.cases:
         assert_matches_reference(task, entry, dict(case.params))
     routed_one = build_child(one, two_pass, task.entry, Route(20_000, False, ""))
-    assert same_row_tile(routed_one, two, task, writer) == (routed_one, two)
+    assert row_tiled([routed_one, two], task, writer) == [routed_one, two]
     # ... also beside a code the fusion writer did not write (no knobs line, as an Inductor seed's)
     unknobbed = re.sub(r"^# fusion-knobs: .*\n", "", two_pass, flags=re.M)
     routed_one = build_child(one, unknobbed, task.entry, Route(20_000, False, ""))
     assert routed_one.count("# fusion-knobs: ") == 1
-    assert same_row_tile(routed_one, two, task, writer) == (routed_one, two)
-    assert same_row_tile(one, two, task, FusionWriter()) == (one, two)
+    assert row_tiled([routed_one, two], task, writer) == [routed_one, two]
+    assert row_tiled([one, two], task, FusionWriter()) == [one, two]
+
+
+@pytest.mark.slow  # one trace of the task (Dynamo, seconds)
+def test_chained_a_one_row_parent_and_a_later_two_row_leader_are_one_kernel(tmp_path):
+    """The run's last crossover routes a one-row parent first to a two-pass leader (the largest gain, on the
+    largest case), then to a two-row leader (the smallest cases): the child is built again from all three,
+    the parent in the row tile, so one kernel serves one and two rows beside the two-pass one (left as it
+    is: no code of its structure takes more rows). Without the run's fusion writer it carries three
+    bodies. It matches the reference on every case."""
+    from evolution.writers.fusion.knobs import Knobs
+    from evolution.writers.fusion.writer import FusionWriter
+
+    task = small_task(tmp_path, "rmsnorm_residual")
+    writer = FusionWriter()
+    report = asyncio.run(writer.report(task))
+
+    def written(**knobs) -> str:
+        return asyncio.run(writer.write(task, report, Knobs(**knobs))).source
+
+    # the two-pass leader runs the largest case (70 tokens), the two-row one up to 3 tokens, the parent 40
+    parent = timed(task, written(), lambda p: 1.0)
+    two_pass = timed(task, written(passes="two", block=32), lambda p: 1.5 if p["tokens"] >= 70 else 0.9)
+    two_rows = timed(task, written(rows=2), lambda p: 1.1 if p["tokens"] <= 3 else 0.9)
+    request = MutationRequest(task, parent, (two_pass, two_rows))
+    bodies = []
+    for mutator in (BucketCrossoverMutator(writer=writer), BucketCrossoverMutator()):
+        outcome = asyncio.run(mutator.chained().mutate(request))
+        assert outcome.error == "" and outcome.child_source is not None
+        bodies.append(kernel_bodies(outcome.child_source, task.entry))
+    assert bodies == [2, 3]
+    child = asyncio.run(BucketCrossoverMutator(writer=writer).chained().mutate(request)).child_source
+    assert child is not None and child.count('"row_tile": true') == 1  # the parent's, not the two-pass one
+    entry = getattr(load_module(child, tmp_path / "child.py"), task.entry)
+    for case in task.cases:
+        assert_matches_reference(task, entry, dict(case.params))
 
 
 def test_a_second_kernel_body_that_lifts_a_case_behind_torch_compile_needs_only_the_minimum_gain(silu):

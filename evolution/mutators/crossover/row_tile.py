@@ -8,10 +8,11 @@ crossover ships one kernel with a launch table (crossover.source). The rewritten
 the evaluator times it as it times any child; at one row the 2-D tile compiles to the scalar-indexed
 kernel's instructions (its row test, `| EVEN_ROWS`, folds away).
 
-Only a plain fusion candidate (one knobs line) is rewritten, beside a partner that is one of more rows or
-a crossover child routing to one, and only where this process holds the task's trace (the writer traced it
-for the seed or a variant). A one-row code inside a crossover child stays as it is: its names were
-suffixed when it was routed to.
+Only a plain fusion candidate (one knobs line) is rewritten, beside a code of more rows in the same
+crossover (the run's last crossover routes its parent to several partners, one after another: any of
+them, or a crossover child among them, may hold it), and only where this process holds the task's trace
+(the writer traced it for the seed or a variant). A one-row code inside a crossover child stays as it is:
+its names were suffixed when it was routed to.
 """
 
 from __future__ import annotations
@@ -28,18 +29,35 @@ from evolution.writers.fusion.knobs import HEADER, Knobs, parse
 from evolution.writers.fusion.writer import FusionWriter
 
 
-def same_row_tile(source: str, partner: str, task: Task, writer: FusionWriter | None) -> tuple[str, str]:
-    """`source` and `partner`, a plain one-row one written with the 2-D row tile where the other holds a
-    code of more rows a program (itself, or one of the codes a crossover child routes to); both as they
-    are otherwise."""
-    if writer is None:
-        return source, partner
-    mine, theirs = _codes(source), _codes(partner)
-    if (one_row := mine.plain_one_row()) and theirs.more_rows():
-        return _tiled(source, one_row, task, writer), partner
-    if (one_row := theirs.plain_one_row()) and mine.more_rows():
-        return source, _tiled(partner, one_row, task, writer)
-    return source, partner
+def row_tiled(sources: list[str], task: Task, writer: FusionWriter | None) -> list[str]:
+    """`sources` (a parent and the partners a crossover routes it to, in order), each plain one-row one
+    written with the 2-D row tile where another of them holds a code of more rows a program and the same
+    structure (itself, or one of the codes a crossover child routes to); all as they are otherwise."""
+    codes = [_codes(source) for source in sources]
+    tiled = []
+    for k, (source, own) in enumerate(zip(sources, codes, strict=True)):
+        one_row = own.plain_one_row()
+        others = codes[:k] + codes[k + 1 :]
+        if writer is not None and one_row and any(other.more_rows_like(one_row) for other in others):
+            source = _tiled(source, one_row, task, writer)
+        tiled.append(source)
+    return tiled
+
+
+def _structure(knobs: Knobs) -> tuple[object, ...]:
+    """What of a code's knobs shapes its kernel body, but its rows: two codes alike in it differ in launch
+    constants only (rows, blocks, warps, a persistent grid's size) once both take the row tile."""
+    return (
+        knobs.inner,
+        knobs.grid,
+        bool(knobs.persistent),
+        knobs.eviction,
+        knobs.rounding,
+        knobs.topk,
+        knobs.passes,
+        knobs.reload,
+        knobs.index32,
+    )
 
 
 @dataclass(frozen=True)
@@ -58,8 +76,9 @@ class _Codes:
         only = self.knobs[0]
         return only if only.rows == 1 and not only.row_tile else None
 
-    def more_rows(self) -> bool:
-        return any(k.rows > 1 for k in self.knobs)
+    def more_rows_like(self, one_row: Knobs) -> bool:
+        """Whether a code here takes more rows a program, in the structure of `one_row`."""
+        return any(k.rows > 1 and _structure(k) == _structure(one_row) for k in self.knobs)
 
 
 def _codes(source: str) -> _Codes:
