@@ -82,6 +82,7 @@ class _Codes:
 
 
 def _codes(source: str) -> _Codes:
+    """The candidate's codes; an EVOLVE-BLOCK that does not parse counts as a crossover child (left alone)."""
     try:
         block = find_evolve_block(source)
     except CandidateError:
@@ -93,6 +94,8 @@ def _codes(source: str) -> _Codes:
 
 
 def _tiled(source: str, knobs: Knobs, task: Task, writer: FusionWriter) -> str:
+    """The candidate written again with the row tile, in its own frame; as it is where this process holds
+    no trace of the task or the writer has no kernel for the knobs."""
     report = writer.traced(task)
     if report is None or report.error:
         return source
