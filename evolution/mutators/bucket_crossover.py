@@ -238,13 +238,17 @@ class BucketCrossoverMutator(ParentRewriter):
         Measures = tuple[dict[str, float], dict[str, float]]
         taken: list[tuple[str, Route]] = []  # the partners routed to so far (chained), each with its route
 
-        def routed_with(partner: str, route: Route) -> str:
-            """The parent routed to every partner taken so far, then to `partner`: built again from all of
-            them, a plain one-row code written in the row tile where another takes more rows a program
-            (crossover.row_tile), so that one kernel serves both whichever came first."""
+        def routed_with(current: str, partner: str, route: Route) -> str:
+            """`current` (the parent routed to every partner taken so far) routed to `partner`, a plain
+            one-row code written in the row tile where another takes more rows a program
+            (crossover.row_tile), so that one kernel serves both whichever came first: built again from
+            the parent and every partner where the tile rewrote one taken before."""
             steps = [*taken, (partner, route)]
-            parent, *partners_code = row_tiled([source, *(p for p, _ in steps)], task, self.writer)
-            made = parent
+            before = [source, *(p for p, _ in taken)]
+            *earlier, partner_code = row_tiled([*before, partner], task, self.writer)
+            if earlier == before:
+                return build_child(current, partner_code, entry, route)
+            made, *partners_code = [*earlier, partner_code]
             for code, (_, step_route) in zip(partners_code, steps, strict=True):
                 made = build_child(made, code, entry, step_route)
             return made
@@ -262,7 +266,7 @@ class BucketCrossoverMutator(ParentRewriter):
             for split, theirs in splits:
                 route = _route(split, speedups, theirs)
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
-                    made = routed_with(split.partner.source, route)
+                    made = routed_with(current, split.partner.source, route)
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue
