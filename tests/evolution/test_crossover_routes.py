@@ -87,6 +87,14 @@ def test_candidates_differing_in_constants_cross_into_one_launch_table() -> None
     jit = TIMES.replace("def _scale(n):", "@triton.jit\ndef _scale(n):")
     two = build_child(jit, jit.replace("SCALE = 1.0", "SCALE = 3.0"), "entry", Route(64, False, ""))
     assert "def _scale_large(" in two and "def _entry_small(" in two and "SCALE_large = 3.0" in two
+    # A kernel's parameter of the constant's name is the kernel's own (a fusion code's `ROWS: tl.constexpr`
+    # beside the module's ROWS): one code still, the kernel once, unsuffixed.
+    own = TIMES.replace(
+        "def _scale(n):", "@triton.jit\ndef _kernel(x, SCALE):\n    return x * SCALE\n\n\ndef _scale(n):"
+    )
+    table = build_child(own, own.replace("SCALE = 1.0", "SCALE = 3.0"), "entry", Route(64, False, ""))
+    assert table.count("def _kernel(") == 1 and "def _scale(n, *, SCALE=SCALE):" in table
+    assert not re.search(r"\w_(small|large)\d*\b", table)
     unread = TIMES.replace("SCALE = 1.0", "SCALE = 1.0\nUNUSED = 1")
     with pytest.raises(CrossoverError, match="differ only in UNUSED"):
         build_child(unread, unread.replace("UNUSED = 1", "UNUSED = 2"), "entry", Route(64, True, ""))

@@ -290,6 +290,15 @@ def literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str))
 
 
+def _module_reads(node: ast.stmt) -> set[str]:
+    """The names a module-level statement reads, but a function's own parameters: a kernel's `ROWS:
+    tl.constexpr` is its argument, not the module's `ROWS` (a fusion code of several rows names both so)."""
+    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        reads -= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    return reads
+
+
 def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
     """The launch table of two blocks equal but for literal module constants read only by undecorated
     module-level functions (a kernel or a module statement reading one makes them differ in structure);
@@ -316,8 +325,7 @@ def launch_table(a_text: str, b_text: str, entry: str) -> LaunchTable | None:
         return None
     plain = {n.name: n for n in a_tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list}
     for node in a_tree.body:
-        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        if node not in plain.values() and reads & set(differing):
+        if node not in plain.values() and _module_reads(node) & set(differing):
             return None  # read by a kernel or at module level: the two differ in what they compile
     needs = {
         name: {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in differing}
