@@ -70,13 +70,19 @@ def _commas(params: list[cst.Param]) -> list[cst.Param]:
     return [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in params]
 
 
-def called_as_the_reference(entry: Callable[..., Any], reference: inspect.Signature) -> Callable[..., Any]:
+def called_as_the_reference(
+    entry: Callable[..., Any], reference: inspect.Signature, *, always: bool = False
+) -> Callable[..., Any]:
     """`entry` callable with the arguments of the reference whose signature is `reference`: it is passed
     the ones it takes. What runs a module's entry on a task's inputs (make_inputs builds them for the
-    reference). `entry` itself where it takes every parameter, or forwards by position."""
+    reference). `entry` itself where it takes every parameter, or forwards by position, unless `always`
+    (the adapter's own cost on both sides of a timed pair)."""
     taken = inspect.signature(entry).parameters
     by_position = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)
-    if set(reference.parameters) <= set(taken) or any(p.kind in by_position for p in taken.values()):
+    passes_through = set(reference.parameters) <= set(taken) or any(
+        p.kind in by_position for p in taken.values()
+    )
+    if passes_through and not always:
         return entry
     positional = [
         n for n, p in reference.parameters.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

@@ -91,6 +91,9 @@ def test_called_as_the_reference_passes_what_the_entry_takes() -> None:
     assert call("h", "g", topk=4) == ("g", 4, None)
     # An entry that takes every parameter is returned as it is (no wrapper in a timed call).
     assert called_as_the_reference(reference, inspect.signature(reference)) is reference
+    # ... unless asked for one (the other side of a timed pair that needs it): the same arguments.
+    forwarded = called_as_the_reference(entry, inspect.signature(entry), always=True)
+    assert forwarded is not entry and forwarded("g", 8, scale=2.0) == ("g", 8, 2.0)
 
 
 def test_only_the_module_level_function_is_changed() -> None:
