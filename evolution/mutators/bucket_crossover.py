@@ -3,8 +3,9 @@
 Different kernels win at different sizes (one launch layout wins decode batches, another the 4096-token
 prefills), yet a single candidate's aggregate score hides that. For the parent A and each correct, timed
 inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut
-between two neighbouring sizes, with B on the small side or on the large side, gives a routed geometric-mean
-speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's geometric mean over them against
+between two neighbouring sizes, with B on the small side or on the large side, and every band of middle
+sizes with B inside it and A on both sides (built as two routes, the second sending the sizes below the
+band back to A), gives a routed geometric-mean speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's geometric mean over them against
 A's), the one with the best routed geometric mean over all cases wins if it beats A's. The bar is asked of
 the routed cases, not of the whole mean: B 5 % faster on one case of eight moves the mean by 0.6 %, under
 any fixed bar, while 5 % on one case is far outside its timing noise. The routed cases must gain in B's
@@ -78,6 +79,9 @@ class Split:
     b_small: bool  # the partner runs the small side (else the large side)
     gain: float  # routed geometric mean / parent's geometric mean - 1, over every common case
     b_cases: tuple[str, ...]  # the cases routed to the partner
+    # A band (b_small then True): the partner runs the cases above `floor` bytes up to `threshold`, the
+    # parent those on both sides; None for a cut with the partner on one whole side.
+    floor: int | None = None
 
 
 def best_split(
@@ -87,28 +91,47 @@ def best_split(
     sizes: dict[str, int],
     times: tuple[dict[str, float], dict[str, float]] = ({}, {}),
 ) -> Split | None:
-    """The cut and side with the largest routed gain over the parent, among the cases both were timed on and
-    that have a size, of those whose routed cases gain MIN_GAIN as a group, in speedup and in the kernels'
-    own `times` (parent's, partner's: µs per case, where both have them), and whose routed geometric mean
-    beats the parent's; None when no cut qualifies (or they share no two cases of different sizes)."""
+    """The cut and side, or the band of middle sizes, with the largest routed gain over the parent, among the
+    cases both were timed on and that have a size, of those whose routed cases gain MIN_GAIN as a group, in
+    speedup and in the kernels' own `times` (parent's, partner's: µs per case, where both have them), and
+    whose routed geometric mean beats the parent's; None when none qualifies (or they share no two cases of
+    different sizes). A band wins only with more gain than every cut: it costs the child a second test.
+
+    Why bands: a cut routes a whole side, so a middle size where the partner wins (a decode batch of 64
+    tokens, between one token and the prefills, where it loses) stays with the parent. On the H100 a search
+    of SGLang's SiLU-and-mul kept a kernel 1.7 % behind torch.compile at 64 x 2048 beside a launch of the
+    same kernel 12 % faster there and slower on both sides (docs/results/2026-12-07-h100.md)."""
     common = sorted((n for n in parent if n in theirs and n in sizes), key=lambda n: (sizes[n], n))
     distinct = sorted({sizes[n] for n in common})
     if len(distinct) < 2:
         return None
     base = geometric_mean([parent[n] for n in common])
     best: Split | None = None
+
+    def weigh(b_side: list[str]) -> float | None:
+        """The routed gain over every common case of sending `b_side` to the partner; None where the
+        routed cases do not gain MIN_GAIN as a group, in speedup and in own time."""
+        if geometric_mean([theirs[n] / parent[n] for n in b_side]) < 1.0 + MIN_GAIN:
+            return None
+        if not _faster_in_time(b_side, *times):
+            return None
+        routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
+        return routed / base - 1.0
+
     for low, high in itertools.pairwise(distinct):
         small = [n for n in common if sizes[n] <= low]
         large = [n for n in common if sizes[n] > low]
         for b_small, b_side in ((True, small), (False, large)):
-            if geometric_mean([theirs[n] / parent[n] for n in b_side]) < 1.0 + MIN_GAIN:
-                continue
-            if not _faster_in_time(b_side, *times):
-                continue
-            routed = geometric_mean([theirs[n] if n in b_side else parent[n] for n in common])
-            gain = routed / base - 1.0
-            if gain > 0 and (best is None or gain > best.gain + 1e-12):
+            gain = weigh(b_side)
+            if gain is not None and gain > 0 and (best is None or gain > best.gain + 1e-12):
                 best = Split(partner, _between(low, high), b_small, gain, tuple(b_side))
+    for first, last in itertools.combinations_with_replacement(range(1, len(distinct) - 1), 2):
+        band = [n for n in common if distinct[first] <= sizes[n] <= distinct[last]]
+        gain = weigh(band)
+        if gain is not None and gain > 0 and (best is None or gain > best.gain + 1e-12):
+            floor = _between(distinct[first - 1], distinct[first])
+            threshold = _between(distinct[last], distinct[last + 1])
+            best = Split(partner, threshold, True, gain, tuple(band), floor=floor)
     return best
 
 
@@ -236,7 +259,7 @@ class BucketCrossoverMutator(ParentRewriter):
         reasons: list[str] = []
         entry = task.entry
         Measures = tuple[dict[str, float], dict[str, float]]
-        taken: list[tuple[str, Route]] = []  # the partners routed to so far (chained), each with its route
+        taken: list[tuple[str, Route]] = []  # the codes routed to so far (chained), each with its route
 
         def routed_with(current: str, partner: str, route: Route) -> str:
             """`current` (the parent routed to every partner taken so far) routed to `partner`, a plain
@@ -253,9 +276,21 @@ class BucketCrossoverMutator(ParentRewriter):
                 made = build_child(made, code, entry, step_route)
             return made
 
-        def next_split(current: str, mine: Measures) -> tuple[str, Measures, tuple[str, Route]] | None:
+        Steps = list[tuple[str, Route]]  # (the code routed to, its route), in the order built
+
+        def banded(current: str, made: str, split: Split, route: Route) -> tuple[str, Steps]:
+            """`made` (`current` routed to the split's partner by `route`) with the sizes up to a band's
+            floor sent back to `current`, and the routing steps taken: a band is two of them."""
+            steps = [(split.partner.source, route)]
+            if split.floor is None:
+                return made, steps
+            back = Route(split.floor, True, f"Cases up to {split.floor} bytes run the code before the band.")
+            return build_child(made, current, entry, back), [*steps, (current, back)]
+
+        def next_split(current: str, mine: Measures) -> tuple[str, Measures, Steps] | None:
             """`current` (the parent routed to the partners taken so far) routed by the best split that can
-            be built, the speedups and times the routing predicts, and the partner taken."""
+            be built, the speedups and times the routing predicts, and the routing steps taken (the partner
+            and its route; a band adds the way back to `current` below it)."""
             speedups, own = mine
             splits = [
                 (split, theirs)
@@ -267,6 +302,7 @@ class BucketCrossoverMutator(ParentRewriter):
                 route = _route(split, speedups, theirs)
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
                     made = routed_with(current, split.partner.source, route)
+                    made, steps_taken = banded(current, made, split, route)
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue
@@ -295,7 +331,7 @@ class BucketCrossoverMutator(ParentRewriter):
                         {n: theirs[n] if n in split.b_cases else s for n, s in speedups.items()},
                         {n: partner_own.get(n, t) if n in split.b_cases else t for n, t in own.items()},
                     ),
-                    (split.partner.source, route),
+                    steps_taken,
                 )
             return None
 
@@ -304,8 +340,8 @@ class BucketCrossoverMutator(ParentRewriter):
             step = next_split(routed, mine)
             if step is None:
                 break
-            routed, mine, partner_taken = step
-            taken.append(partner_taken)
+            routed, mine, steps_taken = step
+            taken.extend(steps_taken)
             steps += 1
             if not self.chain:
                 break
@@ -374,6 +410,8 @@ def _usable(program: Program, parent: Program, task: Task) -> bool:
 
 def _route(split: Split, parent: dict[str, float], theirs: dict[str, float]) -> Route:
     side = "up to" if split.b_small else "above"
+    if split.floor is not None:
+        side = f"above {split.floor} and up to"
     shown = ", ".join(f"{n} ({theirs[n]:.2f}x vs {parent[n]:.2f}x)" for n in split.b_cases)
     # The measurements that justify the threshold, not the search's bookkeeping (program ids and shas are
     # in the run's store): this comment ships with the kernel.

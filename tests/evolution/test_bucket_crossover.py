@@ -32,6 +32,7 @@ from evolution.mutators.bucket_crossover import (
     OPERATOR,
     STRUCTURE_GAIN,
     BucketCrossoverMutator,
+    best_split,
     kernel_bodies,
 )
 from evolution.operators import build_operators
@@ -429,6 +430,71 @@ def test_a_gain_on_the_largest_case_alone_is_routed(silu):
     )
     assert "t4096_d14336_bf16 (1.05x vs 1.00x)" in note and note.count("x vs") == 1
     assert_valid_child(a.source, child, silu)
+
+
+def test_a_gain_in_the_middle_sizes_alone_is_routed_as_a_band(silu):
+    """B is 8 % faster on the 64- to 256-token cases and 5 % slower on the smaller and larger ones (a launch
+    that suits a decode batch): no cut isolates them, the band does, and only B's middle cases go to it.
+    Where B also gains on every case above, the cut (B on the whole large side) is taken, not a band."""
+
+    def middle(p: dict) -> bool:
+        return 64 <= p["tokens"] <= 256
+
+    split = best_split(
+        {c.name: 1.0 for c in silu.cases},
+        timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 1.0),
+        {c.name: 1.08 if middle(c.params) else 0.95 for c in silu.cases},
+        {
+            c.name: silu_bytes(c.params["tokens"], c.params["d"], 4 if c.params["dtype"] == "float32" else 2)
+            for c in silu.cases
+        },
+    )
+    assert split is not None and split.floor is not None and split.b_small
+    assert set(split.b_cases) == {c.name for c in silu.cases if middle(c.params)}
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.0)
+    b = timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 1.08 if middle(p) else 0.95)
+    child, error = cross(a, b, task=silu)
+    assert error == "" and child is not None
+    assert f"Cases up to {split.floor} bytes run the code before the band." in " ".join(
+        child.replace("#", "").split()
+    )
+    assert_valid_child(a.source, child, silu)
+    above = timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 0.95 if p["tokens"] < 64 else 1.08)
+    child, error = cross(a, above, task=silu)
+    assert error == "" and child is not None and "the code before the band" not in child
+
+
+@pytest.mark.slow  # one trace of the task (Dynamo, seconds)
+def test_a_band_of_another_launch_flattens_to_one_kernel_and_matches_the_reference(tmp_path):
+    """A two-row parent and a one-row leader faster on the middle cases only (3 and 40 tokens), as the
+    run's last crossover meets them: the child runs the leader on the band (written in the row tile, it is
+    the parent's code launched at one row) and the parent on both sides of it. Flattened as integrate ships it, that is one kernel with a launch table whose
+    test is the band, and both the child and the flat module match the reference on every case. The
+    parent's own constants name the kernel's parameters (`ROWS`), which once kept a launch table out."""
+    from evaluators.candidate import replace_evolve_block
+    from evolution.mutators.crossover.routes import flat_routes
+    from evolution.writers.fusion.knobs import Knobs
+    from evolution.writers.fusion.writer import FusionWriter
+
+    task = small_task(tmp_path, "rmsnorm_residual")
+    writer = FusionWriter()
+    report = asyncio.run(writer.report(task))
+    two, one = (asyncio.run(writer.write(task, report, Knobs(rows=r))).source for r in (2, 1))
+    parent = timed(task, two, lambda p: 1.0)
+    leader = timed(task, one, lambda p: 1.04 if 3 <= p["tokens"] <= 40 else 0.95)
+    outcome = asyncio.run(
+        BucketCrossoverMutator(writer=writer).chained().mutate(MutationRequest(task, parent, (leader,)))
+    )
+    child = outcome.child_source
+    assert outcome.error == "" and child is not None
+    assert kernel_bodies(child, task.entry) == 1 and ", ROWS=1)" in child  # the parent's code, one row
+    flat = flat_routes(find_evolve_block(child).text, task.entry)
+    assert flat is not None and flat.count("@triton.jit") == 1
+    assert re.search(r"rows = 1 if \d+ < nbytes <= \d+ else ROWS", flat), flat
+    for k, source in enumerate((child, replace_evolve_block(child, flat))):
+        entry = getattr(load_module(source, tmp_path / f"child{k}.py"), task.entry)
+        for case in task.cases:
+            assert_matches_reference(task, entry, dict(case.params))
 
 
 @pytest.mark.parametrize(
