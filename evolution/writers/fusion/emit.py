@@ -291,7 +291,7 @@ class Emitter:
         elif binding.kind == "block":
             code = f"pid_{atom.name} * {binding.block} + tl.arange(0, {binding.block})"
             tile = self.let(code, (atom,), "i32", frozenset({atom}), prefix=f"{atom.name}_")
-            if binding.block == "ROWS":  # a program's rows, as hand-written kernels name them
+            if binding.rows:  # a program's rows, as hand-written kernels name them
                 self.name_value(tile, "rows", 3)
         else:
             tile = self.let(
@@ -313,7 +313,7 @@ class Emitter:
         index = self.atom_index(atom)
         extent = self.params.size(atom.extent)
         test = f"{index.code} < {extent}"
-        if binding.block == "ROWS":
+        if binding.rows:
             # Where ROWS divides the rows (always at one row a program) every program's rows exist: the test
             # folds away at compile time and the loads wait on no compare (on the H100 a one-row kernel in
             # the 2-D tile was 5 % slower at SiLU-and-mul's 512 x 2048 with it).

@@ -33,7 +33,7 @@ from evolution.writers.fusion.memory import store_tensor
 from evolution.writers.fusion.model import Graph
 from evolution.writers.fusion.params import KernelParams, Param
 from evolution.writers.fusion.rebind_order import reads_before_rebinding, stored_values
-from evolution.writers.fusion.region import Block
+from evolution.writers.fusion.region import ROWS_BLOCK, Block
 from evolution.writers.fusion.rows import (
     GridAxis,
     Plan,
@@ -152,7 +152,7 @@ def _atom_names(table: AtomTable, plan: Plan, params: KernelParams) -> dict[str,
     (`topk`; `experts` for `num_experts`)."""
     grid = {axis.atom.name: axis for axis in plan.grid}
     # A grid axis a program takes ROWS of (a knob) is still the rows' axis.
-    row_axes = {name for name, axis in grid.items() if axis.block in ("", "ROWS")}
+    row_axes = {name for name, axis in grid.items() if not axis.block or axis.rows}
     rows = [a for a in table.atoms if a.name in row_axes]
     cols = [a for a in table.atoms if a.name not in row_axes]
     names: dict[str, str] = {}
@@ -183,7 +183,7 @@ def _name_row_blocks(text: str, plan: Plan, hints: naming.Hints) -> None:
     its index is the block's: `pid`, or `block` where the kernel's `pid` is the launch's flat index; not a
     `row` that is a block."""
     for axis in plan.grid:
-        if axis.block == "ROWS":
+        if axis.rows:
             hints.add(f"pid_{axis.atom.name}", "block" if re.search(r"\bpid\b", text) else "pid", 3)
 
 
@@ -209,14 +209,14 @@ def _grid_params(
     for axis in grid:
         extent = params.host_size(axis.atom.extent)
         dynamic = bool(symbols.symbols_of(axis.atom.extent) & params.dynamic)
-        if axis.block == "ROWS":
-            params.add(Param("ROWS", "ROWS", "size", True, "rows per program (a knob)"))
+        if axis.rows:
+            params.add(Param(ROWS_BLOCK, ROWS_BLOCK, "size", True, "rows per program (a knob)"))
         elif axis.block:
             # A dynamic extent keeps the knob's block (a block sized by it would compile one kernel per size).
             host = "BLOCK" if dynamic else f"min(BLOCK, triton.next_power_of_2({extent}))"
             params.add(Param(axis.block, host, "size", True, "elements per program (a knob)"))
         host = extent if not axis.block else f"triton.cdiv({extent}, {axis.block})"
-        at_least_one = bool(axis.block) and axis.block != "ROWS" and axis.atom in guarded
+        at_least_one = bool(axis.block) and not axis.rows and axis.atom in guarded
         if at_least_one:
             host = f"max({host}, 1)"
         name = f"GRID_{axis.atom.name.upper()}"
@@ -235,7 +235,7 @@ def _split_block(grid: list[GridAxis], grid_params: list[tuple[str, str, str]], 
     blocked = [
         (axis.block, name == code)
         for axis, (name, _, code) in zip(grid, grid_params, strict=True)
-        if axis.block and axis.block != "ROWS"
+        if axis.block and not axis.rows
     ]
     if knobs.small_grid <= 0 or knobs.persistent or len(blocked) != 1 or blocked[0][1]:
         return ""

@@ -71,7 +71,7 @@ def _rows(emitter: Emitter, tile: Tile) -> bool:
     """`tile` is a program's `ROWS` rows (a few indices, widened as cheaply as one): a block along the
     innermost axis stays int32, its offsets being added to the widened row's."""
     binding = emitter.region.bindings.get(tile.atoms[0]) if len(tile.atoms) == 1 else None
-    return binding is not None and binding.block == "ROWS"
+    return binding is not None and binding.rows
 
 
 def load_tensor(emitter: Emitter, p: Placeholder, index: Index, sizes: list[int], guard: Tile | None) -> Tile:

@@ -11,11 +11,20 @@ from dataclasses import dataclass, field
 
 from evolution.writers.fusion.tiles import Atom, Tile
 
+# The block of a program's rows (the `rows` knob's 2-D tile): named so in every kernel, as hand-written
+# kernels name it, and bound as `rows = pid * ROWS + tl.arange(0, ROWS)`.
+ROWS_BLOCK = "ROWS"
+
 
 @dataclass(frozen=True)
 class Binding:
     kind: str  # "grid" (a program index) | "block" (program * BLOCK + arange) | "register" | "loop" (chunks)
     block: str = ""  # the kernel's constexpr name of the block size (block kind)
+
+    @property
+    def rows(self) -> bool:
+        """A program's tile of rows (ROWS_BLOCK)."""
+        return self.block == ROWS_BLOCK
 
 
 @dataclass(eq=False)

@@ -24,7 +24,7 @@ from evolution.writers.fusion.knobs import Knobs
 from evolution.writers.fusion.lower import LOWERINGS
 from evolution.writers.fusion.model import Graph
 from evolution.writers.fusion.params import KernelParams
-from evolution.writers.fusion.region import Binding, Region
+from evolution.writers.fusion.region import ROWS_BLOCK, Binding, Region
 from evolution.writers.fusion.stores import Store
 from evolution.writers.fusion.tiles import Affine, Atom, AtomTable
 
@@ -78,6 +78,11 @@ class StorePlan:
 class GridAxis:
     atom: Atom
     block: str = ""  # constexpr name of the block when the axis is blocked ("" : one index per program)
+
+    @property
+    def rows(self) -> bool:
+        """Blocked in a program's tile of rows (ROWS_BLOCK)."""
+        return self.block == ROWS_BLOCK
 
 
 @dataclass
@@ -255,7 +260,7 @@ def plan_grid(plans: list[StorePlan], graph: Graph, knobs: Knobs) -> list[GridAx
     regroups = any(plan.regroups for plan in plans)
     ranked = any(plan.ranks for plan in plans) and not regroups
     if grid and (knobs.rows > 1 or ranked or (knobs.row_tile and not regroups)):
-        grid[-1] = GridAxis(grid[-1].atom, "ROWS")
+        grid[-1] = GridAxis(grid[-1].atom, ROWS_BLOCK)
     if blocked_inner and inner is not None:
         grid.append(GridAxis(inner, f"BLOCK_{inner.name.upper()}"))
     return grid
