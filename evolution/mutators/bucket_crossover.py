@@ -2,19 +2,19 @@
 
 Different kernels win at different sizes (one launch layout wins decode batches, another the 4096-token
 prefills), yet a single candidate's aggregate score hides that. For the parent A and each correct, timed
-inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut
-between two neighbouring sizes, with B on the small side or on the large side, and every band of middle
-sizes with B inside it and A on both sides (built as two routes, the second sending the sizes below the
-band back to A), gives a routed geometric-mean speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's geometric mean over them against
-A's), the one with the best routed geometric mean over all cases wins if it beats A's. The bar is asked of
-the routed cases, not of the whole mean: B 5 % faster on one case of eight moves the mean by 0.6 %, under
-any fixed bar, while 5 % on one case is far outside its timing noise. The routed cases must gain in B's
-own time too (A's median over B's, where both results have them): A and B were timed in different
-evaluations, and a reference slowed more than the kernel by what else ran on the GPU then raises a
-speedup with no faster kernel. On the H200, searches sharing the GPU moved a MoE router's speedup at
-3 us by 10 % between kernels of the same time, and a split on each such gap shipped one kernel per case.
-The child is A's file routing on the same byte count: one copy of the code with a launch table where the
-two differ only in constants, else A's code and B's (names suffixed for when they run) behind a dispatcher
+inspiration B, the cases both were timed on are ordered by the bytes of their tensor inputs; every cut between
+two neighbouring sizes, with B on the small side or on the large side, and every band of middle sizes with B
+inside it and A on both sides (built as two routes, the second sending the sizes below the band back to A),
+gives a routed geometric-mean speedup. Among the splits whose routed cases gain MIN_GAIN as a group (B's
+geometric mean over them against A's), the one with the best routed geometric mean over all cases wins if it
+beats A's. The bar is asked of the routed cases, not of the whole mean: B 5 % faster on one case of eight
+moves the mean by 0.6 %, under any fixed bar, while 5 % on one case is far outside its timing noise. The
+routed cases must gain in B's own time too (A's median over B's, where both results have them): A and B were
+timed in different evaluations, and a reference slowed more than the kernel by what else ran on the GPU then
+raises a speedup with no faster kernel. On the H200, searches sharing the GPU moved a MoE router's speedup at
+3 us by 10 % between kernels of the same time, and a split on each such gap shipped one kernel per case. The
+child is A's file routing on the same byte count: one copy of the code with a launch table where the two
+differ only in constants, else A's code and B's (names suffixed for when they run) behind a dispatcher
 (evolution.mutators.crossover.source). Its real speedup is then the evaluator's to measure.
 
 Chained (`chained()`, the run's last crossover: the best program against every case's leader), the child
@@ -280,7 +280,9 @@ class BucketCrossoverMutator(ParentRewriter):
 
         def banded(current: str, made: str, split: Split, route: Route) -> tuple[str, Steps]:
             """`made` (`current` routed to the split's partner by `route`) with the sizes up to a band's
-            floor sent back to `current`, and the routing steps taken: a band is two of them."""
+            floor sent back to `current`, and the routing steps taken: a band is two of them. (Where a
+            later step's row tile rebuilds the child from every step, the way back goes to `current` as
+            it was: the same outputs, its one-row code perhaps left out of the tile.)"""
             steps = [(split.partner.source, route)]
             if split.floor is None:
                 return made, steps

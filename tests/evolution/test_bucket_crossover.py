@@ -468,9 +468,10 @@ def test_a_gain_in_the_middle_sizes_alone_is_routed_as_a_band(silu):
 def test_a_band_of_another_launch_flattens_to_one_kernel_and_matches_the_reference(tmp_path):
     """A two-row parent and a one-row leader faster on the middle cases only (3 and 40 tokens), as the
     run's last crossover meets them: the child runs the leader on the band (written in the row tile, it is
-    the parent's code launched at one row) and the parent on both sides of it. Flattened as integrate ships it, that is one kernel with a launch table whose
-    test is the band, and both the child and the flat module match the reference on every case. The
-    parent's own constants name the kernel's parameters (`ROWS`), which once kept a launch table out."""
+    the parent's code launched at one row) and the parent on both sides of it. Flattened as integrate
+    ships it, that is one kernel with a launch table whose test is the band, and both the child and the
+    flat module match the reference on every case. The parent's own constants name the kernel's
+    parameters (`ROWS`), which once kept a launch table out."""
     from evaluators.candidate import replace_evolve_block
     from evolution.mutators.crossover.routes import flat_routes
     from evolution.writers.fusion.knobs import Knobs
