@@ -158,6 +158,17 @@ def kernel_bodies(source: str, entry: str) -> int:
     )
 
 
+def flattens(source: str, entry: str) -> bool:
+    """Whether the size routing of a crossover child's EVOLVE-BLOCK flattens as `kernelbot integrate`
+    flattens it (crossover.routes): where it does not, the module would carry each route's code as the
+    child nests it, copies of one kernel among them, which `kernel_bodies` counts once."""
+    try:
+        block = find_evolve_block(source)
+    except CandidateError:
+        return False
+    return block is not None and flat_routes(block.text, entry) is not None
+
+
 def _between(low: int, high: int) -> int:
     """The geometric mean of two neighbouring sizes, strictly between them when integers allow it."""
     middle = round(math.sqrt(low * high))
@@ -307,6 +318,12 @@ class BucketCrossoverMutator(ParentRewriter):
                     made, steps_taken = banded(current, made, split, route)
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
+                    continue
+                if not flattens(made, entry):
+                    reasons.append(
+                        f"{split.partner.id}: the routed child's size routing does not flatten into one "
+                        "dispatcher (integrate would ship its nested copies)"
+                    )
                     continue
                 if not self.chain and self.seen is not None and self.seen(candidate_sha(made, entry)):
                     reasons.append(f"{split.partner.id}: the routed child was already proposed")

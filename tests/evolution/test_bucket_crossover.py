@@ -432,6 +432,21 @@ def test_a_gain_on_the_largest_case_alone_is_routed(silu):
     assert_valid_child(a.source, child, silu)
 
 
+def test_a_child_whose_routing_does_not_flatten_is_refused(silu, monkeypatch):
+    """The module integrate writes flattens the child's size routing; a child it could not flatten would
+    ship each route's code as nested, so the crossover gives way to the next partner or refuses. The
+    example pair flattens, and with the flattener failing it is refused."""
+    import evolution.mutators.bucket_crossover as bucket
+
+    a = timed(silu, candidate("silu_and_mul", SILU_A), lambda p: 1.30 if p["tokens"] >= 4096 else 1.00)
+    b = timed(silu, candidate("silu_and_mul", SILU_B), lambda p: 1.05 if p["tokens"] >= 4096 else 1.10)
+    child, error = cross(a, b, task=silu)
+    assert error == "" and child is not None and bucket.flattens(child, silu.entry)
+    monkeypatch.setattr(bucket, "flat_routes", lambda block, entry, tensors=None: None)
+    child, error = cross(a, b, task=silu)
+    assert child is None and "does not flatten into one dispatcher" in error
+
+
 def test_a_gain_in_the_middle_sizes_alone_is_routed_as_a_band(silu):
     """B is 8 % faster on the 64- to 256-token cases and 5 % slower on the smaller and larger ones (a launch
     that suits a decode batch): no cut isolates them, the band does, and only B's middle cases go to it.
