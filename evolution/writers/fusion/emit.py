@@ -20,7 +20,7 @@ from evolution.writers.fusion.code_text import is_literal, is_simple, literal, l
 from evolution.writers.fusion.errors import LoweringError
 from evolution.writers.fusion.naming import Hints
 from evolution.writers.fusion.params import KernelParams, Param, next_pow2
-from evolution.writers.fusion.region import Binding, Block, Region
+from evolution.writers.fusion.region import ROWS_BLOCK, Binding, Block, Region
 from evolution.writers.fusion.tiles import TL_DTYPE, Affine, Atom, AtomTable, Computed, IndexExpr, Tile
 
 
@@ -317,7 +317,7 @@ class Emitter:
             # Where ROWS divides the rows (always at one row a program) every program's rows exist: the test
             # folds away at compile time and the loads wait on no compare (on the H100 a one-row kernel in
             # the 2-D tile was 5 % slower at SiLU-and-mul's 512 x 2048 with it).
-            host = f"{self.params.host_size(atom.extent)} % ROWS == 0"
+            host = f"{self.params.host_size(atom.extent)} % {ROWS_BLOCK} == 0"
             even = self.params.add(Param("EVEN_ROWS", host, "size", True, "ROWS divides the rows"))
             test = f"({test}) | {even}"
         return self.let(test, index.atoms, "i1", index.grid, prefix=f"{atom.name}_mask")

@@ -357,7 +357,7 @@ def _kernel_text(
     return "\n".join(lines)
 
 
-_ROWS_BINDING = re.compile(r"^(\s+)(rows\w*) = (\w+ \* ROWS \+ tl\.arange\(0, ROWS\))$")
+_ROWS_BINDING = re.compile(rf"^(\s+)(rows\w*) = (\w+ \* {ROWS_BLOCK} \+ tl\.arange\(0, {ROWS_BLOCK}\))$")
 
 
 def _rows_widened_where_bound(text: str) -> str:
