@@ -149,24 +149,31 @@ def kernel_bodies(source: str, entry: str) -> int:
     constants that differ by size are a launch table, kernels alike but for their top-k method one kernel."""
     try:
         block = find_evolve_block(source)
-        text = block.text if block is not None else source
-        module = cst.parse_module(flat_routes(text, entry) or text)
-    except (CandidateError, cst.ParserSyntaxError):
+    except CandidateError:
         return 0  # counted as fewer than any child has: a second body then has to earn STRUCTURE_GAIN
+    text = block.text if block is not None else source
+    return _distinct_kernels(flat_routes(text, entry) or text)
+
+
+def _distinct_kernels(text: str) -> int:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return 0
     return len(
         {body_key(fn) for name, fn in jit_functions(module).items() if not name.startswith(BLOCK_PREFIX)}
     )
 
 
-def flattens(source: str, entry: str) -> bool:
-    """Whether the size routing of a crossover child's EVOLVE-BLOCK flattens as `kernelbot integrate`
-    flattens it (crossover.routes): where it does not, the module would carry each route's code as the
-    child nests it, copies of one kernel among them, which `kernel_bodies` counts once."""
+def flat_child(source: str, entry: str) -> str | None:
+    """The EVOLVE-BLOCK of a crossover child with its size routing flattened as `kernelbot integrate`
+    flattens it (crossover.routes), or None where it does not flatten: the module would then carry each
+    route's code as the child nests it, copies of one kernel among them, which `kernel_bodies` counts once."""
     try:
         block = find_evolve_block(source)
     except CandidateError:
-        return False
-    return block is not None and flat_routes(block.text, entry) is not None
+        return None
+    return None if block is None else flat_routes(block.text, entry)
 
 
 def _between(low: int, high: int) -> int:
@@ -319,7 +326,8 @@ class BucketCrossoverMutator(ParentRewriter):
                 except CrossoverError as exc:
                     reasons.append(f"{split.partner.id}: {exc}")
                     continue
-                if not flattens(made, entry):
+                flat = flat_child(made, entry)  # flattened once: both checks below read it
+                if flat is None:
                     reasons.append(
                         f"{split.partner.id}: the routed child's size routing does not flatten into one "
                         "dispatcher (integrate would ship its nested copies)"
@@ -335,7 +343,7 @@ class BucketCrossoverMutator(ParentRewriter):
                 if (
                     routed_gain < STRUCTURE_GAIN
                     and not lifts
-                    and kernel_bodies(made, entry) > kernel_bodies(current, entry)
+                    and _distinct_kernels(flat) > kernel_bodies(current, entry)
                 ):
                     reasons.append(
                         f"{split.partner.id}: a second kernel body for {routed_gain:.1%} on the cases it "
