@@ -320,8 +320,8 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
     two-pass kernel, crossed with a one-row leader, takes the leader in the 2-D row tile, and flattened as
     integrate ships it the grandchild holds one kernel for one and two rows beside the two-pass one. It
     matches the reference on every case. A one-row code inside a crossover child stays as it is (its names
-    were suffixed when it was routed to), and so does a one-row parent whose task this writer never
-    traced."""
+    were suffixed when it was routed to, or it launches with a launch table), and so does a one-row parent
+    whose task this writer never traced."""
     from evolution.mutators.crossover.row_tile import row_tiled
     from evolution.mutators.crossover.source import Route, build_child
     from evolution.writers.fusion.knobs import Knobs
@@ -351,6 +351,11 @@ def test_a_one_row_partner_of_a_child_with_more_rows_is_written_in_the_row_tile(
     routed_one = build_child(one, unknobbed, task.entry, Route(20_000, False, ""))
     assert routed_one.count("# fusion-knobs: ") == 1
     assert row_tiled([routed_one, two], task, writer) == [routed_one, two]
+    # ... and a launch table's child: one code and one knobs line, launched with another's warps up to a
+    # size, which writing it again from its knobs would drop
+    launched = build_child(one, written(warps=2.0), task.entry, Route(600, True, ""))
+    assert launched.count("# fusion-knobs: ") == 1 and "_launch(" in launched
+    assert row_tiled([launched, two], task, writer) == [launched, two]
     assert row_tiled([one, two], task, FusionWriter()) == [one, two]
 
 

@@ -12,7 +12,8 @@ Only a plain fusion candidate (one knobs line) is rewritten, beside a code of mo
 crossover (the run's last crossover routes its parent to several partners, one after another: any of
 them, or a crossover child among them, may hold it), and only where this process holds the task's trace
 (the writer traced it for the seed or a variant). A one-row code inside a crossover child stays as it is:
-its names were suffixed when it was routed to.
+its names were suffixed when it was routed to, or (a launch table's child) its one code launches with
+another's constants on one side of a size, which writing it again from its knobs would drop.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from evaluators.candidate import find_evolve_block
 from evaluators.errors import CandidateError
 from evaluators.task import Task
 from evolution.mutators.crossover.source import SECTION
+from evolution.mutators.crossover.tree import RoutingError, read_routing
 from evolution.mutators.fusion_variant import in_parent
 from evolution.writers.fusion.generate import GenerationError, generate
 from evolution.writers.fusion.knobs import HEADER, Knobs, parse
@@ -33,7 +35,7 @@ def row_tiled(sources: list[str], task: Task, writer: FusionWriter | None) -> li
     """`sources` (a parent and the partners a crossover routes it to, in order), each plain one-row one
     written with the 2-D row tile where another of them holds a code of more rows a program and the same
     structure (itself, or one of the codes a crossover child routes to); all as they are otherwise."""
-    codes = [_codes(source) for source in sources]
+    codes = [_codes(source, task.entry) for source in sources]
     tiled = []
     for k, (source, own) in enumerate(zip(sources, codes, strict=True)):
         one_row = own.plain_one_row()
@@ -81,7 +83,7 @@ class _Codes:
         return any(k.rows > 1 and _structure(k) == _structure(one_row) for k in self.knobs)
 
 
-def _codes(source: str) -> _Codes:
+def _codes(source: str, entry: str) -> _Codes:
     """The candidate's codes; an EVOLVE-BLOCK that does not parse counts as a crossover child (left alone)."""
     try:
         block = find_evolve_block(source)
@@ -90,7 +92,17 @@ def _codes(source: str) -> _Codes:
     text = block.text if block is not None else ""
     knobs = [parse(line) for line in text.splitlines() if line.startswith(HEADER)]
     parsed = tuple(k for k in knobs if k is not None) if None not in knobs else ()
-    return _Codes(parsed, routed=bool(SECTION.search(text)))
+    return _Codes(parsed, routed=bool(SECTION.search(text)) or _dispatches(text, entry))
+
+
+def _dispatches(block: str, entry: str) -> bool:
+    """Whether the block's entry routes calls by size: a launch table's child keeps one code (and its one
+    knobs line) but launches it with another's constants on one side, which writing the code again from
+    its knobs would drop."""
+    try:
+        return read_routing(block, entry) is not None
+    except (RoutingError, SyntaxError, ValueError):
+        return True  # a routing crossover.source did not write: left as it is
 
 
 def _tiled(source: str, knobs: Knobs, task: Task, writer: FusionWriter) -> str:
