@@ -140,13 +140,13 @@ def test_one_code_at_several_launches_ships_once_without_suffixes() -> None:
     assert "def entry(x):" in flat and "SCALE = " not in flat and "def _scale(n, scale):" in flat
     assert "    scale = 1.0\n    if nbytes <= 64:\n        scale = 2.0\n    if nbytes > 1024:\n" in flat
     assert "return _host(x, scale)" in flat and "_launch" not in flat
-    # Counted over the arguments that can be tensors, where a guard says which: one sum, as the guard lets
-    # nothing else through them; every size still runs what the winner ran.
+    # Counted over the arguments that can be tensors, where a guard says which: one term a tensor, as the
+    # guard lets nothing else through them; every size still runs what the winner ran.
     block = find_evolve_block(source)
     assert block is not None and "isinstance(arg, torch.Tensor)" in flat
     guarded = flat_routes(block.text, "entry", tensors=["x"])
     assert guarded is not None and "isinstance(" not in guarded
-    assert "nbytes = sum(arg.numel() * arg.element_size() for arg in (x,))" in guarded
+    assert "nbytes = x.numel() * x.element_size()\n" in guarded
     guarded_source = replace_evolve_block(source, guarded)
     for elements in (1, 16, 17, 256, 257, 1024, 1025):
         assert run(guarded_source, elements) == run(source, elements), elements

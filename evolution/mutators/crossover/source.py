@@ -495,6 +495,9 @@ def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = Fals
     """The lines of a dispatcher that sum the bytes of the tensors among `tensors` (a tuple's text);
     `only_tensors`: a guard lets nothing else through them, so none is tested for being one."""
     if only_tensors:
+        names = _tuple_names(tensors)
+        if 0 < len(names) <= 3:  # a term a tensor, as an engine writes it (and no generator to step through)
+            return [f"    {total} = " + " + ".join(f"{n}.numel() * {n}.element_size()" for n in names)]
         return [f"    {total} = sum({item}.numel() * {item}.element_size() for {item} in {tensors})"]
     return [
         f"    {total} = 0",
@@ -502,6 +505,17 @@ def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = Fals
         f"        if isinstance({item}, torch.Tensor):",
         f"            {total} += {item}.numel() * {item}.element_size()",
     ]
+
+
+def _tuple_names(text: str) -> list[str]:
+    """The names a tuple's text lists (`(x, y)`); none where it lists anything but plain names."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return []
+    elements = node.elts if isinstance(node, ast.Tuple) else [node]
+    names = [e.id for e in elements if isinstance(e, ast.Name)]
+    return names if len(names) == len(elements) else []
 
 
 def _size_dispatcher(
