@@ -57,20 +57,32 @@ SOURCE = textwrap.dedent(
 
 def test_single_use_temporaries_are_inlined_and_the_rest_kept() -> None:
     inlined = inlined_temporaries(cst.parse_module(SOURCE), 110).code
-    assert "    x_out = (tmp1 / (tl.exp(-tmp1) + tmp4)).to(tl.float32) * tmp8\n" in inlined
-    for kept in ("tmp0 = tl.load(", "tmp8 = tl.load(", "tmp1 = tmp0.to(tl.float32)", "tmp4 = tl.full("):
-        assert kept in inlined  # memory and constants stay; tmp1 is read twice
-    for gone in ("tmp2 =", "tmp3 =", "tmp5 =", "tmp6 =", "tmp7 ="):
+    # tmp1 casts tmp0 to the float32 tmp0 was loaded as: the reads of it read tmp0
+    assert "    x_out = (tmp0 / (tl.exp(-tmp0) + tmp4)).to(tl.float32) * tmp8\n" in inlined
+    for kept in ("tmp0 = tl.load(", "tmp8 = tl.load(", "tmp4 = tl.full("):
+        assert kept in inlined  # memory and constants stay; tmp0 is read twice
+    for gone in ("tmp1 = tmp0", "tmp2 =", "tmp3 =", "tmp5 =", "tmp6 =", "tmp7 ="):
         assert gone not in inlined
     assert "# Fused by Inductor from aten.slice, aten.silu, aten.mul\n@triton.jit" in inlined
     assert "# tmp5 is the denominator" in inlined  # a comment is no read: it never receives the value
     assert "def host(x):\n    tmp1 = x.shape[0]\n    return tmp1" in inlined  # not a kernel
-    assert len(inlined.splitlines()) == len(SOURCE.splitlines()) - 5
+    assert len(inlined.splitlines()) == len(SOURCE.splitlines()) - 6
+
+
+def test_a_cast_to_another_dtype_or_of_a_value_bound_twice_keeps_its_line() -> None:
+    """Only a cast to the dtype the value already has is no instruction: a cast to bfloat16 is one, and a
+    name bound twice may hold another dtype by the time it is read."""
+    narrowed = SOURCE.replace("tmp1 = tmp0.to(tl.float32)", "tmp1 = tmp0.to(tl.bfloat16)")
+    assert "tmp1 = tmp0.to(tl.bfloat16)" in inlined_temporaries(cst.parse_module(narrowed), 110).code
+    rebound = SOURCE.replace(
+        "    tmp1 = tmp0.to(tl.float32)\n", "    tmp0 = tmp0 * 2\n    tmp1 = tmp0.to(tl.float32)\n"
+    )
+    assert "tmp1 = tmp0.to(tl.float32)" in inlined_temporaries(cst.parse_module(rebound), 110).code
 
 
 def test_a_narrow_limit_keeps_the_lines_it_would_overrun() -> None:
     inlined = inlined_temporaries(cst.parse_module(SOURCE), 40).code
-    assert "    tmp6 = tmp1 / (tl.exp(-tmp1) + tmp4)\n    x_out = tmp6.to(tl.float32) * tmp8\n" in inlined
+    assert "    tmp6 = tmp0 / (tl.exp(-tmp0) + tmp4)\n    x_out = tmp6.to(tl.float32) * tmp8\n" in inlined
 
 
 def test_a_module_without_numbered_values_is_unchanged() -> None:
