@@ -131,7 +131,8 @@ def _cast_dtype(value: cst.BaseExpression) -> str:
 
 
 class _Renamer(cst.CSTTransformer):
-    """Every Name read of an alias reads the value it stands for (the kernel binds each alias once)."""
+    """Every read of an alias reads the value it stands for (the kernel binds each alias once); an
+    attribute or a keyword that happens to share its name is no read."""
 
     def __init__(self, aliases: dict[str, str]) -> None:
         self.aliases = aliases
@@ -139,3 +140,9 @@ class _Renamer(cst.CSTTransformer):
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         new = self.aliases.get(updated_node.value)
         return updated_node.with_changes(value=new) if new else updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(keyword=original_node.keyword)

@@ -74,6 +74,12 @@ def test_a_cast_to_another_dtype_or_of_a_value_bound_twice_keeps_its_line() -> N
     name bound twice may hold another dtype by the time it is read."""
     narrowed = SOURCE.replace("tmp1 = tmp0.to(tl.float32)", "tmp1 = tmp0.to(tl.bfloat16)")
     assert "tmp1 = tmp0.to(tl.bfloat16)" in inlined_temporaries(cst.parse_module(narrowed), 110).code
+    # ... and where it is dropped, only the reads of it change, not an attribute or keyword of its name
+    keyword = SOURCE.replace(
+        "tl.store(x_out_ptr + (x0 + x1 * ks0), x_out, xmask)",
+        "tl.store(x_out_ptr + (x0 + x1 * ks0), x_out, xmask, tmp1=tmp1.tmp1)",
+    )
+    assert "xmask, tmp1=tmp0.tmp1)" in inlined_temporaries(cst.parse_module(keyword), 200).code
     rebound = SOURCE.replace(
         "    tmp1 = tmp0.to(tl.float32)\n", "    tmp0 = tmp0 * 2\n    tmp1 = tmp0.to(tl.float32)\n"
     )
