@@ -23,7 +23,10 @@ Per bundle, the checks (kernelbot.integrate.review holds the shared ones):
 - benchmark: a benchmark script in the patch, timing eager, torch.compile and the current path;
 - body: eager, torch.compile and current-path figures, or why each is missing; no sentence that states a
   regime or a check nobody observed;
-- lines: no added line over the engine's limit.
+- lines: no added line over the engine's limit;
+- readable: the kernel module breaks none of kernelbot.integrate.readability's rules (no numbered or
+  Inductor bookkeeping names, no two kernels with one body, no interpreter branch, no line over the
+  engine's limit) and names the op, not the search (`search_accounts`).
 A run that stops before a bundle is reported with its last line (a refusal is a result too: e.g. a call
 into a compiled region whose kernel was not measured compiled).
 
@@ -125,6 +128,8 @@ def review(target: Target, run: Path) -> dict[str, Any]:
     from evaluators.static.facts import task_float_dtypes
     from evaluators.task import load_task
     from kernelbot.engines import load_profile
+    from kernelbot.integrate.naming import op_name
+    from kernelbot.integrate.readability import readability_problems, search_accounts
     from kernelbot.integrate.review import coverage_problems, guard_name, guard_size_literals, removed_lines
 
     state = tomllib.loads((run / "target.toml").read_text()) if (run / "target.toml").is_file() else {}
@@ -166,6 +171,10 @@ def review(target: Target, run: Path) -> dict[str, Any]:
     width = profile.formatter.line_length
     added = [ln[1:] for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     checks["lines"] = [f"{len(ln)} > {width}: {ln[:60]}..." for ln in added if len(ln) > width]
+    module_text = kernel_file.read_text()
+    checks["readable"] = readability_problems(module_text, limit=width) + search_accounts(
+        module_text, load_task(task_dir).entry, op_name(qualname)
+    )
     return {
         "bundle": True,
         "checks": checks,
@@ -230,7 +239,7 @@ def _body_problems(body: str) -> list[str]:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    names = ["applies", "reference_kept", "slot", "guard", "test", "benchmark", "body", "lines"]
+    names = ["applies", "reference_kept", "slot", "guard", "test", "benchmark", "body", "lines", "readable"]
     lines = [
         "| target | bundle | " + " | ".join(names) + " | measured |",
         "| --- | --- | " + " | ".join("---" for _ in names) + " | --- |",

@@ -29,10 +29,10 @@ def test_the_example_bundle_passes_every_check(run: Path) -> None:
     entry = review(EXAMPLE, run)
     assert entry["bundle"] and entry["checks"] and entry["passed"], str(entry["checks"])
     assert set(entry["checks"]) == {
-        "applies", "reference_kept", "slot", "guard", "test", "benchmark", "body", "lines",
+        "applies", "reference_kept", "slot", "guard", "test", "benchmark", "body", "lines", "readable",
     }  # fmt: skip
     table = markdown({"targets": {"example_rmsnorm": entry}})
-    assert "| example_rmsnorm | yes | ok | ok | ok | ok | ok | ok | ok | ok |" in table
+    assert "| example_rmsnorm | yes | ok | ok | ok | ok | ok | ok | ok | ok | ok |" in table
 
 
 def test_a_removed_reference_line_and_a_pinned_size_are_found(run: Path, tmp_path: Path) -> None:

@@ -1,23 +1,24 @@
-"""What a generated candidate must be to ship in a pull request (docs/fusion.md, "Readable output"): the
-reference's names rather than numbered ones, one @triton.jit body per structure, only code the device runs,
-lines within the engine's limit and a bounded length. `problems(source)` lists every rule it breaks."""
+"""What a generated candidate must be to ship in a pull request (docs/fusion.md, "Readable output"), at the
+sizes these tests hold it to: the rules are kernelbot.integrate.readability's, `problems(source)` lists
+every one it breaks at the example engine's line limit and a bounded length; with the engines' own kernels
+for the line budget and the helpers that write and compile a shipped module."""
 
 from __future__ import annotations
 
-import ast
-import copy
-import io
-import re
 import subprocess
 import sys
-import tokenize
 from pathlib import Path
 
-NUMBERED = re.compile(r"v\d+|a\d+_\d+")
-# Inductor's bookkeeping names that the integration names for the op and its arguments
-# (kernelbot/integrate/inductor_names.py); its index and temporary arithmetic (x0, tmp3) may stay.
-INDUCTOR_NAMES = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*|(?:in_out|in|out)_ptr\d+|buf\d+")
-INTERPRETER_BRANCHES = ("is_available(", "TRITON_INTERPRET", "EMULATE", "_interpreted(")
+from kernelbot.integrate.readability import (
+    duplicate_kernels,
+    jit_functions,
+    numbered_names,
+    readability_problems,
+    search_accounts,
+)
+
+__all__ = ["duplicate_kernels", "jit_functions", "numbered_names", "search_accounts"]
+
 LINE_LIMIT = 110  # the example engine's ruff line length (examples/minirepo/pyproject.toml)
 # The engines' own kernels for these ops are 100-200 lines; the generated MoE router (its top-k building
 # blocks included) and the two-dtype activations are still above 200, hence the bound of 250.
@@ -35,100 +36,8 @@ OWN_KERNELS = {
 BUDGET_WITHOUT_OWN_KERNEL = 200
 
 
-def numbered_names(source: str, pattern: re.Pattern[str] = NUMBERED) -> list[str]:
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return sorted({t.string for t in tokens if t.type == tokenize.NAME and pattern.fullmatch(t.string)})
-
-
-def names_in_comments(source: str, pattern: re.Pattern[str]) -> list[str]:
-    """The words of the source's comments that `pattern` matches whole (a kernel a comment still names)."""
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    comments = [t.string for t in tokens if t.type == tokenize.COMMENT]
-    words = {w for c in comments for w in re.findall(r"\w+", c)}
-    return sorted(w for w in words if pattern.fullmatch(w))
-
-
-def _normalised(fn: ast.FunctionDef) -> str:
-    """The body of `fn` with every name replaced by its order of first appearance (renaming-blind)."""
-    body = copy.deepcopy(fn)
-    body.name = "f"
-    body.decorator_list = []
-    order: dict[str, str] = {}
-    for node in ast.walk(body):
-        if isinstance(node, ast.Name):
-            node.id = order.setdefault(node.id, f"n{len(order)}")
-        elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg is not None):
-            node.arg = order.setdefault(node.arg, f"n{len(order)}")
-    return ast.dump(body)
-
-
-def jit_functions(source: str) -> list[ast.FunctionDef]:
-    return [
-        node
-        for node in ast.parse(source).body
-        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list)
-    ]
-
-
-def duplicate_kernels(source: str) -> list[tuple[str, str]]:
-    """Pairs of @triton.jit functions whose bodies are equal up to renaming."""
-    seen: dict[str, str] = {}
-    pairs = []
-    for fn in jit_functions(source):
-        key = _normalised(fn)
-        if key in seen:
-            pairs.append((seen[key], fn.name))
-        else:
-            seen[key] = fn.name
-    return pairs
-
-
 def problems(source: str, *, limit: int = LINE_LIMIT, max_lines: int = MAX_LINES) -> list[str]:
-    found = []
-    names = numbered_names(source)
-    if names:
-        found.append(f"numbered names: {', '.join(names[:8])}")
-    inductors = sorted({*numbered_names(source, INDUCTOR_NAMES), *names_in_comments(source, INDUCTOR_NAMES)})
-    if inductors:
-        found.append(f"Inductor's names: {', '.join(inductors[:8])}")
-    for first, second in duplicate_kernels(source):
-        found.append(f"{first} and {second} have one body")
-    for marker in INTERPRETER_BRANCHES:
-        if marker in source:
-            found.append(f"an interpreter branch ({marker})")
-    long = [k + 1 for k, line in enumerate(source.splitlines()) if len(line) > limit]
-    if long:
-        found.append(f"lines over {limit} characters: {long[:5]}")
-    count = len(source.splitlines())
-    if count > max_lines:
-        found.append(f"{count} lines (at most {max_lines})")
-    return found
-
-
-def search_accounts(module: str, task_entry: str, op: str) -> list[str]:
-    """What in a shipped module speaks the search's language rather than the engine's: functions named
-    after the task's entry where the op has another name (the extraction's `default_rms_norm_impl_forward`
-    for LMDeploy's RMSNorm, `rms_norm`), the `_kb_` prefix of the writer's building blocks, its "as traced
-    on the cases" docstrings and its note of the task whose ATen graph it traced."""
-    words = re.compile(rf"(?<![^_]){re.escape(task_entry)}(?![^_])")
-    tree = ast.parse(module)
-    found = (
-        ["the module docstring's trace note"]
-        if "'s ATen graph (torch" in (ast.get_docstring(tree) or "")
-        else []
-    )
-    found += [
-        f"def {fn.name}"
-        for fn in tree.body
-        if isinstance(fn, ast.FunctionDef) and task_entry != op and words.search(fn.name)
-    ]
-    found += [f"def {fn.name}" for fn in tree.body if isinstance(fn, ast.FunctionDef) and "_kb_" in fn.name]
-    found += [
-        f"docstring of {fn.name}"
-        for fn in ast.walk(tree)
-        if isinstance(fn, ast.FunctionDef) and "as traced on the cases" in (ast.get_docstring(fn) or "")
-    ]
-    return found
+    return readability_problems(source, limit=limit, max_lines=max_lines)
 
 
 def line_budget(own_kernel_lines: int | None) -> int:
