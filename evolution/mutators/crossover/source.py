@@ -496,8 +496,9 @@ def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = Fals
     `only_tensors`: a guard lets nothing else through them, so none is tested for being one."""
     if only_tensors:
         names = _tuple_names(tensors)
-        if 0 < len(names) <= 3:  # a term a tensor, as an engine writes it (and no generator to step through)
-            return [f"    {total} = " + " + ".join(f"{n}.numel() * {n}.element_size()" for n in names)]
+        # One tensor: its own bytes, as an engine writes them; the sum over several stays one line.
+        if len(names) == 1:
+            return [f"    {total} = {names[0]}.numel() * {names[0]}.element_size()"]
         return [f"    {total} = sum({item}.numel() * {item}.element_size() for {item} in {tensors})"]
     return [
         f"    {total} = 0",
