@@ -131,7 +131,11 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     counted = (
         Counted(ast.unparse(tree.tensors))
         if tensors is None
-        else Counted(f"({', '.join(tensors)}{',' * (len(tensors) == 1)})", only_tensors=True)
+        else Counted(
+            f"({', '.join(tensors)}{',' * (len(tensors) == 1)})",
+            only_tensors=True,
+            lone=tensors[0] if len(tensors) == 1 else "",
+        )
     )
     if len(groups) == 1:
         code = _one_code(code, groups[0], mapping, counted)

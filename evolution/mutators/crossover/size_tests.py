@@ -31,12 +31,16 @@ Table = list[tuple[int, int | None, tuple[tuple[str, str], ...]]]  # (low, high,
 @dataclass(frozen=True)
 class Counted:
     """The arguments a flat module counts the input bytes over (a tuple's text); `only_tensors` when a guard
-    lets nothing but tensors through them (one sum, no test of each)."""
+    lets nothing but tensors through them (one sum, no test of each); `lone`, the one tensor such a guard
+    lets through where there is one (its own bytes, as an engine writes them: no sum at all)."""
 
     tensors: str
     only_tensors: bool = False
+    lone: str = ""
 
     def lines(self, total: str, item: str) -> list[str]:
+        if self.lone:
+            return [f"    {total} = {self.lone}.numel() * {self.lone}.element_size()"]
         return byte_count(total, item, self.tensors, only_tensors=self.only_tensors)
 
 

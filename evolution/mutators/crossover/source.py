@@ -495,10 +495,6 @@ def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = Fals
     """The lines of a dispatcher that sum the bytes of the tensors among `tensors` (a tuple's text);
     `only_tensors`: a guard lets nothing else through them, so none is tested for being one."""
     if only_tensors:
-        names = _tuple_names(tensors)
-        # One tensor: its own bytes, as an engine writes them; the sum over several stays one line.
-        if len(names) == 1:
-            return [f"    {total} = {names[0]}.numel() * {names[0]}.element_size()"]
         return [f"    {total} = sum({item}.numel() * {item}.element_size() for {item} in {tensors})"]
     return [
         f"    {total} = 0",
@@ -506,17 +502,6 @@ def byte_count(total: str, item: str, tensors: str, *, only_tensors: bool = Fals
         f"        if isinstance({item}, torch.Tensor):",
         f"            {total} += {item}.numel() * {item}.element_size()",
     ]
-
-
-def _tuple_names(text: str) -> list[str]:
-    """The names a tuple's text lists (`(x, y)`); none where it lists anything but plain names."""
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return []
-    elements = node.elts if isinstance(node, ast.Tuple) else [node]
-    names = [e.id for e in elements if isinstance(e, ast.Name)]
-    return names if len(names) == len(elements) else []
 
 
 def _size_dispatcher(
