@@ -157,9 +157,8 @@ def review(target: Target, run: Path) -> dict[str, Any]:
     guard = guard_name(kernel_file)
     pinned = guard_size_literals(kernel_file, guard, task_dir)
     checks["guard"] = [f"{guard} names the task's sizes {pinned}"] if pinned else []
-    checks["test"] = coverage_problems(
-        worktree / integrated["test_file"], task_float_dtypes(load_task(task_dir))
-    )
+    task = load_task(task_dir)
+    checks["test"] = coverage_problems(worktree / integrated["test_file"], task_float_dtypes(task))
     bench = integrated.get("bench_file") or ""
     bench_text = (worktree / bench).read_text() if bench and (worktree / bench).is_file() else ""
     checks["benchmark"] = (
@@ -173,7 +172,7 @@ def review(target: Target, run: Path) -> dict[str, Any]:
     checks["lines"] = [f"{len(ln)} > {width}: {ln[:60]}..." for ln in added if len(ln) > width]
     module_text = kernel_file.read_text()
     checks["readable"] = readability_problems(module_text, limit=width) + search_accounts(
-        module_text, load_task(task_dir).entry, op_name(qualname)
+        module_text, task.entry, op_name(qualname)
     )
     return {
         "bundle": True,

@@ -56,12 +56,14 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         if updated_node.name.value not in self.kernels:
             return updated_node
         # The function alone, without the comments above it (they stay with the original's leading lines).
-        if not TEMPORARY.search(cst.Module(body=[updated_node]).code):
+        alone = updated_node.with_changes(leading_lines=())
+        original = cst.Module(body=[alone]).code
+        if not TEMPORARY.search(original):
             return updated_node
-        kernel = _recasts_dropped(updated_node.with_changes(leading_lines=()))
-        code = cst.Module(body=[kernel]).code
-        inlined = inline_single_use(code, self.line_length, only=TEMPORARY)
-        if inlined == cst.Module(body=[updated_node.with_changes(leading_lines=())]).code:
+        inlined = inline_single_use(
+            cst.Module(body=[_recasts_dropped(alone)]).code, self.line_length, only=TEMPORARY
+        )
+        if inlined == original:
             return updated_node
         rewritten = cst.ensure_type(cst.parse_module(inlined).body[0], cst.FunctionDef)
         return rewritten.with_changes(leading_lines=updated_node.leading_lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from evaluators.task import load_task
@@ -58,7 +59,7 @@ def generated_test_coverage(test_file: Path) -> tuple[list[str], int, set[str]]:
     return dtypes, len(shapes), families
 
 
-def coverage_problems(test_file: Path, checked_dtypes: set[str]) -> list[str]:
+def coverage_problems(test_file: Path, checked_dtypes: AbstractSet[str]) -> list[str]:
     """What the issue on mergeable PRs asks of the generated test: >= 2 dtypes, each one the evaluator
     checked, >= 4 shapes from >= 2 model families, and no claim of checks that were not made."""
     dtypes, shapes, families = generated_test_coverage(test_file)
