@@ -1,6 +1,6 @@
 """The module `kernelbot integrate` would write for each search winner, checked against the readable-output
-rules CI applies to the fusion generator (tests/evolution/fusion/readable.py), and the triples
-bench/readable_parity.py times on a GPU.
+rules CI applies to the fusion generator (kernelbot/integrate/readability.py; the module and its line
+budget from bench/shipped_module.py), and the triples bench/readable_parity.py times on a GPU.
 
     PYTHONPATH=. python bench/readable_modules.py WORK OUT [--line-length N] [--regenerate] [--ptx]
 
@@ -19,33 +19,28 @@ OUT/readable_modules.md is the table (also printed). Runs on a CPU.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from bench.engine_width import engine_line_length
+from bench.shipped_module import (
+    OWN_KERNELS,
+    gpu_launches,
+    line_budget,
+    shipped_entry,
+    shipped_module,
+)
+from kernelbot.integrate.readability import readability_problems
 
-ROOT = Path(__file__).resolve().parents[1]
 CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*) = ([^\n#]*?)\s*(?:#.*)?$", re.M)  # a module-level constant
 
 
-def _rules() -> ModuleType:
-    """CI's readable-output rules, loaded from the test helper that defines them."""
-    path = ROOT / "tests" / "evolution" / "fusion" / "readable.py"
-    spec = importlib.util.spec_from_file_location("kb_readable_rules", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _own_kernel_lines(rules: ModuleType, name: str) -> int | str | None:
+def _own_kernel_lines(name: str) -> int | str | None:
     """The lines of the engine's own kernel for `name`'s op; None where it has none; the reason where its
     release cannot be read (no registry and not in KERNELBOT_CACHE): the budget is then unknown, which the
     table reports as a broken rule rather than passing it unchecked."""
-    own = rules.OWN_KERNELS.get(name)
+    own = OWN_KERNELS.get(name)
     if own is None:
         return None
     from extractors.errors import ExtractionError
@@ -89,16 +84,18 @@ def with_constant(source: str, name: str, value: str) -> str:
     return re.sub(value_only, f"{name} = {value}", source, count=1, flags=re.M)
 
 
-def _same_instructions(rules: ModuleType, task_dir: Path, raw: Path, module: Path, entry: str) -> str:
+def _same_instructions(task_dir: Path, raw: Path, module: Path, entry: str) -> str:
     """Whether the module launches the winner's kernels with the winner's PTX on every case of the task
-    (both compiled for sm_90 here, tests/examples/cuda_compile_check.py): a routed winner runs another
+    (both compiled for sm_90 here, bench/cuda_compile_check.py): a routed winner runs another
     kernel on each side of a size test."""
     from evaluators.task import load_task
 
     task = load_task(task_dir)
-    launches, reordered, differ = 0, [], []
+    launches = 0
+    reordered: list[str] = []
+    differ: list[str] = []
     for k, case in enumerate(task.cases):
-        module_launches, raw_launches = rules.gpu_launches(
+        module_launches, raw_launches = gpu_launches(
             [(task_dir, module, entry), (task_dir, raw, task.entry)], case=k
         )
         launches += len(raw_launches)
@@ -136,7 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
-    rules = _rules()
     options.out.mkdir(parents=True, exist_ok=True)
     rows = [
         "| winner | knobs | lines | budget | rules broken | same PTX as the winner |",
@@ -151,25 +147,25 @@ def main(argv: list[str] | None = None) -> int:
         width = options.line_length or engine_line_length(task_dir)
         if options.regenerate:
             source = _regenerated(task_dir, source, width)
-        module = rules.shipped_module(task_dir, source, width)
+        module = shipped_module(task_dir, source, width)
         path = options.out / f"{name}.py"
         path.write_text(module)
-        own_lines = _own_kernel_lines(rules, name)
+        own_lines = _own_kernel_lines(name)
         lines = len(module.splitlines())
         if isinstance(own_lines, str):
             budget: int | str = "unknown"
-            problems = rules.problems(module, limit=width)
+            problems = readability_problems(module, limit=width)
             problems.append(f"the line budget is unknown: the engine's own kernel was not read ({own_lines})")
         else:
             # The op's budget is the module's length rule (the engine's kernel for it may be longer
             # than the bound a module without one is held to).
-            budget = rules.line_budget(own_lines)
-            problems = rules.problems(module, limit=width, max_lines=budget)
+            budget = line_budget(own_lines)
+            problems = readability_problems(module, limit=width, max_lines=budget)
         broken += bool(problems)
         header = [line for line in source.splitlines() if "fusion-knobs" in line]
         knobs = header[0].split(":", 1)[1].strip() if header else ""
-        entry = rules.shipped_entry(task_dir)
-        same = _same_instructions(rules, task_dir, best, path, entry) if options.ptx else "not checked"
+        entry = shipped_entry(task_dir)
+        same = _same_instructions(task_dir, best, path, entry) if options.ptx else "not checked"
         rows.append(f"| {name} | `{knobs}` | {lines} | {budget} | {'; '.join(problems) or 'none'} | {same} |")
         triples.append(f"{task_dir}={best}={path}:{entry}")
     (options.out / "triples.txt").write_text("\n".join(triples) + "\n")

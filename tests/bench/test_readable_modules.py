@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import extractors.release_sources
-from bench.readable_modules import _own_kernel_lines, _rules, with_constant
+from bench.readable_modules import _own_kernel_lines, with_constant
 from extractors.errors import ExtractionError
 
 
@@ -18,10 +18,9 @@ def test_an_unreadable_release_leaves_the_budget_unknown_with_its_reason(
         raise ExtractionError(f"could not download {requirement} from the package registry")
 
     monkeypatch.setattr(extractors.release_sources, "fetch_release", offline)
-    rules = _rules()
-    reason = _own_kernel_lines(rules, "lmdeploy_rmsnorm_residual")
+    reason = _own_kernel_lines("lmdeploy_rmsnorm_residual")
     assert reason == "lmdeploy==0.18.0: could not download lmdeploy==0.18.0 from the package registry"
-    assert _own_kernel_lines(rules, "sglang_silu_and_mul") is None  # no own kernel: the 200-line budget
+    assert _own_kernel_lines("sglang_silu_and_mul") is None  # no own kernel: the 200-line budget
 
 
 def test_a_winners_constant_replaces_the_value_only() -> None:

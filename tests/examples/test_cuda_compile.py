@@ -14,7 +14,7 @@ import torch
 
 from evaluators.sandbox import box_env
 
-CHECKER = Path(__file__).with_name("cuda_compile_check.py")
+CHECKER = Path(__file__).parents[2] / "bench" / "cuda_compile_check.py"
 # One realistic shape per task, plus the launch branches that compile to different code.
 COMPILE_SHAPES = {
     "decode_metadata": [{"batch": 8, "context_len": 4096, "page_size": 16}],

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from fusion_tasks import trace, write, write_task
-from readable import gpu_launches
 from test_generator import RMS_INPUTS, RMS_REFERENCE, ROUTER_INPUTS, ROUTER_REFERENCE
 
+from bench.shipped_module import gpu_launches
 from evolution.writers.fusion.knobs import TOPK_METHODS, Knobs
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from readable import gpu_launches, shipped_entry, shipped_module
 
+from bench.shipped_module import gpu_launches, shipped_entry, shipped_module
 from evaluators.task import Task, load_task
 from evolution.mutators.fusion_seed import FusionSeedMutator
 from evolution.types import MutationOutcome, MutationRequest
@@ -85,7 +85,7 @@ def test_example_target_reaches_a_correct_fusion_seed(spec: str, seeds, judge) -
 
 
 def test_example_targets_compile_for_the_gpu(seeds, tmp_path: Path) -> None:
-    """Every seed's shipped module compiles for sm_90 (tests/examples/cuda_compile_check.py): what the
+    """Every seed's shipped module compiles for sm_90 (bench/cuda_compile_check.py): what the
     interpreter cannot tell; and it launches the seed's own instructions (equal PTX), so the module is as
     fast as the candidate the search timed."""
     width = load_profile("example").formatter.line_length

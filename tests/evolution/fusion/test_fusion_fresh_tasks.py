@@ -14,19 +14,10 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from readable import (
-    OWN_KERNELS,
-    duplicate_kernels,
-    gpu_launches,
-    line_budget,
-    numbered_names,
-    problems,
-    search_accounts,
-    shipped_entry,
-    shipped_module,
-)
+from readable import duplicate_kernels, numbered_names, problems, search_accounts
 
 from bench.fusion_targets import TARGETS, Target, extract_target
+from bench.shipped_module import OWN_KERNELS, gpu_launches, line_budget, shipped_entry, shipped_module
 from evaluators.task import Task, load_task
 from evolution.dedup import candidate_sha
 from evolution.mutators.crossover.alike import jit_functions
@@ -162,7 +153,7 @@ def test_no_page_to_write_still_writes_the_sequence_lengths(judge, seeds, tmp_pa
 @pytest.fixture(scope="module")
 def compiled(seeds, shipped, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """Each target's shipped module, and the seed it was made from, compiled for sm_90 on the task's first
-    case (tests/examples/cuda_compile_check.py, one process): their launches, with PTX digests."""
+    case (bench/cuda_compile_check.py, one process): their launches, with PTX digests."""
     out = tmp_path_factory.mktemp("compiled")
     jobs = []
     for target in TARGETS:

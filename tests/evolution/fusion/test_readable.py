@@ -11,8 +11,9 @@ import re
 
 import pytest
 from fusion_tasks import check, trace, write, write_task
-from readable import duplicate_kernels, gpu_launches, jit_functions, numbered_names, problems
+from readable import duplicate_kernels, jit_functions, numbered_names, problems
 
+from bench.shipped_module import gpu_launches
 from evaluators.candidate import find_evolve_block, replace_evolve_block
 from evolution.mutators.crossover.routes import flat_routes
 from evolution.mutators.crossover.source import Route, build_child
