@@ -1,5 +1,5 @@
 """Generated kernels compile for the H200 (sm_90) with the installed Triton, on a machine without a GPU:
-bench/fusion_compile_check.py records the candidate's launches and runs triton.compile (through ptxas) for
+bench/cuda_compile_check.py records the candidate's launches and runs triton.compile (through ptxas) for
 each specialisation. The interpreter tests check values; this catches what only the compiler rejects (types
 of constants, shapes in unrolled loops, layouts of reshapes and permutes). The router is compiled with every
 top-k method (and several rows per program), the norm with a persistent grid and in two passes over chunks."""
@@ -28,7 +28,7 @@ def _compile(task: Path, source: str, out: Path) -> list[dict]:
     candidate.write_text(source)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    command = [sys.executable, str(ROOT / "bench" / "fusion_compile_check.py"), str(task), str(candidate)]
+    command = [sys.executable, str(ROOT / "bench" / "cuda_compile_check.py"), str(task), str(candidate)]
     done = subprocess.run(
         [*command, "--json", str(out)], env=env, capture_output=True, text=True, timeout=600
     )
