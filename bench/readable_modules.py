@@ -24,13 +24,7 @@ import sys
 from pathlib import Path
 
 from bench.engine_width import engine_line_length
-from bench.shipped_module import (
-    OWN_KERNELS,
-    gpu_launches,
-    line_budget,
-    shipped_entry,
-    shipped_module,
-)
+from bench.shipped_module import OWN_KERNELS, gpu_launches, line_budget, shipped_entry, shipped_module
 from kernelbot.integrate.readability import readability_problems
 
 CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*) = ([^\n#]*?)\s*(?:#.*)?$", re.M)  # a module-level constant
