@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from evaluators.subprocesses import run
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKER = ROOT / "bench" / "cuda_compile_check.py"
@@ -53,7 +54,10 @@ def shipped_module(task_dir: Path, source: str, line_length: int) -> str:
     envelope = derive_envelope(view).envelope
     text = build_kernel_module(source, view, envelope, names, summary="", line_length=line_length)
     ruff = [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", str(line_length), "-"]
-    return subprocess.run(ruff, input=text, capture_output=True, text=True, check=True).stdout
+    done = run(ruff, input=text, timeout_s=120)
+    if not done.ok:
+        raise RuntimeError(f"ruff format failed on the module: {done.stderr[-2000:]}")
+    return done.stdout
 
 
 def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list[dict]]:
@@ -71,10 +75,8 @@ def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list
     # The candidates are imported unboxed (the compiler needs no GPU): no secret goes with them.
     env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, str(CHECKER)], input=json.dumps(requests), capture_output=True, text=True, env=env
-    )
-    if done.returncode != 0:
+    done = run([sys.executable, str(CHECKER)], input=json.dumps(requests), env=env, timeout_s=None)
+    if not done.ok:
         raise RuntimeError(f"{CHECKER.name} failed: {done.stderr[-3000:]}")
     launches = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return [[c for c in launches if c["job"] == k] for k in range(len(jobs))]
