@@ -85,22 +85,23 @@ def test_claims_are_checked_against_every_further_process() -> None:
 
 def test_a_run_with_no_re_measurement_prints_its_confirmed_bounds() -> None:
     """--remeasure 0 (bench/run.sh readable): the table shows each column's bounds per regime, and counts
-    the cases whose bound lies below 1 and those below 1 pooled -- a winner behind torch.compile is visible
-    without re-measuring, and so is a case at parity that the processes cannot confirm."""
+    the cases whose bound lies below 1, those below 1 pooled and those below 1 in some process -- a winner
+    behind torch.compile is visible without re-measuring, and so is a case at parity that the processes
+    cannot confirm, or a lead every process saw that is too small for a bound."""
     confirmed = report()
     winner = {"name": "w", "confirm": asdict(confirmed), "why": "confirmed, not re-measured"}
     table = markdown({"meta": {"device": "H200"}, "winners": [winner], "summary": {}})
     eager = confirmed.columns[0].cells[0].lower
-    assert f"| w | eager | graph | 1 | {eager:.3f}x (a) | 1.50-1.50x | 0 | 0 |" in table
+    assert f"| w | eager | graph | 1 | {eager:.3f}x (a) | 1.50-1.50x | 0 | 0 | 0 |" in table
     compiled = confirmed.columns[1].cells[0].lower
-    assert f"| w | compile | graph | 1 | {compiled:.3f}x (a) | 1.00-1.00x | 1 | 0 |" in table
+    assert f"| w | compile | graph | 1 | {compiled:.3f}x (a) | 1.00-1.00x | 1 | 0 | 0 |" in table
     assert "| w | – | – | 0 | – | – | confirmed, not re-measured |" in table
-    behind = ColumnReport(
-        "compile", "compile", "compile", True, processes=3, cells=(cell("b", "graph", [0.97] * 3),)
-    )
+    cells = (cell("b", "graph", [0.97] * 3), cell("c", "graph", [1.012, 0.998, 1.010]))
+    behind = ColumnReport("compile", "compile", "compile", True, processes=3, cells=cells)
     trailing = replace(confirmed, columns=(confirmed.columns[0], behind))
     table = markdown({"meta": {}, "winners": [{"name": "t", "confirm": asdict(trailing)}], "summary": {}})
-    assert f"| t | compile | graph | 1 | {behind.cells[0].lower:.3f}x (b) | 0.97-0.97x | 1 | 1 |" in table
+    lowest = behind.cells[0].lower
+    assert f"| t | compile | graph | 2 | {lowest:.3f}x (b) | 0.97-1.01x | 2 | 1 | 2 |" in table
     unmeasured = {"name": "u", "why": "not started: the deadline had passed"}
     assert "lowest bound" not in markdown({"meta": {}, "winners": [unmeasured], "summary": {}})
 
