@@ -60,22 +60,29 @@ def shipped_module(task_dir: Path, source: str, line_length: int) -> str:
     return done.stdout
 
 
+def checker_env() -> dict[str, str]:
+    """The environment bench/cuda_compile_check.py runs in. It imports the candidates and runs their host
+    code outside the OS sandbox (the compiler needs no GPU, and nothing runs on one), so it gets the
+    sandbox's allow-listed environment: no secret goes with them. Triton's interpreter stays off."""
+    from evaluators.sandbox import box_env
+
+    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
 def gpu_launches(jobs: list[tuple[Path, Path, str]], case: int = 0) -> list[list[dict]]:
     """Per job (task dir, file, entry): its launches on the task's case number `case` (its first by
     default), compiled for sm_90, each with the digest of its PTX (`ptx`), in one process of
     bench/cuda_compile_check.py. Raises RuntimeError with the checker's last output when a launch does not
     compile."""
-    from evaluators.sandbox import box_env
     from evaluators.task import load_task
 
     requests = []
     for task_dir, path, entry in jobs:
         params = dict(load_task(task_dir).cases[case].params)
         requests.append({"task": str(task_dir), "candidate": str(path), "params": params, "entry": entry})
-    # The candidates are imported unboxed (the compiler needs no GPU): no secret goes with them.
-    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    done = run([sys.executable, str(CHECKER)], input=json.dumps(requests), env=env, timeout_s=None)
+    done = run([sys.executable, str(CHECKER)], input=json.dumps(requests), env=checker_env(), timeout_s=None)
     if not done.ok:
         raise RuntimeError(f"{CHECKER.name} failed: {done.stderr[-3000:]}")
     launches = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -7,7 +7,6 @@ top-k method (and several rows per program), the norm with a persistent grid and
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,22 +15,17 @@ import pytest
 from fusion_tasks import trace, write, write_task
 from test_generator import RMS_INPUTS, RMS_REFERENCE, ROUTER_INPUTS, ROUTER_REFERENCE
 
-from bench.shipped_module import gpu_launches
+from bench.shipped_module import CHECKER, checker_env, gpu_launches
 from evolution.writers.fusion.knobs import TOPK_METHODS, Knobs
 
-ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 
 def _compile(task: Path, source: str, out: Path) -> list[dict]:
     candidate = out.with_suffix(".py")
     candidate.write_text(source)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    command = [sys.executable, str(ROOT / "bench" / "cuda_compile_check.py"), str(task), str(candidate)]
-    done = subprocess.run(
-        [*command, "--json", str(out)], env=env, capture_output=True, text=True, timeout=600
-    )
+    command = [sys.executable, str(CHECKER), str(task), str(candidate), "--json", str(out)]
+    done = subprocess.run(command, env=checker_env(), capture_output=True, text=True, timeout=600)
     if not out.is_file():
         if "ptxas" in done.stderr or "No such file" in done.stderr:
             pytest.skip(f"this Triton cannot compile for sm_90 here: {done.stderr[-300:]}")
