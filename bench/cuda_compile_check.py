@@ -200,30 +200,23 @@ def check_candidate(argv: list[str]) -> int:
 
 
 class _Digests:
-    """Each launch compiled once for sm_90 and reported as a JSON line with its PTX digests."""
+    """Each distinct launch compiled once for sm_90 and reported as a JSON line with its PTX digests."""
 
     def __init__(self) -> None:
-        self.job = -1  # the index of the job whose launches are being compiled
         self.ptx: dict[str, str] = {}  # a launch's key -> its PTX digest
         self.instructions: dict[str, str] = {}  # a launch's key -> the digest of its instruction counts
 
-    def stand_in(self) -> Callable[..., None]:
-        def run(fn: JITFunction, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> None:
-            self.report(Launch(fn, args, kwargs))
-
-        return run
-
-    def report(self, launch: Launch) -> None:
+    def line(self, job: int, launch: Launch) -> str:
         key = launch.key()
         cached = key in self.ptx
         if not cached:
             ptx = launch.compile(90).asm["ptx"]
             self.ptx[key] = _machine_code_digest(ptx, launch.fn.fn.__name__)
             self.instructions[key] = _instruction_digest(ptx)
-        line = {"job": self.job, "kernel": launch.fn.fn.__name__, "signature": launch.signature}
+        line = {"job": job, "kernel": launch.fn.fn.__name__, "signature": launch.signature}
         line |= {"options": launch.options, "cached": cached, "ptx": self.ptx[key]}
         line["instructions"] = self.instructions[key]
-        print(json.dumps(line), flush=True)
+        return json.dumps(line)
 
 
 def _machine_code_digest(ptx: str, kernel: str) -> str:
@@ -253,32 +246,24 @@ def _without_debug_sections(ptx: str) -> str:
     return ptx.split(".section\t.debug", 1)[0].split(".section .debug", 1)[0]  # DWARF: file names
 
 
-def _as_the_reference(fn: Callable[..., Any], task_dir: Path, entry: str, job: int) -> Callable[..., Any]:
-    """`fn` called with the task reference's arguments (kernelbot.integrate.drop_unread_params)."""
+def check_jobs(jobs: list[dict[str, Any]]) -> int:
+    from evaluators.task import Case, load_task
     from kernelbot.integrate.drop_unread_params import called_as_the_reference
 
-    reference = getattr(_import(task_dir / "reference.py", f"reference_{job}"), entry)
-    return called_as_the_reference(fn, inspect.signature(reference))
-
-
-def _task_entry(task_toml: str) -> str:
-    return next(line.split('"')[1] for line in task_toml.splitlines() if line.startswith("entry"))
-
-
-def check_jobs(jobs: list[dict[str, Any]]) -> int:
+    launches: list[Launch] = []
+    JITFunction.run = _recording(launches)
     digests = _Digests()
-    JITFunction.run = digests.stand_in()
     for i, job in enumerate(jobs):
-        digests.job = i
-        task_dir = Path(job["task"])
-        task_entry = _task_entry((task_dir / "task.toml").read_text())
-        make_inputs = _import(task_dir / "inputs.py", f"inputs_{i}").make_inputs
-        candidate = getattr(_import(Path(job["candidate"]), f"candidate_{i}"), job.get("entry") or task_entry)
+        task = load_task(Path(job["task"]))
+        candidate = getattr(_import(Path(job["candidate"]), f"candidate_{i}"), job.get("entry") or task.entry)
         if "entry" in job:  # a module integrate writes: its entry takes only the arguments it reads
-            candidate = _as_the_reference(candidate, task_dir, task_entry, i)
-        args, kwargs = make_inputs(dict(job["params"]), 0, "cpu")
+            candidate = called_as_the_reference(candidate, inspect.signature(task.load_reference()))
+        args, kwargs = task.make_inputs(Case(f"job {i}", dict(job["params"])), 0, "cpu")
+        launches.clear()
         try:
             candidate(*args, **kwargs)
+            for launch in launches:
+                print(digests.line(i, launch), flush=True)
         except Exception as exc:
             print(f"{job['candidate']} {job['params']}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
