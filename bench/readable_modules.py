@@ -24,7 +24,14 @@ import sys
 from pathlib import Path
 
 from bench.engine_width import engine_line_length
-from bench.shipped_module import OWN_KERNELS, gpu_launches, line_budget, shipped_entry, shipped_module
+from bench.shipped_module import (
+    OWN_KERNELS,
+    gpu_launches,
+    line_budget,
+    own_kernel_lines,
+    shipped_entry,
+    shipped_module,
+)
 from kernelbot.integrate.readability import readability_problems
 
 CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*) = ([^\n#]*?)\s*(?:#.*)?$", re.M)  # a module-level constant
@@ -34,16 +41,12 @@ def _own_kernel_lines(name: str) -> int | str | None:
     """The lines of the engine's own kernel for `name`'s op; None where it has none; the reason where its
     release cannot be read (no registry and not in KERNELBOT_CACHE): the budget is then unknown, which the
     table reports as a broken rule rather than passing it unchecked."""
-    own = OWN_KERNELS.get(name)
-    if own is None:
-        return None
     from extractors.errors import ExtractionError
-    from extractors.release_sources import fetch_release
 
     try:
-        return len((fetch_release(own[0]) / own[1]).read_text().splitlines())
+        return own_kernel_lines(name)
     except ExtractionError as error:
-        return f"{own[0]}: {error}"
+        return f"{OWN_KERNELS[name][0]}: {error}"
 
 
 def _regenerated(task_dir: Path, source: str, line_length: int) -> str:

@@ -32,6 +32,18 @@ def line_budget(own_kernel_lines: int | None) -> int:
     return BUDGET_WITHOUT_OWN_KERNEL if own_kernel_lines is None else own_kernel_lines * 3 // 2
 
 
+def own_kernel_lines(name: str) -> int | None:
+    """The lines of the engine's own kernel for the op of `name` (a bench/fresh_tasks.py name), read from
+    its release; None where the engine has none. Raises ExtractionError where the release cannot be read
+    (no registry and not in KERNELBOT_CACHE)."""
+    own = OWN_KERNELS.get(name)
+    if own is None:
+        return None
+    from extractors.release_sources import fetch_release
+
+    return len((fetch_release(own[0]) / own[1]).read_text().splitlines())
+
+
 def shipped_entry(task_dir: Path) -> str:
     """The name of the entry in the module integrate writes for the task (`rms_norm_triton`)."""
     from kernelbot.integrate.naming import kernel_entry_name, op_name

@@ -17,7 +17,7 @@ import pytest
 from readable import duplicate_kernels, numbered_names, problems, search_accounts
 
 from bench.fusion_targets import TARGETS, Target, extract_target
-from bench.shipped_module import OWN_KERNELS, gpu_launches, line_budget, shipped_entry, shipped_module
+from bench.shipped_module import gpu_launches, line_budget, own_kernel_lines, shipped_entry, shipped_module
 from evaluators.task import Task, load_task
 from evolution.dedup import candidate_sha
 from evolution.mutators.crossover.alike import jit_functions
@@ -307,10 +307,8 @@ def test_the_engine_line_length(seeds, shipped, target: Target) -> None:
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_the_line_budget(shipped, target: Target) -> None:
-    own = OWN_KERNELS.get(target.name)
-    own_lines = len((fetch_release(own[0]) / own[1]).read_text().splitlines()) if own else None
     module = shipped(target)
-    assert len(module.splitlines()) <= line_budget(own_lines)
+    assert len(module.splitlines()) <= line_budget(own_kernel_lines(target.name))
 
 
 def knob_writer(seeds, name: str) -> tuple[Path, Task, int, Callable[[Knobs], str]]:
@@ -364,8 +362,7 @@ def test_two_top_k_methods_and_row_counts_are_one_kernel_within_the_line_budget(
     assert "tl.topk(" in module and "_bitonic_merge" not in module
     assert "rows = ROWS_SMALL if nbytes <= 65536 else ROWS_LARGE" in module
     assert "num_warps=_num_warps(rows * EXPERTS_P2)" in module and module.count("*args,") == 0
-    own_release, own_path = OWN_KERNELS["lmdeploy_softmax_topk"]
-    budget = line_budget(len((fetch_release(own_release) / own_path).read_text().splitlines()))
+    budget = line_budget(own_kernel_lines("lmdeploy_softmax_topk"))
     assert problems(module, limit=width, max_lines=budget) == []
 
 
