@@ -26,7 +26,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from evolution.mutators.crossover.alike import jit_functions
+from evolution.mutators.crossover.alike import RenamedReads, jit_functions
 from evolution.writers.fusion.code_text import inline_single_use
 
 TEMPORARY = re.compile(r"tmp\d+")
@@ -93,7 +93,7 @@ def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     if not aliases:
         return kernel
     body = kernel.body.with_changes(body=kept)
-    return kernel.with_changes(body=body.visit(_Renamer(aliases)))
+    return kernel.with_changes(body=body.visit(RenamedReads(aliases)))
 
 
 def _binding_counts(kernel: cst.FunctionDef) -> dict[str, int]:
@@ -130,21 +130,3 @@ def _cast_dtype(value: cst.BaseExpression) -> str:
         return ""
     arg = cst.ensure_type(cst.ensure_type(value, cst.Call).args[0].value, cst.Attribute)
     return arg.attr.value
-
-
-class _Renamer(cst.CSTTransformer):
-    """Every read of an alias reads the value it stands for (the kernel binds each alias once); an
-    attribute or a keyword that happens to share its name is no read."""
-
-    def __init__(self, aliases: dict[str, str]) -> None:
-        self.aliases = aliases
-
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-        new = self.aliases.get(updated_node.value)
-        return updated_node.with_changes(value=new) if new else updated_node
-
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
-        return updated_node.with_changes(attr=original_node.attr)
-
-    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        return updated_node.with_changes(keyword=original_node.keyword)
