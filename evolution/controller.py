@@ -96,6 +96,10 @@ class Controller:
         self._eval_slots = asyncio.Semaphore(max(1, self.executor.capacity))
         self.store.ensure_islands(len(self.archive.islands))
         self.progress.started(self.snapshot("resuming" if self.store.evaluation_count() else "seeding"))
+        for mutator in self.operators.evolvers:  # work an operator can begin beside seeding (its own tasks)
+            start = getattr(mutator, "start", None)
+            if start is not None:
+                start(self.task)
         # The workers' GPU and versions before anything is judged: the seed prompt shows them.
         self._hardware = await reported_hardware(self.executor, self._hardware, self.progress.note)
         pending = [self._evaluate(p) for p in self.store.programs(status="pending")]

@@ -9,8 +9,10 @@ with `exhaustion_ignores_inspirations = True` (launch tuning: a parent's neighbo
 mark holds for good. Operators with `needs_correct_parent` are only handed correct parents, those with
 `needs_compiled_parent` correct parents first and else ones that ran but computed wrong results (a fusion
 variant may pick other tied experts or another rounding, never mend a kernel that does not build), and an
-operator with an `accepts(source)` method only the parents it accepts (fusion variants: what the fusion
-generator wrote), so a move the operator would refuse on sight never spends an iteration.
+operator with an `accepts(source)` (or `accepts_program(program)`) method only the parents it accepts
+(fusion variants: what the fusion generator wrote), so a move the operator would refuse on sight never
+spends an iteration. An operator with `asked_first = True` is tried before the weighted draw whenever it
+has a parent left (torch.compile's launches for the Inductor seed: a few children, each a known launch).
 """
 
 from __future__ import annotations
@@ -55,22 +57,33 @@ class MoveChooser:
         islands = archive.islands
         order = [(start + step) % len(islands) for step in range(len(islands))]
         order = [i for i in order if len(islands[i])]  # an island may be empty early on: borrow the next
+        for first in (m for m in self.operators.evolvers if asked_first(m)):
+            move = self._move_for(first, islands, order)
+            if move is not None:
+                return move
         operator = self.operators.pick(self.rng)
         left = list(zip(self.operators.evolvers, self.operators.weights, strict=True))
         while True:
-            # Operators that start from a wrong parent only for want of a right one prefer the right one.
-            correct_only = needs_correct_parent(operator) or needs_compiled_parent(operator)
-            for index in order:
-                eligible = self._eligible(operator, islands[index])
-                try:
-                    choice = self.sampler.choose(islands[index], correct_only=correct_only, eligible=eligible)
-                except ValueError:  # nothing eligible on this island for this operator
-                    continue
-                return Move(operator, index, choice)
+            move = self._move_for(operator, islands, order)
+            if move is not None:
+                return move
             left = [(m, w) for m, w in left if m is not operator]
             if not left:
                 return None
             operator = self.rng.choices([m for m, _ in left], weights=[w for _, w in left])[0]
+
+    def _move_for(self, operator: Mutator, islands: Sequence[Island], order: list[int]) -> Move | None:
+        """`operator` on the first island of `order` that holds a parent for it, or None."""
+        # Operators that start from a wrong parent only for want of a right one prefer the right one.
+        correct_only = needs_correct_parent(operator) or needs_compiled_parent(operator)
+        for index in order:
+            eligible = self._eligible(operator, islands[index])
+            try:
+                choice = self.sampler.choose(islands[index], correct_only=correct_only, eligible=eligible)
+            except ValueError:  # nothing eligible on this island for this operator
+                continue
+            return Move(operator, index, choice)
+        return None
 
     def reason(self, archive: Archive) -> str:
         """Why no move is left (the run's stop reason)."""
@@ -126,9 +139,19 @@ def parent_fits(operator: Mutator, program: Program) -> bool:
 
 
 def accepts_parent(operator: Mutator, program: Program) -> bool:
-    """Whether the operator can work on this parent at all (operators without `accepts` take any)."""
+    """Whether the operator can work on this parent at all (operators without `accepts` take any;
+    `accepts_program` is asked the whole program, where its origin matters)."""
+    accepts_program = getattr(operator, "accepts_program", None)
+    if accepts_program is not None:
+        return bool(accepts_program(program))
     accepts = getattr(operator, "accepts", None)
     return True if accepts is None else bool(accepts(program.source))
+
+
+def asked_first(operator: Mutator) -> bool:
+    """An operator asked before the weighted draw while it has a parent (`asked_first = True`): a handful
+    of children each worth more than a random move, such as torch.compile's own launches."""
+    return bool(getattr(operator, "asked_first", False))
 
 
 def _key(operator: Mutator, parent: Program, inspirations: Sequence[Program]) -> _Key:

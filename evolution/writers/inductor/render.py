@@ -42,7 +42,7 @@ def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
     multi = len(report.captures) > 1
     parts: list[tuple[Capture, HostCode, str]] = []
     for capture in report.captures:
-        tag = _variant_tag(capture.variant) if multi else ""
+        tag = variant_tag(capture.variant) if multi else ""
         host = _convert_capture(capture, params, tag, report.size_names)
         function = f"_{entry}_{tag}" if multi else entry
         parts.append((capture, host, function))
@@ -81,7 +81,9 @@ def render_candidate(report: CaptureReport, task_name: str, entry: str) -> str:
     return source
 
 
-def _variant_tag(variant: str) -> str:
+def variant_tag(variant: str) -> str:
+    """A dtype group's short tag (`bfloat16-float32` -> `bf16_fp32`): its kernels' name suffix and, upper
+    case, its knobs' prefix."""
     return "_".join(_SHORT_DTYPES.get(part, part) for part in variant.split("-")) or "default"
 
 

@@ -50,9 +50,11 @@ async def run_tracer(
     env: Mapping[str, str | None] | None = None,
     python: str | None = None,
     gpu: bool = False,
+    writable: Sequence[Path] = (),
 ) -> TracerRun:
     """Run `python -m module task_dir *args --out workdir/report.json` in a box (this checkout importable,
-    `env` laid over this process's environment: None removes a variable) and read the report back."""
+    `env` laid over this process's environment: None removes a variable; `writable` shown writable beside
+    the workdir) and read the report back."""
     python = python or sys.executable
     out = workdir / REPORT
     merged = dict(os.environ)
@@ -68,7 +70,7 @@ async def run_tracer(
         merged,
         what=what,
         read_only=(Path(task_dir), PACKAGE_ROOT, Path(python)),
-        writable=(workdir,),
+        writable=(workdir, *writable),
         cwd=workdir,
         gpu=gpu,
     )
