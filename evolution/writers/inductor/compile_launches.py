@@ -114,11 +114,12 @@ def record_task(task_dir: str, device: str) -> CompileLaunchReport:
             continue
         try:
             args, kwargs = task.make_inputs(case, 0, device)
-        except Exception as exc:  # the task's inputs fail: not this tool's to judge
+            # Named and ordered as the capture names its dtype groups (capture.bound_arguments).
+            arguments = bound_arguments(reference, args, kwargs)
+        except Exception as exc:  # the task's inputs fail or do not fit: not this tool's to judge
             skipped[case.name] = f"its inputs cannot be built: {type(exc).__name__}: {exc}"
             continue
-        # Named and ordered as the capture names its dtype groups (capture.bound_arguments).
-        tensors = [v for v in bound_arguments(reference, args, kwargs).values() if torch.is_tensor(v)]
+        tensors = [v for v in arguments.values() if torch.is_tensor(v)]
         variant = "-".join(dict.fromkeys(str(t.dtype).removeprefix("torch.") for t in tensors))
         elements = sum(t.numel() for t in tensors)
         try:
@@ -126,7 +127,7 @@ def record_task(task_dir: str, device: str) -> CompileLaunchReport:
         except Exception as exc:  # the reference does not compile at this shape: compile has no launch
             skipped[case.name] = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:300]}"
         finally:
-            del args, kwargs, tensors
+            del args, kwargs, arguments, tensors
             torch.cuda.empty_cache()
     return CompileLaunchReport(device, version, cases=cases, skipped=skipped)
 
