@@ -2,10 +2,10 @@
 
 Without an LLM endpoint the set is the embedded default: the Inductor seed and the fusion seed (seeding only),
 fusion variants (a fusion candidate regenerated with one knob changed), launch-parameter tuning,
-torch.compile's own launches for the Inductor seed, and bucket crossover (two correct candidates combined by
-input size). With endpoints, LLM mutation joins, weighted against them by `mutation.weights` (by family: the
-part of an operator's name before ':'; a family the config leaves out gets evolution.config.DEFAULT_WEIGHTS).
-The operator classes live in evolution/mutators/ (imported lazily here).
+torch.compile's own launches for the Inductor seed (on a GPU), and bucket crossover (two correct candidates
+combined by input size). With endpoints, LLM mutation joins, weighted against them by `mutation.weights` (by
+family: the part of an operator's name before ':'; a family the config leaves out gets
+evolution.config.DEFAULT_WEIGHTS). The operator classes live in evolution/mutators/ (imported lazily here).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def build_operators(config: SearchConfig, device: str) -> OperatorSet:
         from evolution.mutators.launch_tuning import LaunchTuningMutator
 
         mutators.append(LaunchTuningMutator(seed=config.seed))
-        if config.mutation.inductor_seed:
+        if config.mutation.inductor_seed and device.startswith("cuda"):  # a CPU has nothing to autotune
             from evolution.mutators.compile_launch import CompileLaunchMutator
 
             mutators.append(CompileLaunchMutator(device=device))  # compile's own launch at each shape

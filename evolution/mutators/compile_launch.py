@@ -14,7 +14,7 @@ set, the largest case's pick first. A kernel compile wrote in another kind at th
 the seed loops) cannot be had by a launch and is left as it is. Children win the sizes they were picked
 at; bucket crossover then routes each size to its launch, as one kernel with a launch table.
 
-On a CPU there is no autotuning and the move has nothing to propose (the report says so once).
+A search on a CPU goes without it (evolution.operators): there is nothing to autotune.
 """
 
 from __future__ import annotations

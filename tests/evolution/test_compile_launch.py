@@ -193,6 +193,13 @@ def test_asked_first_operators_come_before_the_weighted_draw() -> None:
     assert later is not None and later.operator.name != OPERATOR
 
 
+def test_the_move_joins_a_search_on_a_gpu_only() -> None:
+    assert OPERATOR in [m.name for m in build_operators(SearchConfig(), "cuda").evolvers]
+    assert OPERATOR not in [m.name for m in build_operators(SearchConfig(), "cpu").evolvers]
+    no_seed = SearchConfig.from_dict({"mutation": {"inductor_seed": False}})
+    assert OPERATOR not in [m.name for m in build_operators(no_seed, "cuda").evolvers]
+
+
 @pytest.mark.gpu
 def test_recording_on_a_gpu_gives_each_case_its_launches() -> None:
     torch = pytest.importorskip("torch")
