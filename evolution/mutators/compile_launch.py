@@ -1,18 +1,18 @@
-"""tune:compile — an Inductor-seeded candidate launched as torch.compile launches it at each shape.
+"""tune:compile — the Inductor seed launched as torch.compile launches each shape.
 
 The Inductor seed is traced once with dynamic shapes and starts from Inductor's first config for every size
 (evolution.writers.inductor.host). The compile baseline it is judged against compiles each shape on its own
-and autotunes there: at 4096 x 7168 on an H100, SGLang's RMSNorm under compile ran the seed's very kernel
-body with another block and ~10 % faster. Launch tuning walks one step at a time from the seed's launch and
-may not get there in a short search.
+and autotunes there: at 4096 x 7168 on an H200, SGLang's RMSNorm seed trailed compile by 11 % with
+compile's very kernel body, and compile's launch there closed it (docs/results/2026-12-07-h200.md §1).
+Launch tuning walks one step at a time from the seed's launch and may not get there in a short search.
 
 This move asks torch.compile itself: evolution.writers.inductor.compile_launches compiles the reference as
-the baseline does, case by case, on the search's GPU (one subprocess per task, once per run) and reports
-the config each kernel launched with. For a parent whose launches still carry the seed's knobs
-(`K0_XBLOCK`, `BF16_K1_NUM_WARPS`...), each distinct pick becomes one child: the parent with those knobs
-set, the largest case's pick first. A kernel compile wrote in another kind at that shape (persistent where
-the seed loops) cannot be had by a launch and is left as it is. Children win the sizes they were picked
-at; bucket crossover then routes each size to its launch, as one kernel with a launch table.
+the baseline does, case by case, on the search's GPU (one subprocess per run) and reports the config each
+kernel launched with. For the seed (its knobs `K0_XBLOCK`, `BF16_K1_NUM_WARPS`...), each distinct pick
+becomes one child: the seed with those knobs set, the largest case's pick first. A kernel compile wrote in
+another kind at that shape (persistent where the seed loops) cannot be had by a launch and is left as it
+is. Children win the sizes they were picked at; bucket crossover then routes each size to its launch, as
+one kernel with a launch table.
 
 A search on a CPU goes without it (evolution.operators): there is nothing to autotune.
 """
@@ -128,9 +128,12 @@ def _case_changes(case: CaseLaunches, launches: list[SeedLaunch], knobs: dict[st
 
 class CompileLaunchMutator:
     """The move over the Inductor seed itself: its children are the seed with each launch compile chose.
-    Asked before the weighted draw (evolution.moves.asked_first), so that a short search times them right
-    after the seeds; the recording starts with the run (`start`), beside seeding, and holds the GPU lock
-    only while it autotunes."""
+
+    The recording starts once an Inductor seed is in the archive (a task Inductor cannot seed costs no GPU
+    time), beside the search's other moves, and holds the GPU lock only while it compiles and autotunes.
+    The seed is a parent for this move once the recording is done, so no move waits on it; from then on the
+    move is asked before the weighted draw (evolution.moves.asked_first), so that a short search times its
+    children next."""
 
     name = OPERATOR
     needs_correct_parent = True  # a launch never mends a wrong kernel
@@ -149,28 +152,38 @@ class CompileLaunchMutator:
         self.timeout_s = timeout_s
         self.python = python or sys.executable
         self.seen = seen  # the run's duplicate check, when the controller hands it over
+        self._task: Task | None = None
         self._reports: dict[str, asyncio.Future[CompileLaunchReport]] = {}
         self._proposed: set[str] = set()
 
     def can_seed(self) -> bool:
         return False
 
-    def accepts_program(self, program: Program) -> bool:
-        """The Inductor seed only: its descendants carry launches the search chose, which compile's would
-        undo (bucket crossover combines them with the seed's children instead)."""
-        return program.operator == INDUCTOR_SEED and bool(seed_launches(program.source))
-
     def start(self, task: Task) -> None:
-        """Begin recording compile's launches for `task` (called by the controller as the run starts)."""
-        self._report(task)
+        """The run's task (the controller calls this as the run starts)."""
+        self._task = task
+
+    def accepts_program(self, program: Program) -> bool:
+        """The Inductor seed only (its descendants carry launches the search chose, which compile's would
+        undo; bucket crossover combines them with the seed's children instead), once compile's launches
+        are recorded. The first sight of the seed starts the recording."""
+        if program.operator != INDUCTOR_SEED or self._task is None or not seed_launches(program.source):
+            return False
+        recording = self._reports.get(str(self._task.root))
+        if recording is None:
+            try:
+                recording = self._recording(self._task)
+            except RuntimeError:  # no event loop runs (a caller outside a search): nothing is started
+                return False
+        return recording.done()
 
     async def mutate(self, request: MutationRequest) -> MutationOutcome:
         parent = request.parent
         if parent is None:
             return failed(OPERATOR, "compile's launches need a parent candidate (they write no first one)")
-        if not self.accepts_program(parent):
+        if parent.operator != INDUCTOR_SEED or not seed_launches(parent.source):
             return failed(OPERATOR, "the parent is not the Inductor seed", exhausted=True)
-        report = await asyncio.shield(self._report(request.task))
+        report = await asyncio.shield(self._recording(request.task))
         if report.error or not report.cases:
             why = report.error or "torch.compile launched no kernel on any case"
             return failed(OPERATOR, f"no compile launches: {why}", exhausted=True)
@@ -189,20 +202,24 @@ class CompileLaunchMutator:
             OPERATOR, "every launch torch.compile chose is the parent's or already proposed", exhausted=True
         )
 
-    def _report(self, task: Task) -> asyncio.Future[CompileLaunchReport]:
-        """The task's recording: started on the first call, shared by every later one."""
+    def _recording(self, task: Task) -> asyncio.Future[CompileLaunchReport]:
+        """The task's recording: started on the first call (in the running event loop), shared by every
+        later one."""
         root = str(task.root)
         if root not in self._reports:
-            self._reports[root] = asyncio.ensure_future(self._record(root))
+            self._reports[root] = asyncio.get_running_loop().create_task(self._record(root))
         return self._reports[root]
 
     async def _record(self, task_dir: str) -> CompileLaunchReport:
+        """Never raises: a recording that fails is a report with the error, which the move says once."""
         if not self.device.startswith("cuda"):
             return CompileLaunchReport(self.device, error="torch.compile's autotuning needs a GPU")
         try:
             return await self._recorded(task_dir)
-        except OSError as exc:  # the box or the interpreter cannot start: said once, the move then rests
+        except OSError as exc:  # the box or the interpreter cannot start
             return CompileLaunchReport(self.device, error=f"the recording process did not start: {exc}")
+        except (ValueError, KeyError, TypeError) as exc:  # a report this code cannot read: our bug
+            return CompileLaunchReport(self.device, error=f"unreadable report: {type(exc).__name__}: {exc}")
 
     async def _recorded(self, task_dir: str) -> CompileLaunchReport:
         with tempfile.TemporaryDirectory(prefix="kb-compile-launch-") as workdir:

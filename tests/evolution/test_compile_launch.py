@@ -153,12 +153,35 @@ def test_the_mutator_proposes_each_launch_once_then_says_it_is_spent() -> None:
     assert [line for line in (first.child_source or "").splitlines() if not line.startswith("K0_")] == body
 
 
-def test_the_mutator_takes_the_inductor_seed_only() -> None:
-    mutator = CompileLaunchMutator(device="cuda")
+def test_the_seed_is_a_parent_once_compile_s_launches_are_recorded() -> None:
+    task = load_task(EXAMPLES / "rmsnorm_residual")
     source = seed_of(*RMSNORM)
-    assert mutator.accepts_program(program(source))
-    assert not mutator.accepts_program(program(source, operator="tune:launch"))
-    assert not mutator.accepts_program(program("def f(x):\n    return x\n"))
+    mutator = CompileLaunchMutator(device="cuda")
+    mutator.start(task)
+    assert not mutator.accepts_program(program(source))  # outside a search's event loop: nothing starts
+    recordings: list[str] = []
+
+    async def answers() -> list[bool]:
+        released = asyncio.Event()
+
+        async def recorded(task_dir: str) -> CompileLaunchReport:  # the subprocess needs a GPU
+            recordings.append(task_dir)
+            await released.wait()
+            return report_of(RMSNORM[0])
+
+        mutator._recorded = recorded  # type: ignore[method-assign]
+        seen = [mutator.accepts_program(program(source))]  # starts the recording, not done yet
+        await asyncio.sleep(0)
+        seen.append(mutator.accepts_program(program(source)))
+        released.set()
+        await asyncio.sleep(0.01)
+        seen.append(mutator.accepts_program(program(source)))
+        seen.append(mutator.accepts_program(program(source, operator="tune:launch")))
+        seen.append(mutator.accepts_program(program("def f(x):\n    return x\n")))
+        return seen
+
+    assert asyncio.run(answers()) == [False, False, True, False, False]
+    assert recordings == [str(task.root)]  # one recording, however often the seed is seen
 
 
 def test_on_a_cpu_nothing_is_recorded_and_the_move_rests() -> None:
@@ -172,7 +195,14 @@ def test_on_a_cpu_nothing_is_recorded_and_the_move_rests() -> None:
 
 def test_asked_first_operators_come_before_the_weighted_draw() -> None:
     operators = build_operators(SearchConfig(), "cuda")
-    assert OPERATOR in [m.name for m in operators.evolvers]
+    (move_first,) = [m for m in operators.evolvers if m.name == OPERATOR]
+    task = load_task(EXAMPLES / "rmsnorm_residual")
+    move_first.start(task)  # type: ignore[attr-defined]
+    loop = asyncio.new_event_loop()
+    recorded = loop.create_future()
+    recorded.set_result(report_of(RMSNORM[0]))
+    move_first._reports[str(task.root)] = recorded  # type: ignore[attr-defined]
+    loop.close()
     source = seed_of(*RMSNORM)
     config = SearchConfig()
     archive = Archive(config.archive)
@@ -186,7 +216,8 @@ def test_asked_first_operators_come_before_the_weighted_draw() -> None:
             operators, ParentSampler(config.sampling, random.Random(seed)), random.Random(seed)
         )
         move = chooser.next(archive, 0)
-        assert move is not None and move.operator.name == OPERATOR and move.choice.parent.id == "p"
+        assert move is not None
+        assert move.operator.name == OPERATOR and move.choice.parent.id == "p"
     # Once spent on the seed, the draw goes on by weight.
     chooser.mark_spent(move.operator, move.choice.parent, move.choice.inspirations, "spent")
     later = chooser.next(archive, 0)
