@@ -219,6 +219,7 @@ def test_asked_first_operators_come_before_the_weighted_draw() -> None:
         assert move is not None
         assert move.operator.name == OPERATOR and move.choice.parent.id == "p"
     # Once spent on the seed, the draw goes on by weight.
+    assert move is not None
     chooser.mark_spent(move.operator, move.choice.parent, move.choice.inspirations, "spent")
     later = chooser.next(archive, 0)
     assert later is not None and later.operator.name != OPERATOR
