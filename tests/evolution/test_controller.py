@@ -497,3 +497,38 @@ def test_a_smaller_gain_ships_where_the_pick_trails_torch_compile(tmp_path) -> N
             programs = {p.id: p.source for p in store.programs()}
             kept = store.state(FINAL_STATE)
         assert programs[kept["pick"]] == leader and programs[kept["winner"]] == ships
+
+
+class _AskedFirst(BumpMutator):
+    """Bumps the seed file's program once, then says it is spent; told the run's task as the run starts."""
+
+    asked_first = True
+    exhaustion_ignores_inspirations = True
+
+    def __init__(self) -> None:
+        super().__init__(name="tune:first")
+        self.started: list[str] = []
+
+    def start(self, task) -> None:
+        self.started.append(task.name)
+
+    def accepts_program(self, program) -> bool:
+        return program.operator == "seed:file"
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        outcome = await super().mutate(request)
+        return replace(outcome, exhausted=True)
+
+
+def test_an_operator_asked_first_breeds_before_the_weighted_draw_and_is_told_the_task(tmp_path) -> None:
+    first, bump = _AskedFirst(), BumpMutator()
+    run(tmp_path, [bump, first], cfg=config(iterations=4))
+    assert first.started == ["tiny_scale"]
+    with reader(tmp_path) as store:
+        operators = [m["operator"] for m in store.mutations() if m["phase"] == "evolve"]
+    # It is asked first, by every move started before its answer came back (each may bring another
+    # child), all on the seed; once it said it is spent, the draw by weight has bump alone.
+    asked = len(first.requests)
+    assert 1 <= asked <= FakeExecutor().capacity + 1
+    assert operators[:asked] == ["tune:first"] * asked and operators[asked:] == ["tune:bump"] * (4 - asked)
+    assert all(r.parent is not None and r.parent.operator == "seed:file" for r in first.requests)
