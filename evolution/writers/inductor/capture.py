@@ -14,7 +14,6 @@ code generator only needs a Triton target description, which a stand-in driver p
 
 from __future__ import annotations
 
-import argparse
 import ast
 import inspect
 import math
@@ -308,19 +307,7 @@ def _signature_text(path: Path, entry: str, reference: Any) -> str:
     return f"def {entry}({ast.unparse(fn.args)}){returns}:"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--case", default=None)
-    options = parser.parse_args(argv)
-    report = capture_task(options.task, options.device, options.case)
-    Path(options.out).write_text(report.to_json())
-    return 0
-
-
 if __name__ == "__main__":
-    from evolution.writers.tracing.launch import end_traced_process
+    from evolution.writers.tracing.launch import end_traced_process, report_main
 
-    end_traced_process(main())
+    end_traced_process(report_main(__doc__.splitlines()[0], capture_task, options={"--case": "case_name"}))

@@ -22,13 +22,11 @@ Autotuning needs the GPU the candidates run on: on a CPU the report says so and 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 _KINDS = {"per": "persistent_reduction", "red": "reduction", "poi": "pointwise"}
@@ -99,7 +97,7 @@ def record_task(task_dir: str, device: str) -> CompileLaunchReport:
     from evolution.writers.inductor.capture import bound_arguments
 
     version = torch.__version__
-    if not device.startswith("cuda"):
+    if not device.startswith("cuda") or not torch.cuda.is_available():
         return CompileLaunchReport(device, version, error="torch.compile's autotuning needs a GPU")
     task = load_task(task_dir)
     try:
@@ -196,18 +194,7 @@ def _launch_of(autotuner: Any) -> CompiledLaunch:
     return CompiledLaunch(name, kernel_kind(name), values)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--out", required=True)
-    options = parser.parse_args(argv)
-    report = record_task(options.task, options.device)
-    Path(options.out).write_text(report.to_json())
-    return 0
-
-
 if __name__ == "__main__":
-    from evolution.writers.tracing.launch import end_traced_process
+    from evolution.writers.tracing.launch import end_traced_process, report_main
 
-    end_traced_process(main())
+    end_traced_process(report_main(__doc__.splitlines()[0], record_task, device="cuda"))

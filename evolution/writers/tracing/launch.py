@@ -1,4 +1,4 @@
-"""The tracing subprocess both writers start: `python -m MODULE TASK [ARGS] --out REPORT.json`, in an OS box.
+"""The tracing subprocesses the writers start: `python -m MODULE TASK [ARGS] --out REPORT.json`, in an OS box.
 
 Tracing imports torch, changes Dynamo's and Inductor's global state and takes seconds of CPU: it stays out of
 the search process and off its event loop. The reference is the target repository's code, so the process
@@ -9,12 +9,13 @@ the kill (the whole box) are evaluators.subprocesses'.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 from evaluators.sandbox import boxed_argv, read_regular_file
 from evaluators.subprocesses import run_async
@@ -78,6 +79,33 @@ async def run_tracer(
     data = None if done.timed_out else read_regular_file(out)
     report = data.decode(errors="replace") if data is not None and done.returncode == 0 else None
     return TracerRun(report, done.returncode, done.stderr, done.timed_out)
+
+
+class _Report(Protocol):
+    def to_json(self) -> str: ...
+
+
+def report_main(
+    description: str,
+    build: Callable[..., _Report],
+    argv: Sequence[str] | None = None,
+    *,
+    device: str = "cpu",
+    options: Mapping[str, str] | None = None,
+) -> int:
+    """The command line of a tracing subprocess, `TASK [--device D] --out REPORT.json`: writes
+    `build(task, device, **more)` as JSON, where `options` maps each further string option (`--case`) to
+    the keyword that passes it on (`case_name`)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("task")
+    parser.add_argument("--device", default=device)
+    parser.add_argument("--out", required=True)
+    for flag in options or {}:
+        parser.add_argument(flag, default=None)
+    parsed = vars(parser.parse_args(argv))
+    more = {keyword: parsed[flag.lstrip("-").replace("-", "_")] for flag, keyword in (options or {}).items()}
+    Path(parsed["out"]).write_text(build(parsed["task"], parsed["device"], **more).to_json())
+    return 0
 
 
 def end_traced_process(code: int) -> NoReturn:
