@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -36,14 +35,12 @@ from evolution.mutators.inductor_seed import OPERATOR as INDUCTOR_SEED
 from evolution.mutators.tuning_sites import ParsedCandidate, Site, valid_value
 from evolution.source_work import in_source_thread
 from evolution.types import MutationOutcome, MutationRequest, Program
-from evolution.writers.inductor.compile_launches import CaseLaunches, CompileLaunchReport
+from evolution.writers.inductor.compile_launches import CaseLaunches, CompileLaunchReport, kernel_kind
 from evolution.writers.inductor.host import LAUNCH_KNOB
 from evolution.writers.inductor.render import variant_tag
 from evolution.writers.tracing.launch import run_tracer
 
 OPERATOR = "tune:compile"
-_KERNEL_KIND = re.compile(r"^_(per|red|poi)_")
-_KINDS = {"per": "persistent_reduction", "red": "reduction", "poi": "pointwise"}
 # torch.compile's config keys -> the seed's knob suffixes.
 _KNOB_OF = {"num_warps": "NUM_WARPS", "num_stages": "NUM_STAGES"}
 
@@ -64,7 +61,8 @@ class LaunchChange:
 
 
 def seed_launches(source: str) -> list[SeedLaunch]:
-    """The launches of `source` whose warps are a seed knob (`num_warps=K0_NUM_WARPS`), in source order."""
+    """The launches of `source` whose warps are a seed knob (`num_warps=K0_NUM_WARPS`), in the order of
+    their knobs (dtype tag, then kernel index: the order Inductor launches them in)."""
     try:
         module = ast.parse(source)
     except SyntaxError:
@@ -78,9 +76,9 @@ def seed_launches(source: str) -> list[SeedLaunch]:
         if not isinstance(kernel, ast.Name) or not isinstance(warps, ast.Name):
             continue
         knob = LAUNCH_KNOB.match(warps.id)
-        kind = _KERNEL_KIND.match(kernel.id)
-        if knob and kind:
-            found.append(SeedLaunch(kernel.id, knob.group(1), _KINDS[kind.group(1)]))
+        kind = kernel_kind(kernel.id)
+        if knob and kind != "other":
+            found.append(SeedLaunch(kernel.id, knob.group(1), kind))
     return sorted(found, key=lambda launch: _order(launch.prefix))
 
 

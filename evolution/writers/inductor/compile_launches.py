@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 _KINDS = {"per": "persistent_reduction", "red": "reduction", "poi": "pointwise"}
-_KERNEL_NAME = re.compile(r"^triton_(per|red|poi)_")
+# Inductor's kernel names (`triton_red_fused_...`), and the seed's for them (`_red_fused_...`).
+_KERNEL_NAME = re.compile(r"^(?:triton)?_(per|red|poi)_")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class CompileLaunchReport:
 
 
 def kernel_kind(name: str) -> str:
+    """What an Inductor kernel is, read from its name as Inductor or the seed writes it."""
     match = _KERNEL_NAME.match(name)
     return _KINDS[match.group(1)] if match else "other"
 
