@@ -96,7 +96,7 @@ class Controller:
         self._eval_slots = asyncio.Semaphore(max(1, self.executor.capacity))
         self.store.ensure_islands(len(self.archive.islands))
         self.progress.started(self.snapshot("resuming" if self.store.evaluation_count() else "seeding"))
-        for mutator in self.operators.evolvers:  # work an operator can begin beside seeding (its own tasks)
+        for mutator in self.operators.evolvers:  # operators that want the run's task before their first move
             start = getattr(mutator, "start", None)
             if start is not None:
                 start(self.task)
