@@ -189,16 +189,19 @@ class CompileLaunchMutator:
 
     def _child(self, source: str, entry: str, report: CompileLaunchReport) -> MutationOutcome:
         parsed = ParsedCandidate(source)
-        for change in launch_changes(source, parsed.sites(), report):
+        changes = launch_changes(source, parsed.sites(), report)
+        for change in changes:
             child = parsed.with_changes(change.changes)
             sha = candidate_sha(child, entry)
             if sha in self._proposed or (self.seen is not None and self.seen(sha)):
                 continue
             self._proposed.add(sha)
             return MutationOutcome(operator=OPERATOR, child_source=child)
-        return failed(
-            OPERATOR, "every launch torch.compile chose is the parent's or already proposed", exhausted=True
-        )
+        if not changes:
+            why = "torch.compile launched the seed's kernels as the seed does, or wrote other kinds of kernel"
+        else:
+            why = "every launch torch.compile chose was already proposed"
+        return failed(OPERATOR, why, exhausted=True)
 
     def _recording(self, task: Task) -> asyncio.Future[CompileLaunchReport]:
         """The task's recording: started on the first call (in the running event loop), shared by every

@@ -107,6 +107,9 @@ def test_a_kernel_of_another_kind_at_that_shape_is_left_alone() -> None:
     )
     report = CompileLaunchReport("cuda", cases={"small": CaseLaunches("bfloat16", 10, (launch,))})
     assert launch_changes(seed, ParsedCandidate(seed).sites(), report) == []
+    outcome = CompileLaunchMutator(device="cuda")._child(seed, RMSNORM[1], report)
+    assert outcome.child_source is None and outcome.exhausted
+    assert "other kinds of kernel" in outcome.error
 
 
 def test_each_dtype_group_sets_its_own_knobs() -> None:
@@ -147,7 +150,7 @@ def test_the_mutator_proposes_each_launch_once_then_says_it_is_spent() -> None:
         "K0_NUM_WARPS": 16,
         "K0_NUM_STAGES": 1,
     }
-    assert third.child_source is None and third.exhausted
+    assert third.child_source is None and third.exhausted and "already proposed" in third.error
     # Only the launch constants moved: the kernel and the host code are the seed's.
     body = [line for line in seed.source.splitlines() if not line.startswith("K0_")]
     assert [line for line in (first.child_source or "").splitlines() if not line.startswith("K0_")] == body
