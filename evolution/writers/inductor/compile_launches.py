@@ -133,18 +133,17 @@ def record_task(task_dir: str, device: str) -> CompileLaunchReport:
 
 
 def _record_case(reference: Any, args: tuple, kwargs: dict) -> tuple[CompiledLaunch, ...]:
-    """Compile the reference for this shape as the evaluator's baseline does, autotune it, and return the
-    launches of one more call."""
-    import inspect
-
+    """Compile the reference for this shape as the evaluator's baseline does (its own load_baseline),
+    autotune it, and return the launches of one more call."""
     import torch
     import torch._dynamo
 
     from evaluators.gpu_lock import GpuLock, device_key
+    from evaluators.timing.baselines import COMPILE, load_baseline
 
     torch._dynamo.reset()
-    compiled = torch.compile(inspect.unwrap(reference), dynamic=False)
-    with GpuLock(device_key(torch.cuda.current_device())), _baseline_settings():
+    compiled = load_baseline(COMPILE, reference)
+    with GpuLock(device_key(torch.cuda.current_device())), _autotuned_here():
         compiled(*args, **kwargs)  # compiles and autotunes every kernel
         torch.cuda.synchronize()
         with _recorded_launches() as launched:
@@ -154,14 +153,14 @@ def _record_case(reference: Any, args: tuple, kwargs: dict) -> tuple[CompiledLau
 
 
 @contextmanager
-def _baseline_settings() -> Iterator[None]:
-    """The evaluator's baseline settings (evaluators.timing.baselines): compiled in this process; nothing
-    read from a cache another torch or another GPU filled (the autotuner must run here)."""
+def _autotuned_here() -> Iterator[None]:
+    """Nothing read from a cache that another torch or another GPU filled: the autotuner must run here."""
     import torch._inductor.config as inductor_config
 
-    wanted = {"compile_threads": 1, "force_disable_caches": True}
-    known = set(inductor_config.get_config_copy())
-    with inductor_config.patch({k: v for k, v in wanted.items() if k in known}):
+    if "force_disable_caches" not in inductor_config.get_config_copy():
+        yield
+        return
+    with inductor_config.patch({"force_disable_caches": True}):
         yield
 
 
