@@ -5,24 +5,27 @@ compile's launch closes it.
 
     PYTHONPATH=. python bench/probes/compile_launch_children.py TASK_DIR OUT_DIR
 
-On the GPU: the seed is captured and compile's launches recorded by the search's own subprocess modules
-(evolution.writers.inductor.capture and .compile_launches, run here in this process's interpreter), and
-both reports are kept in OUT_DIR beside the candidates. children.txt lists each child's cases and knobs.
+On the GPU: the seed is captured and compile's launches recorded by the search's own subprocesses
+(evolution.writers.inductor.capture and .compile_launches, started as the search starts them, in a box),
+and both reports are kept in OUT_DIR beside the candidates. children.txt lists each child's cases and knobs.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+import tempfile
 from pathlib import Path
 
-from evaluators.subprocesses import run
+from evaluators.gpu_lock import lock_dir
 from evaluators.task import load_task
 from evolution.mutators.compile_launch import launch_changes
 from evolution.mutators.tuning_sites import ParsedCandidate
 from evolution.writers.inductor.compile_launches import CompileLaunchReport
 from evolution.writers.inductor.model import CaptureReport
 from evolution.writers.inductor.render import render_candidate
+from evolution.writers.tracing.launch import run_tracer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,12 +38,24 @@ def main(argv: list[str] | None = None) -> int:
     task = load_task(args.task)
     capture_json, launches_json = args.out / "capture.json", args.out / "compile_launches.json"
     for module, out in (("capture", capture_json), ("compile_launches", launches_json)):
-        command = [sys.executable, "-m", f"evolution.writers.inductor.{module}", str(args.task)]
-        command += ["--device", args.device, "--out", str(out)]
-        done = run(command, timeout_s=900, stdout=None, stderr=None)
-        if done.returncode != 0:
-            print(f"{module} failed (exit {done.returncode})", file=sys.stderr)
+        # In the box and allow-listed environment the search starts them in: the reference is repo code.
+        with tempfile.TemporaryDirectory(prefix="kb-probe-") as workdir:
+            done = asyncio.run(
+                run_tracer(
+                    f"evolution.writers.inductor.{module}",
+                    args.task.resolve(),
+                    Path(workdir),
+                    what=f"the probe's {module}",
+                    timeout_s=900,
+                    args=("--device", args.device),
+                    gpu=args.device.startswith("cuda"),
+                    writable=(lock_dir(),),
+                )
+            )
+        if done.report is None:
+            print(f"{module} failed (exit {done.returncode}): {done.stderr[-2000:]}", file=sys.stderr)
             return 1
+        out.write_text(done.report)
     capture = CaptureReport.from_json(capture_json.read_text())
     if capture.error:
         print(f"no Inductor seed: {capture.error}", file=sys.stderr)
