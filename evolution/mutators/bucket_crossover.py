@@ -59,6 +59,7 @@ from evolution.mutators.crossover.source import CrossoverError, Route, build_chi
 from evolution.types import MutationOutcome, MutationRequest, Program, case_speedups, case_times
 from evolution.writers.fusion.blocks import BLOCK_PREFIX
 from evolution.writers.fusion.writer import FusionWriter
+from evolution.writers.inductor.compile_launches import kernel_kind
 
 OPERATOR = "cross:bucket"
 # The routed cases must beat the parent on them by 1 % as a group: less is within timing noise.
@@ -318,6 +319,7 @@ class BucketCrossoverMutator(ParentRewriter):
                 if (split := best_split(speedups, p, theirs, sizes, (own, times[p.id])))
             ]
             splits.sort(key=lambda st: -st[0].gain)  # stable: ties keep the inspirations' order (best first)
+            splits = readable_first(splits, speedups)
             for split, theirs in splits:
                 route = _route(split, speedups, theirs)
                 try:  # the best partner first; one whose code cannot be combined gives way to the next
@@ -420,6 +422,45 @@ class BucketCrossoverMutator(ParentRewriter):
         except Exception:  # a case the task cannot build is left out of the split, not fatal
             return None
         return tensor_bytes([*args, *kwargs.values()])
+
+
+def readable_first(
+    splits: list[tuple[Split, dict[str, float]]], speedups: dict[str, float]
+) -> list[tuple[Split, dict[str, float]]]:
+    """`splits` (best first, each with its partner's speedups) with the splits to partners written without
+    torch.compile's kernels moved first where they lose no case to the best split by MIN_GAIN, the noise
+    a gain must clear. Such a partner is the fusion writer's kernel with Inductor's structure taken over
+    (fusion:inductor), beside the Inductor-seeded code it was taken from (tune:compile): on a 4096-token
+    RMSNorm the two time alike, and whichever won by a fraction of the noise shipped. The child's module is
+    what a reviewer reads, and Inductor's code in it costs them: crossed with the fusion kernel for small
+    inputs, SGLang's RMSNorm became a module of 247 lines with Inductor's numbered values and bookkeeping
+    (the budget is 200), the fusion writer's two-pass kernel in its place one of 192."""
+    if not splits or not inductor_written(splits[0][0].partner.source):
+        return splits
+    best = _predicted(speedups, *splits[0])
+
+    def ties(split: Split, theirs: dict[str, float]) -> bool:
+        predicted = _predicted(speedups, split, theirs)
+        return all(predicted[n] * (1.0 + MIN_GAIN) >= best[n] for n in best)
+
+    readable = [st for st in splits if not inductor_written(st[0].partner.source) and ties(*st)]
+    return [*readable, *(st for st in splits if not any(st is r for r in readable))]
+
+
+def _predicted(speedups: dict[str, float], split: Split, theirs: dict[str, float]) -> dict[str, float]:
+    """The speedup per case the routing of `split` predicts: the partner's on the cases it runs."""
+    return {n: theirs[n] if n in split.b_cases else s for n, s in speedups.items()}
+
+
+def inductor_written(source: str) -> bool:
+    """Whether the candidate's EVOLVE-BLOCK holds a kernel written from torch.compile's code (a kernel
+    named as Inductor or the Inductor seed names its kinds)."""
+    try:
+        block = find_evolve_block(source)
+        tree = ast.parse(block.text if block is not None else source)
+    except (CandidateError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.FunctionDef) and kernel_kind(node.name) != "other" for node in tree.body)
 
 
 def _usable(program: Program, parent: Program, task: Task) -> bool:

@@ -33,6 +33,7 @@ from evolution.mutators.bucket_crossover import (
     STRUCTURE_GAIN,
     BucketCrossoverMutator,
     best_split,
+    inductor_written,
     kernel_bodies,
 )
 from evolution.operators import build_operators
@@ -217,6 +218,24 @@ def test_rmsnorm_pair_makes_a_valid_child(rms):
     assert "eps: float = 1e-6" in child.split("CROSSOVER_BYTES = ")[1]
     assert "return _rmsnorm_residual_small(x, residual, weight, eps=eps)" in child
     assert_valid_child(a.source, child, rms)
+
+
+def test_a_partner_without_inductors_code_goes_first_where_it_loses_no_case_by_the_noise(rms):
+    """Two partners lead the parent at 4096 tokens: torch.compile's kernel (Inductor-named) and a kernel of
+    the same structure without it. Half a percent apart, the child routes to the one a reviewer reads more
+    easily; 3 % apart, to the faster."""
+    source_b = candidate("rmsnorm_residual", RMS_B)
+    inductor_source = source_b.replace("_rmsnorm_residual_kernel", "_red_fused_add_mean_mul_pow_rsqrt_0")
+    assert inductor_written(inductor_source) and not inductor_written(source_b)
+    plain_source = source_b.replace("CHUNK_BLOCK = 4096", "CHUNK_BLOCK = 2048")
+    a = timed(rms, candidate("rmsnorm_residual", RMS_A), lambda p: 1.1 if p["tokens"] < 4096 else 1.0)
+    for inductor_lead, routed in ((1.205, "CHUNK_BLOCK_large = 2048"), (1.24, "_red_fused_add_")):
+        inductor = timed(rms, inductor_source, lambda p, s=inductor_lead: s if p["tokens"] == 4096 else 1.0)
+        plain = timed(rms, plain_source, lambda p: 1.2 if p["tokens"] == 4096 else 1.0)
+        child, error = cross(a, inductor, plain, task=rms)
+        assert error == "" and child is not None
+        assert routed in child
+        assert_valid_child(a.source, child, rms)
 
 
 def test_no_usable_inspiration_is_a_failed_outcome(silu):
