@@ -1,11 +1,12 @@
-"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped, its
-size routing flattened (crossover.routes: one table, one copy of each code), a warps scale left at 1.0
-folded (writers.fusion.unit_scale), kernels that are one code under two names made one
-(merge_twin_kernels), hosts that differ only in the kernel they launch made one (merge_twin_hosts), an
-Inductor-seeded winner's kernels, pointers, buffers and loads named for the op
-and the reference's arguments (inductor_names) and its numbered temporaries read once inlined
-(inline_temporaries), the entry renamed to a public name, a docstring saying
-what it computes, where it came from and what it was checked on, and the guard (guard_source) appended.
+"""Builds the new kernel module from the winning candidate: its code with the search's markers stripped and
+its imports all at the top, one line per module (hoist_imports), its size routing flattened
+(crossover.routes: one table, one copy of each code), a warps scale left at 1.0 folded
+(writers.fusion.unit_scale), kernels that are one code under two names made one (merge_twin_kernels),
+hosts that differ only in the kernel they launch made one (merge_twin_hosts), an Inductor-seeded winner's
+kernels, pointers, buffers and loads named for the op and the reference's arguments (inductor_names) and
+its numbered temporaries read once inlined (inline_temporaries), the entry renamed to a public name, a
+docstring saying what it computes, where it came from and what it was checked on, and the guard
+(guard_source) appended.
 The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
 Formatting is left to the repository's formatter."""
 
@@ -34,6 +35,7 @@ from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
 from kernelbot.integrate.guard_source import render_guard
+from kernelbot.integrate.hoist_imports import hoisted_imports
 from kernelbot.integrate.inductor_names import inductor_names
 from kernelbot.integrate.inline_temporaries import inlined_temporaries
 from kernelbot.integrate.merge_twin_hosts import merged_twin_hosts
@@ -94,7 +96,8 @@ def build_kernel_module(
             f"the candidate already defines {', '.join(clash)}, names the integration needs"
         )
     docstring = _docstring(view, envelope, names, summary, how, line_length)
-    module = module.visit(StripEvolveMarkersTransformer())
+    # A crossover's second parent imports inside the EVOLVE block, below the first parent's code.
+    module = hoisted_imports(module.visit(StripEvolveMarkersTransformer()))
     module = merged_twin_kernels(module)
     module = inductor_names(module, names.entry.removesuffix("_triton"))
     module = inlined_temporaries(module, line_length)
