@@ -4,8 +4,6 @@ the same PTX for sm_90 as Inductor's lines did."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -13,8 +11,8 @@ import libcst as cst
 import pytest
 import torch
 
-from evaluators.sandbox import box_env
 from kernelbot.integrate.inline_temporaries import inlined_temporaries
+from tests.kernelbot.integrate.integrate_testing import sm90_ptx
 
 # Inductor's SiLU-and-mul kernel as a shipped crossover module held it on the H100 (loads and result already
 # named by kernelbot.integrate.inductor_names), beside a host that happens to use a numbered name.
@@ -97,46 +95,16 @@ def test_a_module_without_numbered_values_is_unchanged() -> None:
     assert inlined_temporaries(module, 110).code == source
 
 
-# Compiles `_silu_and_mul_kernel` of each file given for sm_90 (ptxas included, no GPU needed) and prints
-# its PTX without source locations, debug sections or the kernel's name.
-_COMPILE = textwrap.dedent(
-    """
-    import importlib.util, sys
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    SIGNATURE = {"x_ptr": "*bf16", "x_out_ptr": "*bf16", "ks0": "constexpr", "X_SIZE1": "constexpr",
-                 "xnumel": "i32", "XBLOCK": "constexpr"}
-    for k, path in enumerate(sys.argv[1:]):
-        spec = importlib.util.spec_from_file_location(f"m{k}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        source = ASTSource(module._silu_and_mul_kernel, SIGNATURE, {(2,): 1024, (3,): 2048, (5,): 1024})
-        ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
-        ptx = ptx.split(".section\\t.debug", 1)[0]
-        kept = [l for l in ptx.splitlines() if not l.lstrip().startswith((".loc", ".file", "//"))]
-        print("=====", "\\n".join(kept))
-    """
-)
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
 def test_the_inlined_kernel_compiles_to_the_same_ptx(tmp_path: Path) -> None:
     before, after = tmp_path / "before.py", tmp_path / "after.py"
     before.write_text(SOURCE)
     after.write_text(inlined_temporaries(cst.parse_module(SOURCE), 110).code)
-    # The sandbox's environment (no secret), without the interpreter, which would replace the compiler.
-    env = {k: v for k, v in box_env().items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
-    done = subprocess.run(
-        [sys.executable, "-c", _COMPILE, str(before), str(after)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    signature = {"x_ptr": "*bf16", "x_out_ptr": "*bf16", "ks0": "constexpr", "X_SIZE1": "constexpr"}
+    signature |= {"xnumel": "i32", "XBLOCK": "constexpr"}
+    constants = {2: 1024, 3: 2048, 5: 1024}
+    ptx_before, ptx_after = sm90_ptx(
+        [before, after], "_silu_and_mul_kernel", signature, constants, tmp_path / "cache"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    _, ptx_before, ptx_after = done.stdout.split("=====")
     assert "ex2.approx" in ptx_before or "ex2" in ptx_before  # the exp of SiLU was compiled
     assert ptx_after == ptx_before
