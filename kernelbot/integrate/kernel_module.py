@@ -3,10 +3,10 @@ its imports all at the top, one line per module (hoist_imports), its size routin
 (crossover.routes: one table, one copy of each code), a warps scale left at 1.0 folded
 (writers.fusion.unit_scale), kernels that are one code under two names made one (merge_twin_kernels),
 hosts that differ only in the kernel they launch made one (merge_twin_hosts), an Inductor-seeded winner's
-kernels, pointers, buffers and loads named for the op and the reference's arguments (inductor_names) and
-its numbered temporaries read once inlined (inline_temporaries), the entry renamed to a public name, a
-docstring saying what it computes, where it came from and what it was checked on, and the guard
-(guard_source) appended.
+kernels, pointers, buffers and loads named for the op and the reference's arguments (inductor_names), its
+bookkeeping assignments nothing reads dropped (drop_unread_assignments) and its numbered temporaries read
+once inlined (inline_temporaries), the entry renamed to a public name, a docstring saying what it
+computes, where it came from and what it was checked on, and the guard (guard_source) appended.
 The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
 Formatting is left to the repository's formatter."""
 
@@ -31,6 +31,7 @@ from evolution.writers.fusion.generate import is_trace_account, traced_docstring
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.constants_first import constants_first
+from kernelbot.integrate.drop_unread_assignments import dropped_unread_assignments
 from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -100,6 +101,9 @@ def build_kernel_module(
     module = hoisted_imports(module.visit(StripEvolveMarkersTransformer()))
     module = merged_twin_kernels(module)
     module = inductor_names(module, names.entry.removesuffix("_triton"))
+    # Before the inlining, which inlines a temporary only where one line reads it: a dead line that reads
+    # one would keep it on its own line.
+    module = dropped_unread_assignments(module)
     module = inlined_temporaries(module, line_length)
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))

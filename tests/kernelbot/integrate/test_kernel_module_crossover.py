@@ -1,0 +1,93 @@
+"""The module build_kernel_module writes for a bucket crossover whose small inputs run the Inductor seed:
+the seed's imports at the top with the first parent's, and its kernel without Inductor's bookkeeping. The
+seed is rendered from the capture tests/evolution/data holds (as tests/evolution/test_compile_launch.py
+renders it, no GPU), crossed with a plain PyTorch first parent of SGLang RMSNorm's signature."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from evolution.mutators.crossover.source import Route, build_child
+from evolution.writers.inductor.model import CaptureReport
+from evolution.writers.inductor.render import render_candidate
+from kernelbot.integrate.envelope import Envelope
+from kernelbot.integrate.kernel_module import KernelNames, build_kernel_module
+from kernelbot.integrate.task_view import load_view
+
+CAPTURE = Path(__file__).parents[2] / "evolution" / "data" / "inductor_capture_sglang_rmsnorm_residual.json"
+ENTRY = "rms_norm_forward_native"
+# SGLang RMSNorm.forward_native's parameters as the extractor writes them (its `self.` reads passed in).
+REFERENCE = f"""import torch
+
+
+def {ENTRY}(
+    x, residual=None, post_residual_addition=None, quant_linear=None, *, override_orig_dtype=None,
+    fp32_residual=False, self_hidden_size, variance_size_override, variance_epsilon=1e-06,
+    cast_x_before_out_mul=False, weight,
+):
+    h = x.float() + residual.float()
+    out = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + variance_epsilon) * weight.float()
+    return out.to(x.dtype), h.to(x.dtype)
+"""
+TASK_TOML = f"""
+name = "sglang_rmsnorm_residual"
+entry = "{ENTRY}"
+dynamic = ["tokens"]
+
+[source]
+path = "python/sglang/srt/layers/layernorm.py"
+qualname = "RMSNorm.forward_native"
+
+[[cases]]
+name = "tokens1_hidden64"
+tokens = 1
+hidden = 64
+"""
+
+
+@pytest.fixture(scope="module")
+def module_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+    task = tmp_path_factory.mktemp("task")
+    (task / "task.toml").write_text(TASK_TOML)
+    (task / "reference.py").write_text(REFERENCE)
+    (task / "inputs.py").write_text("")
+    seed = render_candidate(CaptureReport.from_json(CAPTURE.read_text()), "sglang_rmsnorm_residual", ENTRY)
+    first = REFERENCE.replace(f"def {ENTRY}", f"# EVOLVE-BLOCK-START\ndef {ENTRY}") + "# EVOLVE-BLOCK-END\n"
+    child = build_child(first, seed, ENTRY, Route(300_000, True, ""))
+    # build_child writes the seed's imports below the first parent's code
+    assert child.index("\nfrom typing import Optional\n") > child.index(f"\ndef _{ENTRY}_large(")
+    names = KernelNames("rms_norm_triton", "can_use_rms_norm_triton")
+    # The guard plays no part here: the envelope of the task's cases is left out.
+    envelope = Envelope("cuda", (), (), ("tokens",))
+    return build_kernel_module(child, load_view(task), envelope, names, summary="", line_length=100)
+
+
+def test_every_import_is_in_the_block_at_the_top(module_text: str) -> None:
+    body = cst.parse_module(module_text).body
+    imports = [k for k, s in enumerate(body) if _is_import(s)]
+    assert imports == list(range(imports[0], imports[0] + len(imports)))  # one block
+    assert imports[-1] < min(k for k, s in enumerate(body) if isinstance(s, cst.FunctionDef))
+    assert module_text.count("\nfrom typing import Optional, Tuple, Union\n") == 1
+    assert module_text.count("\nimport triton\n") == 1
+    # ... as a linter sees it: no import below code (E402), none unused (F401)
+    ruff = [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "E402,F401", "-"]
+    done = subprocess.run(ruff, input=module_text, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout
+
+
+def test_the_seeded_kernel_keeps_none_of_inductors_unread_bookkeeping(module_text: str) -> None:
+    assert "def _rms_norm_kernel(" in module_text
+    assert re.findall(r"\b(?:rnumel|RBLOCK|rbase|roffset|rindex)\b", module_text) == []
+    assert "r0_1 = r0_index" in module_text  # an alias read later keeps its line
+
+
+def _is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
