@@ -7,8 +7,10 @@ the module against the reference, so the module that ships names
 - a kernel for the op (`_apply_rotary_emb_kernel`), or for what it does where that is only a copy
   (`_copy_kernel`: Inductor writes an in-place result back with one);
 - a pointer for the argument its launches pass (`query_ptr`; `query_or_key_ptr` for a kernel launched
-  for both, `query_or_key_out_ptr` where both end alike), and a size for the host's size its launches pass
-  (`ks0` -> `HEAD_DIM` for a constexpr the host reads as `head_dim`);
+  for both, `query_or_key_out_ptr` where both end alike), a value Inductor also calls `in_ptrN` but the
+  kernel never loads from, stores to or computes an address from (a float: `variance_epsilon`) for the
+  argument alone, and a size for the host's size its launches pass (`ks0` -> `HEAD_DIM` for a constexpr
+  the host reads as `head_dim`);
 - a buffer for the input whose result it holds (`query_out`);
 - a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load or its
   one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), and
@@ -106,6 +108,50 @@ class _CallCollector(cst.CSTVisitor):
             self.elements.append(bound)
 
 
+class _AddressCollector(cst.CSTVisitor):
+    """The names a kernel uses as an address: those in the pointer of a `tl.load`, `tl.store` or
+    `tl.atomic_*` call, those a call of another function is passed (what it does with them is not seen
+    here), and those an address is computed from where the address is bound to a name first
+    (`p = in_ptr0 + x0`, `tl.make_block_ptr(in_ptr0, ...)`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.direct: set[str] = set()
+        self.sources: dict[str, set[str]] = {}  # name -> the names the values bound to it are made from
+
+    @property
+    def addresses(self) -> set[str]:
+        found = set(self.direct)
+        grown = True
+        while grown:
+            before = len(found)
+            for name, sources in self.sources.items():
+                if name in found:
+                    found |= sources
+            grown = len(found) > before
+        return found
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = _dotted(node.func)
+        if name in ("tl.load", "tl.store") or name.startswith("tl.atomic_"):
+            pointer = next((a for a in node.args if a.keyword and a.keyword.value == "pointer"), None)
+            positional = [a for a in node.args if a.keyword is None]
+            pointer = pointer or (positional[0] if positional else None)
+            if pointer is not None:
+                self.direct |= all_names(pointer.value)
+        elif isinstance(node.func, cst.Name):  # a @triton.jit helper's: it may load through any of them
+            self.direct |= {n for arg in node.args for n in all_names(arg.value)}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name in all_names(target.target):
+                self.sources.setdefault(name, set()).update(all_names(node.value))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        for name in all_names(node.target):
+            self.sources.setdefault(name, set()).update(all_names(node.value))
+
+
 def inductor_names(module: cst.Module, stem: str) -> cst.Module:
     """`module` with its Inductor-named kernels, their pointers and loads, and the buffers their launches
     fill named as the module docstring says; `stem` is the op's name (`apply_rotary_emb`)."""
@@ -191,14 +237,23 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
     """The kernel's pointers named for what its launches pass, a value loaded from one of them for what it
     points at and the value stored through one for where it goes (the module docstring's rules)."""
     taken = all_names(kernel)  # attribute members and keywords too: a new name clashes with none
+    addresses = _AddressCollector()
+    kernel.visit(addresses)
+    used_as_address = addresses.addresses
     names: dict[str, str] = {}
     for index, param in enumerate(_positional_params(kernel)):
         if not _POINTER.fullmatch(param) or not launches:
             continue
         passed = [la.args[index] if index < len(la.args) else None for la in launches]
         base = _shared_name([p for p in passed if p is not None]) if None not in passed else None
-        if base and f"{base}_ptr" not in taken and f"{base}_ptr" not in names.values():
-            names[param] = f"{base}_ptr"
+        if base is None:
+            continue
+        # Inductor calls a float the host passes (the norm's epsilon) `in_ptrN` too: one the kernel only
+        # reads as a value is named for the argument alone, where that name is free.
+        wanted = [f"{base}_ptr"] if param in used_as_address else [base, f"{base}_ptr"]
+        new = next((w for w in wanted if w not in taken and w not in names.values()), None)
+        if new:
+            names[param] = new
     names.update(_size_names(kernel, launches, taken))
     collector = _CallCollector()
     kernel.visit(collector)

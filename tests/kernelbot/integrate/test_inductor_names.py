@@ -186,3 +186,63 @@ def test_a_size_is_named_for_the_hosts_size_every_launch_passes() -> None:
     assert "query_or_key_out_ptr, head_dim, xnumel" in _shipped(named)  # a run-time value stays lower case
     computed = named.replace("head_dim = query", "ps0 = query").replace("head_dim,", "ps0,")
     assert "query_or_key_out_ptr, ks0, xnumel" in _shipped(computed)
+
+
+# Inductor's form for a float the host passes (RMSNorm's epsilon): the kernel's signature names it
+# `in_ptr1` like a tensor, but the kernel only reads its value.
+SCALAR = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _poi_fused_add_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+        x0 = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = x0 < xnumel
+        tmp0 = tl.load(in_ptr0 + x0, xmask)
+        tmp1 = in_ptr1
+        tmp2 = tmp0 + tmp1.to(tl.float32)
+        tl.store(out_ptr0 + x0, tmp2, xmask)
+
+
+    def entry(x, eps):
+        buf0 = torch.empty_like(x)
+        _poi_fused_add_0[(triton.cdiv(x.numel(), 64),)](x, eps, buf0, x.numel(), XBLOCK=64)
+        return buf0
+    """
+)
+
+
+def test_a_scalar_the_kernel_never_loads_from_is_named_for_the_argument_alone() -> None:
+    shipped = _shipped(SCALAR)
+    assert "def _rotate_kernel(x_ptr, eps, x_out_ptr, xnumel, XBLOCK" in shipped
+    assert "tmp1 = eps\n" in shipped
+
+
+def test_a_pointer_read_through_an_address_it_makes_keeps_its_suffix() -> None:
+    """An address bound to a name first (`p = in_ptr1 + x0`, a block pointer) is still an address."""
+    through = SCALAR.replace("tmp1 = in_ptr1", "p = in_ptr1 + x0\n    tmp1 = tl.load(p, xmask)")
+    assert "def _rotate_kernel(x_ptr, eps_ptr, x_out_ptr, xnumel, XBLOCK" in _shipped(through)
+    atomic = SCALAR.replace("tmp1 = in_ptr1", "tmp1 = tl.atomic_add(in_ptr1 + x0, 1.0, xmask)")
+    assert "def _rotate_kernel(x_ptr, eps_ptr, x_out_ptr, xnumel, XBLOCK" in _shipped(atomic)
+
+
+def test_a_scalar_whose_name_the_kernel_has_keeps_the_pointers_name() -> None:
+    taken = SCALAR.replace("xmask = x0 < xnumel", "xmask = x0 < xnumel\n    eps = 0.0")
+    assert "def _rotate_kernel(x_ptr, eps_ptr, x_out_ptr, xnumel, XBLOCK" in _shipped(taken)
+
+
+def test_the_module_with_the_scalar_renamed_computes_what_inductors_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    results = []
+    for name, text in (("inductor_scalar", SCALAR), ("reference_scalar", _shipped(SCALAR))):
+        (tmp_path / f"{name}.py").write_text(text)
+        results.append(__import__(name).entry(torch.arange(8, dtype=torch.float32), 0.5))
+        sys.modules.pop(name)
+    torch.testing.assert_close(results[1], results[0])
+    torch.testing.assert_close(results[1], torch.arange(8, dtype=torch.float32) + 0.5)

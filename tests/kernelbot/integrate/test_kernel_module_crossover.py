@@ -87,6 +87,13 @@ def test_the_seeded_kernel_keeps_none_of_inductors_unread_bookkeeping(module_tex
     assert "r0_1 = r0_index" in module_text  # an alias read later keeps its line
 
 
+def test_the_float_inductor_passes_as_a_pointer_is_named_as_a_value(module_text: str) -> None:
+    """Inductor's `in_ptr2` is SGLang's epsilon, a float the kernel only reads as a value."""
+    assert "variance_epsilon_ptr" not in module_text
+    assert re.search(r"def _rms_norm_kernel\([^)]*\bweight_ptr,", module_text)
+    assert re.search(r"def _rms_norm_kernel\([^)]*\bvariance_epsilon,", module_text)
+
+
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
