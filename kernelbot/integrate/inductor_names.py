@@ -11,7 +11,9 @@ the module against the reference, so the module that ships names
   kernel never loads from, stores to or computes an address from (a float: `variance_epsilon`) for the
   argument alone, and a size for the host's size its launches pass (`ks0` -> `HEAD_DIM` for a constexpr
   the host reads as `head_dim`);
-- a buffer for the input whose result it holds (`query_out`);
+- a buffer for the input whose result it holds (`query_out`), else, where the host returns it, for the
+  value the reference returns in its place (SGLang's RMSNorm returns `x, residual`: `residual_out`, with
+  `_out` where the host has the reference's name already, as the fusion writer names its outputs);
 - a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load or its
   one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), and
   a value stored through a pointer for where it goes (`query_or_key_out`).
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from evolution.mutators.crossover.alike import ROUTE_SUFFIX, jit_functions
 from evolution.mutators.crossover.alike import names as all_names
+from kernelbot.integrate.gather_returned_names import GatherReturnedNamesVisitor
 from kernelbot.integrate.rename_function import CommentWordsRenamer, RenameFunctionTransformer
 
 INDUCTOR_KERNEL = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*")
@@ -152,9 +156,12 @@ class _AddressCollector(cst.CSTVisitor):
             self.sources.setdefault(name, set()).update(all_names(node.value))
 
 
-def inductor_names(module: cst.Module, stem: str) -> cst.Module:
+def inductor_names(
+    module: cst.Module, stem: str, reference_returns: Sequence[tuple[str | None, ...]] = ()
+) -> cst.Module:
     """`module` with its Inductor-named kernels, their pointers and loads, and the buffers their launches
-    fill named as the module docstring says; `stem` is the op's name (`apply_rotary_emb`)."""
+    fill named as the module docstring says; `stem` is the op's name (`apply_rotary_emb`),
+    `reference_returns` what the reference's return statements return by name (GatherReturnedNamesVisitor)."""
     kernels = {name: f for name, f in jit_functions(module).items() if INDUCTOR_KERNEL.fullmatch(name)}
     if not kernels:
         return module
@@ -167,6 +174,7 @@ def inductor_names(module: cst.Module, stem: str) -> cst.Module:
         if not collector.launches:
             continue
         buffers = _buffer_names(collector.launches, kernels, all_names(host))
+        buffers.update(_returned_buffer_names(host, reference_returns, buffers))
         launches += [
             _Launch(launch.kernel, tuple(buffers.get(a, a) if a else a for a in launch.args))
             for launch in collector.launches
@@ -230,6 +238,33 @@ def _buffer_names(
                 new = f"{source}_out"
                 if new not in taken and new not in names.values():
                     names[arg] = new
+    return names
+
+
+def _returned_buffer_names(
+    host: cst.FunctionDef, reference_returns: Sequence[tuple[str | None, ...]], named: dict[str, str]
+) -> dict[str, str]:
+    """bufN -> the reference's name for the value the host returns in its place, for each buffer `named`
+    (the input rule's) leaves unnamed: that name, or with `_out` where the host has it (an argument the
+    reference rebinds, `residual`). Only where the host has one return statement and every return of the
+    reference with as many values returns one plain name at that place; no name the host has is reused."""
+    gatherer = GatherReturnedNamesVisitor(host.name.value)
+    host.visit(gatherer)
+    if len(gatherer.returns) != 1:
+        return {}
+    returned = gatherer.returns[0]
+    theirs = {r for r in reference_returns if len(r) == len(returned)}
+    taken = all_names(host) | set(named.values())
+    names: dict[str, str] = {}
+    for position, buffer in enumerate(returned):
+        agreed = {r[position] for r in theirs}
+        reference = agreed.pop() if len(agreed) == 1 else None
+        if reference is None or buffer is None or not _BUFFER.fullmatch(buffer) or buffer in named:
+            continue
+        new = next((n for n in (reference, f"{reference}_out") if n not in taken), None)
+        if new and buffer not in names:
+            names[buffer] = new
+            taken.add(new)
     return names
 
 

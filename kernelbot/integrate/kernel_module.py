@@ -3,10 +3,11 @@ its imports all at the top, one line per module (hoist_imports), its size routin
 (crossover.routes: one table, one copy of each code), a warps scale left at 1.0 folded
 (writers.fusion.unit_scale), kernels that are one code under two names made one (merge_twin_kernels),
 hosts that differ only in the kernel they launch made one (merge_twin_hosts), an Inductor-seeded winner's
-kernels, pointers, buffers and loads named for the op and the reference's arguments (inductor_names), its
-bookkeeping assignments nothing reads dropped (drop_unread_assignments) and its numbered temporaries read
-once inlined (inline_temporaries), the entry renamed to a public name, a docstring saying what it
-computes, where it came from and what it was checked on, and the guard (guard_source) appended.
+kernels, pointers, buffers and loads named for the op and the reference's arguments and returned values
+(inductor_names), its bookkeeping assignments nothing reads dropped (drop_unread_assignments) and its
+numbered temporaries read once inlined (inline_temporaries), the entry renamed to a public name, a
+docstring saying what it computes, where it came from and what it was checked on, and the guard
+(guard_source) appended.
 The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
 Formatting is left to the repository's formatter."""
 
@@ -100,7 +101,7 @@ def build_kernel_module(
     # A crossover's second parent imports inside the EVOLVE block, below the first parent's code.
     module = hoisted_imports(module.visit(StripEvolveMarkersTransformer()))
     module = merged_twin_kernels(module)
-    module = inductor_names(module, names.entry.removesuffix("_triton"))
+    module = inductor_names(module, names.entry.removesuffix("_triton"), view.returned)
     # Before the inlining, which inlines a temporary only where one line reads it: a dead line that reads
     # one would keep it on its own line.
     module = dropped_unread_assignments(module)

@@ -1,6 +1,7 @@
 """What integration reads from a task directory: the Task contract (cases, dynamic keys, tolerances, source)
 plus the extractor's notes in task.toml [extraction] (how a method's `self.<attr>` became parameters and
-extra outputs), the reference entry's signature, and the input spec a spec-generated inputs.py holds."""
+extra outputs), the reference entry's signature and what its return statements return by name, and the
+input spec a spec-generated inputs.py holds."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
+
 from evaluators.errors import TaskError
 from evaluators.task import Task, load_task, spec_literals
 from extractors.errors import ExtractionError
 from extractors.signature import Param, entry_signature
 from kernelbot.integrate.errors import IntegrationError
+from kernelbot.integrate.gather_returned_names import GatherReturnedNamesVisitor
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,6 +42,8 @@ class TaskView:
     outputs: tuple[str, ...]  # "return" and/or "self.<attr>" in the order the entry returns them
     mutated: tuple[str, ...]  # arguments the reference writes in place
     inputs: InputSpecSource | None  # None: hand-written or captured inputs
+    # Per return statement of the entry, the name it returns at each position (None: not a plain name).
+    returned: tuple[tuple[str | None, ...], ...]
 
     @property
     def root(self) -> Path:
@@ -71,10 +77,15 @@ def load_view(task_dir: Path) -> TaskView:
         raise IntegrationError(f"{task.root}/task.toml has no [source] path and qualname to integrate into")
     raw = tomllib.loads((task.root / "task.toml").read_text())
     extraction = raw.get("extraction", {})
+    reference = task.reference_path.read_text()
     try:
-        signature = entry_signature(task.reference_path.read_text(), task.entry)
+        signature = entry_signature(reference, task.entry)
     except ExtractionError as exc:
         raise IntegrationError(f"{task.reference_path}: {exc}") from exc
+    try:
+        returned = tuple(GatherReturnedNamesVisitor.of(reference, task.entry))
+    except cst.ParserSyntaxError:  # Python that LibCST's grammar lacks: the names are a nicety
+        returned = ()
     mutated = extraction.get("mutated_args_observed", extraction.get("mutated_args_static", []))
     return TaskView(
         task=task,
@@ -84,6 +95,7 @@ def load_view(task_dir: Path) -> TaskView:
         outputs=tuple(extraction.get("outputs", ["return"])),
         mutated=tuple(mutated),
         inputs=_input_spec(task.inputs_path),
+        returned=returned,
     )
 
 

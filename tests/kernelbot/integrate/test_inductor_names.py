@@ -246,3 +246,58 @@ def test_the_module_with_the_scalar_renamed_computes_what_inductors_did(
         sys.modules.pop(name)
     torch.testing.assert_close(results[1], results[0])
     torch.testing.assert_close(results[1], torch.arange(8, dtype=torch.float32) + 0.5)
+
+
+# Inductor's form for a norm with a residual (shrunk): one kernel fills two buffers from the same inputs;
+# the first is named for the input it is computed from, the second only the host's return tells.
+TWO_OUTPUTS = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _poi_fused_add_mul_0(in_ptr0, in_ptr1, out_ptr0, out_ptr1, xnumel, XBLOCK: tl.constexpr):
+        x0 = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = x0 < xnumel
+        tmp0 = tl.load(in_ptr0 + x0, xmask)
+        tmp1 = tl.load(in_ptr1 + x0, xmask)
+        tmp2 = tmp0 + tmp1
+        tmp3 = tmp2 * tmp2
+        tl.store(out_ptr0 + x0, tmp3, xmask)
+        tl.store(out_ptr1 + x0, tmp2, xmask)
+
+
+    def entry(x, residual):
+        buf0 = torch.empty_like(x)
+        buf1 = torch.empty_like(x)
+        _poi_fused_add_mul_0[(triton.cdiv(x.numel(), 64),)](x, residual, buf0, buf1, x.numel(), XBLOCK=64)
+        return (buf0, buf1)
+    """
+)
+# SGLang's RMSNorm.forward_native: `return x` without a residual, `return x, residual` with one.
+SGLANG_RETURNS = [("x",), ("x", "residual")]
+
+
+def _returning(source: str, returns: list[tuple[str | None, ...]]) -> str:
+    return inductor_names(merged_twin_kernels(cst.parse_module(source)), "norm", returns).code
+
+
+def test_a_buffer_the_host_returns_is_named_for_what_the_reference_returns_there() -> None:
+    shipped = _returning(TWO_OUTPUTS, SGLANG_RETURNS)
+    assert re.findall(r"\bbuf\d+", shipped) == []
+    assert "def _norm_kernel(x_ptr, residual_ptr, x_out_ptr, residual_out_ptr, xnumel, XBLOCK" in shipped
+    assert "residual_out = torch.empty_like(x)" in shipped and "return (x_out, residual_out)" in shipped
+    assert "tl.store(residual_out_ptr + x0, residual_out, xmask)" in shipped
+    # A value the reference names and the host does not has that name alone, as the fusion writer's.
+    assert "h = torch.empty_like(x)" in _returning(TWO_OUTPUTS, [("x", "h")])
+
+
+def test_a_returned_buffer_keeps_inductors_name_where_the_reference_does_not_tell() -> None:
+    """Without the reference's returns, with a value that is no plain name there, with two returns of as
+    many values that disagree, and with both names the host's already."""
+    for returns in ([], [("x", None)], [("x", "residual"), ("x", "h")], [("x",)]):
+        assert "buf1 = torch.empty_like(x)" in _returning(TWO_OUTPUTS, returns)
+    taken = TWO_OUTPUTS.replace("def entry(x, residual):", "def entry(x, residual, residual_out=None):")
+    assert "buf1 = torch.empty_like(x)" in _returning(taken, SGLANG_RETURNS)

@@ -22,7 +22,8 @@ from kernelbot.integrate.task_view import load_view
 
 CAPTURE = Path(__file__).parents[2] / "evolution" / "data" / "inductor_capture_sglang_rmsnorm_residual.json"
 ENTRY = "rms_norm_forward_native"
-# SGLang RMSNorm.forward_native's parameters as the extractor writes them (its `self.` reads passed in).
+# SGLang RMSNorm.forward_native's parameters as the extractor writes them (its `self.` reads passed in),
+# and its returns, shrunk to the residual case the capture traced.
 REFERENCE = f"""import torch
 
 
@@ -31,9 +32,16 @@ def {ENTRY}(
     fp32_residual=False, self_hidden_size, variance_size_override, variance_epsilon=1e-06,
     cast_x_before_out_mul=False, weight,
 ):
-    h = x.float() + residual.float()
-    out = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + variance_epsilon) * weight.float()
-    return out.to(x.dtype), h.to(x.dtype)
+    orig_dtype = x.dtype
+    x = x.float()
+    if residual is not None:
+        x = x + residual.float()
+        residual = x.to(orig_dtype)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + variance_epsilon)
+    x = (x * weight.float()).to(orig_dtype)
+    if residual is None:
+        return x
+    return x, residual
 """
 TASK_TOML = f"""
 name = "sglang_rmsnorm_residual"
@@ -92,6 +100,13 @@ def test_the_float_inductor_passes_as_a_pointer_is_named_as_a_value(module_text:
     assert "variance_epsilon_ptr" not in module_text
     assert re.search(r"def _rms_norm_kernel\([^)]*\bweight_ptr,", module_text)
     assert re.search(r"def _rms_norm_kernel\([^)]*\bvariance_epsilon,", module_text)
+
+
+def test_the_buffers_are_named_for_what_the_reference_returns(module_text: str) -> None:
+    """Inductor's `buf2` is the residual SGLang returns second: the name the fusion writer gives it too."""
+    assert re.findall(r"\bbuf\d+", module_text) == []
+    assert "return (x_out, residual_out)" in module_text
+    assert re.search(r"def _rms_norm_kernel\([^)]*\bresidual_out_ptr,", module_text)
 
 
 def _is_import(statement: cst.CSTNode) -> bool:
