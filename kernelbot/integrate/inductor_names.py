@@ -32,10 +32,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from evolution.mutators.crossover.alike import ROUTE_SUFFIX, jit_functions
+from evolution.mutators.crossover.alike import jit_functions
 from evolution.mutators.crossover.alike import names as all_names
 from kernelbot.integrate.gather_returned_names import GatherReturnedNamesVisitor
-from kernelbot.integrate.rename_function import CommentWordsRenamer, RenameFunctionTransformer
+from kernelbot.integrate.rename_function import (
+    CommentWordsRenamer,
+    RenameFunctionTransformer,
+    with_seeded_names,
+)
 
 INDUCTOR_KERNEL = re.compile(r"_?(?:triton_)?(?:poi|red|per)_fused_\w*")
 _POINTER = re.compile(r"(?:in_out|in|out)_ptr\d+")
@@ -195,20 +199,9 @@ def inductor_names(
     new_names = _kernel_names(renamed_kernels, stem, all_names(module))
     for old, new in new_names.items():
         module = module.visit(RenameFunctionTransformer(old, new))
-    return module.visit(CommentWordsRenamer(_comment_names(new_names, set(kernels)))) if new_names else module
-
-
-def _comment_names(new_names: dict[str, str], kernels: set[str]) -> dict[str, str]:
-    """What comments call each renamed kernel: its name, and the name the Inductor seed gave it where a
-    crossover suffixed the definition for the sizes it runs (`_poi_fused_mul_silu_slice_0_large`, its
-    launch parameters' comments still saying `_poi_fused_mul_silu_slice_0`), unless two kernels have it."""
-    seeded = {old: ROUTE_SUFFIX.sub("", old) for old in kernels}
-    count = Counter(seeded.values())
-    names = dict(new_names)
-    for old, new in new_names.items():
-        if seeded[old] != old and seeded[old] not in kernels and count[seeded[old]] == 1:
-            names[seeded[old]] = new
-    return names
+    if not new_names:
+        return module
+    return module.visit(CommentWordsRenamer(with_seeded_names(new_names, set(kernels))))
 
 
 def _buffer_names(

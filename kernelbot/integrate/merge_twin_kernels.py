@@ -1,14 +1,20 @@
 """Transformer: one @triton.jit function per body. A winner seeded from torch.compile's code carries one
 kernel per traced call site (Inductor's `_poi_fused_..._0` for the query and `_..._2` for the key, the same
 code under two names); the module that ships keeps the first and launches it at both sites, each launch
-with its own block and warps. References to a dropped twin, comments included, name the kept one."""
+with its own block and warps. References to a dropped twin, comments included, name the kept one: in
+comments, by the name the seed gave the twin too where a crossover suffixed it for the sizes it runs
+(`K0_XBLOCK = 32  # _poi_fused_mul_2: XBLOCK` of a twin `_poi_fused_mul_2_small`)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from evolution.mutators.crossover.alike import body_key, jit_functions
-from kernelbot.integrate.rename_function import CommentWordsRenamer, RenameFunctionTransformer
+from kernelbot.integrate.rename_function import (
+    CommentWordsRenamer,
+    RenameFunctionTransformer,
+    with_seeded_names,
+)
 
 
 def twin_kernels(module: cst.Module) -> dict[str, str]:
@@ -26,10 +32,11 @@ def twin_kernels(module: cst.Module) -> dict[str, str]:
 
 
 class MergeTwinKernelsTransformer(CommentWordsRenamer):
-    """Drops each twin's definition; comments that name it name the kept one."""
+    """Drops each twin's definition; comments that name it name the kept one (by the name its seed gave it
+    too, where that is none of `kernels`: the module's @triton.jit functions)."""
 
-    def __init__(self, twins: dict[str, str]) -> None:
-        super().__init__(twins)
+    def __init__(self, twins: dict[str, str], kernels: set[str]) -> None:
+        super().__init__(with_seeded_names(twins, kernels))
         self.twins = twins
 
     def leave_FunctionDef(
@@ -43,7 +50,7 @@ def merged_twin_kernels(module: cst.Module) -> cst.Module:
     twins = twin_kernels(module)
     if not twins:
         return module
-    module = module.visit(MergeTwinKernelsTransformer(twins))
+    module = module.visit(MergeTwinKernelsTransformer(twins, set(jit_functions(module))))
     for dropped, kept in twins.items():
         module = module.visit(RenameFunctionTransformer(dropped, kept))
     return module

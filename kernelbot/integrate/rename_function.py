@@ -4,8 +4,11 @@ entry becomes a public name that says what it is), and the words of comments tha
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import libcst as cst
+
+from evolution.mutators.crossover.alike import ROUTE_SUFFIX
 
 
 class RenameFunctionTransformer(cst.CSTTransformer):
@@ -42,3 +45,17 @@ class CommentWordsRenamer(cst.CSTTransformer):
             return updated_node
         renamed = self._words.sub(lambda w: self.names[w[1]], updated_node.value)
         return updated_node.with_changes(value=renamed)
+
+
+def with_seeded_names(renames: dict[str, str], functions: set[str]) -> dict[str, str]:
+    """What comments call each function `renames` renames (old -> new): its name, and the name its seed
+    gave it where a crossover suffixed the definition for the sizes it runs
+    (`_poi_fused_mul_silu_slice_0_large`, its launch parameters' comments still saying
+    `_poi_fused_mul_silu_slice_0`), unless that name is one of `functions` or two of them have it."""
+    seeded = {name: ROUTE_SUFFIX.sub("", name) for name in functions | set(renames)}
+    count = Counter(seeded.values())
+    names = dict(renames)
+    for old, new in renames.items():
+        if seeded[old] != old and seeded[old] not in functions and count[seeded[old]] == 1:
+            names[seeded[old]] = new
+    return names

@@ -60,20 +60,50 @@ hidden = 64
 
 
 @pytest.fixture(scope="module")
-def module_text(tmp_path_factory: pytest.TempPathFactory) -> str:
+def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
     task = tmp_path_factory.mktemp("task")
     (task / "task.toml").write_text(TASK_TOML)
     (task / "reference.py").write_text(REFERENCE)
     (task / "inputs.py").write_text("")
-    seed = render_candidate(CaptureReport.from_json(CAPTURE.read_text()), "sglang_rmsnorm_residual", ENTRY)
+    return task
+
+
+@pytest.fixture(scope="module")
+def seed() -> str:
+    return render_candidate(CaptureReport.from_json(CAPTURE.read_text()), "sglang_rmsnorm_residual", ENTRY)
+
+
+@pytest.fixture(scope="module")
+def module_text(task: Path, seed: str) -> str:
     first = REFERENCE.replace(f"def {ENTRY}", f"# EVOLVE-BLOCK-START\ndef {ENTRY}") + "# EVOLVE-BLOCK-END\n"
     child = build_child(first, seed, ENTRY, Route(300_000, True, ""))
     # build_child writes the seed's imports below the first parent's code
     assert child.index("\nfrom typing import Optional\n") > child.index(f"\ndef _{ENTRY}_large(")
+    return _built(child, task)
+
+
+def _built(child: str, task: Path) -> str:
     names = KernelNames("rms_norm_triton", "can_use_rms_norm_triton")
     # The guard plays no part here: the envelope of the task's cases is left out.
     envelope = Envelope("cuda", (), (), ("tokens",))
     return build_kernel_module(child, load_view(task), envelope, names, summary="", line_length=100)
+
+
+def _seed_crossed_with_a_copy(seed: str, task: Path, *changes: tuple[str, str]) -> str:
+    """The module of the seed crossed with a copy of it changed by `changes`, the copy for small inputs."""
+    other = seed
+    for old, new in changes:
+        assert old in other
+        other = other.replace(old, new)
+    return _built(build_child(seed, other, ENTRY, Route(300_000, True, "")), task)
+
+
+# What sets the copy apart: Inductor numbered its kernel 1 (another capture's numbering), it launches
+# with other constants, and its host has a line of its own.
+KERNEL = "_red_fused__to_copy_add_mean_mul_pow_rsqrt_0"
+RENUMBERED = (KERNEL, KERNEL.removesuffix("0") + "1")
+OTHER_BLOCK = ("K0_R0_BLOCK = 2048", "K0_R0_BLOCK = 4096")
+OTHER_HOST = ("device = x.device", "device = x.device\n    tokens_unused = 1")
 
 
 def test_every_import_is_in_the_block_at_the_top(module_text: str) -> None:
@@ -107,6 +137,15 @@ def test_the_buffers_are_named_for_what_the_reference_returns(module_text: str) 
     assert re.findall(r"\bbuf\d+", module_text) == []
     assert "return (x_out, residual_out)" in module_text
     assert re.search(r"def _rms_norm_kernel\([^)]*\bresidual_out_ptr,", module_text)
+
+
+def test_comments_of_a_merged_twin_name_the_kernel_that_ships(task: Path, seed: str) -> None:
+    """Both routes keep their code (their hosts differ); their kernels are one code under two names, and
+    the copy's launch parameters' comments named its kernel as the seed did, unsuffixed."""
+    text = _seed_crossed_with_a_copy(seed, task, RENUMBERED, OTHER_BLOCK, OTHER_HOST)
+    assert text.count("@triton.jit") == 1 and text.count("# Fused by Inductor") == 1
+    assert "_red_fused" not in text
+    assert "K0_R0_BLOCK_SMALL = 4096  # _rms_norm_kernel: R0_BLOCK" in text
 
 
 def _is_import(statement: cst.CSTNode) -> bool:

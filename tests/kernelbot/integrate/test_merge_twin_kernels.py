@@ -93,3 +93,20 @@ def test_the_merged_module_launches_the_kept_kernel_at_both_sites(
     torch.testing.assert_close(q1, q0)
     torch.testing.assert_close(k1, k0)
     torch.testing.assert_close(k1, torch.arange(50, dtype=torch.float32) * 2 + 1)
+
+
+def test_comments_that_name_a_twin_a_crossover_suffixed_name_the_kept_kernel() -> None:
+    """A crossover suffixes the kernel it runs for small inputs (`..._2_small`) and not the comments the
+    seed wrote about it (`K0_XBLOCK = 32  # _poi_fused_mul_2: XBLOCK`): those name the kept kernel too."""
+    small = SOURCE.replace("def _poi_fused_mul_2(", "def _poi_fused_mul_2_small(")
+    small = small.replace("_poi_fused_mul_2[(", "_poi_fused_mul_2_small[(")
+    constant = "K0_XBLOCK = 32  # _poi_fused_mul_2: XBLOCK"
+    small = small.replace("\n\n\ndef entry(", f"\n\n\n{constant}\n\n\ndef entry(")
+    merged = merged_twin_kernels(cst.parse_module(small)).code
+    assert "_poi_fused_mul_2" not in merged
+    assert "K0_XBLOCK = 32  # _poi_fused_mul_0: XBLOCK" in merged
+    # A seeded name that is a kernel of the module itself is that kernel's, not the twin's.
+    kept = small.replace("def _poi_fused_add_1(", "def _poi_fused_mul_2(").replace(
+        "_poi_fused_add_1[(", "_poi_fused_mul_2[("
+    )
+    assert "K0_XBLOCK = 32  # _poi_fused_mul_2: XBLOCK" in merged_twin_kernels(cst.parse_module(kept)).code
