@@ -7,9 +7,9 @@ kernels, pointers, buffers and loads named for the op and the reference's argume
 (inductor_names), its bookkeeping assignments nothing reads dropped (drop_unread_assignments) and its
 numbered temporaries read once inlined (inline_temporaries), the entry renamed to a public name, a
 docstring saying what it computes, where it came from and what it was checked on, and the guard
-(guard_source) appended.
-The entry keeps the parameters its body names (drop_unread_params); the guard takes the whole signature.
-Formatting is left to the repository's formatter."""
+(guard_source) appended. A comment a dropped copy left behind, repeating one above it, goes
+(drop_repeated_comments). The entry keeps the parameters its body names (drop_unread_params); the guard
+takes the whole signature. Formatting is left to the repository's formatter."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from evolution.writers.fusion.generate import is_trace_account, traced_docstring
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.constants_first import constants_first
+from kernelbot.integrate.drop_repeated_comments import DropRepeatedCommentsTransformer
 from kernelbot.integrate.drop_unread_assignments import dropped_unread_assignments
 from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
@@ -118,6 +119,8 @@ def build_kernel_module(
     module = module.visit(DropDocstringsTransformer(traced_docstring_start(view.task.entry)))
     module = merged_twin_hosts(module)
     module = constants_first(shared_launch_args(module))
+    # Last of the code's passes: each copy the ones above drop may leave its comments behind.
+    module = module.visit(DropRepeatedCommentsTransformer())
     module = module.visit(SetModuleDocstringTransformer(docstring, header))
     guard = _statements(render_guard(envelope, entry, names.guard, line_length))
     module = module.with_changes(body=[*module.body, *guard])

@@ -148,6 +148,16 @@ def test_comments_of_a_merged_twin_name_the_kernel_that_ships(task: Path, seed: 
     assert "K0_R0_BLOCK_SMALL = 4096  # _rms_norm_kernel: R0_BLOCK" in text
 
 
+def test_a_comment_the_copy_repeats_is_said_once(task: Path, seed: str) -> None:
+    """The flattened routes run one kernel with a launch table: the copy's introduction of its constants
+    stays behind above the one it alone sets, below the seed's own."""
+    text = _seed_crossed_with_a_copy(seed, task, RENUMBERED, OTHER_BLOCK)
+    assert text.count("# Launch parameters, one set per kernel.") == 1
+    assert text.count("# Fused by Inductor") == 1
+    # The constants it split are one group again.
+    assert re.search(r"\nK0_NUM_STAGES = 1[^\n]*\nK0_R0_BLOCK = 4096", text)
+
+
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
