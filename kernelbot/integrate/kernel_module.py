@@ -8,8 +8,10 @@ kernels, pointers, buffers and loads named for the op and the reference's argume
 numbered temporaries read once inlined (inline_temporaries), the entry renamed to a public name, a
 docstring saying what it computes, where it came from and what it was checked on, and the guard
 (guard_source) appended. A comment a dropped copy left behind, repeating one above it, goes
-(drop_repeated_comments). The entry keeps the parameters its body names (drop_unread_params); the guard
-takes the whole signature. Formatting is left to the repository's formatter."""
+(drop_repeated_comments). The entry keeps the parameters its body names (drop_unread_params), after each
+route's host has dropped the ones its body does not name and its calls stopped passing them
+(drop_unread_host_params); the guard takes the whole signature. Formatting is left to the repository's
+formatter."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from extractors.signature import entry_signature
 from kernelbot.integrate.constants_first import constants_first
 from kernelbot.integrate.drop_repeated_comments import DropRepeatedCommentsTransformer
 from kernelbot.integrate.drop_unread_assignments import dropped_unread_assignments
+from kernelbot.integrate.drop_unread_host_params import dropped_unread_host_params
 from kernelbot.integrate.drop_unread_params import DropUnreadParamsTransformer
 from kernelbot.integrate.envelope import Envelope
 from kernelbot.integrate.errors import IntegrationError
@@ -109,6 +112,7 @@ def build_kernel_module(
     module = inlined_temporaries(module, line_length)
     module = _named_for_the_op(module, view.task.entry, names, taken)
     module = module.visit(RenameFunctionTransformer(view.task.entry, names.entry))
+    module = dropped_unread_host_params(module, names.entry)
     module = module.visit(DropUnreadParamsTransformer(names.entry))
     module = module.visit(
         SetFunctionDocstringTransformer(
