@@ -205,6 +205,23 @@ def test_hosts_alike_but_for_their_launch_become_one_entry() -> None:
     assert "def _entry" not in (flattened(plain) or "def _entry")
 
 
+def test_hosts_merged_into_one_entry_keep_the_comment_the_block_opens_with() -> None:
+    """The first code's comment above its first statement (an Inductor seed's launch parameters') is the
+    parsed block's header, not that statement's: it stays above the constant it introduces."""
+
+    def commented(source: str) -> str:
+        body = "    out = x.clone()\n    out = _host(out)\n    return out"
+        source = source.replace("def entry(x):\n    return _host(x)", f"def entry(x):\n{body}")
+        return source.replace(
+            "# EVOLVE-BLOCK-START\n", "# EVOLVE-BLOCK-START\n# The launch tuner varies SCALE.\n"
+        )
+
+    source = build_child(commented(TIMES), commented(PLUS), "entry", Route(64, True, ""))
+    flat = flattened(source)
+    assert flat is not None and "def _entry" not in flat and dispatchers(flat) == ["entry"]
+    assert "# EVOLVE-BLOCK-START\n# The launch tuner varies SCALE.\nSCALE = 1.0\n" in flat
+
+
 def test_hosts_alike_with_a_launch_table_become_one_entry_that_sets_it_by_size() -> None:
     """PLUS below 64 bytes, TIMES above at SCALE 1 up to 1024 bytes and 3 beyond: one entry still, the large
     branch setting a local for the constant and passing it on. A statement the hosts share that reads the

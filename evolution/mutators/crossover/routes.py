@@ -231,7 +231,10 @@ def _one_host(
     assert isinstance(stub, cst.FunctionDef)
     function = stub.with_changes(body=cst.IndentedBlock(body))
     kept = [s for s in module.body if not (isinstance(s, cst.FunctionDef) and s.name.value in hosts)]
-    return cst.Module(kept).code.rstrip() + "\n\n\n" + _CODES + "\n" + cst.Module([function]).code
+    # with_changes, not a new Module: the comments above the block's first statement (the first code's
+    # launch comment) are the parsed module's header, not that statement's leading lines.
+    above = module.with_changes(body=kept).code.rstrip()
+    return above + "\n\n\n" + _CODES + "\n" + cst.Module([function]).code
 
 
 def _statements(function: cst.FunctionDef) -> list[Statement] | None:

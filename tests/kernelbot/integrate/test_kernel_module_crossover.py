@@ -158,6 +158,15 @@ def test_a_comment_the_copy_repeats_is_said_once(task: Path, seed: str) -> None:
     assert re.search(r"\nK0_NUM_STAGES = 1[^\n]*\nK0_R0_BLOCK = 4096", text)
 
 
+def test_the_seeds_launch_comment_stays_above_the_constants_it_introduces(task: Path, seed: str) -> None:
+    """The routes' hosts differ in a line and merge into one entry: the seed's launch comment opens the
+    flattened block, the copy's repeat of it goes, and the copy's constant joins the group below it."""
+    text = _seed_crossed_with_a_copy(seed, task, OTHER_BLOCK, OTHER_HOST)
+    assert text.count("# Launch parameters, one set per kernel.") == 1
+    assert re.search(r"\n# Launch parameters, one set per kernel\.[^\n]*\n#[^\n]*\nK0_XBLOCK = 1 ", text)
+    assert re.search(r"\nK0_NUM_STAGES = 1[^\n]*\nK0_R0_BLOCK_SMALL = 4096", text)
+
+
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
