@@ -222,6 +222,22 @@ def test_hosts_merged_into_one_entry_keep_the_comment_the_block_opens_with() -> 
     assert "# EVOLVE-BLOCK-START\n# The launch tuner varies SCALE.\nSCALE = 1.0\n" in flat
 
 
+def test_a_comment_on_what_the_copies_share_names_the_copy_that_ships() -> None:
+    """B is A's code with `_scale` named `_factor` and another SCALE: one code ships, B's (it runs the small
+    inputs), launched with each SCALE. BIAS, the same in both, was kept from A; its comment named A's
+    `_scale`, which goes."""
+    biased = TIMES.replace("SCALE = 1.0", "SCALE = 1.0\nBIAS = 0.0  # _scale: its bias")
+    biased = biased.replace("return n * SCALE", "return n * SCALE + BIAS")
+    source = build_child(
+        biased, variant(biased, 3.0).replace("_scale", "_factor"), "entry", Route(64, True, "")
+    )
+    flat = flattened(source)
+    assert flat is not None and "def _factor(" in flat and "def _scale(" not in flat
+    assert "BIAS = 0.0  # _factor: its bias\n" in flat
+    for elements in (1, 16, 17, 400):
+        assert run(flat, elements) == run(source, elements), elements
+
+
 def test_hosts_alike_with_a_launch_table_become_one_entry_that_sets_it_by_size() -> None:
     """PLUS below 64 bytes, TIMES above at SCALE 1 up to 1024 bytes and 3 beyond: one entry still, the large
     branch setting a local for the constant and passing it on. A statement the hosts share that reads the

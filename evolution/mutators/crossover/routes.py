@@ -19,7 +19,8 @@ and holds:
 - else one dispatcher, one test per interval (what most intervals run last, untested), each code taking
   the constants it varies in as keyword-only parameters (crossover.source's launch table);
 - the crossover suffixes dropped from names where one copy remains, and each copy of several named for
-  when it runs (`_small`, `_medium`, `_large`);
+  when it runs (`_small`, `_medium`, `_large`); a comment that named a dropped copy names the one that
+  ships (crossover.twin_comments);
 - each code's host taking only the parameters its code reads (the entry keeps the engine's signature).
 One crossover of two codes is written the same way: one test with its threshold inline, without the
 search's account of the split. Nothing here runs candidate code; a block whose routing is not the
@@ -66,6 +67,7 @@ from evolution.mutators.crossover.source import (
 from evolution.mutators.crossover.table_expressions import table_expressions
 from evolution.mutators.crossover.topk_method import topk_methods_merged
 from evolution.mutators.crossover.tree import Group, RoutingError, read_routing
+from evolution.mutators.crossover.twin_comments import comments_renamed, twin_names
 from evolution.writers.fusion.code_text import wrap_long_lines
 from evolution.writers.fusion.generate import LINE_LENGTH
 
@@ -126,6 +128,8 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
     kept_text = re.sub(r"\n{3,}(?=\S)", "\n\n\n", "".join(chunks)).strip() + "\n"
     mapping = _readable_names(groups, kept, entry, ParsedCode.parse(kept_text, "the block").names)
     code = ParsedCode.parse(kept_text, "the block").renamed({k: v for k, v in mapping.items() if k != v})
+    # What the copies shared was kept from the first parent: its comments may name a copy that goes.
+    code = comments_renamed(code, twin_names(groups, set(kept), mapping))
     code = _launch_tables(code, groups, mapping, constants)
 
     counted = (

@@ -277,6 +277,9 @@ class Group:
     launch: list[str]  # its launch constants, in closure order
     leaves: list[Leaf] = field(default_factory=list)
     calls: list[dict[str, str]] = field(default_factory=list)  # per leaf: constant -> value it differs in
+    # Each name another leaf's copy gives a definition -> the shipped copy's name for it (its place in the
+    # closure, the order _shape numbers them in).
+    twins: dict[str, str] = field(default_factory=dict)
 
 
 def _groups(leaves: list[Leaf], defs: dict[str, ast.stmt], constants: dict[str, str]) -> list[Group]:
@@ -294,6 +297,7 @@ def _groups(leaves: list[Leaf], defs: dict[str, ast.stmt], constants: dict[str, 
         values = {
             ours: leaf.overrides.get(n, constants[n]) for ours, n in zip(group.launch, mine, strict=True)
         }
+        group.twins.update((n, ours) for ours, n in zip(group.order, order, strict=True) if n != ours)
         group.leaves.append(leaf)
         group.calls.append({n: v for n, v in values.items() if v != constants[n]})
     return list(groups.values())

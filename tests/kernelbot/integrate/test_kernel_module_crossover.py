@@ -167,6 +167,14 @@ def test_the_seeds_launch_comment_stays_above_the_constants_it_introduces(task: 
     assert re.search(r"\nK0_NUM_STAGES = 1[^\n]*\nK0_R0_BLOCK_SMALL = 4096", text)
 
 
+def test_constants_the_copy_shares_name_the_kernel_that_ships(task: Path, seed: str) -> None:
+    """One code ships with a launch table, the copy's (its kernel Inductor numbered 1): the seed's constants
+    it shares were kept from the seed, their comments naming its kernel 0, which goes."""
+    text = _seed_crossed_with_a_copy(seed, task, RENUMBERED, OTHER_BLOCK)
+    assert text.count("@triton.jit") == 1 and "_red_fused" not in text
+    assert "K0_XBLOCK = 1  # _rms_norm_kernel: XBLOCK" in text
+
+
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
