@@ -12,7 +12,9 @@ reads; the line stays within the engine's limit). A value read twice and every o
 lines. Before that, a temporary that only casts another to the dtype that one was already cast to
 (`tmp0 = tl.load(...).to(tl.float32)`, then `tmp1 = tmp0.to(tl.float32)`: Inductor upcasts at the load and
 again at the op) is dropped and its reads read the first: Triton's cast to a value's own dtype returns the
-value itself, so no instruction goes with it.
+value itself, so no instruction goes with it. A temporary that only names a parameter of the kernel that
+nothing assigns (`tmp17 = variance_epsilon` before the loop that reads it) is dropped and its reads, in a
+loop or not, read the parameter: no computation moves.
 
 Triton builds its IR from the expression tree, one op per node in the order Python evaluates them, so the
 kernel compiles to what the search timed (tests/kernelbot/integrate/test_inline_temporaries.py compares the
@@ -60,13 +62,39 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         original = cst.Module(body=[alone]).code
         if not TEMPORARY.search(original):
             return updated_node
-        inlined = inline_single_use(
-            cst.Module(body=[_recasts_dropped(alone)]).code, self.line_length, only=TEMPORARY
-        )
+        kernel = _recasts_dropped(_parameter_aliases_dropped(alone))
+        inlined = inline_single_use(cst.Module(body=[kernel]).code, self.line_length, only=TEMPORARY)
         if inlined == original:
             return updated_node
         rewritten = cst.ensure_type(cst.parse_module(inlined).body[0], cst.FunctionDef)
         return rewritten.with_changes(leading_lines=updated_node.leading_lines)
+
+
+def _parameter_aliases_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
+    """`kernel` without its temporaries bound once, at its top level, to a parameter nothing assigns, their
+    reads reading the parameter. inline_single_use moves nothing into a loop, yet a parameter holds one value
+    everywhere in the kernel: reading it where the temporary was read computes nothing anew."""
+    bound = _binding_counts(kernel)
+    params = {cst.ensure_type(p, cst.Param).name.value for p in m.findall(kernel.params, m.Param())}
+    aliases: dict[str, str] = {}  # dropped temporary -> the parameter it named
+    kept: list[cst.BaseStatement] = []
+    for statement in cst.ensure_type(kernel.body, cst.IndentedBlock).body:
+        target, value = _single_assignment(statement)
+        if (
+            target is not None
+            and TEMPORARY.fullmatch(target)
+            and bound.get(target) == 1
+            and isinstance(value, cst.Name)
+            and value.value in params
+            and bound.get(value.value) == 1  # the parameter's own binding alone
+        ):
+            aliases[target] = value.value
+            continue
+        kept.append(statement)
+    if not aliases:
+        return kernel
+    body = kernel.body.with_changes(body=kept)
+    return kernel.with_changes(body=body.visit(RenamedReads(aliases)))
 
 
 def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:

@@ -108,3 +108,85 @@ def test_the_inlined_kernel_compiles_to_the_same_ptx(tmp_path: Path) -> None:
     )
     assert "ex2.approx" in ptx_before or "ex2" in ptx_before  # the exp of SiLU was compiled
     assert ptx_after == ptx_before
+
+
+# SGLang RMSNorm's Inductor kernel as a crossover module held it (named by inductor_names, its unread
+# bookkeeping dropped): the epsilon the host passes is aliased before the second loop and read once in it.
+RMSNORM = textwrap.dedent(
+    """
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _rms_norm_kernel(
+        x_ptr, residual_ptr, variance_epsilon, weight_ptr, x_out_ptr, residual_out_ptr, HIDDEN: tl.constexpr,
+        xnumel, r0_numel: tl.constexpr, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr,
+    ):
+        xoffset = tl.program_id(0) * XBLOCK
+        xindex = xoffset + tl.arange(0, XBLOCK)[:, None]
+        xmask = xindex < xnumel
+        r0_base = tl.arange(0, R0_BLOCK)[None, :]
+        x0 = xindex
+        _tmp7 = tl.full([XBLOCK, R0_BLOCK], 0, tl.float32)
+        for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
+            r0_1 = r0_offset + r0_base
+            r0_mask = r0_1 < r0_numel
+            tmp0 = tl.load(x_ptr + (r0_1 + HIDDEN * x0), r0_mask & xmask, other=0.0).to(tl.float32)
+            tmp2 = tl.load(residual_ptr + (r0_1 + HIDDEN * x0), r0_mask & xmask, other=0.0).to(tl.float32)
+            tmp4 = tmp0 + tmp2
+            tmp8 = _tmp7 + tl.broadcast_to(tmp4 * tmp4, [XBLOCK, R0_BLOCK])
+            _tmp7 = tl.where(r0_mask & xmask, tmp8, _tmp7)
+        tmp7 = tl.sum(_tmp7, 1)[:, None]
+        tmp17 = variance_epsilon
+        for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
+            r0_1 = r0_offset + r0_base
+            r0_mask = r0_1 < r0_numel
+            tmp9 = tl.load(x_ptr + (r0_1 + HIDDEN * x0), r0_mask & xmask, other=0.0).to(tl.float32)
+            tmp11 = tl.load(residual_ptr + (r0_1 + HIDDEN * x0), r0_mask & xmask, other=0.0).to(tl.float32)
+            weight = tl.load(weight_ptr + r0_1, r0_mask, other=0.0).to(tl.float32)
+            tmp13 = tmp9 + tmp11
+            tmp16 = tmp7 / tl.cast(HIDDEN, tl.float32)
+            tmp18 = tmp17.to(tl.float32)
+            tmp19 = tmp16 + tmp18
+            tmp20 = tl.rsqrt(tmp19)
+            x_out = (tmp13 * tmp20 * weight).to(tl.bfloat16)
+            tl.store(x_out_ptr + (r0_1 + HIDDEN * x0), x_out, r0_mask & xmask)
+            tl.store(residual_out_ptr + (r0_1 + HIDDEN * x0), tmp13.to(tl.bfloat16), r0_mask & xmask)
+    """
+)
+
+
+def test_an_alias_of_a_parameter_is_read_as_the_parameter_inside_a_loop() -> None:
+    """`tmp17` is bound before the loop that reads it: no value moves into the loop, the parameter is read
+    where the alias was, and the line that reads it is inlined as any other."""
+    inlined = inlined_temporaries(cst.parse_module(RMSNORM), 110).code
+    assert "tmp17" not in inlined
+    assert "        tmp19 = tmp7 / tl.cast(HIDDEN, tl.float32) + variance_epsilon.to(tl.float32)\n" in inlined
+    # A parameter the kernel assigns again holds another value by the time the loop reads the alias, and
+    # a local other than a parameter is a value the inlining leaves outside the loop.
+    reassigned = RMSNORM.replace(
+        "    x0 = xindex\n", "    x0 = xindex\n    variance_epsilon = variance_epsilon * 2\n"
+    )
+    assert "    tmp17 = variance_epsilon\n" in inlined_temporaries(cst.parse_module(reassigned), 110).code
+    local = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = x0")
+    assert "    tmp17 = x0\n" in inlined_temporaries(cst.parse_module(local), 110).code
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
+def test_the_kernel_reading_the_parameter_compiles_to_the_same_ptx(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(RMSNORM)
+    after.write_text(inlined_temporaries(cst.parse_module(RMSNORM), 110).code)
+    assert "tmp17" not in after.read_text()
+    signature = {
+        name: "*bf16" for name in ("x_ptr", "residual_ptr", "weight_ptr", "x_out_ptr", "residual_out_ptr")
+    }
+    signature |= {"variance_epsilon": "fp32", "HIDDEN": "constexpr", "xnumel": "i32"}
+    signature |= {"r0_numel": "constexpr", "XBLOCK": "constexpr", "R0_BLOCK": "constexpr"}
+    constants = {6: 4096, 8: 4096, 9: 1, 10: 2048}
+    ptx_before, ptx_after = sm90_ptx(
+        [before, after], "_rms_norm_kernel", signature, constants, tmp_path / "cache"
+    )
+    assert "rsqrt" in ptx_before  # the norm was compiled
+    assert ptx_after == ptx_before
