@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -594,3 +595,18 @@ def test_a_constant_chosen_for_a_launch_sizes_the_grid_once() -> None:
         "num_warps=ROWS_large * 2", "num_warps=programs * 2"
     )
     assert launch_choices(reads_local) == reads_local
+
+
+def test_a_searchs_four_level_crossover_keeps_no_account_of_a_threshold_it_removed() -> None:
+    """SGLang RMSNorm's winner of an H100 search (data/: a launch table of the fusion kernel, a band, then
+    torch.compile's kernel at two launches above 22 MB): each crossover explained its threshold constant in
+    a comment above it. The flat block tests literals in one dispatcher; no comment names a constant that
+    is gone, and the dispatcher still tests every threshold."""
+    source = (Path(__file__).parent / "data" / "crossover_winner_sglang_rmsnorm_residual.txt").read_text()
+    block = find_evolve_block(source)
+    assert block is not None and block.text.count("CROSSOVER_BYTES") > 8
+    flat = flat_routes(block.text, "rms_norm_forward_native")
+    assert flat is not None and "CROSSOVER_BYTES" not in flat and "# Bucket crossover" not in flat
+    for threshold in (2787806, 5559380, 22217190, 88787519):
+        assert f"if nbytes <= {threshold}:" in flat
+    assert "# Each call runs the code" in flat

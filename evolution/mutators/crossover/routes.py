@@ -155,7 +155,39 @@ def _flatten(block: str, entry: str, tensors: Sequence[str] | None) -> str | Non
         code = launch_choices(host_helpers_merged(index_widths_merged(topk_methods_merged(code))))
         code = kernels_noted(code, block, mapping)
     code = table_expressions(threaded_constants_as_parameters(code.rstrip() + "\n"))
-    return wrap_long_lines(code, LINE_LENGTH)
+    return wrap_long_lines(_orphan_route_notes_dropped(code), LINE_LENGTH)
+
+
+_ROUTE_CONSTANT = re.compile(r"\bCROSSOVER_BYTES\d*\b")
+
+
+def _orphan_route_notes_dropped(code: str) -> str:
+    """`code` without the module-level comment blocks that explain a threshold constant the flattening
+    removed (`# Bucket crossover: calls whose tensor arguments total at most CROSSOVER_BYTES2 bytes ...`):
+    its test is now a literal in the one dispatcher, which says why each size runs what it runs. Kept, a
+    search of SGLang's RMSNorm shipped four such accounts, 18 lines, above its dispatcher, naming constants
+    no longer in the module."""
+    bound = set(re.findall(r"^(CROSSOVER_BYTES\d*)\s*=", code, re.MULTILINE))
+    lines = code.splitlines(keepends=True)
+    kept: list[str] = []
+    k = 0
+    while k < len(lines):
+        if not lines[k].startswith("#"):
+            kept.append(lines[k])
+            k += 1
+            continue
+        end = k
+        while end < len(lines) and lines[end].startswith("#"):
+            end += 1
+        run = lines[k:end]
+        named = set(_ROUTE_CONSTANT.findall("".join(run)))
+        if named and not named & bound:
+            while end < len(lines) and not lines[end].strip():
+                end += 1  # the blank lines that set the block apart go with it
+        else:
+            kept.extend(run)
+        k = end
+    return "".join(kept)
 
 
 def _one_host(
