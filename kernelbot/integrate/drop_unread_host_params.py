@@ -20,7 +20,7 @@ from typing import TypeVar
 import libcst as cst
 
 from evolution.mutators.crossover.alike import jit_functions
-from kernelbot.integrate.drop_unread_params import unread_parameters
+from kernelbot.integrate.drop_unread_params import unread_parameters, without_parameters
 
 _Node = TypeVar("_Node", cst.Param, cst.Arg)
 
@@ -100,16 +100,7 @@ class _DropHostParamsTransformer(cst.CSTTransformer):
         gone = self.dropped.get(updated_node.name.value)
         if not gone:
             return updated_node
-        params = updated_node.params
-        kept = [p for p in params.params if p.name.value not in gone]
-        kwonly = [p for p in params.kwonly_params if p.name.value not in gone]
-        star = params.star_arg
-        if not kwonly and isinstance(star, cst.ParamStar):
-            star = cst.MaybeSentinel.DEFAULT
-        changed = params.with_changes(
-            params=_no_commas(kept), kwonly_params=_no_commas(kwonly), star_arg=star
-        )
-        return updated_node.with_changes(params=changed)
+        return without_parameters(updated_node, gone)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         func = updated_node.func

@@ -53,10 +53,15 @@ def _without_unread(function: cst.FunctionDef) -> cst.FunctionDef:
     if params.posonly_params or isinstance(params.star_arg, cst.Param):
         return function  # the call site forwards these by position, as written
     unread = set(unread_parameters(function))
-    if not unread:
-        return function
-    kept = [p for p in params.params if p.name.value not in unread]
-    kwonly = [p for p in params.kwonly_params if p.name.value not in unread]
+    return without_parameters(function, unread) if unread else function
+
+
+def without_parameters(function: cst.FunctionDef, gone: set[str]) -> cst.FunctionDef:
+    """`function` without the plain and keyword-only parameters named in `gone` (a bare `*` left with no
+    keyword-only parameter after it goes too)."""
+    params = function.params
+    kept = [p for p in params.params if p.name.value not in gone]
+    kwonly = [p for p in params.kwonly_params if p.name.value not in gone]
     star = params.star_arg
     if not kwonly and isinstance(star, cst.ParamStar):
         star = cst.MaybeSentinel.DEFAULT
