@@ -12,7 +12,11 @@ variant may pick other tied experts or another rounding, never mend a kernel tha
 operator with an `accepts(source)` (or `accepts_program(program)`) method only the parents it accepts
 (fusion variants: what the fusion generator wrote), so a move the operator would refuse on sight never
 spends an iteration. An operator with `asked_first = True` is tried before the weighted draw whenever it
-has a parent left (torch.compile's launches for the Inductor seed: a few children, each a known launch).
+has a parent left (torch.compile's launches for the Inductor seed: a few children, each a known launch);
+one with an `asked_first_for(parent, inspirations)` method only for the parents it names so (fusion:inductor
+while a faster Inductor launch's own structure is unwritten for that parent), and drawn as any other for
+the rest. Such a predicate must turn False once the move has run on the pair, or the search asks it first
+for ever.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from evolution.sampling import Choice, ParentSampler
 from evolution.types import Mutator, Program
 
 _Key = tuple[str, str, frozenset[str] | None]
+AskedFirstFor = Callable[[Program, Sequence[Program]], bool]
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,11 @@ class MoveChooser:
         islands = archive.islands
         order = [(start + step) % len(islands) for step in range(len(islands))]
         order = [i for i in order if len(islands[i])]  # an island may be empty early on: borrow the next
-        for first in (m for m in self.operators.evolvers if asked_first(m)):
-            move = self._move_for(first, islands, order)
+        for first in self.operators.evolvers:
+            when = asked_first_when(first)
+            if not asked_first(first) and when is None:
+                continue
+            move = self._move_for(first, islands, order, when)
             if move is not None:
                 return move
         operator = self.operators.pick(self.rng)
@@ -72,12 +80,19 @@ class MoveChooser:
                 return None
             operator = self.rng.choices([m for m, _ in left], weights=[w for _, w in left])[0]
 
-    def _move_for(self, operator: Mutator, islands: Sequence[Island], order: list[int]) -> Move | None:
-        """`operator` on the first island of `order` that holds a parent for it, or None."""
+    def _move_for(
+        self,
+        operator: Mutator,
+        islands: Sequence[Island],
+        order: list[int],
+        when: AskedFirstFor | None = None,
+    ) -> Move | None:
+        """`operator` on the first island of `order` that holds a parent for it (one `when` names, if
+        given), or None."""
         # Operators that start from a wrong parent only for want of a right one prefer the right one.
         correct_only = needs_correct_parent(operator) or needs_compiled_parent(operator)
         for index in order:
-            eligible = self._eligible(operator, islands[index])
+            eligible = self._eligible(operator, islands[index], when)
             try:
                 choice = self.sampler.choose(islands[index], correct_only=correct_only, eligible=eligible)
             except ValueError:  # nothing eligible on this island for this operator
@@ -101,11 +116,16 @@ class MoveChooser:
             "; ".join(parts) + ")"
         )
 
-    def _eligible(self, operator: Mutator, island: Island) -> Callable[[Program], bool]:
+    def _eligible(
+        self, operator: Mutator, island: Island, when: AskedFirstFor | None = None
+    ) -> Callable[[Program], bool]:
         def eligible(program: Program) -> bool:
             if not parent_fits(operator, program):
                 return False
-            return _key(operator, program, self.sampler.inspirations(island, program)) not in self._spent
+            inspirations = self.sampler.inspirations(island, program)
+            if _key(operator, program, inspirations) in self._spent:
+                return False
+            return when is None or when(program, inspirations)
 
         return eligible
 
@@ -152,6 +172,11 @@ def asked_first(operator: Mutator) -> bool:
     """An operator asked before the weighted draw while it has a parent (`asked_first = True`): a handful
     of children each worth more than a random move, such as torch.compile's own launches."""
     return bool(getattr(operator, "asked_first", False))
+
+
+def asked_first_when(operator: Mutator) -> AskedFirstFor | None:
+    """The operator's `asked_first_for(parent, inspirations)`: the pairs it is asked first for."""
+    return getattr(operator, "asked_first_for", None)
 
 
 def _key(operator: Mutator, parent: Program, inspirations: Sequence[Program]) -> _Key:

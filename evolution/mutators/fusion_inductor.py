@@ -12,6 +12,13 @@ always reach Inductor's layout from a fusion kernel, with the fusion kernel's ow
 launch was proposed, the move walks around it (`around`: block, warps and rows doubled or halved, one
 step, then two), since the fusion kernel's body is not Inductor's and may want another launch.
 
+The move is asked before the weighted draw for a parent whose inspirations hold a faster Inductor launch
+whose structure was not yet written with that parent's fusion choices. torch.compile's own launches
+(tune:compile) are timed after the Inductor seed, often after this move last ran on the seed's launch; on
+an H100 search of the SGLang RMSNorm the best tune:compile child (chunks of 4096, 16 warps) was never
+written as a fusion kernel before the search's time ran out, and the shipped module carried Inductor's code
+beside the fusion kernel instead of one fusion kernel with that launch.
+
 A case, not the aggregate: a norm's one-pass kernel beats compile on a decode batch and trails it at 4096
 tokens, where Inductor's looped kernel wins; the child then wins those sizes, and bucket crossover routes
 them to it.
@@ -22,9 +29,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from evaluators.task import Task
 from evolution.mutators.base import child_problem, failed
 from evolution.mutators.bucket_crossover import MIN_GAIN
 from evolution.mutators.fusion_variant import in_parent
@@ -126,6 +136,12 @@ def inductor_launch(source: str) -> InductorLaunch | None:
     return chosen[0] if chosen else None
 
 
+@lru_cache(maxsize=256)
+def _launch_of(source: str) -> InductorLaunch | None:
+    """inductor_launch, once per source: the chooser asks for each eligible parent's inspirations."""
+    return inductor_launch(source)
+
+
 def _power_of_two(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length() if n > 1 else 1
 
@@ -137,6 +153,21 @@ class FusionInductorMutator:
 
     def __init__(self, writer: FusionWriter | None = None) -> None:
         self.writer = writer or FusionWriter()
+        self._task: Task | None = None
+
+    def start(self, task: Task) -> None:
+        """The run's task (the controller calls this as the run starts)."""
+        self._task = task
+
+    def asked_first_for(self, parent: Program, inspirations: Sequence[Program]) -> bool:
+        """Whether the faster Inductor launch among `inspirations` has its structure unwritten for the
+        parent's fusion choices (the move's first child for the pair; the walk around it is drawn as other
+        moves are). False once the move ran: it claims that structure first."""
+        if self._task is None or (knobs := parse(parent.source)) is None:
+            return False
+        faster = _faster_inductor(parent, inspirations, self._task.regime)
+        launch = _launch_of(faster.source) if faster is not None else None
+        return launch is not None and not self.writer.proposed(self._task, launch.knobs(knobs))
 
     def can_seed(self) -> bool:
         return False
@@ -153,7 +184,7 @@ class FusionInductorMutator:
         faster = _faster_inductor(parent, request.inspirations, request.task.regime)
         if faster is None:
             return _exhausted("no inspiration from torch.compile's code is faster than the parent on a case")
-        launch = inductor_launch(faster.source)
+        launch = _launch_of(faster.source)
         if launch is None:
             return _exhausted(f"{faster.id} launches no kernel whose structure can be read")
         task = request.task
@@ -231,9 +262,7 @@ def _launch_steps(knobs: Knobs) -> list[dict[str, Any]]:
     ]
 
 
-def _faster_inductor(
-    parent: Program, inspirations: tuple[Program, ...] | list[Program], regime: str
-) -> Program | None:
+def _faster_inductor(parent: Program, inspirations: Sequence[Program], regime: str) -> Program | None:
     """The correct inspiration written from Inductor's code with the largest lead over `parent` on one of
     the cases both were timed on in `regime` (at least MIN_GAIN, the noise a gain must clear)."""
     mine = case_speedups(parent.result, regime)

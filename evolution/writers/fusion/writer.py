@@ -92,6 +92,11 @@ class FusionWriter:
             generate, report, knobs, entry=task.entry, task_name=task.name, line_length=self.line_length
         )
 
+    def proposed(self, task: Task, knobs: Knobs) -> bool:
+        """Whether `knobs` was already proposed for `task` (claimed by some move)."""
+        with self._lock:
+            return knobs.key() in self._proposed.get(task_key(task), set())
+
     def claim(self, task: Task, knobs: Knobs) -> bool:
         """Record `knobs` as proposed for `task`; False when it already was."""
         with self._lock:

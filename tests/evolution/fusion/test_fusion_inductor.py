@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
+from pathlib import Path
 
 import pytest
 from fusion_tasks import check
 from test_readable import RMS_INPUTS, RMS_REFERENCE
 
 from evaluators.task import load_task
+from evolution.config import SearchConfig
+from evolution.islands import Archive
+from evolution.moves import MoveChooser
 from evolution.mutators.fusion_inductor import (
     FusionInductorMutator,
     InductorLaunch,
@@ -19,10 +24,14 @@ from evolution.mutators.fusion_inductor import (
     inductor_launch,
 )
 from evolution.mutators.fusion_seed import FusionSeedMutator
-from evolution.types import MutationRequest
+from evolution.operators import OperatorSet
+from evolution.sampling import ParentSampler
+from evolution.types import MutationOutcome, MutationRequest
 from evolution.writers.fusion.knobs import Knobs, parse
 from evolution.writers.fusion.writer import FusionWriter
 from tests.evolution.search_fakes import timed_program
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "tasks"
 
 # The launches of an Inductor-seeded candidate as evolution.writers.inductor writes them (kernel bodies
 # left out: only the launches and the constants they pass are read).
@@ -158,3 +167,51 @@ def test_a_looped_launch_of_several_rows_is_walked_from_one_row_first() -> None:
     # A one-pass launch keeps its rows: one row per program is two steps away, not a start.
     one_pass = Knobs(passes="one", rows=4, num_warps=8)
     assert dataclasses.replace(one_pass, rows=1) not in around(one_pass, steps=1)
+
+
+class _AnyParent:
+    """A move that takes any parent, drawn by weight (the search's other moves)."""
+
+    name = "tune:launch"
+
+    def can_seed(self) -> bool:
+        return False
+
+    async def mutate(self, request: MutationRequest) -> MutationOutcome:
+        return MutationOutcome(self.name, None, error="unused")
+
+
+def test_a_faster_inductor_launch_not_yet_written_for_a_parent_is_asked_first() -> None:
+    """A tune:compile child timed after the move last ran: its structure, unwritten for the fusion parent,
+    is the next move whatever the draw's weights, and once written the draw goes by weight again."""
+    task = load_task(EXAMPLES / "rmsnorm_residual")
+    writer = FusionWriter()
+    move = FusionInductorMutator(writer)
+    move.start(task)
+    operators = OperatorSet([], [move, _AnyParent()], [0.001, 1.0])
+    fusion = "# fusion-knobs: {}\ndef fused_add_rmsnorm(x, residual, weight, eps):\n    pass\n"
+    config = SearchConfig()
+    archive = Archive(config.archive)
+    archive.place(timed_program("f", {"a": 1.0, "b": 1.0}, source=fusion, operator="seed:fusion"), 0)
+    archive.place(timed_program("c", {"a": 1.2, "b": 0.9}, source=LOOPED, operator="tune:compile"), 0)
+
+    def draws(n: int) -> list[tuple[str, str]]:
+        moves = []
+        for seed in range(n):
+            sampler = ParentSampler(config.sampling, random.Random(seed))
+            chosen = MoveChooser(operators, sampler, random.Random(seed)).next(archive, 0)
+            assert chosen is not None
+            moves.append((chosen.operator.name, chosen.choice.parent.id))
+        return moves
+
+    assert set(draws(10)) == {("fusion:inductor", "f")}
+    launch = inductor_launch(LOOPED)
+    assert launch is not None
+    assert writer.claim(task, launch.knobs(Knobs()))  # the move ran on the pair: it claims that structure
+    assert {name for name, _ in draws(10)} == {"tune:launch"}
+    # An Inductor launch within noise of the parent is no reason to jump the draw.
+    level = Archive(config.archive)
+    level.place(timed_program("f", {"a": 1.0, "b": 1.0}, source=fusion, operator="seed:fusion"), 0)
+    level.place(timed_program("c", {"a": 1.005, "b": 0.9}, source=INDUCTOR, operator="tune:compile"), 0)
+    parent = next(p for p in level.all_elites() if p.id == "f")
+    assert not move.asked_first_for(parent, [p for p in level.all_elites() if p.id == "c"])
