@@ -12,9 +12,12 @@ reads; the line stays within the engine's limit). A value read twice and every o
 lines. Before that, a temporary that only casts another to the dtype that one was already cast to
 (`tmp0 = tl.load(...).to(tl.float32)`, then `tmp1 = tmp0.to(tl.float32)`: Inductor upcasts at the load and
 again at the op) is dropped and its reads read the first: Triton's cast to a value's own dtype returns the
-value itself, so no instruction goes with it. A temporary that only names a parameter of the kernel that
-nothing assigns (`tmp17 = variance_epsilon` before the loop that reads it) is dropped and its reads, in a
-loop or not, read the parameter: no computation moves.
+value itself, so no instruction goes with it; inside a loop too, where the value cast is bound earlier in
+the same loop body and the temporary is read only further down it. A temporary that only names a parameter
+of the kernel that nothing assigns (`tmp17 = variance_epsilon` before the loop that reads it) is dropped
+and its reads, in a loop or not, read the parameter: no computation moves. So is an index Inductor only
+renames (`x0 = xindex`, `r0_1 = r0_index` in each loop of a looped reduction): each of its lines names the
+same index, which nothing assigns again below it, and it is read only below it, so the index itself is.
 
 Triton builds its IR from the expression tree, one op per node in the order Python evaluates them, so the
 kernel compiles to what the search timed (tests/kernelbot/integrate/test_inline_temporaries.py compares the
@@ -24,14 +27,18 @@ PTX for sm_90).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
 
 from evolution.mutators.crossover.alike import RenamedReads, jit_functions
 from evolution.writers.fusion.code_text import inline_single_use
+from kernelbot.integrate.count_names import binding_counts, read_counts
 
 TEMPORARY = re.compile(r"tmp\d+")
+# Inductor's names for an index, or a part of one, along a dimension (`x0`, `y1`, `r0_1`).
+INDEX = re.compile(r"[xyz]\d+|r\d+_\d+")
 # `<value>.to(tl.<dtype>)`, nothing else passed: a cast whose result has that dtype whatever it casts.
 _CAST = m.Call(
     func=m.Attribute(attr=m.Name("to")), args=[m.Arg(m.Attribute(m.Name("tl"), m.Name()), keyword=None)]
@@ -62,7 +69,7 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         original = cst.Module(body=[alone]).code
         if not TEMPORARY.search(original):
             return updated_node
-        kernel = _recasts_dropped(_parameter_aliases_dropped(alone))
+        kernel = _copies_dropped(_recasts_dropped(_parameter_aliases_dropped(alone)))
         inlined = inline_single_use(cst.Module(body=[kernel]).code, self.line_length, only=TEMPORARY)
         if inlined == original:
             return updated_node
@@ -74,7 +81,7 @@ def _parameter_aliases_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     """`kernel` without its temporaries bound once, at its top level, to a parameter nothing assigns, their
     reads reading the parameter. inline_single_use moves nothing into a loop, yet a parameter holds one value
     everywhere in the kernel: reading it where the temporary was read computes nothing anew."""
-    bound = _binding_counts(kernel)
+    bound = binding_counts(kernel)
     params = {cst.ensure_type(p, cst.Param).name.value for p in m.findall(kernel.params, m.Param())}
     aliases: dict[str, str] = {}  # dropped temporary -> the parameter it named
     kept: list[cst.BaseStatement] = []
@@ -100,7 +107,7 @@ def _parameter_aliases_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
 def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     """`kernel` without its temporaries that cast a value to the dtype its own binding already cast it to,
     their reads reading that value. Only names bound once, at the kernel's top level, are touched."""
-    bound = _binding_counts(kernel)
+    bound = binding_counts(kernel)
     casts: dict[str, str] = {}  # name -> the dtype its one binding casts to
     aliases: dict[str, str] = {}  # dropped temporary -> the value it read
     kept: list[cst.BaseStatement] = []
@@ -124,24 +131,90 @@ def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     return kernel.with_changes(body=body.visit(RenamedReads(aliases)))
 
 
-def _binding_counts(kernel: cst.FunctionDef) -> dict[str, int]:
-    """How often each name is bound in `kernel` (parameters, assignments, loop targets, anything)."""
-    counts: dict[str, int] = {}
-    for param in m.findall(kernel.params, m.Param()):
-        name = cst.ensure_type(param, cst.Param).name.value
-        counts[name] = counts.get(name, 0) + 1
-    targets = m.findall(
-        kernel.body,
-        m.AssignTarget() | m.AugAssign() | m.AnnAssign() | m.For() | m.NamedExpr() | m.CompFor(),
-    )
-    binders = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.CompFor)
-    for node in targets:
-        if not isinstance(node, binders):
-            continue
-        for bound in m.findall(node.target, m.Name()):
-            text = cst.ensure_type(bound, cst.Name).value
-            counts[text] = counts.get(text, 0) + 1
-    return counts
+def _copies_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
+    """`kernel` without the lines that copy a value under another name in any of its blocks, loop bodies
+    included, their reads reading the value (module docstring): an index Inductor renames
+    (`r0_1 = r0_index`), and a temporary that casts a value bound earlier in its block to the dtype that
+    value was cast to (`tmp1 = tmp0.to(tl.float32)` in a loop)."""
+    bound = binding_counts(kernel)
+    reads = read_counts(kernel)
+    copies: dict[str, list[tuple[int, str, int, int]]] = {}  # name -> (line id, value, reads, rebinds) each
+    for suite in m.findall(kernel, m.IndentedBlock()):
+        body = cst.ensure_type(suite, cst.IndentedBlock).body
+        for k, statement in enumerate(body):
+            target, value = _single_assignment(statement)
+            if target is None or value is None:
+                continue
+            copied = _copied(target, value, body[:k], bound)
+            if copied is not None:
+                below = cst.IndentedBlock(body=body[k + 1 :])
+                rebinds = binding_counts(below).get(copied, 0)
+                copies.setdefault(target, []).append(
+                    (id(statement), copied, read_counts(below).get(target, 0), rebinds)
+                )
+    renames: dict[str, str] = {}
+    dropped: set[int] = set()
+    for target, lines in copies.items():
+        values = {value for _, value, _, _ in lines}
+        if (
+            len(lines) == bound.get(target)  # every line binding it is a copy ...
+            and len(values) == 1  # ... of one value
+            and sum(n for _, _, n, _ in lines) == reads.get(target, 0)  # read only below its copies
+            and not any(rebinds for *_, rebinds in lines)  # the value not bound again below them
+        ):
+            renames[target] = values.pop()
+            dropped |= {line for line, *_ in lines}
+    if not renames:
+        return kernel
+    for target, copied in list(renames.items()):
+        while copied in renames:  # a copy of a copy reads the first value
+            copied = renames[copied]
+        renames[target] = copied
+    without = cst.ensure_type(kernel.visit(_DropLines(dropped)), cst.FunctionDef)
+    return cst.ensure_type(without.visit(RenamedReads(renames)), cst.FunctionDef)
+
+
+def _copied(
+    target: str, value: cst.BaseExpression, above: Sequence[cst.BaseStatement], bound: dict[str, int]
+) -> str | None:
+    """The name `target = value` copies: an index renamed, or a value bound last in the lines `above` (of
+    the same block) by a cast to the dtype `value` casts it to again; None for any other line."""
+    if INDEX.fullmatch(target) and isinstance(value, cst.Name):
+        return value.value if value.value != target else None
+    dtype = _cast_dtype(value)
+    if not (dtype and TEMPORARY.fullmatch(target) and bound.get(target) == 1):
+        return None
+    read = cst.ensure_type(cst.ensure_type(value, cst.Call).func, cst.Attribute).value
+    if not isinstance(read, cst.Name):
+        return None
+    # The value's latest binding above in the block must be the cast (a load named for its pointer in each
+    # of two loops is bound twice in the kernel, once in each block); a binding inside a compound
+    # statement above is one this block cannot see into.
+    for statement in reversed(above):
+        if binding_counts(statement).get(read.value):
+            name, earlier = _single_assignment(statement)
+            if name == read.value and earlier is not None and _cast_dtype(earlier) == dtype:
+                return name
+            return None
+    return None
+
+
+class _DropLines(cst.CSTTransformer):
+    """Removes the statements whose original node's id is in `lines` from the blocks that hold them."""
+
+    def __init__(self, lines: set[int]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        kept = [
+            new
+            for old, new in zip(original_node.body, updated_node.body, strict=True)
+            if id(old) not in self.lines
+        ]
+        return updated_node.with_changes(body=kept) if len(kept) < len(updated_node.body) else updated_node
 
 
 def _single_assignment(statement: cst.BaseStatement) -> tuple[str | None, cst.BaseExpression | None]:

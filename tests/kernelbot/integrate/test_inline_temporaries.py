@@ -169,8 +169,8 @@ def test_an_alias_of_a_parameter_is_read_as_the_parameter_inside_a_loop() -> Non
         "    x0 = xindex\n", "    x0 = xindex\n    variance_epsilon = variance_epsilon * 2\n"
     )
     assert "    tmp17 = variance_epsilon\n" in inlined_temporaries(cst.parse_module(reassigned), 110).code
-    local = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = x0")
-    assert "    tmp17 = x0\n" in inlined_temporaries(cst.parse_module(local), 110).code
+    local = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = xmask")
+    assert "    tmp17 = xmask\n" in inlined_temporaries(cst.parse_module(local), 110).code
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
@@ -189,4 +189,67 @@ def test_the_kernel_reading_the_parameter_compiles_to_the_same_ptx(tmp_path: Pat
         [before, after], "_rms_norm_kernel", signature, constants, tmp_path / "cache"
     )
     assert "rsqrt" in ptx_before  # the norm was compiled
+    assert ptx_after == ptx_before
+
+
+# The same kernel as Inductor writes its loops: each renames the loop's index (`r0_1 = r0_index`), the row's
+# index is renamed once (`x0 = xindex`), and the sums cast their loads to the float32 they were loaded as.
+LOOPS = (
+    RMSNORM.replace(
+        "        r0_1 = r0_offset + r0_base\n        r0_mask = r0_1 < r0_numel\n",
+        "        r0_index = r0_offset + r0_base\n        r0_mask = r0_index < r0_numel\n"
+        "        r0_1 = r0_index\n",
+    )
+    .replace(
+        "tmp4 = tmp0 + tmp2",
+        "tmp1 = tmp0.to(tl.float32)\n        tmp3 = tmp2.to(tl.float32)\n        tmp4 = tmp1 + tmp3",
+    )
+    .replace("tmp13 = tmp9 + tmp11", "tmp10 = tmp9.to(tl.float32)\n        tmp13 = tmp10 + tmp11")
+)
+
+
+def test_an_index_renamed_and_a_value_cast_again_in_a_loop_are_read_as_themselves() -> None:
+    assert LOOPS.count("r0_1 = r0_index") == 2 and "tmp1 = tmp0.to(tl.float32)" in LOOPS
+    inlined = inlined_temporaries(cst.parse_module(LOOPS), 110).code
+    for gone in ("r0_1", "x0", "tmp1 ", "tmp3", "tmp10"):
+        assert gone not in inlined
+    assert "        tmp4 = tmp0 + tmp2\n" in inlined
+    assert "        tmp13 = tmp9 + tmp11\n" in inlined
+    assert "tl.load(weight_ptr + r0_index, r0_mask, other=0.0)" in inlined
+    assert "(r0_index + HIDDEN * xindex)" in inlined
+
+
+def test_a_copy_read_before_it_or_of_a_value_bound_again_below_it_keeps_its_line() -> None:
+    """A read above the copy in a loop reads the previous trip's value; a value bound again below the copy
+    no longer holds what the copy holds."""
+    earlier = LOOPS.replace(
+        "        r0_mask = r0_index < r0_numel\n        r0_1 = r0_index\n        tmp9",
+        "        r0_mask = r0_index < r0_numel\n        tmp21 = r0_1\n        r0_1 = r0_index\n        tmp9",
+    )
+    assert earlier.count("tmp21 = r0_1") == 1
+    assert inlined_temporaries(cst.parse_module(earlier), 110).code.count("r0_1 = r0_index") == 2
+    rebound = LOOPS.replace(
+        "        tmp4 = tmp1 + tmp3", "        tmp0 = tmp0 * 2\n        tmp4 = tmp1 + tmp3"
+    )
+    assert "tmp1 = tmp0.to(tl.float32)" in inlined_temporaries(cst.parse_module(rebound), 110).code
+    moved = LOOPS.replace("    x0 = xindex\n", "    x0 = xindex\n    xindex = xindex + 1\n")
+    assert "    x0 = xindex\n" in inlined_temporaries(cst.parse_module(moved), 110).code
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
+def test_the_kernel_without_its_copies_compiles_to_the_same_ptx(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(LOOPS)
+    after.write_text(inlined_temporaries(cst.parse_module(LOOPS), 110).code)
+    assert "r0_1" not in after.read_text()
+    signature = {
+        name: "*bf16" for name in ("x_ptr", "residual_ptr", "weight_ptr", "x_out_ptr", "residual_out_ptr")
+    }
+    signature |= {"variance_epsilon": "fp32", "HIDDEN": "constexpr", "xnumel": "i32"}
+    signature |= {"r0_numel": "constexpr", "XBLOCK": "constexpr", "R0_BLOCK": "constexpr"}
+    constants = {6: 4096, 8: 4096, 9: 1, 10: 2048}
+    ptx_before, ptx_after = sm90_ptx(
+        [before, after], "_rms_norm_kernel", signature, constants, tmp_path / "cache"
+    )
+    assert "rsqrt" in ptx_before
     assert ptx_after == ptx_before
