@@ -14,9 +14,10 @@ the module against the reference, so the module that ships names
 - a buffer for the input whose result it holds (`query_out`), else, where the host returns it, for the
   value the reference returns in its place (SGLang's RMSNorm returns `x, residual`: `residual_out`, with
   `_out` where the host has the reference's name already, as the fusion writer names its outputs);
-- a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load or its
-  one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), and
-  a value stored through a pointer for where it goes (`query_or_key_out`).
+- a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load, its
+  one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), or
+  its load in each pass of a looped reduction (`x` in both loops of an RMSNorm, each read in its own
+  loop), and a value stored through a pointer for where it goes (`query_or_key_out`).
 Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, a size
 Inductor's host computes (`ps0`), the other loads of a pointer loaded more than once, Inductor's index and
 temporary arithmetic) stay as Inductor
@@ -34,6 +35,7 @@ import libcst as cst
 
 from evolution.mutators.crossover.alike import jit_functions
 from evolution.mutators.crossover.alike import names as all_names
+from kernelbot.integrate.count_names import read_counts
 from kernelbot.integrate.gather_returned_names import GatherReturnedNamesVisitor
 from kernelbot.integrate.rename_function import (
     CommentWordsRenamer,
@@ -95,6 +97,14 @@ class _CallCollector(cst.CSTVisitor):
         self.stored: list[str | None] = []
         self.stores: list[tuple[str | None, str | None]] = []  # (value, pointer)
         self.elements: list[str | None] = []  # targets of loads at `pointer + index`, the lane's own element
+        self.passes: list[tuple[cst.For | None, str]] = []  # per load: its innermost loop, its address
+        self._loops: list[cst.For] = []
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loops.append(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _dotted(node.func)
@@ -112,6 +122,8 @@ class _CallCollector(cst.CSTVisitor):
         bound = target.value if isinstance(target, cst.Name) else None
         address = load.args[0].value if load.args else None
         self.loads.append((bound, _base_pointer(address) if address else None))
+        loop = self._loops[-1] if self._loops else None
+        self.passes.append((loop, cst.Module(body=[]).code_for_node(address) if address else ""))
         if address is not None and _is_element(address):
             self.elements.append(bound)
 
@@ -302,6 +314,7 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
             and new not in names.values()
         ):
             names[target] = new
+    names.update(_pass_load_names(kernel, collector, names, taken))
     # The value a kernel stores once through a pointer it stores nothing else through (`tmp17`, the result).
     through = Counter(pointer for _, pointer in collector.stores)
     for value, pointer in collector.stores:
@@ -317,6 +330,45 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
         ):
             names[value] = new
     return names
+
+
+def _pass_load_names(
+    kernel: cst.FunctionDef, collector: _CallCollector, names: dict[str, str], taken: set[str]
+) -> dict[str, str]:
+    """A pointer's loads, one of the same address in each of several loops (a looped reduction reads the
+    row again in each pass), each named for what the pointer points at: each value lives in its own loop,
+    read only there, so the one name holds one of them at a time."""
+    reads = read_counts(kernel)
+    by_pointer: dict[str, list[tuple[str | None, cst.For | None, str]]] = {}
+    for (target, pointer), (loop, address) in zip(collector.loads, collector.passes, strict=True):
+        by_pointer.setdefault(pointer or "", []).append((target, loop, address))
+    targets = Counter(target for target, _ in collector.loads)
+    found: dict[str, str] = {}
+    for pointer, loads in by_pointer.items():
+        new = names.get(pointer, "").removesuffix("_ptr")
+        loops = [loop for _, loop, _ in loads]
+        if (
+            len(loads) < 2
+            or not new
+            or new in taken
+            or new in names.values()
+            or len({address for *_, address in loads}) != 1
+            or None in loops
+            or len({id(loop) for loop in loops}) != len(loops)
+        ):
+            continue
+        own = [
+            target
+            for target, loop, _ in loads
+            if target
+            and loop is not None
+            and _TEMPORARY.fullmatch(target)
+            and targets[target] == 1
+            and read_counts(loop.body).get(target, 0) == reads.get(target, 0)
+        ]
+        if len(own) == len(loads):
+            found |= dict.fromkeys(own, new)
+    return found
 
 
 def _size_names(kernel: cst.FunctionDef, launches: list[_Launch], taken: set[str]) -> dict[str, str]:

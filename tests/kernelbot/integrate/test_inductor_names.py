@@ -301,3 +301,83 @@ def test_a_returned_buffer_keeps_inductors_name_where_the_reference_does_not_tel
         assert "buf1 = torch.empty_like(x)" in _returning(TWO_OUTPUTS, returns)
     taken = TWO_OUTPUTS.replace("def entry(x, residual):", "def entry(x, residual, residual_out=None):")
     assert "buf1 = torch.empty_like(x)" in _returning(taken, SGLANG_RETURNS)
+
+
+# Inductor's form for a norm whose row outgrows one chunk (shrunk): a looped reduction reads the row in
+# each of its two passes, one load of the same address per loop, each read in its own loop.
+TWO_PASSES = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _red_fused_mul_rsqrt_sum_0(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK: tl.constexpr,
+                                   R0_BLOCK: tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+        xmask = xindex < xnumel
+        r0_base = tl.arange(0, R0_BLOCK)[None, :]
+        _tmp2 = tl.full([XBLOCK, R0_BLOCK], 0, tl.float32)
+        for r0_offset in range(0, r0_numel, R0_BLOCK):
+            r0_index = r0_offset + r0_base
+            r0_mask = r0_index < r0_numel
+            tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * xindex), r0_mask & xmask, other=0.0)
+            tmp1 = tmp0 * tmp0
+            _tmp2 = tl.where(r0_mask & xmask, _tmp2 + tmp1, _tmp2)
+        tmp2 = tl.sum(_tmp2, 1)[:, None]
+        for r0_offset in range(0, r0_numel, R0_BLOCK):
+            r0_index = r0_offset + r0_base
+            r0_mask = r0_index < r0_numel
+            tmp3 = tl.load(in_ptr0 + (r0_index + r0_numel * xindex), r0_mask & xmask, other=0.0)
+            tmp4 = tmp3 * tl.rsqrt(tmp2 / r0_numel + 1e-6)
+            tl.store(out_ptr0 + (r0_index + r0_numel * xindex), tmp4, r0_mask & xmask)
+
+
+    def entry(x):
+        buf0 = torch.empty_like(x)
+        _red_fused_mul_rsqrt_sum_0[(x.shape[0],)](x, buf0, x.shape[0], x.shape[1], XBLOCK=1, R0_BLOCK=4)
+        return buf0
+    """
+)
+
+
+def test_a_pointer_loaded_once_in_each_pass_names_each_load() -> None:
+    shipped = _returning(TWO_PASSES, [("x",)])
+    assert shipped.count("        x = tl.load(x_ptr + (r0_index + r0_numel * xindex)") == 2
+    assert "tmp1 = x * x" in shipped and "x_out = x * tl.rsqrt(" in shipped
+    assert re.findall(r"\btmp[03]\b", shipped) == []
+
+
+def test_a_pass_load_read_outside_its_loop_or_of_another_address_keeps_its_name() -> None:
+    """The first pass's value read after its loop would be the second's by then; a load of another
+    element is another value."""
+    outside = TWO_PASSES.replace(
+        "tmp2 = tl.sum(_tmp2, 1)[:, None]", "tmp2 = tl.sum(_tmp2, 1)[:, None] + tmp0"
+    )
+    assert outside.count("+ tmp0") == 1
+    assert "tmp0 = tl.load(" in _returning(outside, [("x",)])
+    shifted = TWO_PASSES.replace(
+        "tmp3 = tl.load(in_ptr0 + (r0_index ", "tmp3 = tl.load(in_ptr0 + (1 + r0_index "
+    )
+    assert shifted.count("1 + r0_index") == 1
+    kept = _returning(shifted, [("x",)])
+    assert "tmp0 = tl.load(" in kept and "tmp3 = tl.load(" in kept
+
+
+def test_the_module_with_each_pass_load_named_computes_what_inductors_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 12) / 7
+    results = []
+    for name, text in (
+        ("inductor_passes", TWO_PASSES),
+        ("reference_passes", _returning(TWO_PASSES, [("x",)])),
+    ):
+        (tmp_path / f"{name}.py").write_text(text)
+        results.append(__import__(name).entry(x))
+        sys.modules.pop(name)
+    torch.testing.assert_close(results[1], results[0])
+    torch.testing.assert_close(results[1], x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) / 12 + 1e-6))
