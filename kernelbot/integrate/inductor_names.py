@@ -17,7 +17,8 @@ the module against the reference, so the module that ships names
 - a value loaded from a pointer for what it points at (`cos`), where it is the pointer's one load, its
   one load of the lane's own element (`query_or_key`; the other half the rotary reads stays `tmp6`), or
   its load in each pass of a looped reduction (`x` in both loops of an RMSNorm, each read in its own
-  loop), and a value stored through a pointer for where it goes (`query_or_key_out`).
+  loop), a value stored through a pointer for where it goes (`query_or_key_out`), and a norm's sum of
+  squares and the reciprocal root of it as the fusion writer names them (`sum_sq`, `inv_rms`).
 Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, a size
 Inductor's host computes (`ps0`), the other loads of a pointer loaded more than once, Inductor's index and
 temporary arithmetic) stay as Inductor
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.matchers as m
 
 from evolution.mutators.crossover.alike import jit_functions
 from evolution.mutators.crossover.alike import names as all_names
@@ -329,7 +331,95 @@ def _kernel_local_names(kernel: cst.FunctionDef, launches: list[_Launch]) -> dic
             and new not in names.values()
         ):
             names[value] = new
+    names.update(_norm_names(kernel, taken | set(names.values())))
     return names
+
+
+def _norm_names(kernel: cst.FunctionDef, taken: set[str]) -> dict[str, str]:
+    """A norm's values, as the fusion writer names them: a sum of a value's squares (`sum_sq`, its loop's
+    accumulator `_sum_sq`) and the reciprocal root of one, with what is added or divided (`inv_rms`)."""
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for assign in m.findall(kernel, m.Assign(targets=[m.AssignTarget(m.Name())])):
+        assign = cst.ensure_type(assign, cst.Assign)
+        name = cst.ensure_type(assign.targets[0].target, cst.Name).value
+        values.setdefault(name, []).append(assign.value)
+    found: dict[str, str] = {}
+    for name, (value, *more) in values.items():
+        if more or not _TEMPORARY.fullmatch(name):
+            continue
+        call = value.value if isinstance(value, cst.Subscript) else value  # `tl.sum(...)[:, None]`
+        if not (isinstance(call, cst.Call) and call.args):
+            continue
+        kind = _dotted(call.func)
+        if kind == "tl.sum" and _squares(call.args[0].value, values, depth=8):
+            found[name] = "sum_sq"
+            accumulator = call.args[0].value
+            if isinstance(accumulator, cst.Name) and accumulator.value == f"_{name}":
+                found[accumulator.value] = "_sum_sq"
+        elif kind == "tl.rsqrt":
+            found[name] = "inv_rms"
+    if list(found.values()).count("sum_sq") != 1:
+        return {}
+    sums = {old for old, new in found.items() if new == "sum_sq"}
+    found = {
+        old: new
+        for old, new in found.items()
+        if new != "inv_rms" or _reads_sum(values[old][0], values, sums, depth=8)
+    }
+    if list(found.values()).count("inv_rms") > 1 or set(found.values()) & taken:
+        return {}
+    return found
+
+
+def _squares(expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]], depth: int) -> bool:
+    """Whether `expr` is, through Inductor's masking, broadcasting, accumulating and naming, a value times
+    itself: `tl.where(mask, tl.broadcast_to(t * t, ...), 0)`, or an accumulator adding one."""
+    if depth == 0:
+        return False
+    if isinstance(expr, cst.Name):
+        bound = values.get(expr.value, [])
+        if len(bound) == 1:
+            return _squares(bound[0], values, depth - 1)
+        # A loop's accumulator: its zeros, then `tl.where(mask, acc + term, acc)` each trip.
+        return any(_squares(v, values, depth - 1) for v in bound if not _is_full(v))
+    if isinstance(expr, cst.Call) and expr.args:
+        kind = _dotted(expr.func)
+        if kind == "tl.where" and len(expr.args) == 3:
+            return _squares(expr.args[1].value, values, depth - 1)
+        if kind == "tl.broadcast_to":
+            return _squares(expr.args[0].value, values, depth - 1)
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        # The accumulator's own trip: the term added to it.
+        left, right = expr.left, expr.right
+        term = right if isinstance(left, cst.Name) and left.value.startswith("_tmp") else left
+        return _squares(term, values, depth - 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        code = cst.Module(body=[]).code_for_node
+        return code(expr.left) == code(expr.right)
+    return False
+
+
+def _reads_sum(
+    expr: cst.BaseExpression, values: dict[str, list[cst.BaseExpression]], sums: set[str], depth: int
+) -> bool:
+    """Whether `expr` (an rsqrt's argument) is a sum of squares, divided or with something added."""
+    if depth == 0:
+        return False
+    if isinstance(expr, cst.Call) and _dotted(expr.func) == "tl.rsqrt" and expr.args:
+        return _reads_sum(expr.args[0].value, values, sums, depth)
+    if isinstance(expr, cst.Name):
+        if expr.value in sums:
+            return True
+        bound = values.get(expr.value, [])
+        return len(bound) == 1 and _reads_sum(bound[0], values, sums, depth - 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Divide)):
+        return _reads_sum(expr.left, values, sums, depth - 1)
+    return False
+
+
+def _is_full(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and _dotted(expr.func) == "tl.full"
 
 
 def _pass_load_names(

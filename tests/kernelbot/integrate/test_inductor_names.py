@@ -381,3 +381,24 @@ def test_the_module_with_each_pass_load_named_computes_what_inductors_did(
         sys.modules.pop(name)
     torch.testing.assert_close(results[1], results[0])
     torch.testing.assert_close(results[1], x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) / 12 + 1e-6))
+
+
+def test_a_norms_sum_of_squares_and_its_reciprocal_root_are_named_as_the_fusion_writer_names_them() -> None:
+    shipped = _returning(TWO_PASSES, [("x",)])
+    assert "    _sum_sq = tl.full([XBLOCK, R0_BLOCK], 0, tl.float32)\n" in shipped
+    assert "_sum_sq = tl.where(r0_mask & xmask, _sum_sq + tmp1, _sum_sq)" in shipped
+    assert "    sum_sq = tl.sum(_sum_sq, 1)[:, None]\n" in shipped
+    assert "x_out = x * tl.rsqrt(sum_sq / r0_numel + 1e-6)" in shipped
+    root = TWO_PASSES.replace(
+        "tmp4 = tmp3 * tl.rsqrt(tmp2 / r0_numel + 1e-6)",
+        "tmp5 = tl.rsqrt(tmp2 / r0_numel + 1e-6)\n        tmp4 = tmp3 * tmp5",
+    )
+    assert root.count("tmp5") == 2
+    assert "inv_rms = tl.rsqrt(sum_sq / r0_numel + 1e-6)" in _returning(root, [("x",)])
+    # A sum of products of two values is no sum of squares; a root of something else is no inv_rms.
+    product = TWO_PASSES.replace("tmp1 = tmp0 * tmp0", "tmp1 = tmp0 * r0_index")
+    assert product.count("tmp0 * r0_index") == 1
+    plain = _returning(product, [("x",)])
+    assert "sum_sq" not in plain and "tmp2 = tl.sum(_tmp2, 1)" in plain
+    other_root = root.replace("tl.rsqrt(tmp2 / r0_numel", "tl.rsqrt(tmp3 / r0_numel")
+    assert "inv_rms" not in _returning(other_root, [("x",)])
