@@ -34,6 +34,7 @@ from evolution.writers.fusion.generate import is_trace_account, traced_docstring
 from evolution.writers.fusion.unit_scale import unit_scales_folded
 from extractors.signature import entry_signature
 from kernelbot.integrate.constants_first import constants_first
+from kernelbot.integrate.drop_noop_casts import dropped_noop_casts
 from kernelbot.integrate.drop_repeated_comments import DropRepeatedCommentsTransformer
 from kernelbot.integrate.drop_unread_assignments import dropped_unread_assignments
 from kernelbot.integrate.drop_unread_host_params import dropped_unread_host_params
@@ -106,6 +107,7 @@ def build_kernel_module(
     module = hoisted_imports(module.visit(StripEvolveMarkersTransformer()))
     module = merged_twin_kernels(module)
     module = inductor_names(module, names.entry.removesuffix("_triton"), view.returned)
+    module = dropped_noop_casts(module)
     # Before the inlining, which inlines a temporary only where one line reads it: a dead line that reads
     # one would keep it on its own line.
     module = dropped_unread_assignments(module)
