@@ -18,6 +18,7 @@ of the kernel that nothing assigns (`tmp17 = variance_epsilon` before the loop t
 and its reads, in a loop or not, read the parameter: no computation moves. So is an index Inductor only
 renames (`x0 = xindex`, `r0_1 = r0_index` in each loop of a looped reduction): each of its lines names the
 same index, which nothing assigns again below it, and it is read only below it, so the index itself is.
+A temporary a named value only copies (`residual_out = tmp13`) takes that name where it is computed.
 
 Triton builds its IR from the expression tree, one op per node in the order Python evaluates them, so the
 kernel compiles to what the search timed (tests/kernelbot/integrate/test_inline_temporaries.py compares the
@@ -70,6 +71,7 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         if not TEMPORARY.search(original):
             return updated_node
         kernel = _copies_dropped(_recasts_dropped(_parameter_aliases_dropped(alone)))
+        kernel = _temporaries_named_by_copies(kernel)
         inlined = inline_single_use(cst.Module(body=[kernel]).code, self.line_length, only=TEMPORARY)
         if inlined == original:
             return updated_node
@@ -170,6 +172,37 @@ def _copies_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
         while copied in renames:  # a copy of a copy reads the first value
             copied = renames[copied]
         renames[target] = copied
+    without = cst.ensure_type(kernel.visit(_DropLines(dropped)), cst.FunctionDef)
+    return cst.ensure_type(without.visit(RenamedReads(renames)), cst.FunctionDef)
+
+
+def _temporaries_named_by_copies(kernel: cst.FunctionDef) -> cst.FunctionDef:
+    """`kernel` with a temporary that a named value only copies (`residual_out = tmp13`, once its cast to
+    its own dtype is gone) bound under that name where it is computed, the copy's line dropped: both
+    bound once, in one block, the temporary above the copy, the name read only below the copy."""
+    bound = binding_counts(kernel)
+    reads = read_counts(kernel)
+    renames: dict[str, str] = {}
+    dropped: set[int] = set()
+    for suite in m.findall(kernel, m.IndentedBlock()):
+        body = cst.ensure_type(suite, cst.IndentedBlock).body
+        computed = {_single_assignment(statement)[0] for statement in body}
+        for k, statement in enumerate(body):
+            target, value = _single_assignment(statement)
+            if (
+                target is not None
+                and isinstance(value, cst.Name)
+                and TEMPORARY.fullmatch(value.value)
+                and not (TEMPORARY.fullmatch(target) or INDEX.fullmatch(target))
+                and value.value in computed
+                and bound.get(target) == bound.get(value.value) == 1
+                and value.value not in renames
+                and read_counts(cst.IndentedBlock(body=body[k + 1 :])).get(target, 0) == reads.get(target, 0)
+            ):
+                renames[value.value] = target
+                dropped.add(id(statement))
+    if not renames:
+        return kernel
     without = cst.ensure_type(kernel.visit(_DropLines(dropped)), cst.FunctionDef)
     return cst.ensure_type(without.visit(RenamedReads(renames)), cst.FunctionDef)
 

@@ -253,3 +253,37 @@ def test_the_kernel_without_its_copies_compiles_to_the_same_ptx(tmp_path: Path) 
     )
     assert "rsqrt" in ptx_before
     assert ptx_after == ptx_before
+
+
+# The second pass of SGLang RMSNorm's Inductor kernel once its casts to float32 of float32 values are gone:
+# the stored residual only copies the sum.
+COPIED = textwrap.dedent(
+    """
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _rms_norm_kernel(x_ptr, residual_ptr, x_out_ptr, residual_out_ptr, inv_rms, N: tl.constexpr):
+        cols = tl.arange(0, N)
+        for r0_offset in tl.range(0, 4096, N):
+            x = tl.load(x_ptr + r0_offset + cols).to(tl.float32)
+            residual = tl.load(residual_ptr + r0_offset + cols).to(tl.float32)
+            tmp13 = x + residual
+            x_out = tmp13 * inv_rms
+            residual_out = tmp13
+            tl.store(x_out_ptr + r0_offset + cols, x_out)
+            tl.store(residual_out_ptr + r0_offset + cols, residual_out)
+    """
+)
+
+
+def test_a_temporary_a_named_value_only_copies_takes_its_name() -> None:
+    inlined = inlined_temporaries(cst.parse_module(COPIED), 110).code
+    assert "        residual_out = x + residual\n" in inlined
+    assert "x_out = residual_out * inv_rms" in inlined and "tmp13" not in inlined
+    # Read above the copy (the previous trip's value in a loop), the name is another value: both stay.
+    earlier = COPIED.replace("        x_out = tmp13 * inv_rms\n", "        x_out = tmp13 * residual_out\n")
+    assert earlier.count("tmp13 * residual_out") == 1
+    kept = inlined_temporaries(cst.parse_module(earlier), 110).code
+    assert "        residual_out = tmp13\n" in kept
