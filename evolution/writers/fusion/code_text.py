@@ -100,6 +100,10 @@ def _wrap(line: str, limit: int) -> list[str]:
     (as black and ruff do), broken before each top-level `+` where it does not fit; else the line itself."""
     lines = _wrap_at_bracket(line, limit)
     assign = _ASSIGN.match(line)
+    if any(char == "#" for _, char in _outside_strings(line)):
+        # A trailing comment: the line is left as it is (fit_comments moves a long one above its line;
+        # in parentheses with the value it would read as part of the value's layout).
+        return lines
     if assign is None or _open_brackets(line) != 0 or len(_split_top_level(assign[3], " ")) < 2:
         # not a whole assignment (a line an earlier wrap left open), or a call's or a subscript's value
         return lines

@@ -212,6 +212,10 @@ def test_long_statements_are_broken_at_their_brackets() -> None:
     # A line an earlier layout left open at a bracket is not a statement of its own: it stays as it is.
     opened = "    q_offs = row * Q_ROW + offs_head[:, None] * HEAD_DIM + offs_dim[\n        None, :\n    ]\n"
     assert wrap_long_lines(opened, 60) == opened
+    # A constant long for its comment alone keeps its line: in parentheses with it, the comment would read
+    # as part of the value.
+    noted = "K0_NUM_STAGES_small = 1  # _red_fused_add_mean_0: software-pipelining stages of its loop\n"
+    assert wrap_long_lines(noted, 60) == noted
 
 
 RMS_REFERENCE = """
