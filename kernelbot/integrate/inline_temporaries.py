@@ -186,9 +186,9 @@ def _temporaries_named_by_copies(kernel: cst.FunctionDef) -> cst.FunctionDef:
     dropped: set[int] = set()
     for suite in m.findall(kernel, m.IndentedBlock()):
         body = cst.ensure_type(suite, cst.IndentedBlock).body
-        computed = {_single_assignment(statement)[0] for statement in body}
         for k, statement in enumerate(body):
             target, value = _single_assignment(statement)
+            computed = {_single_assignment(above)[0] for above in body[:k]}
             if (
                 target is not None
                 and isinstance(value, cst.Name)
