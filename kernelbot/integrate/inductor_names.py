@@ -20,9 +20,9 @@ the module against the reference, so the module that ships names
   loop), a value stored through a pointer for where it goes (`query_or_key_out`), and a norm's sum of
   squares and the reciprocal root of it as the fusion writer names them (`sum_sq`, `inv_rms`).
 Names that cannot be told this way (a pointer whose launches pass three arguments or an expression, a size
-Inductor's host computes (`ps0`), the other loads of a pointer loaded more than once, Inductor's index and
-temporary arithmetic) stay as Inductor
-wrote them rather than be guessed; so does any name whose new one is taken.
+Inductor's host computes (`ps0`), the other loads of a pointer loaded more than once in one pass,
+Inductor's index and temporary arithmetic) stay as Inductor wrote them rather than be guessed; so does any
+name whose new one is taken.
 """
 
 from __future__ import annotations
