@@ -210,9 +210,12 @@ def _temporaries_named_by_copies(kernel: cst.FunctionDef) -> cst.FunctionDef:
 def _copied(
     target: str, value: cst.BaseExpression, above: Sequence[cst.BaseStatement], bound: dict[str, int]
 ) -> str | None:
-    """The name `target = value` copies: an index renamed, or a value bound last in the lines `above` (of
-    the same block) by a cast to the dtype `value` casts it to again; None for any other line."""
-    if INDEX.fullmatch(target) and isinstance(value, cst.Name):
+    """The name `target = value` copies: a name an index or a temporary renames, or a value bound last in
+    the lines `above` (of the same block) by a cast to the dtype `value` casts it to again; None for any
+    other line."""
+    if (INDEX.fullmatch(target) or TEMPORARY.fullmatch(target)) and isinstance(value, cst.Name):
+        # an index renamed, or a temporary left copying a value once its cast to the value's own dtype
+        # went (kernelbot.integrate.drop_noop_casts: `tmp1 = tmp0`)
         return value.value if value.value != target else None
     dtype = _cast_dtype(value)
     if not (dtype and TEMPORARY.fullmatch(target) and bound.get(target) == 1):

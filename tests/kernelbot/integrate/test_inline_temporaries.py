@@ -65,6 +65,9 @@ def test_single_use_temporaries_are_inlined_and_the_rest_kept() -> None:
     assert "# tmp5 is the denominator" in inlined  # a comment is no read: it never receives the value
     assert "def host(x):\n    tmp1 = x.shape[0]\n    return tmp1" in inlined  # not a kernel
     assert len(inlined.splitlines()) == len(SOURCE.splitlines()) - 6
+    # Left a copy once drop_noop_casts took its cast away, it goes the same way.
+    copied = SOURCE.replace("tmp1 = tmp0.to(tl.float32)", "tmp1 = tmp0")
+    assert inlined_temporaries(cst.parse_module(copied), 110).code == inlined
 
 
 def test_a_cast_to_another_dtype_or_of_a_value_bound_twice_keeps_its_line() -> None:
@@ -163,14 +166,24 @@ def test_an_alias_of_a_parameter_is_read_as_the_parameter_inside_a_loop() -> Non
     inlined = inlined_temporaries(cst.parse_module(RMSNORM), 110).code
     assert "tmp17" not in inlined
     assert "        tmp19 = tmp7 / tl.cast(HIDDEN, tl.float32) + variance_epsilon.to(tl.float32)\n" in inlined
-    # A parameter the kernel assigns again holds another value by the time the loop reads the alias, and
-    # a local other than a parameter is a value the inlining leaves outside the loop.
+    # A parameter the kernel assigns again below the alias holds another value by the time the loop reads
+    # the alias, and a value computed from it is one the inlining leaves outside the loop.
     reassigned = RMSNORM.replace(
+        "    tmp17 = variance_epsilon\n",
+        "    tmp17 = variance_epsilon\n    variance_epsilon = variance_epsilon * 2\n",
+    )
+    assert reassigned.count("variance_epsilon * 2") == 1
+    assert "    tmp17 = variance_epsilon\n" in inlined_temporaries(cst.parse_module(reassigned), 110).code
+    # Assigned above it, the alias names the value the parameter holds from there on: it goes.
+    above = RMSNORM.replace(
         "    x0 = xindex\n", "    x0 = xindex\n    variance_epsilon = variance_epsilon * 2\n"
     )
-    assert "    tmp17 = variance_epsilon\n" in inlined_temporaries(cst.parse_module(reassigned), 110).code
-    local = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = xmask")
-    assert "    tmp17 = xmask\n" in inlined_temporaries(cst.parse_module(local), 110).code
+    assert "tmp17" not in inlined_temporaries(cst.parse_module(above), 110).code
+    local = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = variance_epsilon * 2")
+    assert "    tmp17 = variance_epsilon * 2\n" in inlined_temporaries(cst.parse_module(local), 110).code
+    # A copy of a local computes nothing: the loop reads the local itself.
+    copy = RMSNORM.replace("tmp17 = variance_epsilon", "tmp17 = xindex")
+    assert "tmp17" not in inlined_temporaries(cst.parse_module(copy), 110).code
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
