@@ -188,21 +188,25 @@ def test_an_alias_of_a_parameter_is_read_as_the_parameter_inside_a_loop() -> Non
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
 def test_the_kernel_reading_the_parameter_compiles_to_the_same_ptx(tmp_path: Path) -> None:
-    before, after = tmp_path / "before.py", tmp_path / "after.py"
-    before.write_text(RMSNORM)
-    after.write_text(inlined_temporaries(cst.parse_module(RMSNORM), 110).code)
-    assert "tmp17" not in after.read_text()
+    inlined = inlined_temporaries(cst.parse_module(RMSNORM), 110).code
+    assert "tmp17" not in inlined
+    ptx_before, ptx_after = _rms_norm_ptx(RMSNORM, inlined, tmp_path)
+    assert "rsqrt" in ptx_before  # the norm was compiled
+    assert ptx_after == ptx_before
+
+
+def _rms_norm_ptx(before: str, after: str, tmp_path: Path) -> list[str]:
+    """The PTX for sm_90 of the RMSNorm kernel in `before` and in `after`, at 4096 x 4096 in chunks of 2048."""
+    files = [tmp_path / "before.py", tmp_path / "after.py"]
+    for file, text in zip(files, (before, after), strict=True):
+        file.write_text(text)
     signature = {
         name: "*bf16" for name in ("x_ptr", "residual_ptr", "weight_ptr", "x_out_ptr", "residual_out_ptr")
     }
     signature |= {"variance_epsilon": "fp32", "HIDDEN": "constexpr", "xnumel": "i32"}
     signature |= {"r0_numel": "constexpr", "XBLOCK": "constexpr", "R0_BLOCK": "constexpr"}
     constants = {6: 4096, 8: 4096, 9: 1, 10: 2048}
-    ptx_before, ptx_after = sm90_ptx(
-        [before, after], "_rms_norm_kernel", signature, constants, tmp_path / "cache"
-    )
-    assert "rsqrt" in ptx_before  # the norm was compiled
-    assert ptx_after == ptx_before
+    return sm90_ptx(files, "_rms_norm_kernel", signature, constants, tmp_path / "cache")
 
 
 # The same kernel as Inductor writes its loops: each renames the loop's index (`r0_1 = r0_index`), the row's
@@ -251,19 +255,9 @@ def test_a_copy_read_before_it_or_of_a_value_bound_again_below_it_keeps_its_line
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="compiled for sm_90 on a machine without a GPU")
 def test_the_kernel_without_its_copies_compiles_to_the_same_ptx(tmp_path: Path) -> None:
-    before, after = tmp_path / "before.py", tmp_path / "after.py"
-    before.write_text(LOOPS)
-    after.write_text(inlined_temporaries(cst.parse_module(LOOPS), 110).code)
-    assert "r0_1" not in after.read_text()
-    signature = {
-        name: "*bf16" for name in ("x_ptr", "residual_ptr", "weight_ptr", "x_out_ptr", "residual_out_ptr")
-    }
-    signature |= {"variance_epsilon": "fp32", "HIDDEN": "constexpr", "xnumel": "i32"}
-    signature |= {"r0_numel": "constexpr", "XBLOCK": "constexpr", "R0_BLOCK": "constexpr"}
-    constants = {6: 4096, 8: 4096, 9: 1, 10: 2048}
-    ptx_before, ptx_after = sm90_ptx(
-        [before, after], "_rms_norm_kernel", signature, constants, tmp_path / "cache"
-    )
+    inlined = inlined_temporaries(cst.parse_module(LOOPS), 110).code
+    assert "r0_1" not in inlined
+    ptx_before, ptx_after = _rms_norm_ptx(LOOPS, inlined, tmp_path)
     assert "rsqrt" in ptx_before
     assert ptx_after == ptx_before
 
