@@ -196,7 +196,7 @@ def test_the_kernel_reading_the_parameter_compiles_to_the_same_ptx(tmp_path: Pat
 
 
 def _rms_norm_ptx(before: str, after: str, tmp_path: Path) -> list[str]:
-    """The PTX for sm_90 of the RMSNorm kernel in `before` and in `after`, at 4096 x 4096 in chunks of 2048."""
+    """The PTX for sm_90 of the RMSNorm kernel in `before` and in `after` (4096 x 4096, chunks of 2048)."""
     files = [tmp_path / "before.py", tmp_path / "after.py"]
     for file, text in zip(files, (before, after), strict=True):
         file.write_text(text)
