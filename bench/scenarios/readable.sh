@@ -11,7 +11,7 @@
 ## GPU=0  the GPU to use (CUDA_VISIBLE_DEVICES)
 ## FRESH=sglang_rmsnorm_residual  fresh functions (comma-separated; two share a 600 s call: one confirmation
 ##   takes about two minutes)
-## SEARCH_S=120  seconds per search (at most LIMIT - 340: the winners are confirmed after it)
+## SEARCH_S=120  seconds per search (at most LIMIT - 370: the winners are confirmed after it)
 ## PROCESSES=3  fresh processes per confirmed column, at least
 ## MAX_PROCESSES=3  at most (kernelbot target's rule: 10): from PROCESSES on, a column adds processes only
 ##   while one of its cases is undecided; each takes about 10 s a winner on the H100
@@ -28,9 +28,9 @@ if [ "$DRY_RUN" != 1 ] && ! "$PYTHON" -m ruff --version >/dev/null 2>&1; then
 fi
 
 # The last confirmation may start until LIMIT - 250 s; a search that ends later (its own seconds and about
-# 90 s of extraction and start) leaves every winner unconfirmed.
-(( SEARCH_S + 90 <= LIMIT - 250 )) ||
-  fail "SEARCH_S=$SEARCH_S leaves no time in LIMIT=$LIMIT to confirm a winner (at most $((LIMIT - 340)))"
+# 120 s of unpacking, extraction and start) leaves every winner unconfirmed.
+(( SEARCH_S + 120 <= LIMIT - 250 )) ||
+  fail "SEARCH_S=$SEARCH_S leaves no time in LIMIT=$LIMIT to confirm a winner (at most $((LIMIT - 370)))"
 step claim_coverage $((LIMIT - 180)) env CUDA_VISIBLE_DEVICES="$GPU" "$PYTHON" bench/claim_coverage.py \
   --out "$BENCH_OUT/claims" --fresh "$FRESH" --inductor-seed --search-seconds "$SEARCH_S" --remeasure 0 \
   --min-processes "$PROCESSES" --max-processes "$MAX_PROCESSES" --sources "$SOURCES" --deadline $((LIMIT - 250))
