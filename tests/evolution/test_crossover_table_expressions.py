@@ -80,3 +80,29 @@ def test_a_constant_read_twice_stays() -> None:
     out = table_expressions(source)
     assert "WARPS_SCALE_SMALL = 1.0" in out and "0.5 if nbytes <= 300 else WARPS_SCALE_SMALL" in out
     assert _values(out) == _values(source)
+
+
+FLAG = """
+def entry(nbytes):
+    int64_offsets = False
+    warps_scale = 1.0
+    if 213 < nbytes <= 2787:
+        int64_offsets = True
+        warps_scale = 0.5
+    return (int64_offsets, warps_scale)
+"""
+
+
+def test_a_flag_set_true_on_the_tested_side_is_the_test() -> None:
+    out = table_expressions(FLAG)
+    assert "    int64_offsets = 213 < nbytes <= 2787\n" in out
+    assert "    warps_scale = 0.5 if 213 < nbytes <= 2787 else 1.0\n" in out
+    assert _values(out, (1, 213, 214, 2787, 2788)) == _values(FLAG, (1, 213, 214, 2787, 2788))
+    flipped = FLAG.replace("= False", "= TRUE_").replace("= True", "= False").replace("= TRUE_", "= True")
+    assert "int64_offsets = True\n" in flipped
+    out = table_expressions(flipped)
+    assert "    int64_offsets = not (213 < nbytes <= 2787)\n" in out
+    assert _values(out, (1, 213, 214, 2787, 2788)) == _values(flipped, (1, 213, 214, 2787, 2788))
+    # A test that is no comparison may be no bool (a count): the flag stays a choice between True and False.
+    counted = FLAG.replace("if 213 < nbytes <= 2787:", "if nbytes % 3:")
+    assert "int64_offsets = True if nbytes % 3 else False" in table_expressions(counted)

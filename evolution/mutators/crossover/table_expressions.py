@@ -8,7 +8,8 @@ A flat module's size table sets each varying constant in a local, then overrides
         warps_scale = 0.5
 
 with `WARPS_SCALE_SMALL = 1.0` defined at the top of the module for this one read. The same choice as a
-reviewer writes it: `warps_scale = 0.5 if nbytes <= 300000 else 1.0`, and no constant. Only the shape
+reviewer writes it: `warps_scale = 0.5 if nbytes <= 300000 else 1.0`, and no constant (a flag set True
+on the tested side is the test itself: `int64_offsets = nbytes <= 300000`). Only the shape
 above is rewritten: a run of plain assignments to names, then one `if` (no `else`) that assigns only some
 of them, where neither the test nor the new values read a name the run binds, nor a default a name the `if`
 sets; the defaults are literals or names, so evaluating them first, as before, or only on the untested side
@@ -38,7 +39,8 @@ def table_expressions(source: str) -> str:
     except cst.ParserSyntaxError:
         return source
     module = module.visit(_OneTestTables())
-    return _defaults_inlined(module).code
+    # After the inlining, which may have made a default `False` (a constant the table's `else` read).
+    return _defaults_inlined(module).visit(_FlagsAsTests()).code
 
 
 def _assigned(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
@@ -127,6 +129,34 @@ def _rewritten(run: list[cst.BaseStatement], test: cst.BaseStatement) -> list[cs
             )
         out.append(statement)
     return out
+
+
+def _flag_test(
+    test: cst.BaseExpression, then: cst.BaseExpression, otherwise: cst.BaseExpression
+) -> cst.Comparison | cst.UnaryOperation | None:
+    """For `then if test else otherwise`: the test itself where that chooses True over False
+    (`int64_offsets = 213189 < nbytes <= 2787806`), its negation for the reverse, where the test is a
+    comparison (a bool, so the value is the same); None for any other choice."""
+    if not isinstance(test, cst.Comparison) or test.lpar:
+        return None
+    if m.matches(then, m.Name("True")) and m.matches(otherwise, m.Name("False")):
+        return test
+    if m.matches(then, m.Name("False")) and m.matches(otherwise, m.Name("True")):
+        parenthesized = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.UnaryOperation(cst.Not(), parenthesized)
+    return None
+
+
+class _FlagsAsTests(cst.CSTTransformer):
+    """Every `True if <comparison> else False` as the comparison (and the reverse as its negation)."""
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        flag = _flag_test(updated_node.test, updated_node.body, updated_node.orelse)
+        if flag is None:
+            return updated_node
+        return (
+            flag.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar) if updated_node.lpar else flag
+        )
 
 
 def _defaults_inlined(module: cst.Module) -> cst.Module:
