@@ -17,7 +17,8 @@ whose structure was not yet written with that parent's fusion choices. torch.com
 (tune:compile) are timed after the Inductor seed, often after this move last ran on the seed's launch; on
 an H100 search of the SGLang RMSNorm the best tune:compile child (chunks of 4096, 16 warps) was never
 written as a fusion kernel before the search's time ran out, and the shipped module carried Inductor's code
-beside the fusion kernel instead of one fusion kernel with that launch.
+beside the fusion kernel instead of one fusion kernel with that launch. Asked first, the next search wrote
+it 36 s after compile's launches were timed (docs/results/2026-12-08-h100.md).
 
 A case, not the aggregate: a norm's one-pass kernel beats compile on a decode batch and trails it at 4096
 tokens, where Inductor's looped kernel wins; the child then wins those sizes, and bucket crossover routes
