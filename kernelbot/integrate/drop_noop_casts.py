@@ -21,6 +21,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from evolution.mutators.crossover.alike import jit_functions
+from kernelbot.integrate.inline_temporaries import cast_dtype
 
 # Ops whose result is float32 where their (first) argument is.
 _SAME_FLOAT = frozenset(
@@ -77,8 +78,8 @@ class _CastRemover(cst.CSTTransformer):
         self.dtypes = dtypes
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        target = _cast_target(updated_node)
-        if target is None:
+        target = cast_dtype(updated_node)
+        if not target:
             return updated_node
         value = cst.ensure_type(updated_node.func, cst.Attribute).value
         if _dtype(value, self.dtypes) != target:
@@ -180,8 +181,8 @@ def _dtype(expr: cst.BaseExpression, names: dict[str, str]) -> str | None:
         return _FLOAT if _dtype(expr.expression, names) == _FLOAT else None
     if not isinstance(expr, cst.Call):
         return None
-    cast = _cast_target(expr)
-    if cast is not None:
+    cast = cast_dtype(expr)
+    if cast:
         return cast
     func = _dotted(expr.func)
     args = [a.value for a in expr.args if a.keyword is None]
@@ -199,18 +200,6 @@ def _dtype(expr: cst.BaseExpression, names: dict[str, str]) -> str | None:
             return None
         return _FLOAT
     return None
-
-
-def _cast_target(call: cst.Call) -> str | None:
-    """D for `value.to(tl.D)` with nothing else passed, else None."""
-    if not (
-        isinstance(call.func, cst.Attribute)
-        and call.func.attr.value == "to"
-        and len(call.args) == 1
-        and call.args[0].keyword is None
-    ):
-        return None
-    return _tl_dtype(call.args[0].value)
 
 
 def _tl_dtype(expr: cst.BaseExpression) -> str | None:

@@ -116,7 +116,7 @@ def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     for statement in cst.ensure_type(kernel.body, cst.IndentedBlock).body:
         target, value = _single_assignment(statement)
         if target is not None and value is not None and bound.get(target) == 1:
-            dtype = _cast_dtype(value)
+            dtype = cast_dtype(value)
             source = cst.ensure_type(value, cst.Call).func if dtype else None
             read = cst.ensure_type(source, cst.Attribute).value if source is not None else None
             if isinstance(read, cst.Name):
@@ -217,7 +217,7 @@ def _copied(
         # an index renamed, or a temporary left copying a value once its cast to the value's own dtype
         # went (kernelbot.integrate.drop_noop_casts: `tmp1 = tmp0`)
         return value.value if value.value != target else None
-    dtype = _cast_dtype(value)
+    dtype = cast_dtype(value)
     if not (dtype and TEMPORARY.fullmatch(target) and bound.get(target) == 1):
         return None
     read = cst.ensure_type(cst.ensure_type(value, cst.Call).func, cst.Attribute).value
@@ -229,7 +229,7 @@ def _copied(
     for statement in reversed(above):
         if binding_counts(statement).get(read.value):
             name, earlier = _single_assignment(statement)
-            if name == read.value and earlier is not None and _cast_dtype(earlier) == dtype:
+            if name == read.value and earlier is not None and cast_dtype(earlier) == dtype:
                 return name
             return None
     return None
@@ -261,7 +261,7 @@ def _single_assignment(statement: cst.BaseStatement) -> tuple[str | None, cst.Ba
     return None, None
 
 
-def _cast_dtype(value: cst.BaseExpression) -> str:
+def cast_dtype(value: cst.BaseExpression) -> str:
     """The dtype (`float32`) `value` casts to where it is `<something>.to(tl.<dtype>)`; "" otherwise."""
     if not m.matches(value, _CAST):
         return ""
