@@ -9,15 +9,14 @@ statement at the same indentation further down, is inlined there by the rules th
 its own kernels with (evolution.writers.fusion.code_text.inline_single_use: loads, stores, aranges and
 constants stay on their lines; nothing is moved into a loop or past a statement that assigns a name it
 reads; the line stays within the engine's limit). A value read twice and every other name keep their
-lines. Before that, a temporary that only casts another to the dtype that one was already cast to
-(`tmp0 = tl.load(...).to(tl.float32)`, then `tmp1 = tmp0.to(tl.float32)`: Inductor upcasts at the load and
-again at the op) is dropped and its reads read the first: Triton's cast to a value's own dtype returns the
-value itself, so no instruction goes with it; inside a loop too, where the value cast is bound earlier in
-the same loop body and the temporary is read only further down it. A temporary that only names a parameter
-of the kernel that nothing assigns (`tmp17 = variance_epsilon` before the loop that reads it) is dropped
-and its reads, in a loop or not, read the parameter: no computation moves. So is an index Inductor only
-renames (`x0 = xindex`, `r0_1 = r0_index` in each loop of a looped reduction): each of its lines names the
-same index, which nothing assigns again below it, and it is read only below it, so the index itself is.
+lines. Before that, the lines that only copy a value under another name go, in any block, loop bodies
+included, their reads reading the value: a temporary that casts a value again to the dtype its own line
+cast it to (`tmp0 = tl.load(...).to(tl.float32)`, then `tmp1 = tmp0.to(tl.float32)`: Inductor upcasts at
+the load and again at the op; Triton's cast to a value's own dtype returns the value itself, so no
+instruction goes with it), a temporary that names a parameter or another value (`tmp17 = variance_epsilon`
+before the loop that reads it), and an index Inductor only renames (`x0 = xindex`, `r0_1 = r0_index` in
+each loop of a looped reduction). Each such name is bound only by copies of one value, read only below
+them in their blocks, and the value is not assigned again below them: no computation moves.
 A temporary a named value only copies (`residual_out = tmp13`) takes that name where it is computed.
 
 Triton builds its IR from the expression tree, one op per node in the order Python evaluates them, so the
@@ -70,7 +69,7 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         original = cst.Module(body=[alone]).code
         if not TEMPORARY.search(original):
             return updated_node
-        kernel = _copies_dropped(_recasts_dropped(_parameter_aliases_dropped(alone)))
+        kernel = _copies_dropped(alone)
         kernel = _temporaries_named_by_copies(kernel)
         inlined = inline_single_use(cst.Module(body=[kernel]).code, self.line_length, only=TEMPORARY)
         if inlined == original:
@@ -79,64 +78,11 @@ class _InlineTemporariesTransformer(cst.CSTTransformer):
         return rewritten.with_changes(leading_lines=updated_node.leading_lines)
 
 
-def _parameter_aliases_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
-    """`kernel` without its temporaries bound once, at its top level, to a parameter nothing assigns, their
-    reads reading the parameter. inline_single_use moves nothing into a loop, yet a parameter holds one value
-    everywhere in the kernel: reading it where the temporary was read computes nothing anew."""
-    bound = binding_counts(kernel)
-    params = {cst.ensure_type(p, cst.Param).name.value for p in m.findall(kernel.params, m.Param())}
-    aliases: dict[str, str] = {}  # dropped temporary -> the parameter it named
-    kept: list[cst.BaseStatement] = []
-    for statement in cst.ensure_type(kernel.body, cst.IndentedBlock).body:
-        target, value = _single_assignment(statement)
-        if (
-            target is not None
-            and TEMPORARY.fullmatch(target)
-            and bound.get(target) == 1
-            and isinstance(value, cst.Name)
-            and value.value in params
-            and bound.get(value.value) == 1  # the parameter's own binding alone
-        ):
-            aliases[target] = value.value
-            continue
-        kept.append(statement)
-    if not aliases:
-        return kernel
-    body = kernel.body.with_changes(body=kept)
-    return kernel.with_changes(body=body.visit(RenamedReads(aliases)))
-
-
-def _recasts_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
-    """`kernel` without its temporaries that cast a value to the dtype its own binding already cast it to,
-    their reads reading that value. Only names bound once, at the kernel's top level, are touched."""
-    bound = binding_counts(kernel)
-    casts: dict[str, str] = {}  # name -> the dtype its one binding casts to
-    aliases: dict[str, str] = {}  # dropped temporary -> the value it read
-    kept: list[cst.BaseStatement] = []
-    for statement in cst.ensure_type(kernel.body, cst.IndentedBlock).body:
-        target, value = _single_assignment(statement)
-        if target is not None and value is not None and bound.get(target) == 1:
-            dtype = cast_dtype(value)
-            source = cst.ensure_type(value, cst.Call).func if dtype else None
-            read = cst.ensure_type(source, cst.Attribute).value if source is not None else None
-            if isinstance(read, cst.Name):
-                read_name = aliases.get(read.value, read.value)
-                if TEMPORARY.fullmatch(target) and casts.get(read_name) == dtype:
-                    aliases[target] = read_name
-                    continue
-            if dtype:
-                casts[target] = dtype
-        kept.append(statement)
-    if not aliases:
-        return kernel
-    body = kernel.body.with_changes(body=kept)
-    return kernel.with_changes(body=body.visit(RenamedReads(aliases)))
-
-
 def _copies_dropped(kernel: cst.FunctionDef) -> cst.FunctionDef:
     """`kernel` without the lines that copy a value under another name in any of its blocks, loop bodies
     included, their reads reading the value (module docstring): an index Inductor renames
-    (`r0_1 = r0_index`), and a temporary that casts a value bound earlier in its block to the dtype that
+    (`r0_1 = r0_index`), a temporary that names a value (`tmp17 = variance_epsilon`), and a temporary that
+    casts a value bound earlier in its block to the dtype that
     value was cast to (`tmp1 = tmp0.to(tl.float32)` in a loop)."""
     bound = binding_counts(kernel)
     reads = read_counts(kernel)
